@@ -1,0 +1,104 @@
+// STG.g4 - Grammar of the STG language (symbolic tensor graphs).
+//
+// One combined grammar for the whole language of docs/language.md. The C++
+// lexer and parser are generated from it at build time (no listener, no
+// visitor: lib/Parse walks the tree through the context accessors), so the
+// generated code stays two translation units. Semantics (names, axes versus
+// dims in `X/a`, attribute meaning) are decided in lib/Parse, not here, so
+// that errors about them can name what was found.
+grammar STG;
+
+file : topStmt* EOF ;
+
+topStmt
+  : importDecl
+  | dimDecl
+  | axisDecl
+  | optionDecl
+  | setDecl
+  | blockDecl
+  | modelDecl
+  ;
+
+importDecl : 'import' STRING ';' ;
+
+dimDecl    : 'dim' dimItem (',' dimItem)* ';' ;
+dimItem    : ID ('=' expr)? ;
+
+axisDecl   : 'axis' axisItem (',' axisItem)* ';' ;
+axisItem   : name=ID ('=' alias=ID ('if' neg='!'? cond=ID)?)? ;
+
+optionDecl : 'option' optionItem (',' optionItem)* ';' ;
+optionItem : ID '=' literal ;
+
+setDecl    : 'set' setItem (',' setItem)* ';' ;
+setItem    : ID '=' (literal | expr) ;
+
+literal    : 'true' | 'false' | STRING | INT | FLOAT ;
+
+blockDecl  : 'block' ID '(' (blockParam (',' blockParam)*)? ')' ('->' type)? body ;
+blockParam : ID ':' type ;
+
+modelDecl  : 'model' ID body ;
+
+body : '{' stmt* '}' ;
+
+stmt
+  : 'param' declItem (',' declItem)* ';'                 # paramStmt
+  | 'state' declItem (',' declItem)* ';'                 # stateStmt
+  | target (',' target)* '=' value ';'                   # assignStmt
+  | 'repeat' expr ('as' ID)? body                        # repeatStmt
+  | 'return' value ';'                                   # returnStmt
+  ;
+
+declItem : ID ':' type ;
+target   : ID (':' type)? ;
+
+// A value is a name or an op/block call; calls nest.
+value
+  : ID '[' attrList? ']' '(' (value (',' value)*)? ')'  # callAttrValue
+  | ID '(' (value (',' value)*)? ')'                     # callValue
+  | ID                                                   # nameValue
+  ;
+
+attrList
+  : einsumSpec
+  | attr (',' attr)*
+  ;
+
+// `bsd,df->bsf`; an operand or the result may have no index (a scalar).
+einsumSpec : ID? (',' ID?)* '->' ID? ;
+
+attr      : (ID '=')? attrValue ;
+attrValue
+  : STRING                                   # stringAttr
+  | '(' attrValue (',' attrValue)+ ')'       # tupleAttr
+  | expr                                     # exprAttr
+  ;
+
+// A tensor type: optional element type, logical shape, optional PartialSum axes.
+type     : elem=ID? '[' (expr (',' expr)*)? ']' ('@' axisSet)? ;
+axisSet  : ID | '(' ID (',' ID)* ')' ;
+
+// Symbolic arithmetic over dims, axis degrees and options.
+expr
+  : '(' expr ')'                              # parenExpr
+  | '-' expr                                  # negExpr
+  | <assoc=right> expr '^' expr               # powExpr
+  | expr op=('*' | '/') expr                  # mulExpr
+  | expr op=('+' | '-') expr                  # addExpr
+  | ID                                        # symExpr
+  | INT                                       # intExpr
+  | FLOAT                                     # floatExpr
+  ;
+
+ID      : [a-zA-Z_] [a-zA-Z_0-9]* ;
+INT     : [0-9]+ ;
+FLOAT   : [0-9]+ '.' [0-9]* ([eE] [+-]? [0-9]+)? | [0-9]+ [eE] [+-]? [0-9]+ ;
+STRING  : '"' (~["\\\r\n] | '\\' .)* '"' ;
+
+LINE_COMMENT  : '//' ~[\r\n]* -> skip ;
+BLOCK_COMMENT : '/*' .*? '*/' -> skip ;
+WS            : [ \t\r\n]+ -> skip ;
+// Anything else is a token the parser reports, with its location.
+ERROR_CHAR    : . ;

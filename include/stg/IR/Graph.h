@@ -1,0 +1,132 @@
+//===- Graph.h - Values, ops and graphs of the STG IR -----------*- C++ -*-===//
+//
+// A Graph is an ordered list of Ops in SSA form: every Value is defined once,
+// by an op result or as a graph argument, and is used after its definition.
+// Block calls are inlined when the IR is built, so a graph holds only builtin
+// ops; a `repeat` op owns a nested body Graph whose arguments are the
+// loop-carried values and whose `yield` op passes them to the next
+// repetition. The body is kept once, however many times it repeats: later
+// passes split and number the repetitions (`layer.3.*`) without copying.
+//
+// Values carry hierarchical names (`layer.decoder.swiglu.w_up`) that are
+// unique in the module; the Module hands them out.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_IR_GRAPH_H
+#define STG_IR_GRAPH_H
+
+#include "stg/IR/Attribute.h"
+#include "stg/IR/OpKind.h"
+#include "stg/IR/TensorType.h"
+#include "stg/Support/Diagnostics.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace stg {
+
+class Graph;
+class Op;
+
+class Value {
+public:
+  Value(std::string name, Op *definingOp, unsigned resultIndex)
+      : name(std::move(name)), definingOp(definingOp),
+        resultIndex(resultIndex) {}
+
+  llvm::StringRef getName() const { return name; }
+  /// The op that defines this value, or null for a graph argument.
+  Op *getDefiningOp() const { return definingOp; }
+  unsigned getResultIndex() const { return resultIndex; }
+
+  bool hasType() const { return type.has_value(); }
+  const TensorType &getType() const { return *type; }
+  void setType(TensorType newType) { type = std::move(newType); }
+  /// True if the user wrote the type (an anchor for distribution passes).
+  bool isAnnotated() const { return annotated; }
+  void setAnnotated(bool value) { annotated = value; }
+
+private:
+  std::string name;
+  Op *definingOp;
+  unsigned resultIndex;
+  std::optional<TensorType> type;
+  bool annotated = false;
+};
+
+class Op {
+public:
+  Op(OpKind kind, SourceLoc loc) : kind(kind), loc(loc) {}
+
+  OpKind getKind() const { return kind; }
+  const OpInfo &getInfo() const { return getOpInfo(kind); }
+  llvm::StringRef getKindName() const { return getInfo().name; }
+  SourceLoc getLoc() const { return loc; }
+
+  llvm::ArrayRef<Value *> getOperands() const { return operands; }
+  Value *getOperand(unsigned i) const { return operands[i]; }
+  void addOperand(Value *value) { operands.push_back(value); }
+  void setOperand(unsigned i, Value *value) { operands[i] = value; }
+
+  llvm::ArrayRef<Value *> getResults() const { return results; }
+  Value *getResult(unsigned i = 0) const { return results[i]; }
+  void addResult(Value *value) { results.push_back(value); }
+
+  llvm::ArrayRef<NamedAttribute> getAttrs() const { return attrs; }
+  const Attribute *getAttr(llvm::StringRef name) const;
+  void setAttr(llvm::StringRef name, Attribute value);
+
+  /// The body of a `repeat`; null for every other op.
+  Graph *getBody() const { return body.get(); }
+  void setBody(std::unique_ptr<Graph> graph);
+
+  Graph *getParent() const { return parent; }
+  void setParent(Graph *graph) { parent = graph; }
+
+private:
+  OpKind kind;
+  SourceLoc loc;
+  llvm::SmallVector<Value *, 3> operands;
+  llvm::SmallVector<Value *, 1> results;
+  llvm::SmallVector<NamedAttribute, 2> attrs;
+  std::unique_ptr<Graph> body;
+  Graph *parent = nullptr;
+};
+
+class Graph {
+public:
+  explicit Graph(std::string name) : name(std::move(name)) {}
+
+  llvm::StringRef getName() const { return name; }
+  /// The op owning this graph as its body, or null for the top level.
+  Op *getParentOp() const { return parentOp; }
+  void setParentOp(Op *op) { parentOp = op; }
+
+  llvm::ArrayRef<std::unique_ptr<Op>> getOps() const { return ops; }
+  llvm::ArrayRef<Value *> getArguments() const { return arguments; }
+
+  /// Appends a new op at the end of the graph.
+  Op *createOp(OpKind kind, SourceLoc loc);
+  /// Creates a value defined by `op` (appended to its results).
+  Value *createResult(Op *op, std::string name);
+  /// Creates a graph argument (a repeat's loop-carried value).
+  Value *createArgument(std::string name);
+
+  /// The terminating `yield` of a repeat body, if any.
+  Op *getTerminator() const;
+
+private:
+  std::string name;
+  Op *parentOp = nullptr;
+  std::vector<std::unique_ptr<Op>> ops;
+  std::vector<std::unique_ptr<Value>> values;
+  llvm::SmallVector<Value *, 2> arguments;
+};
+
+} // namespace stg
+
+#endif // STG_IR_GRAPH_H

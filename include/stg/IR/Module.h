@@ -1,0 +1,104 @@
+//===- Module.h - A whole STG program ---------------------------*- C++ -*-===//
+//
+// The module is what the front end builds and every pass transforms: the
+// symbolic dims with their current bindings, the mesh axes, the options, the
+// signatures of the blocks that were declared, and the model graph with all
+// block calls inlined.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_IR_MODULE_H
+#define STG_IR_MODULE_H
+
+#include "stg/IR/Expr.h"
+#include "stg/IR/Graph.h"
+#include "stg/IR/TensorType.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace stg {
+
+/// `dim D = 8192;` or `dim DH = D / NH;` or `dim B;` (value from --set).
+struct Dim {
+  std::string name;
+  GiNaC::symbol symbol;
+  std::optional<Expr> value; ///< Default, derived expression, or `set` value.
+  SourceLoc loc;
+};
+
+/// `option sequence_parallel = true;`
+struct Option {
+  using Value = std::variant<bool, Expr, std::string>;
+  std::string name;
+  Value value;
+  SourceLoc loc;
+
+  bool isBool() const { return std::holds_alternative<bool>(value); }
+};
+
+/// A block's declared interface (bodies are inlined into the model).
+struct BlockSignature {
+  std::string name;
+  std::vector<std::pair<std::string, TensorType>> params;
+  std::optional<TensorType> result;
+  SourceLoc loc;
+};
+
+class Module {
+public:
+  Module();
+
+  SymbolTable &getSymbols() { return symbols; }
+  const SymbolTable &getSymbols() const { return symbols; }
+  ExprPrinter getPrinter() const { return ExprPrinter(&symbols); }
+
+  Dim *addDim(llvm::StringRef name, SourceLoc loc);
+  Dim *lookupDim(llvm::StringRef name);
+  llvm::ArrayRef<std::unique_ptr<Dim>> getDims() const { return dims; }
+
+  Axis *addAxis(llvm::StringRef name, SourceLoc loc);
+  Axis *lookupAxis(llvm::StringRef name);
+  const Axis *lookupAxis(llvm::StringRef name) const;
+  llvm::ArrayRef<std::unique_ptr<Axis>> getAxes() const { return axes; }
+
+  Option *addOption(llvm::StringRef name, Option::Value value, SourceLoc loc);
+  Option *lookupOption(llvm::StringRef name);
+  llvm::ArrayRef<std::unique_ptr<Option>> getOptions() const {
+    return options;
+  }
+  /// The default element type (`option dtype = fp32;`), bf16 otherwise.
+  ElementType getDefaultElementType() const;
+
+  void addBlockSignature(BlockSignature signature) {
+    blocks.push_back(std::move(signature));
+  }
+  llvm::ArrayRef<BlockSignature> getBlockSignatures() const { return blocks; }
+
+  /// The model graph; null for a file of blocks only.
+  Graph *getModel() const { return model.get(); }
+  Graph *createModel(llvm::StringRef name, SourceLoc loc);
+  SourceLoc getModelLoc() const { return modelLoc; }
+
+  /// Returns `base` if no value has that name yet, else `base_1`, `base_2`...
+  std::string makeUniqueName(llvm::StringRef base);
+
+private:
+  SymbolTable symbols;
+  std::vector<std::unique_ptr<Dim>> dims;
+  std::vector<std::unique_ptr<Axis>> axes;
+  std::vector<std::unique_ptr<Option>> options;
+  std::vector<BlockSignature> blocks;
+  std::unique_ptr<Graph> model;
+  SourceLoc modelLoc;
+  llvm::StringMap<unsigned> nameCounts;
+};
+
+} // namespace stg
+
+#endif // STG_IR_MODULE_H

@@ -1,0 +1,260 @@
+//===- Expr.cpp - Symbolic expressions over dims and axes -----------------===//
+//
+// The symbol table and a readable, deterministic printer for GiNaC
+// expressions. Products are written as numerator/denominator with factors in
+// declaration order; sums put constants last.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/IR/Expr.h"
+
+#include <algorithm>
+
+using namespace stg;
+
+//===----------------------------------------------------------------------===//
+// SymbolTable
+//===----------------------------------------------------------------------===//
+
+GiNaC::symbol SymbolTable::getOrCreate(llvm::StringRef name) {
+  auto it = symbols.find(name);
+  if (it != symbols.end())
+    return it->second.symbol;
+  unsigned ordinal = symbols.size();
+  Entry entry{GiNaC::symbol(name.str()), ordinal};
+  symbols.try_emplace(name, entry);
+  return entry.symbol;
+}
+
+std::optional<GiNaC::symbol> SymbolTable::lookup(llvm::StringRef name) const {
+  auto it = symbols.find(name);
+  if (it == symbols.end())
+    return std::nullopt;
+  return it->second.symbol;
+}
+
+unsigned SymbolTable::ordinal(const GiNaC::symbol &sym) const {
+  auto it = symbols.find(sym.get_name());
+  if (it == symbols.end() || !it->second.symbol.is_equal(sym))
+    return ~0u;
+  return it->second.ordinal;
+}
+
+//===----------------------------------------------------------------------===//
+// ExprPrinter
+//===----------------------------------------------------------------------===//
+
+std::string ExprPrinter::str(const Expr &e) const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  print(os, e);
+  return os.str();
+}
+
+void ExprPrinter::print(llvm::raw_ostream &os, const Expr &e) const {
+  print(os, e, Prec::Sum);
+}
+
+unsigned ExprPrinter::orderKey(const Expr &e) const {
+  if (GiNaC::is_a<GiNaC::symbol>(e))
+    return symbols ? symbols->ordinal(GiNaC::ex_to<GiNaC::symbol>(e)) : 0;
+  if (GiNaC::is_a<GiNaC::numeric>(e))
+    return ~0u; // Constants go last in sums.
+  unsigned key = ~0u - 1;
+  for (size_t i = 0, n = e.nops(); i < n; ++i)
+    key = std::min(key, orderKey(e.op(i)));
+  return key;
+}
+
+void ExprPrinter::sortOperands(std::vector<Expr> &operands) const {
+  // Ties (same leading symbol) fall back to GiNaC's canonical comparison,
+  // which is deterministic for a given symbol table.
+  std::stable_sort(operands.begin(), operands.end(),
+                   [&](const Expr &a, const Expr &b) {
+                     unsigned ka = orderKey(a), kb = orderKey(b);
+                     if (ka != kb)
+                       return ka < kb;
+                     return a.compare(b) < 0;
+                   });
+}
+
+static void printNumeric(llvm::raw_ostream &os, const GiNaC::numeric &n) {
+  std::ostringstream text;
+  text << n;
+  os << text.str();
+}
+
+void ExprPrinter::print(llvm::raw_ostream &os, const Expr &e,
+                        Prec context) const {
+  if (GiNaC::is_a<GiNaC::symbol>(e)) {
+    os << GiNaC::ex_to<GiNaC::symbol>(e).get_name();
+    return;
+  }
+  if (GiNaC::is_a<GiNaC::numeric>(e)) {
+    const auto &n = GiNaC::ex_to<GiNaC::numeric>(e);
+    bool needsParens =
+        (n.is_negative() && context != Prec::Sum) ||
+        (!n.is_integer() && context >= Prec::Product);
+    if (needsParens)
+      os << '(';
+    printNumeric(os, n);
+    if (needsParens)
+      os << ')';
+    return;
+  }
+  if (GiNaC::is_a<GiNaC::add>(e))
+    return printSum(os, e, context);
+  if (GiNaC::is_a<GiNaC::mul>(e) || GiNaC::is_a<GiNaC::power>(e))
+    return printProduct(os, e, context);
+  // Anything else (functions GiNaC introduced) keeps GiNaC's spelling.
+  std::ostringstream text;
+  text << e;
+  os << '(' << text.str() << ')';
+}
+
+void ExprPrinter::printSum(llvm::raw_ostream &os, const Expr &e,
+                           Prec context) const {
+  std::vector<Expr> terms(e.begin(), e.end());
+  sortOperands(terms);
+  if (context != Prec::Sum)
+    os << '(';
+  for (size_t i = 0; i < terms.size(); ++i) {
+    Expr term = terms[i];
+    // Write `a - b` rather than `a + -b`.
+    bool negative = false;
+    if (GiNaC::is_a<GiNaC::numeric>(term))
+      negative = GiNaC::ex_to<GiNaC::numeric>(term).is_negative();
+    else if (GiNaC::is_a<GiNaC::mul>(term)) {
+      Expr coeff = term.op(term.nops() - 1);
+      negative = GiNaC::is_a<GiNaC::numeric>(coeff) &&
+                 GiNaC::ex_to<GiNaC::numeric>(coeff).is_negative();
+    }
+    if (i != 0)
+      os << (negative ? " - " : " + ");
+    else if (negative)
+      os << '-';
+    print(os, negative ? Expr(-term) : term, Prec::Product);
+  }
+  if (context != Prec::Sum)
+    os << ')';
+}
+
+void ExprPrinter::printProduct(llvm::raw_ostream &os, const Expr &e,
+                               Prec context) const {
+  // Split into a numeric coefficient, numerator and denominator factors.
+  GiNaC::numeric coeff = 1;
+  std::vector<Expr> numer, denom;
+  auto addFactor = [&](const Expr &f) {
+    if (GiNaC::is_a<GiNaC::numeric>(f)) {
+      coeff *= GiNaC::ex_to<GiNaC::numeric>(f);
+    } else if (GiNaC::is_a<GiNaC::power>(f) &&
+               GiNaC::is_a<GiNaC::numeric>(f.op(1)) &&
+               GiNaC::ex_to<GiNaC::numeric>(f.op(1)).is_negative()) {
+      denom.push_back(GiNaC::pow(f.op(0), -f.op(1)));
+    } else {
+      numer.push_back(f);
+    }
+  };
+  if (GiNaC::is_a<GiNaC::mul>(e))
+    for (const Expr &f : e)
+      addFactor(f);
+  else
+    addFactor(e);
+  sortOperands(numer);
+  sortOperands(denom);
+
+  bool negative = coeff.is_negative();
+  if (negative)
+    coeff = -coeff;
+  GiNaC::numeric numCoeff = coeff.numer(), denCoeff = coeff.denom();
+
+  bool parens = context >= Prec::Power || (negative && context != Prec::Sum);
+  if (parens)
+    os << '(';
+  if (negative)
+    os << '-';
+
+  auto printFactor = [&](const Expr &f) {
+    if (GiNaC::is_a<GiNaC::power>(f)) {
+      print(os, f.op(0), Prec::Atom);
+      os << '^';
+      print(os, f.op(1), Prec::Atom);
+    } else {
+      print(os, f, Prec::Product);
+    }
+  };
+  bool first = true;
+  if (numCoeff != 1 || numer.empty()) {
+    printNumeric(os, numCoeff);
+    first = false;
+  }
+  for (const Expr &f : numer) {
+    if (!first)
+      os << '*';
+    printFactor(f);
+    first = false;
+  }
+  size_t denomCount = denom.size() + (denCoeff != 1 ? 1 : 0);
+  if (denomCount) {
+    os << '/';
+    if (denomCount > 1)
+      os << '(';
+    bool firstDen = true;
+    if (denCoeff != 1) {
+      printNumeric(os, denCoeff);
+      firstDen = false;
+    }
+    for (const Expr &f : denom) {
+      if (!firstDen)
+        os << '*';
+      printFactor(f);
+      firstDen = false;
+    }
+    if (denomCount > 1)
+      os << ')';
+  }
+  if (parens)
+    os << ')';
+}
+
+//===----------------------------------------------------------------------===//
+// Literals
+//===----------------------------------------------------------------------===//
+
+std::optional<Expr> stg::parseDecimal(llvm::StringRef text) {
+  llvm::StringRef mantissa = text, exponentText;
+  size_t ePos = text.find_first_of("eE");
+  if (ePos != llvm::StringRef::npos) {
+    mantissa = text.substr(0, ePos);
+    exponentText = text.substr(ePos + 1);
+  }
+  auto [intPart, fracPart] = mantissa.split('.');
+  std::string digits = intPart.str() + fracPart.str();
+  if (digits.empty() || digits.size() > 40)
+    return std::nullopt;
+  long exponent = 0;
+  if (!exponentText.empty()) {
+    exponentText.consume_front("+");
+    if (exponentText.getAsInteger(10, exponent) || exponent > 400 ||
+        exponent < -400)
+      return std::nullopt;
+  }
+  exponent -= static_cast<long>(fracPart.size());
+  GiNaC::numeric value(digits.c_str());
+  GiNaC::numeric scale =
+      GiNaC::numeric(10).power(GiNaC::numeric(std::labs(exponent)));
+  if (exponent >= 0)
+    value = value.mul(scale);
+  else
+    value = value.div(scale);
+  return Expr(value);
+}
+
+std::optional<long long> stg::getIntegerValue(const Expr &e) {
+  if (!GiNaC::is_a<GiNaC::numeric>(e))
+    return std::nullopt;
+  const auto &n = GiNaC::ex_to<GiNaC::numeric>(e);
+  if (!n.is_integer() || GiNaC::abs(n) > GiNaC::numeric(1LL << 62))
+    return std::nullopt;
+  return n.to_long();
+}

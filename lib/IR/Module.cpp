@@ -1,0 +1,82 @@
+//===- Module.cpp - A whole STG program -----------------------------------===//
+
+#include "stg/IR/Module.h"
+
+using namespace stg;
+
+Module::Module() = default;
+
+Dim *Module::addDim(llvm::StringRef name, SourceLoc loc) {
+  dims.push_back(std::make_unique<Dim>(
+      Dim{name.str(), symbols.getOrCreate(name), std::nullopt, loc}));
+  return dims.back().get();
+}
+
+Dim *Module::lookupDim(llvm::StringRef name) {
+  for (auto &dim : dims)
+    if (dim->name == name)
+      return dim.get();
+  return nullptr;
+}
+
+Axis *Module::addAxis(llvm::StringRef name, SourceLoc loc) {
+  auto axis = std::make_unique<Axis>();
+  axis->name = name.str();
+  axis->degree = symbols.getOrCreate(name);
+  axis->loc = loc;
+  axes.push_back(std::move(axis));
+  return axes.back().get();
+}
+
+Axis *Module::lookupAxis(llvm::StringRef name) {
+  for (auto &axis : axes)
+    if (axis->name == name)
+      return axis.get();
+  return nullptr;
+}
+
+const Axis *Module::lookupAxis(llvm::StringRef name) const {
+  return const_cast<Module *>(this)->lookupAxis(name);
+}
+
+Option *Module::addOption(llvm::StringRef name, Option::Value value,
+                          SourceLoc loc) {
+  options.push_back(
+      std::make_unique<Option>(Option{name.str(), std::move(value), loc}));
+  return options.back().get();
+}
+
+Option *Module::lookupOption(llvm::StringRef name) {
+  for (auto &option : options)
+    if (option->name == name)
+      return option.get();
+  return nullptr;
+}
+
+ElementType Module::getDefaultElementType() const {
+  for (const auto &option : options)
+    if (option->name == "dtype")
+      if (auto *text = std::get_if<std::string>(&option->value))
+        if (auto type = parseElementType(*text))
+          return *type;
+  return ElementType::BF16;
+}
+
+Graph *Module::createModel(llvm::StringRef name, SourceLoc loc) {
+  model = std::make_unique<Graph>(name.str());
+  modelLoc = loc;
+  return model.get();
+}
+
+std::string Module::makeUniqueName(llvm::StringRef base) {
+  unsigned &count = nameCounts[base];
+  if (count++ == 0)
+    return base.str();
+  // A suffixed name may collide with one the user wrote; keep counting.
+  while (true) {
+    std::string candidate = (base + "_" + llvm::Twine(count - 1)).str();
+    if (nameCounts.try_emplace(candidate, 1).second)
+      return candidate;
+    ++count;
+  }
+}

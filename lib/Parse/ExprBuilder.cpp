@@ -1,0 +1,504 @@
+//===- ExprBuilder.cpp - Expressions, types and attributes ----------------===//
+//
+// Dims and axes share one namespace of symbols. In a shape, a trailing
+// division by axes (`S/(sp*cp)`) is a Partition, anything else is arithmetic
+// on the extent (`D/NH`). Attributes are matched to the op's schema
+// positionally first, then by name.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ExprBuilder.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace stg;
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+std::optional<Expr> ExprBuilder::buildExpr(STGParser::ExprContext *ctx,
+                                           const SourceFile &file) {
+  // GiNaC reports arithmetic impossibilities (1/0) by throwing.
+  try {
+    return buildExprUnchecked(ctx, file);
+  } catch (const std::exception &e) {
+    diags.error(file.loc(ctx), llvm::Twine("invalid expression: ") + e.what());
+    return std::nullopt;
+  }
+}
+
+std::optional<Expr>
+ExprBuilder::buildExprUnchecked(STGParser::ExprContext *ctx,
+                                const SourceFile &file) {
+  if (auto *paren = dynamic_cast<STGParser::ParenExprContext *>(ctx))
+    return buildExprUnchecked(paren->expr(), file);
+  if (auto *neg = dynamic_cast<STGParser::NegExprContext *>(ctx)) {
+    auto operand = buildExprUnchecked(neg->expr(), file);
+    if (!operand)
+      return std::nullopt;
+    return -*operand;
+  }
+  if (auto *sym = dynamic_cast<STGParser::SymExprContext *>(ctx)) {
+    std::string name = sym->ID()->getText();
+    if (module.lookupDim(name) || module.lookupAxis(name))
+      return Expr(*module.getSymbols().lookup(name));
+    if (module.lookupOption(name))
+      diags.error(file.loc(sym->ID()),
+                  "'" + name + "' is an option, not a dim or axis");
+    else
+      diags.error(file.loc(sym->ID()), "unknown dim or axis '" + name + "'");
+    return std::nullopt;
+  }
+  if (auto *integer = dynamic_cast<STGParser::IntExprContext *>(ctx)) {
+    std::string digits = integer->INT()->getText();
+    if (digits.size() > 30) {
+      diags.error(file.loc(ctx), "integer '" + digits + "' is too large");
+      return std::nullopt;
+    }
+    return Expr(GiNaC::numeric(digits.c_str()));
+  }
+  if (auto *decimal = dynamic_cast<STGParser::FloatExprContext *>(ctx)) {
+    auto value = parseDecimal(decimal->FLOAT()->getText());
+    if (!value)
+      diags.error(file.loc(ctx),
+                  "number '" + decimal->FLOAT()->getText() + "' is out of range");
+    return value;
+  }
+  auto binary = [&](STGParser::ExprContext *lhsCtx,
+                    STGParser::ExprContext *rhsCtx, char op)
+      -> std::optional<Expr> {
+    auto lhs = buildExprUnchecked(lhsCtx, file);
+    auto rhs = buildExprUnchecked(rhsCtx, file);
+    if (!lhs || !rhs)
+      return std::nullopt;
+    switch (op) {
+    case '+': return *lhs + *rhs;
+    case '-': return *lhs - *rhs;
+    case '*': return *lhs * *rhs;
+    case '/':
+      if (rhs->is_zero()) {
+        diags.error(file.loc(rhsCtx), "division by zero");
+        return std::nullopt;
+      }
+      return *lhs / *rhs;
+    default: {
+      auto exponent = getIntegerValue(*rhs);
+      if (!exponent || *exponent < -64 || *exponent > 64) {
+        diags.error(file.loc(rhsCtx),
+                    "an exponent must be an integer between -64 and 64");
+        return std::nullopt;
+      }
+      if (*exponent < 0 && lhs->is_zero()) {
+        diags.error(file.loc(rhsCtx), "division by zero");
+        return std::nullopt;
+      }
+      return GiNaC::pow(*lhs, *rhs);
+    }
+    }
+  };
+  if (auto *pow = dynamic_cast<STGParser::PowExprContext *>(ctx))
+    return binary(pow->expr(0), pow->expr(1), '^');
+  if (auto *mul = dynamic_cast<STGParser::MulExprContext *>(ctx))
+    return binary(mul->expr(0), mul->expr(1), mul->op->getText()[0]);
+  if (auto *add = dynamic_cast<STGParser::AddExprContext *>(ctx))
+    return binary(add->expr(0), add->expr(1), add->op->getText()[0]);
+  diags.error(file.loc(ctx), "unsupported expression");
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+bool ExprBuilder::collectAxisProduct(STGParser::ExprContext *ctx,
+                                     llvm::SmallVectorImpl<const Axis *> &axes) {
+  if (auto *paren = dynamic_cast<STGParser::ParenExprContext *>(ctx))
+    return collectAxisProduct(paren->expr(), axes);
+  if (auto *sym = dynamic_cast<STGParser::SymExprContext *>(ctx)) {
+    const Axis *axis = module.lookupAxis(sym->ID()->getText());
+    if (!axis)
+      return false;
+    axes.push_back(axis);
+    return true;
+  }
+  if (auto *mul = dynamic_cast<STGParser::MulExprContext *>(ctx))
+    return mul->op->getText() == "*" && collectAxisProduct(mul->expr(0), axes) &&
+           collectAxisProduct(mul->expr(1), axes);
+  return false;
+}
+
+bool ExprBuilder::mentionsAxis(antlr4::tree::ParseTree *tree) {
+  if (auto *sym = dynamic_cast<STGParser::SymExprContext *>(tree))
+    return module.lookupAxis(sym->ID()->getText()) != nullptr;
+  return llvm::any_of(tree->children, [&](antlr4::tree::ParseTree *child) {
+    return mentionsAxis(child);
+  });
+}
+
+STGParser::ExprContext *
+ExprBuilder::splitPartition(STGParser::ExprContext *ctx,
+                            llvm::SmallVectorImpl<const Axis *> &axes,
+                            const SourceFile &file, bool &failed) {
+  auto *div = dynamic_cast<STGParser::MulExprContext *>(ctx);
+  if (!div || div->op->getText() != "/")
+    return ctx;
+  llvm::SmallVector<const Axis *, 2> divisorAxes;
+  if (!collectAxisProduct(div->expr(1), divisorAxes)) {
+    // Plain arithmetic (`D/NH`), unless an axis hides in the divisor.
+    if (mentionsAxis(div->expr(1))) {
+      diags.error(file.loc(div->expr(1)),
+                  "a partition divides by axes only; '" +
+                      div->expr(1)->getText() + "' mixes axes and dims");
+      failed = true;
+    }
+    return ctx;
+  }
+  // `X/a/b` is `(X/a)/b`: the inner divisions are major.
+  STGParser::ExprContext *extent =
+      splitPartition(div->expr(0), axes, file, failed);
+  axes.append(divisorAxes.begin(), divisorAxes.end());
+  return extent;
+}
+
+std::optional<TensorType> ExprBuilder::buildType(STGParser::TypeContext *ctx,
+                                                 const SourceFile &file) {
+  ElementType elementType = module.getDefaultElementType();
+  bool failed = false;
+  if (ctx->elem) {
+    auto parsed = parseElementType(ctx->elem->getText());
+    if (!parsed) {
+      diags.error(file.loc(ctx->elem),
+                  "unknown element type '" + ctx->elem->getText() +
+                      "' (expected bf16, fp16, fp32, fp8, i8, i32, i64 or bool)");
+      failed = true;
+    } else {
+      elementType = *parsed;
+    }
+  }
+  auto dimCtxs = ctx->expr();
+  llvm::SmallVector<Expr, 4> shape;
+  Distribution distribution(dimCtxs.size());
+  for (unsigned d = 0; d < dimCtxs.size(); ++d) {
+    llvm::SmallVector<const Axis *, 2> axes;
+    STGParser::ExprContext *extentCtx =
+        splitPartition(dimCtxs[d], axes, file, failed);
+    auto extent = buildExpr(extentCtx, file);
+    if (!extent) {
+      failed = true;
+      continue;
+    }
+    shape.push_back(*extent);
+    for (const Axis *axis : axes)
+      distribution.addPartition(d, axis);
+  }
+  if (auto *partial = ctx->axisSet()) {
+    for (auto *id : partial->ID()) {
+      if (const Axis *axis = lookupAxisOrReport(id, file))
+        distribution.addPartialSum(axis);
+      else
+        failed = true;
+    }
+  }
+  if (failed)
+    return std::nullopt;
+  if (const Axis *axis = distribution.findRepeatedAxis()) {
+    diags.error(file.loc(ctx), "axis '" + axis->name +
+                                   "' is used twice in this type; a tensor "
+                                   "has one layout per axis");
+    return std::nullopt;
+  }
+  return TensorType(elementType, std::move(shape), std::move(distribution));
+}
+
+const Axis *ExprBuilder::lookupAxisOrReport(antlr4::tree::TerminalNode *id,
+                                            const SourceFile &file) {
+  std::string name = id->getText();
+  if (const Axis *axis = module.lookupAxis(name))
+    return axis;
+  if (module.lookupDim(name))
+    diags.error(file.loc(id), "'" + name + "' is a dim, not an axis");
+  else
+    diags.error(file.loc(id), "unknown axis '" + name + "'");
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+std::optional<EinsumSpec>
+ExprBuilder::buildEinsumSpec(STGParser::EinsumSpecContext *ctx,
+                             unsigned numOperands, const SourceFile &file) {
+  EinsumSpec spec;
+  std::string current;
+  bool seenArrow = false;
+  for (antlr4::tree::ParseTree *child : ctx->children) {
+    std::string text = child->getText();
+    if (text == ",") {
+      spec.inputs.push_back(current);
+      current.clear();
+    } else if (text == "->") {
+      spec.inputs.push_back(current);
+      current.clear();
+      seenArrow = true;
+    } else {
+      current = text;
+    }
+  }
+  if (seenArrow)
+    spec.output = current;
+  if (spec.inputs.size() != numOperands) {
+    diags.error(file.loc(ctx), "einsum spec '" + ctx->getText() + "' has " +
+                                   llvm::Twine(spec.inputs.size()) +
+                                   " inputs but the call has " +
+                                   llvm::Twine(numOperands) + " operands");
+    return std::nullopt;
+  }
+  for (char index : spec.output) {
+    if (!llvm::any_of(spec.inputs, [&](const std::string &in) {
+          return in.find(index) != std::string::npos;
+        })) {
+      diags.error(file.loc(ctx), "einsum result index '" + std::string(1, index) +
+                                     "' does not appear in any input");
+      return std::nullopt;
+    }
+    if (llvm::count(spec.output, index) > 1) {
+      diags.error(file.loc(ctx), "einsum result index '" + std::string(1, index) +
+                                     "' appears twice");
+      return std::nullopt;
+    }
+  }
+  return spec;
+}
+
+Attribute ExprBuilder::buildDefault(const AttrSpec &spec) {
+  if (spec.kind == AttrKind::Ident || spec.kind == AttrKind::String)
+    return Attribute::getText(spec.kind, spec.defaultValue);
+  return Attribute::getExpr(spec.kind, GiNaC::numeric(spec.defaultValue));
+}
+
+std::optional<Attribute>
+ExprBuilder::buildAttrValue(const OpInfo &info, const AttrSpec &spec,
+                            STGParser::AttrValueContext *ctx,
+                            const SourceFile &file) {
+  auto *exprCtx = dynamic_cast<STGParser::ExprAttrContext *>(ctx);
+  auto *tupleCtx = dynamic_cast<STGParser::TupleAttrContext *>(ctx);
+  auto *stringCtx = dynamic_cast<STGParser::StringAttrContext *>(ctx);
+  auto *word = exprCtx
+                   ? dynamic_cast<STGParser::SymExprContext *>(exprCtx->expr())
+                   : nullptr;
+  std::string where =
+      "attribute '" + std::string(spec.name) + "' of '" + info.name.str() + "'";
+  switch (spec.kind) {
+  case AttrKind::Int:
+  case AttrKind::Expr: {
+    if (!exprCtx) {
+      diags.error(file.loc(ctx), where + " must be " +
+                                     (spec.kind == AttrKind::Int
+                                          ? "an integer"
+                                          : "an expression"));
+      return std::nullopt;
+    }
+    auto value = buildExpr(exprCtx->expr(), file);
+    if (!value)
+      return std::nullopt;
+    if (spec.kind == AttrKind::Int && !getIntegerValue(*value)) {
+      diags.error(file.loc(ctx), where + " must be an integer");
+      return std::nullopt;
+    }
+    return Attribute::getExpr(spec.kind, *value);
+  }
+  case AttrKind::Ident: {
+    llvm::SmallVector<llvm::StringRef, 4> choices;
+    llvm::StringRef(spec.choices).split(choices, '|');
+    if (!word || !llvm::is_contained(choices, word->getText())) {
+      diags.error(file.loc(ctx), where + " must be one of " +
+                                     llvm::join(choices, ", ") + "; found '" +
+                                     ctx->getText() + "'");
+      return std::nullopt;
+    }
+    return Attribute::getText(spec.kind, word->getText());
+  }
+  case AttrKind::String: {
+    if (!stringCtx) {
+      diags.error(file.loc(ctx), where + " must be a quoted string");
+      return std::nullopt;
+    }
+    std::string quoted = stringCtx->STRING()->getText();
+    std::string text;
+    for (size_t i = 1; i + 1 < quoted.size(); ++i) {
+      if (quoted[i] == '\\' && i + 2 < quoted.size())
+        ++i;
+      text += quoted[i];
+    }
+    return Attribute::getText(spec.kind, text);
+  }
+  case AttrKind::Axes: {
+    llvm::SmallVector<STGParser::AttrValueContext *, 2> items;
+    if (tupleCtx)
+      for (auto *item : tupleCtx->attrValue())
+        items.push_back(item);
+    else
+      items.push_back(ctx);
+    llvm::SmallVector<const Axis *, 2> axes;
+    for (auto *item : items) {
+      auto *itemExpr = dynamic_cast<STGParser::ExprAttrContext *>(item);
+      auto *itemWord =
+          itemExpr ? dynamic_cast<STGParser::SymExprContext *>(itemExpr->expr())
+                   : nullptr;
+      if (!itemWord) {
+        diags.error(file.loc(item),
+                    where + " must be an axis or a tuple of axes");
+        return std::nullopt;
+      }
+      const Axis *axis = lookupAxisOrReport(itemWord->ID(), file);
+      if (!axis)
+        return std::nullopt;
+      if (llvm::is_contained(axes, axis)) {
+        diags.error(file.loc(item), "axis '" + axis->name + "' is listed twice");
+        return std::nullopt;
+      }
+      axes.push_back(axis);
+    }
+    return Attribute::getAxes(std::move(axes));
+  }
+  case AttrKind::IntList:
+  case AttrKind::Einsum:
+    break;
+  }
+  llvm_unreachable("list and einsum attributes are built by the caller");
+}
+
+std::optional<llvm::SmallVector<NamedAttribute, 2>>
+ExprBuilder::buildAttrs(const OpInfo &info, STGParser::AttrListContext *ctx,
+                        antlr4::Token *opToken, unsigned numOperands,
+                        const SourceFile &file) {
+  llvm::SmallVector<NamedAttribute, 2> result;
+  bool isEinsum = info.kind == OpKind::Einsum;
+  if (ctx && ctx->einsumSpec()) {
+    if (!isEinsum) {
+      diags.error(file.loc(ctx), "'" + info.name +
+                                     "' does not take an einsum spec");
+      return std::nullopt;
+    }
+    auto spec = buildEinsumSpec(ctx->einsumSpec(), numOperands, file);
+    if (!spec)
+      return std::nullopt;
+    result.push_back({"spec", Attribute::getEinsum(std::move(*spec))});
+    return result;
+  }
+  if (isEinsum) {
+    diags.error(file.loc(opToken),
+                "einsum needs an index spec, as in einsum[bsd,df->bsf](x, w)");
+    return std::nullopt;
+  }
+
+  // Assign each written attribute to a schema slot.
+  llvm::SmallVector<std::pair<const AttrSpec *, STGParser::AttrContext *>, 4>
+      assigned;
+  llvm::SmallVector<STGParser::AttrValueContext *, 4> listItems;
+  const AttrSpec *listSpec = nullptr;
+  bool seenNamed = false;
+  unsigned position = 0;
+  auto attrs = ctx ? ctx->attr() : std::vector<STGParser::AttrContext *>();
+  for (STGParser::AttrContext *attr : attrs) {
+    const AttrSpec *spec = nullptr;
+    if (attr->ID()) {
+      seenNamed = true;
+      std::string name = attr->ID()->getText();
+      spec = info.findAttr(name);
+      if (!spec) {
+        std::string known;
+        for (const AttrSpec &s : info.attrs)
+          known += (known.empty() ? "" : ", ") + std::string(s.name);
+        diags.error(file.loc(attr->ID()),
+                    "'" + info.name + "' has no attribute '" + name + "'" +
+                        (known.empty() ? llvm::Twine("")
+                                       : llvm::Twine("; it takes ") + known));
+        return std::nullopt;
+      }
+    } else {
+      if (seenNamed) {
+        diags.error(file.loc(attr),
+                    "positional attribute after a named one");
+        return std::nullopt;
+      }
+      if (position < info.attrs.size())
+        spec = &info.attrs[position];
+      else if (!info.attrs.empty() &&
+               info.attrs.back().kind == AttrKind::IntList)
+        spec = &info.attrs.back();
+      if (!spec) {
+        diags.error(file.loc(attr),
+                    "'" + info.name + "' takes " +
+                        llvm::Twine(info.attrs.size()) +
+                        (info.attrs.size() == 1 ? " attribute" : " attributes") +
+                        ", this is one too many");
+        return std::nullopt;
+      }
+      ++position;
+    }
+    if (spec->kind == AttrKind::IntList) {
+      listSpec = spec;
+      if (auto *tuple =
+              dynamic_cast<STGParser::TupleAttrContext *>(attr->attrValue()))
+        for (auto *item : tuple->attrValue())
+          listItems.push_back(item);
+      else
+        listItems.push_back(attr->attrValue());
+      continue;
+    }
+    for (auto &[other, otherCtx] : assigned) {
+      if (other == spec) {
+        diags.error(file.loc(attr), llvm::Twine("attribute '") + spec->name +
+                                        "' is given twice");
+        return std::nullopt;
+      }
+    }
+    assigned.push_back({spec, attr});
+  }
+
+  for (const AttrSpec &spec : info.attrs) {
+    if (spec.kind == AttrKind::IntList) {
+      if (&spec != listSpec) {
+        diags.error(file.loc(opToken), "'" + info.name + "' needs attribute '" +
+                                           spec.name + "'");
+        return std::nullopt;
+      }
+      llvm::SmallVector<Expr, 4> values;
+      for (auto *item : listItems) {
+        auto *itemExpr = dynamic_cast<STGParser::ExprAttrContext *>(item);
+        auto value = itemExpr ? buildExpr(itemExpr->expr(), file) : std::nullopt;
+        if (!value || !getIntegerValue(*value)) {
+          if (itemExpr && !value)
+            return std::nullopt;
+          diags.error(file.loc(item), llvm::Twine("attribute '") + spec.name +
+                                          "' of '" + info.name +
+                                          "' must list integers");
+          return std::nullopt;
+        }
+        values.push_back(*value);
+      }
+      result.push_back({spec.name, Attribute::getList(std::move(values))});
+      continue;
+    }
+    auto it = llvm::find_if(assigned,
+                            [&](const auto &entry) { return entry.first == &spec; });
+    if (it == assigned.end()) {
+      if (!spec.defaultValue) {
+        diags.error(file.loc(opToken), "'" + info.name + "' needs attribute '" +
+                                           spec.name + "'");
+        return std::nullopt;
+      }
+      result.push_back({spec.name, buildDefault(spec)});
+      continue;
+    }
+    auto value = buildAttrValue(info, spec, it->second->attrValue(), file);
+    if (!value)
+      return std::nullopt;
+    result.push_back({spec.name, std::move(*value)});
+  }
+  return result;
+}

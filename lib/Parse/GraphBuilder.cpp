@@ -1,0 +1,483 @@
+//===- GraphBuilder.cpp - Statements to ops, blocks inlined ---------------===//
+//
+// Scoping: a model or block body is a closed scope (blocks see only their
+// parameters, their own names and the global dims and axes); a repeat body
+// sees the names around it. Assigning, inside a repeat, a name bound outside
+// makes it loop-carried: it becomes an argument of the body, the body yields
+// its last value, and after the loop the name refers to the repeat's result.
+// Everywhere else names are single-assignment.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphBuilder.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace stg;
+
+//===----------------------------------------------------------------------===//
+// Scopes and names
+//===----------------------------------------------------------------------===//
+
+GraphBuilder::Binding *GraphBuilder::lookup(Scope &scope,
+                                            llvm::StringRef name) {
+  for (Scope *s = &scope; s; s = s->parent) {
+    auto it = s->names.find(name);
+    if (it != s->names.end())
+      return &it->second;
+  }
+  return nullptr;
+}
+
+void GraphBuilder::bind(Scope &scope, llvm::StringRef name, Value *value,
+                        SourceLoc loc) {
+  auto [it, inserted] = scope.names.try_emplace(name, Binding{value, loc});
+  if (inserted || scope.carried.count(name)) {
+    it->second = Binding{value, loc};
+    return;
+  }
+  diags.error(loc, "'" + name + "' is already defined");
+  diags.note(it->second.loc, "previous definition is here");
+}
+
+void GraphBuilder::collectAssignedNames(
+    STGParser::BodyContext *body, llvm::SmallVectorImpl<std::string> &names) {
+  for (STGParser::StmtContext *stmt : body->stmt()) {
+    if (auto *assign = dynamic_cast<STGParser::AssignStmtContext *>(stmt)) {
+      for (auto *target : assign->target())
+        if (!llvm::is_contained(names, target->ID()->getText()))
+          names.push_back(target->ID()->getText());
+    } else if (auto *repeat =
+                   dynamic_cast<STGParser::RepeatStmtContext *>(stmt)) {
+      collectAssignedNames(repeat->body(), names);
+    }
+  }
+}
+
+Value *GraphBuilder::convertLayout(Value *value, const TensorType &type,
+                                   llvm::StringRef name, SourceLoc loc,
+                                   Graph &graph) {
+  if (value->hasType() && value->getType() == type)
+    return value;
+  Op *op = graph.createOp(OpKind::Layout, loc);
+  op->addOperand(value);
+  Value *result = graph.createResult(op, module.makeUniqueName(name));
+  result->setType(type);
+  result->setAnnotated(true);
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Statements
+//===----------------------------------------------------------------------===//
+
+void GraphBuilder::buildModel(STGParser::ModelDeclContext *ctx,
+                              const SourceFile &file) {
+  Graph *graph = module.createModel(ctx->ID()->getText(), file.loc(ctx->ID()));
+  Scope scope;
+  scope.graph = graph;
+  scope.file = &file;
+  buildBody(ctx->body(), scope);
+}
+
+void GraphBuilder::buildBody(STGParser::BodyContext *body, Scope &scope) {
+  const SourceFile &file = *scope.file;
+  for (STGParser::StmtContext *stmt : body->stmt()) {
+    if (diags.reachedErrorLimit())
+      return;
+    if (scope.returned) {
+      diags.error(file.loc(stmt), "statement after 'return'");
+      return;
+    }
+    if (auto *param = dynamic_cast<STGParser::ParamStmtContext *>(stmt)) {
+      for (auto *item : param->declItem())
+        buildDecl(item, OpKind::Param, scope);
+    } else if (auto *state = dynamic_cast<STGParser::StateStmtContext *>(stmt)) {
+      for (auto *item : state->declItem())
+        buildDecl(item, OpKind::State, scope);
+    } else if (auto *assign =
+                   dynamic_cast<STGParser::AssignStmtContext *>(stmt)) {
+      buildAssign(assign, scope);
+    } else if (auto *repeat =
+                   dynamic_cast<STGParser::RepeatStmtContext *>(stmt)) {
+      buildRepeat(repeat, scope);
+    } else if (auto *ret = dynamic_cast<STGParser::ReturnStmtContext *>(stmt)) {
+      buildReturn(ret, scope);
+    }
+  }
+}
+
+void GraphBuilder::buildDecl(STGParser::DeclItemContext *item, OpKind kind,
+                             Scope &scope) {
+  const SourceFile &file = *scope.file;
+  std::string name = item->ID()->getText();
+  SourceLoc loc = file.loc(item->ID());
+  auto type = exprs.buildType(item->type(), file);
+  if (!type) {
+    bind(scope, name, nullptr, loc);
+    return;
+  }
+  Op *op = scope.graph->createOp(kind, loc);
+  Value *value =
+      scope.graph->createResult(op, module.makeUniqueName(scope.prefix + name));
+  value->setType(*type);
+  value->setAnnotated(true);
+  bind(scope, name, value, loc);
+}
+
+void GraphBuilder::buildAssign(STGParser::AssignStmtContext *ctx,
+                               Scope &scope) {
+  const SourceFile &file = *scope.file;
+  llvm::SmallVector<Target, 2> targets;
+  bool typesOk = true;
+  for (auto *target : ctx->target()) {
+    Target t{target->ID()->getText(), std::nullopt, file.loc(target->ID())};
+    if (target->type()) {
+      t.type = exprs.buildType(target->type(), file);
+      typesOk &= t.type.has_value();
+    }
+    targets.push_back(std::move(t));
+  }
+  std::optional<Values> values;
+  if (typesOk)
+    values = buildValue(ctx->value(), scope, targets);
+  for (unsigned i = 0; i < targets.size(); ++i)
+    bind(scope, targets[i].name, values ? (*values)[i] : nullptr,
+         targets[i].loc);
+}
+
+void GraphBuilder::buildReturn(STGParser::ReturnStmtContext *ctx,
+                               Scope &scope) {
+  const SourceFile &file = *scope.file;
+  if (!scope.allowsReturn) {
+    diags.error(file.loc(ctx), scope.parent
+                                   ? "'return' inside 'repeat'"
+                                   : "'return' outside a block");
+    scope.returned = nullptr;
+    return;
+  }
+  auto values = buildValue(ctx->value(), scope, {});
+  scope.returned = values ? values->front() : nullptr;
+}
+
+void GraphBuilder::buildRepeat(STGParser::RepeatStmtContext *ctx,
+                               Scope &scope) {
+  const SourceFile &file = *scope.file;
+  SourceLoc loc = file.loc(ctx);
+  auto count = exprs.buildExpr(ctx->expr(), file);
+  std::string loopName = ctx->ID() ? ctx->ID()->getText() : "layer";
+
+  // Names the body assigns that are bound outside are loop-carried.
+  llvm::SmallVector<std::string, 4> assigned, carried;
+  collectAssignedNames(ctx->body(), assigned);
+  for (const std::string &name : assigned)
+    if (lookup(scope, name))
+      carried.push_back(name);
+
+  Op *repeat = scope.graph->createOp(OpKind::Repeat, loc);
+  repeat->setAttr("count", Attribute::getExpr(AttrKind::Expr,
+                                              count ? *count : Expr(1)));
+  repeat->setAttr("name", Attribute::getText(AttrKind::String, loopName));
+  repeat->setBody(std::make_unique<Graph>(scope.prefix + loopName));
+  Graph &body = *repeat->getBody();
+
+  Scope inner;
+  inner.prefix = scope.prefix + loopName + ".";
+  inner.graph = &body;
+  inner.parent = &scope;
+  inner.file = &file;
+  bool poisoned = !count;
+  for (const std::string &name : carried) {
+    Value *initial = lookup(scope, name)->value;
+    if (!initial) {
+      poisoned = true;
+      inner.names[name] = Binding{nullptr, loc};
+      inner.carried.insert(name);
+      continue;
+    }
+    repeat->addOperand(initial);
+    Value *arg = body.createArgument(module.makeUniqueName(inner.prefix + name));
+    if (initial->hasType())
+      arg->setType(initial->getType());
+    inner.names[name] = Binding{arg, loc};
+    inner.carried.insert(name);
+  }
+  buildBody(ctx->body(), inner);
+
+  Op *yield = body.createOp(OpKind::Yield, file.loc(ctx->body()->stop));
+  for (const std::string &name : carried) {
+    Value *next = inner.names[name].value;
+    poisoned |= !next;
+    if (next)
+      yield->addOperand(next);
+  }
+  for (const std::string &name : carried) {
+    Value *result = nullptr;
+    if (!poisoned) {
+      result = scope.graph->createResult(
+          repeat, module.makeUniqueName(scope.prefix + name));
+      Value *initial = lookup(scope, name)->value;
+      if (initial->hasType())
+        result->setType(initial->getType());
+    }
+    // Rebinding an outer name is what the repeat means; not a redefinition.
+    scope.names[name] = Binding{result, loc};
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Values and calls
+//===----------------------------------------------------------------------===//
+
+std::optional<GraphBuilder::Values>
+GraphBuilder::buildValue(STGParser::ValueContext *ctx, Scope &scope,
+                         llvm::ArrayRef<Target> targets) {
+  const SourceFile &file = *scope.file;
+  if (auto *call = dynamic_cast<STGParser::CallAttrValueContext *>(ctx))
+    return buildCall(call->ID(), call->attrList(), true, call->value(), scope,
+                     targets);
+  if (auto *call = dynamic_cast<STGParser::CallValueContext *>(ctx))
+    return buildCall(call->ID(), nullptr, false, call->value(), scope, targets);
+
+  auto *nameCtx = static_cast<STGParser::NameValueContext *>(ctx);
+  std::string name = nameCtx->ID()->getText();
+  SourceLoc loc = file.loc(nameCtx->ID());
+  Binding *binding = lookup(scope, name);
+  if (!binding) {
+    if (module.lookupDim(name) || module.lookupAxis(name))
+      diags.error(loc, "'" + name + "' is a dim or axis, not a tensor");
+    else if (lookupOpKind(name) || blocks.count(name))
+      diags.error(loc, "'" + name + "' is an op; call it as " + name + "(...)");
+    else
+      diags.error(loc, "unknown name '" + name + "'");
+    return std::nullopt;
+  }
+  if (!binding->value)
+    return std::nullopt;
+  if (targets.size() > 1) {
+    diags.error(targets[1].loc, "a tensor name defines one value, but " +
+                                    llvm::Twine(targets.size()) +
+                                    " names are assigned");
+    return std::nullopt;
+  }
+  Value *value = binding->value;
+  // `y: T = x;` states the layout y has: a layout op if x differs.
+  if (!targets.empty() && targets[0].type)
+    value = convertLayout(value, *targets[0].type,
+                          scope.prefix + targets[0].name, targets[0].loc,
+                          *scope.graph);
+  return Values{value};
+}
+
+std::optional<GraphBuilder::Values>
+GraphBuilder::buildCall(antlr4::tree::TerminalNode *callee,
+                        STGParser::AttrListContext *attrs, bool hasBrackets,
+                        std::vector<STGParser::ValueContext *> args,
+                        Scope &scope, llvm::ArrayRef<Target> targets) {
+  const SourceFile &file = *scope.file;
+  std::string name = callee->getText();
+  SourceLoc loc = file.loc(callee);
+  std::optional<OpKind> kind = lookupOpKind(name);
+  auto block = blocks.find(name);
+  if (!kind && block == blocks.end()) {
+    if (lookup(scope, name))
+      diags.error(loc, "'" + name + "' is a tensor, not an op or block");
+    else
+      diags.error(loc, "unknown op or block '" + name + "'");
+    return std::nullopt;
+  }
+
+  // Operands first: nested calls are built before the op that uses them.
+  llvm::SmallVector<Value *, 4> operands;
+  bool failed = false;
+  for (STGParser::ValueContext *arg : args) {
+    auto values = buildValue(arg, scope, {});
+    if (!values) {
+      failed = true;
+      continue;
+    }
+    operands.push_back(values->front());
+  }
+  if (failed)
+    return std::nullopt;
+
+  if (kind)
+    return buildBuiltin(*kind, callee->getSymbol(), attrs, operands, scope,
+                        targets);
+
+  if (hasBrackets) {
+    diags.error(loc, "block '" + name + "' takes no attributes");
+    return std::nullopt;
+  }
+  if (targets.size() > 1) {
+    diags.error(targets[1].loc, "block '" + name + "' returns one value, but " +
+                                    llvm::Twine(targets.size()) +
+                                    " names are assigned");
+    return std::nullopt;
+  }
+  Value *result = instantiateBlock(name, block->second, operands, loc, scope);
+  if (!result)
+    return std::nullopt;
+  if (!targets.empty() && targets[0].type)
+    result = convertLayout(result, *targets[0].type,
+                           scope.prefix + targets[0].name, targets[0].loc,
+                           *scope.graph);
+  return Values{result};
+}
+
+static std::string describeArity(const OpInfo &info) {
+  if (info.minOperands == info.maxOperands)
+    return std::to_string(info.minOperands) +
+           (info.minOperands == 1 ? " operand" : " operands");
+  if (info.maxOperands < 0)
+    return "at least " + std::to_string(info.minOperands) +
+           (info.minOperands == 1 ? " operand" : " operands");
+  return std::to_string(info.minOperands) + " to " +
+         std::to_string(info.maxOperands) + " operands";
+}
+
+std::optional<GraphBuilder::Values>
+GraphBuilder::buildBuiltin(OpKind kind, antlr4::Token *opToken,
+                           STGParser::AttrListContext *attrCtx,
+                           llvm::ArrayRef<Value *> operands, Scope &scope,
+                           llvm::ArrayRef<Target> targets) {
+  const SourceFile &file = *scope.file;
+  const OpInfo &info = getOpInfo(kind);
+  SourceLoc loc = file.loc(opToken);
+  if (!info.acceptsOperandCount(operands.size())) {
+    diags.error(loc, "'" + info.name + "' takes " + describeArity(info) +
+                         ", found " + llvm::Twine(operands.size()));
+    return std::nullopt;
+  }
+  auto attrs = exprs.buildAttrs(info, attrCtx, opToken, operands.size(), file);
+  if (!attrs)
+    return std::nullopt;
+
+  unsigned numResults = 1;
+  if (kind == OpKind::Split) {
+    numResults = *getIntegerValue(attrs->back().value.expr);
+    if (numResults < 1 || numResults > 64) {
+      diags.error(loc, "'split' needs between 1 and 64 parts");
+      return std::nullopt;
+    }
+    if (targets.size() != numResults) {
+      diags.error(targets.empty() ? loc : targets.front().loc,
+                  "'split' into " + llvm::Twine(numResults) +
+                      " parts defines " + llvm::Twine(numResults) +
+                      " values; assign them as a, b, ... = split[...](x)");
+      return std::nullopt;
+    }
+  } else if (targets.size() > 1) {
+    diags.error(targets[1].loc, "'" + info.name + "' defines one value, but " +
+                                    llvm::Twine(targets.size()) +
+                                    " names are assigned");
+    return std::nullopt;
+  }
+  if (info.has(NeedsType)) {
+    bool typed = !targets.empty() &&
+                 llvm::all_of(targets, [](const Target &t) { return t.type; });
+    if (!typed) {
+      diags.error(loc, "'" + info.name + "' needs a result type: write "
+                       "'name: [...] = " + info.name + "(...)'");
+      return std::nullopt;
+    }
+  }
+
+  Op *op = scope.graph->createOp(kind, loc);
+  for (Value *operand : operands)
+    op->addOperand(operand);
+  for (NamedAttribute &attr : *attrs)
+    op->setAttr(attr.name, std::move(attr.value));
+  Values results;
+  for (unsigned i = 0; i < numResults; ++i) {
+    std::string base = targets.empty() ? info.name.str() : targets[i].name;
+    Value *result =
+        scope.graph->createResult(op, module.makeUniqueName(scope.prefix + base));
+    if (!targets.empty() && targets[i].type) {
+      result->setType(*targets[i].type);
+      result->setAnnotated(true);
+    }
+    results.push_back(result);
+  }
+  return results;
+}
+
+Value *GraphBuilder::instantiateBlock(llvm::StringRef name, BlockDecl &decl,
+                                      llvm::ArrayRef<Value *> args,
+                                      SourceLoc callLoc, Scope &caller) {
+  const SourceFile &file = *decl.file;
+  if (llvm::is_contained(activeBlocks, name)) {
+    diags.error(callLoc, "block '" + name + "' instantiates itself");
+    diags.note(file.loc(decl.ctx->ID()), "block '" + name + "' is declared here");
+    return nullptr;
+  }
+  auto params = decl.ctx->blockParam();
+  if (args.size() != params.size()) {
+    diags.error(callLoc, "block '" + name + "' takes " +
+                             llvm::Twine(params.size()) +
+                             (params.size() == 1 ? " argument" : " arguments") +
+                             ", found " + llvm::Twine(args.size()));
+    diags.note(file.loc(decl.ctx->ID()), "block '" + name + "' is declared here");
+    return nullptr;
+  }
+  if (!decl.signatureValid)
+    return nullptr;
+  decl.instantiated = true;
+
+  unsigned instance = caller.instances[name]++;
+  Scope scope;
+  scope.prefix = caller.prefix + name.str() +
+                 (instance ? "_" + std::to_string(instance) : "") + ".";
+  scope.graph = caller.graph;
+  scope.file = &file;
+  scope.allowsReturn = true;
+  for (unsigned i = 0; i < params.size(); ++i) {
+    Value *arg = args[i];
+    if (decl.paramTypes[i])
+      arg = convertLayout(arg, *decl.paramTypes[i],
+                          scope.prefix + params[i]->ID()->getText(), callLoc,
+                          *scope.graph);
+    bind(scope, params[i]->ID()->getText(), arg, file.loc(params[i]->ID()));
+  }
+
+  activeBlocks.push_back(name);
+  buildBody(decl.ctx->body(), scope);
+  activeBlocks.pop_back();
+
+  if (!scope.returned) {
+    diags.error(callLoc, "block '" + name + "' returns no value");
+    diags.note(file.loc(decl.ctx->ID()), "block '" + name + "' is declared here");
+    return nullptr;
+  }
+  Value *result = *scope.returned;
+  if (result && decl.resultType)
+    result = convertLayout(result, *decl.resultType, scope.prefix + "out",
+                           callLoc, *scope.graph);
+  return result;
+}
+
+void GraphBuilder::checkUncalledBlock(llvm::StringRef name, BlockDecl &decl) {
+  if (!decl.signatureValid)
+    return;
+  // '<' cannot start an identifier, so these names never meet user names.
+  Graph scratch("<check>");
+  Scope scope;
+  scope.prefix = "<check>." + name.str() + ".";
+  scope.graph = &scratch;
+  scope.file = decl.file;
+  scope.allowsReturn = true;
+  auto params = decl.ctx->blockParam();
+  for (unsigned i = 0; i < params.size(); ++i) {
+    SourceLoc loc = decl.file->loc(params[i]->ID());
+    Op *input = scratch.createOp(OpKind::Input, loc);
+    Value *arg = scratch.createResult(
+        input, module.makeUniqueName(scope.prefix + params[i]->ID()->getText()));
+    if (decl.paramTypes[i])
+      arg->setType(*decl.paramTypes[i]);
+    bind(scope, params[i]->ID()->getText(), arg, loc);
+  }
+  // A block without a result is legal on its own; only calls need one.
+  activeBlocks.push_back(name);
+  buildBody(decl.ctx->body(), scope);
+  activeBlocks.pop_back();
+}

@@ -1,0 +1,105 @@
+//===- GraphBuilder.h - Statements to ops, blocks inlined -------*- C++ -*-===//
+//
+// Builds the model graph from its body. A block call is inlined: the block's
+// body is built again in a fresh scope whose prefix gives every value a
+// hierarchical name (`layer.decoder.swiglu.w_up`). Typed block parameters and
+// results become `layout` ops where the value's known type differs, so the
+// collective matcher later sees every place a layout is demanded.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_LIB_PARSE_GRAPHBUILDER_H
+#define STG_LIB_PARSE_GRAPHBUILDER_H
+
+#include "ExprBuilder.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace stg {
+
+/// A declared block: where its text is and its checked signature.
+struct BlockDecl {
+  STGParser::BlockDeclContext *ctx = nullptr;
+  const SourceFile *file = nullptr;
+  std::vector<std::optional<TensorType>> paramTypes;
+  std::optional<TensorType> resultType;
+  bool signatureValid = true;
+  bool instantiated = false;
+};
+
+class GraphBuilder {
+public:
+  GraphBuilder(Module &module, DiagnosticEngine &diags, ExprBuilder &exprs,
+               llvm::StringMap<BlockDecl> &blocks)
+      : module(module), diags(diags), exprs(exprs), blocks(blocks) {}
+
+  void buildModel(STGParser::ModelDeclContext *ctx, const SourceFile &file);
+  /// Instantiates a block nothing called into a scratch graph, so that its
+  /// body is checked as if it were used.
+  void checkUncalledBlock(llvm::StringRef name, BlockDecl &decl);
+
+private:
+  struct Binding {
+    Value *value = nullptr; ///< Null after an error: uses stay silent.
+    SourceLoc loc;
+  };
+  struct Scope {
+    std::string prefix;
+    Graph *graph = nullptr;
+    Scope *parent = nullptr; ///< Enclosing scope of a repeat body.
+    const SourceFile *file = nullptr;
+    bool allowsReturn = false;
+    llvm::StringMap<Binding> names;
+    llvm::StringSet<> carried; ///< Loop-carried: may be rebound.
+    llvm::StringMap<unsigned> instances;
+    std::optional<Value *> returned;
+  };
+  struct Target {
+    std::string name;
+    std::optional<TensorType> type;
+    SourceLoc loc;
+  };
+  using Values = llvm::SmallVector<Value *, 1>;
+
+  void buildBody(STGParser::BodyContext *body, Scope &scope);
+  void buildDecl(STGParser::DeclItemContext *item, OpKind kind, Scope &scope);
+  void buildAssign(STGParser::AssignStmtContext *ctx, Scope &scope);
+  void buildRepeat(STGParser::RepeatStmtContext *ctx, Scope &scope);
+  void buildReturn(STGParser::ReturnStmtContext *ctx, Scope &scope);
+
+  /// Evaluates a value; `targets` are the names it is assigned to, if any.
+  std::optional<Values> buildValue(STGParser::ValueContext *ctx, Scope &scope,
+                                   llvm::ArrayRef<Target> targets);
+  std::optional<Values> buildCall(antlr4::tree::TerminalNode *callee,
+                                  STGParser::AttrListContext *attrs,
+                                  bool hasBrackets,
+                                  std::vector<STGParser::ValueContext *> args,
+                                  Scope &scope, llvm::ArrayRef<Target> targets);
+  std::optional<Values> buildBuiltin(OpKind kind, antlr4::Token *opToken,
+                                     STGParser::AttrListContext *attrs,
+                                     llvm::ArrayRef<Value *> operands,
+                                     Scope &scope,
+                                     llvm::ArrayRef<Target> targets);
+  Value *instantiateBlock(llvm::StringRef name, BlockDecl &decl,
+                          llvm::ArrayRef<Value *> args, SourceLoc callLoc,
+                          Scope &caller);
+
+  /// Returns `value` if it already has `type`, else a `layout` op's result.
+  Value *convertLayout(Value *value, const TensorType &type,
+                       llvm::StringRef name, SourceLoc loc, Graph &graph);
+  Binding *lookup(Scope &scope, llvm::StringRef name);
+  void bind(Scope &scope, llvm::StringRef name, Value *value, SourceLoc loc);
+  void collectAssignedNames(STGParser::BodyContext *body,
+                            llvm::SmallVectorImpl<std::string> &names);
+
+  Module &module;
+  DiagnosticEngine &diags;
+  ExprBuilder &exprs;
+  llvm::StringMap<BlockDecl> &blocks;
+  llvm::SmallVector<llvm::StringRef, 8> activeBlocks;
+};
+
+} // namespace stg
+
+#endif // STG_LIB_PARSE_GRAPHBUILDER_H

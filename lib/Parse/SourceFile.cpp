@@ -1,0 +1,177 @@
+//===- SourceFile.cpp - One parsed .stg file ------------------------------===//
+//
+// ANTLR's default error strategy recovers well (it resynchronises on the
+// follow set), so several syntax errors are found per run; only the wording
+// is replaced. Messages name what was found and what could come instead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SourceFile.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace stg;
+
+namespace {
+
+/// Spells a token for a message: `';'`, `identifier 'foo'`, `end of file`.
+std::string describeToken(antlr4::Token *token) {
+  if (!token || token->getType() == antlr4::Token::EOF)
+    return "end of file";
+  std::string text = token->getText();
+  switch (token->getType()) {
+  case STGLexer::ID:
+    return "identifier '" + text + "'";
+  case STGLexer::INT:
+  case STGLexer::FLOAT:
+    return "number " + text;
+  case STGLexer::STRING:
+    return "string " + text;
+  case STGLexer::ERROR_CHAR:
+    return "unexpected character '" + text + "'";
+  default:
+    return "'" + text + "'";
+  }
+}
+
+/// Spells a set of token types: `';' or ','`, `identifier`.
+std::string describeExpected(const antlr4::misc::IntervalSet &set,
+                             const antlr4::dfa::Vocabulary &vocabulary) {
+  std::vector<std::string> names;
+  for (auto type : set.toList()) {
+    if (type == STGLexer::ID)
+      names.push_back("identifier");
+    else if (type == STGLexer::INT || type == STGLexer::FLOAT)
+      names.push_back("number");
+    else if (type == STGLexer::STRING)
+      names.push_back("string");
+    else if (type == static_cast<decltype(type)>(antlr4::Token::EOF))
+      names.push_back("end of file");
+    else
+      names.push_back(vocabulary.getLiteralName(type));
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  if (names.size() > 6)
+    return "";
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i)
+      text += i + 1 == names.size() ? " or " : ", ";
+    text += names[i];
+  }
+  return text;
+}
+
+class ErrorStrategy : public antlr4::DefaultErrorStrategy {
+public:
+  ErrorStrategy(DiagnosticEngine &diags, llvm::StringRef path)
+      : diags(diags), path(path) {}
+
+  void reportError(antlr4::Parser *recognizer,
+                   const antlr4::RecognitionException &e) override {
+    if (inErrorRecoveryMode(recognizer))
+      return; // Avoid cascades, as the default strategy does.
+    beginErrorCondition(recognizer);
+    antlr4::Token *found = e.getOffendingToken();
+    std::string expected = describeExpected(
+        e.getExpectedTokens(), recognizer->getVocabulary());
+    std::string message;
+    if (found && found->getType() == STGLexer::ERROR_CHAR)
+      message = describeToken(found);
+    else if (expected.empty() || dynamic_cast<const antlr4::NoViableAltException *>(&e))
+      message = "unexpected " + describeToken(found);
+    else
+      message = "expected " + expected + ", found " + describeToken(found);
+    report(found, message);
+  }
+
+protected:
+  void reportUnwantedToken(antlr4::Parser *recognizer) override {
+    if (inErrorRecoveryMode(recognizer))
+      return;
+    beginErrorCondition(recognizer);
+    antlr4::Token *found = recognizer->getCurrentToken();
+    std::string expected =
+        describeExpected(getExpectedTokens(recognizer), recognizer->getVocabulary());
+    report(found, "unexpected " + describeToken(found) +
+                      (expected.empty() ? "" : ", expected " + expected));
+  }
+
+  void reportMissingToken(antlr4::Parser *recognizer) override {
+    if (inErrorRecoveryMode(recognizer))
+      return;
+    beginErrorCondition(recognizer);
+    antlr4::Token *found = recognizer->getCurrentToken();
+    std::string expected =
+        describeExpected(getExpectedTokens(recognizer), recognizer->getVocabulary());
+    // Point just after the previous token: that is where the ';' is missing.
+    antlr4::Token *previous =
+        recognizer->getTokenStream()->LT(-1);
+    if (previous) {
+      SourceLoc at{path, static_cast<unsigned>(previous->getLine()),
+                   static_cast<unsigned>(previous->getCharPositionInLine() +
+                                         previous->getText().size() + 1)};
+      diags.error(at, "expected " + expected + " before " +
+                          describeToken(found));
+      return;
+    }
+    report(found, "expected " + expected + " before " + describeToken(found));
+  }
+
+private:
+  void report(antlr4::Token *token, const std::string &message) {
+    SourceLoc at{path, 1, 1};
+    if (token) {
+      at.line = token->getLine();
+      at.col = token->getCharPositionInLine() + 1;
+    }
+    diags.error(at, message);
+  }
+
+  DiagnosticEngine &diags;
+  llvm::StringRef path;
+};
+
+} // namespace
+
+SourceLoc SourceFile::loc(antlr4::Token *token) const {
+  if (!token)
+    return {path, 1, 1};
+  return {path, static_cast<unsigned>(token->getLine()),
+          static_cast<unsigned>(token->getCharPositionInLine() + 1)};
+}
+
+std::unique_ptr<SourceFile> SourceFile::parse(llvm::StringRef text,
+                                              llvm::StringRef path,
+                                              DiagnosticEngine &diags) {
+  std::unique_ptr<SourceFile> file(new SourceFile());
+  file->path = diags.addSource(
+      llvm::MemoryBuffer::getMemBufferCopy(text, path), path);
+  unsigned errorsBefore = diags.getNumErrors();
+  try {
+    file->input = std::make_unique<antlr4::ANTLRInputStream>(
+        text.data(), text.size());
+  } catch (const std::exception &) {
+    diags.error({file->path, 1, 1}, "file is not valid UTF-8 text");
+    return nullptr;
+  }
+  file->lexer = std::make_unique<STGLexer>(file->input.get());
+  file->lexer->removeErrorListeners(); // ERROR_CHAR tokens reach the parser.
+  file->tokens = std::make_unique<antlr4::CommonTokenStream>(file->lexer.get());
+  file->parser = std::make_unique<STGParser>(file->tokens.get());
+  file->parser->removeErrorListeners();
+  file->parser->setErrorHandler(
+      std::make_shared<ErrorStrategy>(diags, file->path));
+  try {
+    file->tree = file->parser->file();
+  } catch (const std::exception &e) {
+    diags.error({file->path, 1, 1},
+                llvm::Twine("internal parser error: ") + e.what());
+    return nullptr;
+  }
+  if (diags.getNumErrors() != errorsBefore)
+    return nullptr;
+  return file;
+}
