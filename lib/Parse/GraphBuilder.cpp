@@ -277,8 +277,13 @@ GraphBuilder::buildCall(antlr4::tree::TerminalNode *callee,
   const SourceFile &file = *scope.file;
   std::string name = callee->getText();
   SourceLoc loc = file.loc(callee);
+  // A block may wrap the builtin of the same name (`block embedding(ids)`
+  // calling `embedding(ids, table)`): inside that block the name is the
+  // builtin, everywhere else the block.
   std::optional<OpKind> kind = lookupOpKind(name);
   auto block = blocks.find(name);
+  if (kind && block != blocks.end() && !llvm::is_contained(activeBlocks, name))
+    kind = std::nullopt;
   if (!kind && block == blocks.end()) {
     if (lookup(scope, name))
       diags.error(loc, "'" + name + "' is a tensor, not an op or block");

@@ -358,10 +358,6 @@ void ModuleBuilder::declareBlock(STGParser::BlockDeclContext *ctx,
                                  const SourceFile &file) {
   std::string name = ctx->ID()->getText();
   SourceLoc loc = file.loc(ctx->ID());
-  if (lookupOpKind(name)) {
-    diags.error(loc, "block '" + name + "' has the name of a builtin op");
-    return;
-  }
   auto [it, inserted] = blocks.try_emplace(name);
   if (!inserted) {
     diags.error(loc, "block '" + name + "' is already declared");
