@@ -8,6 +8,8 @@
 
 #include "stg/IR/Expr.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
 
 using namespace stg;
@@ -112,23 +114,33 @@ void ExprPrinter::print(llvm::raw_ostream &os, const Expr &e,
   os << '(' << text.str() << ')';
 }
 
+/// True for a term GiNaC stores with a negative coefficient (`-B`, `-3`).
+static bool isNegativeTerm(const Expr &term) {
+  if (GiNaC::is_a<GiNaC::numeric>(term))
+    return GiNaC::ex_to<GiNaC::numeric>(term).is_negative();
+  if (!GiNaC::is_a<GiNaC::mul>(term))
+    return false;
+  Expr coeff = term.op(term.nops() - 1);
+  return GiNaC::is_a<GiNaC::numeric>(coeff) &&
+         GiNaC::ex_to<GiNaC::numeric>(coeff).is_negative();
+}
+
 void ExprPrinter::printSum(llvm::raw_ostream &os, const Expr &e,
                            Prec context) const {
   std::vector<Expr> terms(e.begin(), e.end());
   sortOperands(terms);
+  // Lead with a positive term: `S - B`, not `-B + S`.
+  auto firstPositive = llvm::find_if(terms, [](const Expr &term) {
+    return !isNegativeTerm(term);
+  });
+  if (firstPositive != terms.end())
+    std::rotate(terms.begin(), firstPositive, firstPositive + 1);
   if (context != Prec::Sum)
     os << '(';
   for (size_t i = 0; i < terms.size(); ++i) {
     Expr term = terms[i];
     // Write `a - b` rather than `a + -b`.
-    bool negative = false;
-    if (GiNaC::is_a<GiNaC::numeric>(term))
-      negative = GiNaC::ex_to<GiNaC::numeric>(term).is_negative();
-    else if (GiNaC::is_a<GiNaC::mul>(term)) {
-      Expr coeff = term.op(term.nops() - 1);
-      negative = GiNaC::is_a<GiNaC::numeric>(coeff) &&
-                 GiNaC::ex_to<GiNaC::numeric>(coeff).is_negative();
-    }
+    bool negative = isNegativeTerm(term);
     if (i != 0)
       os << (negative ? " - " : " + ");
     else if (negative)

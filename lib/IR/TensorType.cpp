@@ -109,9 +109,10 @@ bool Distribution::operator==(const Distribution &other) const {
 
 Expr TensorType::getLocalDim(unsigned i) const {
   Expr extent = shape[i];
+  // An alias runs on its target's ranks, so it divides by the target degree.
   for (const Axis *axis : distribution.getPartition(i))
-    if (axis->resolve())
-      extent = extent / axis->degree;
+    if (const Axis *ranks = axis->resolve())
+      extent = extent / ranks->degree;
   return extent;
 }
 

@@ -78,8 +78,17 @@ public:
     std::string expected = describeExpected(
         e.getExpectedTokens(), recognizer->getVocabulary());
     std::string message;
+    antlr4::Token *previous = recognizer->getTokenStream()->LT(-1);
     if (found && found->getType() == STGLexer::ERROR_CHAR)
       message = describeToken(found);
+    else if (!expected.empty() && previous && found &&
+             (found->getType() == antlr4::Token::EOF ||
+              found->getLine() > previous->getLine())) {
+      // A missing ';' is noticed on the next line; point at where it belongs.
+      reportAfter(previous, "expected " + expected + " after " +
+                                describeToken(previous));
+      return;
+    }
     else if (expected.empty() || dynamic_cast<const antlr4::NoViableAltException *>(&e))
       message = "unexpected " + describeToken(found);
     else
@@ -107,20 +116,23 @@ protected:
     std::string expected =
         describeExpected(getExpectedTokens(recognizer), recognizer->getVocabulary());
     // Point just after the previous token: that is where the ';' is missing.
-    antlr4::Token *previous =
-        recognizer->getTokenStream()->LT(-1);
+    antlr4::Token *previous = recognizer->getTokenStream()->LT(-1);
     if (previous) {
-      SourceLoc at{path, static_cast<unsigned>(previous->getLine()),
-                   static_cast<unsigned>(previous->getCharPositionInLine() +
-                                         previous->getText().size() + 1)};
-      diags.error(at, "expected " + expected + " before " +
-                          describeToken(found));
+      reportAfter(previous, "expected " + expected + " before " +
+                                describeToken(found));
       return;
     }
     report(found, "expected " + expected + " before " + describeToken(found));
   }
 
 private:
+  void reportAfter(antlr4::Token *token, const std::string &message) {
+    SourceLoc at{path, static_cast<unsigned>(token->getLine()),
+                 static_cast<unsigned>(token->getCharPositionInLine() +
+                                       token->getText().size() + 1)};
+    diags.error(at, message);
+  }
+
   void report(antlr4::Token *token, const std::string &message) {
     SourceLoc at{path, 1, 1};
     if (token) {

@@ -1,4 +1,4 @@
-//===- ExprTest.cpp - Unit tests of symbolic expressions ------------------===//
+//===- ExprTest.cpp - Symbolic expressions and their printer --------------===//
 
 #include "stg/IR/Expr.h"
 
@@ -8,10 +8,69 @@ using namespace stg;
 
 namespace {
 
-TEST(ExprPrinter, WritesDivisionAsAFraction) {
+class ExprPrinterTest : public ::testing::Test {
+protected:
+  std::string print(const Expr &e) { return ExprPrinter(&symbols).str(e); }
+
   SymbolTable symbols;
-  Expr d = symbols.getOrCreate("D"), nh = symbols.getOrCreate("NH");
-  EXPECT_EQ(ExprPrinter(&symbols).str(d / nh), "D/NH");
+  // Declaration order B, S, D, NH, tp decides factor order when printing.
+  Expr b = symbols.getOrCreate("B"), s = symbols.getOrCreate("S"),
+       d = symbols.getOrCreate("D"), nh = symbols.getOrCreate("NH"),
+       tp = symbols.getOrCreate("tp");
+};
+
+TEST_F(ExprPrinterTest, ProductsFollowDeclarationOrder) {
+  EXPECT_EQ(print(d * s * b * 2), "2*B*S*D");
+  EXPECT_EQ(print(tp * b), "B*tp");
+}
+
+TEST_F(ExprPrinterTest, DivisionIsWrittenAsAFraction) {
+  EXPECT_EQ(print(d / nh), "D/NH");
+  EXPECT_EQ(print(s / (tp * nh)), "S/(NH*tp)");
+  EXPECT_EQ(print(GiNaC::pow(d, 2) / 4), "D^2/4");
+  EXPECT_EQ(print(1 / d), "1/D");
+}
+
+TEST_F(ExprPrinterTest, SumsPutConstantsLastAndUseMinus) {
+  EXPECT_EQ(print(1 + d), "D + 1");
+  EXPECT_EQ(print(s - b), "S - B");
+  EXPECT_EQ(print(-b - s), "-B - S");
+  EXPECT_EQ(print(d - 1), "D - 1");
+  EXPECT_EQ(print((d + 1) * nh), "(D + 1)*NH");
+}
+
+TEST_F(ExprPrinterTest, NumbersAreExact) {
+  EXPECT_EQ(print(Expr(GiNaC::numeric(3, 8))), "3/8");
+  EXPECT_EQ(print(Expr(-4)), "-4");
+  EXPECT_EQ(print(-d), "-D");
+}
+
+TEST(SymbolTable, ReturnsTheSameSymbolForTheSameName) {
+  SymbolTable symbols;
+  GiNaC::symbol first = symbols.getOrCreate("D");
+  GiNaC::symbol again = symbols.getOrCreate("D");
+  EXPECT_TRUE(Expr(first).is_equal(again));
+  // A fresh GiNaC symbol with the same name is a different symbol.
+  EXPECT_FALSE(Expr(first).is_equal(GiNaC::symbol("D")));
+  EXPECT_EQ(symbols.ordinal(first), 0u);
+  EXPECT_EQ(symbols.ordinal(symbols.getOrCreate("S")), 1u);
+  EXPECT_FALSE(symbols.lookup("X").has_value());
+}
+
+TEST(ParseDecimal, GivesExactRationals) {
+  EXPECT_TRUE(parseDecimal("0.125")->is_equal(GiNaC::numeric(1, 8)));
+  EXPECT_TRUE(parseDecimal("42")->is_equal(42));
+  EXPECT_TRUE(parseDecimal("1e3")->is_equal(1000));
+  EXPECT_TRUE(parseDecimal("2.5e-1")->is_equal(GiNaC::numeric(1, 4)));
+  EXPECT_FALSE(parseDecimal("1e999").has_value());
+  EXPECT_FALSE(parseDecimal("").has_value());
+}
+
+TEST(GetIntegerValue, AcceptsOnlyIntegerConstants) {
+  SymbolTable symbols;
+  EXPECT_EQ(getIntegerValue(Expr(-3)), -3);
+  EXPECT_FALSE(getIntegerValue(Expr(GiNaC::numeric(1, 2))).has_value());
+  EXPECT_FALSE(getIntegerValue(Expr(symbols.getOrCreate("D"))).has_value());
 }
 
 } // namespace
