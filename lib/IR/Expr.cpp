@@ -9,6 +9,7 @@
 #include "stg/IR/Expr.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
 
@@ -243,6 +244,10 @@ std::optional<Expr> stg::parseDecimal(llvm::StringRef text) {
   auto [intPart, fracPart] = mantissa.split('.');
   std::string digits = intPart.str() + fracPart.str();
   if (digits.empty() || digits.size() > 40)
+    return std::nullopt;
+  // `--set` values reach here unchecked, and GiNaC throws on anything but
+  // digits ("abc", "1.2.3").
+  if (!llvm::all_of(digits, llvm::isDigit))
     return std::nullopt;
   long exponent = 0;
   if (!exponentText.empty()) {

@@ -2,6 +2,8 @@
 
 #include "stg/IR/Graph.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 using namespace stg;
 
 const Attribute *Op::getAttr(llvm::StringRef name) const {
@@ -27,10 +29,55 @@ void Op::setBody(std::unique_ptr<Graph> graph) {
     body->setParentOp(this);
 }
 
+Op *Graph::insertOp(size_t position, OpKind kind, SourceLoc loc) {
+  auto it = ops.insert(ops.begin() + position, std::make_unique<Op>(kind, loc));
+  (*it)->setParent(this);
+  return it->get();
+}
+
+size_t Graph::indexOf(const Op *op) const {
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].get() == op)
+      return i;
+  llvm_unreachable("op is not in this graph");
+}
+
 Op *Graph::createOp(OpKind kind, SourceLoc loc) {
-  ops.push_back(std::make_unique<Op>(kind, loc));
-  ops.back()->setParent(this);
-  return ops.back().get();
+  return insertOp(ops.size(), kind, loc);
+}
+
+Op *Graph::createOpBefore(Op *anchor, OpKind kind, SourceLoc loc) {
+  return insertOp(indexOf(anchor), kind, loc);
+}
+
+Op *Graph::createOpAfter(Op *anchor, OpKind kind, SourceLoc loc) {
+  return insertOp(indexOf(anchor) + 1, kind, loc);
+}
+
+void Graph::eraseOp(Op *op) {
+  for (Value *result : op->getResults())
+    llvm::erase_if(values, [&](const std::unique_ptr<Value> &v) {
+      return v.get() == result;
+    });
+  ops.erase(ops.begin() + indexOf(op));
+}
+
+void Graph::walk(llvm::function_ref<void(Op &)> fn) const {
+  for (const auto &op : ops) {
+    fn(*op);
+    if (const Graph *body = op->getBody())
+      body->walk(fn);
+  }
+}
+
+void Graph::replaceUsesOf(Value *from, Value *to, const Op *except) {
+  walk([&](Op &op) {
+    if (&op == except)
+      return;
+    for (unsigned i = 0, e = op.getOperands().size(); i < e; ++i)
+      if (op.getOperand(i) == from)
+        op.setOperand(i, to);
+  });
 }
 
 Value *Graph::createResult(Op *op, std::string name) {

@@ -123,6 +123,13 @@ Expr TensorType::getLocalNumElements() const {
   return count;
 }
 
+Expr TensorType::getNumElementsLogical() const {
+  Expr count = 1;
+  for (const Expr &extent : shape)
+    count = count * extent;
+  return count;
+}
+
 bool TensorType::operator==(const TensorType &other) const {
   if (elementType != other.elementType || shape.size() != other.shape.size())
     return false;

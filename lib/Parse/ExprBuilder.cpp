@@ -250,10 +250,13 @@ ExprBuilder::buildEinsumSpec(STGParser::EinsumSpecContext *ctx,
   if (seenArrow)
     spec.output = current;
   if (spec.inputs.size() != numOperands) {
-    diags.error(file.loc(ctx), "einsum spec '" + ctx->getText() + "' has " +
-                                   llvm::Twine(spec.inputs.size()) +
-                                   " inputs but the call has " +
-                                   llvm::Twine(numOperands) + " operands");
+    size_t numInputs = spec.inputs.size();
+    diags.error(file.loc(ctx),
+                "einsum spec '" + ctx->getText() + "' has " +
+                    llvm::Twine(numInputs) +
+                    (numInputs == 1 ? " input" : " inputs") +
+                    " but the call has " + llvm::Twine(numOperands) +
+                    (numOperands == 1 ? " operand" : " operands"));
     return std::nullopt;
   }
   for (char index : spec.output) {
@@ -430,6 +433,10 @@ ExprBuilder::buildAttrs(const OpInfo &info, STGParser::AttrListContext *ctx,
       else if (!info.attrs.empty() &&
                info.attrs.back().kind == AttrKind::IntList)
         spec = &info.attrs.back();
+      if (!spec && info.attrs.empty()) {
+        diags.error(file.loc(attr), "'" + info.name + "' takes no attributes");
+        return std::nullopt;
+      }
       if (!spec) {
         diags.error(file.loc(attr),
                     "'" + info.name + "' takes " +

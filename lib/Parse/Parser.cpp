@@ -240,12 +240,11 @@ void ModuleBuilder::declareDims(STGParser::DimDeclContext *ctx,
   for (auto *item : ctx->dimItem()) {
     std::string name = item->ID()->getText();
     SourceLoc loc = file.loc(item->ID());
+    // A default that fails to build is reported; the dim is still declared
+    // so that its uses do not each report it unknown.
     std::optional<Expr> value;
-    if (item->expr()) {
+    if (item->expr())
       value = exprs.buildExpr(item->expr(), file);
-      if (!value)
-        continue;
-    }
     if (!isFreshName(name, loc))
       continue;
     module->addDim(name, loc)->value = value;
@@ -258,13 +257,13 @@ void ModuleBuilder::declareAxes(STGParser::AxisDeclContext *ctx,
     std::string name = item->name->getText();
     SourceLoc loc = file.loc(item->name);
     const Axis *alias = nullptr;
+    // An unknown alias target is reported; the axis is still declared (as a
+    // plain axis) so that its uses do not each report it unknown.
     if (item->alias) {
       alias = module->lookupAxis(item->alias->getText());
-      if (!alias) {
+      if (!alias)
         diags.error(file.loc(item->alias),
                     "unknown axis '" + item->alias->getText() + "'");
-        continue;
-      }
     }
     if (!isFreshName(name, loc))
       continue;
@@ -272,6 +271,7 @@ void ModuleBuilder::declareAxes(STGParser::AxisDeclContext *ctx,
     axis->alias = alias;
     if (item->cond) {
       axis->condition = item->cond->getText();
+      axis->conditionLoc = file.loc(item->cond);
       axis->negated = item->neg != nullptr;
     }
   }
@@ -427,9 +427,9 @@ void ModuleBuilder::resolveAxes() {
       continue;
     Option *option = module->lookupOption(axis->condition);
     if (!option || !option->isBool()) {
-      diags.error(axis->loc, "axis '" + axis->name + "' depends on '" +
-                                 axis->condition +
-                                 "', which is not a boolean option");
+      diags.error(axis->conditionLoc, "axis '" + axis->name + "' depends on '" +
+                                          axis->condition +
+                                          "', which is not a boolean option");
       continue;
     }
     axis->active = std::get<bool>(option->value) != axis->negated;

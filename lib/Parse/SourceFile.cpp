@@ -31,6 +31,10 @@ std::string describeToken(antlr4::Token *token) {
   case STGLexer::ERROR_CHAR:
     return "unexpected character '" + text + "'";
   default:
+    // Say why `dim` cannot be a name (`softmax[dim=1]`), which a bare 'dim'
+    // does not.
+    if (llvm::isAlpha(text.front()))
+      return "keyword '" + text + "'";
     return "'" + text + "'";
   }
 }
@@ -97,6 +101,16 @@ public:
   }
 
 protected:
+  antlr4::Token *singleTokenDeletion(antlr4::Parser *recognizer) override {
+    // ';' and '}' end statements. Deleting one as "extra" makes the next
+    // statement the continuation of the broken one (`f(x, ;` then `y = ...`
+    // read as `f(x, y = ...`) and every following token an error.
+    std::string text = recognizer->getCurrentToken()->getText();
+    if (text == ";" || text == "}")
+      return nullptr;
+    return DefaultErrorStrategy::singleTokenDeletion(recognizer);
+  }
+
   void reportUnwantedToken(antlr4::Parser *recognizer) override {
     if (inErrorRecoveryMode(recognizer))
       return;

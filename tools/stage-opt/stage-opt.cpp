@@ -1,13 +1,15 @@
 //===- stage-opt.cpp - Parse an STG program, run passes, print the IR -----===//
 //
 // The workhorse of the lit tests: reads a `.stg` file (or `-` for stdin),
-// builds the IR and prints it. Exit status 0 on success, 1 on any error in
-// the input (with located diagnostics on stderr).
+// builds the IR, runs the passes named by --passes and prints the result.
+// Exit status 0 on success, 1 on any error in the input (with located
+// diagnostics on stderr).
 //
 //===----------------------------------------------------------------------===//
 
 #include "stg/IR/Printer.h"
 #include "stg/Parse/Parser.h"
+#include "stg/Passes/Pass.h"
 
 #include "CLI/CLI.hpp"
 #include "llvm/Support/MemoryBuffer.h"
@@ -15,18 +17,34 @@
 
 using namespace stg;
 
+static std::string describePasses() {
+  std::string text = "Passes:\n";
+  for (const PassRegistry::Entry *entry : PassRegistry::global().getEntries())
+    text += "  " + entry->name + std::string(22 - std::min<size_t>(entry->name.size(), 20), ' ') +
+            entry->description + "\n";
+  return text;
+}
+
 int main(int argc, char **argv) {
-  CLI::App app{"stage-opt: parse an STG program and print its IR"};
-  std::string input;
+  CLI::App app{"stage-opt: parse an STG program, run passes, print the IR"};
+  std::string input, pipeline;
   std::vector<std::string> includeDirs, sets;
   bool printLocations = false, printIR = true;
+  PassManagerOptions passOptions;
   app.add_option("file", input, "the .stg file to read ('-' for stdin)")
       ->required();
-  app.add_flag("--print-ir", printIR, "print the IR (the default action)");
   app.add_option("-I", includeDirs, "add a directory to the import search path");
   app.add_option("--set", sets, "override a dim or option: NAME=VALUE");
+  app.add_option("--passes", pipeline,
+                 "comma-separated passes to run, e.g. shape-infer");
+  app.add_flag("--print-ir", printIR, "print the IR at the end (default)");
+  app.add_flag("--print-after-all", passOptions.printAfterAll,
+               "print the IR after every pass");
+  app.add_flag("--verify-each", passOptions.verifyEach,
+               "verify the IR after every pass");
   app.add_flag("--print-locs", printLocations,
                "append each op's source location");
+  app.footer(describePasses());
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -46,7 +64,8 @@ int main(int argc, char **argv) {
     }
     options.overrides.push_back({name.str(), value.str()});
   }
-  if (diags.hasErrors())
+  PassManager passes(passOptions);
+  if (failed(passes.addPipeline(pipeline, diags)) || diags.hasErrors())
     return 1;
 
   std::unique_ptr<Module> module;
@@ -60,11 +79,13 @@ int main(int argc, char **argv) {
   } else {
     module = parseFile(input, options, diags);
   }
-  if (!module)
+  if (!module || failed(passes.run(*module, diags)))
     return 1;
 
-  PrintOptions printOptions;
-  printOptions.printLocations = printLocations;
-  printModule(llvm::outs(), *module, printOptions);
+  if (printIR && !passOptions.printAfterAll) {
+    PrintOptions printOptions;
+    printOptions.printLocations = printLocations;
+    printModule(llvm::outs(), *module, printOptions);
+  }
   return 0;
 }

@@ -21,6 +21,7 @@
 #include "stg/IR/TensorType.h"
 #include "stg/Support/Diagnostics.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <memory>
@@ -111,6 +112,19 @@ public:
 
   /// Appends a new op at the end of the graph.
   Op *createOp(OpKind kind, SourceLoc loc);
+  /// Inserts a new op right before `anchor`, which must be in this graph.
+  Op *createOpBefore(Op *anchor, OpKind kind, SourceLoc loc);
+  /// Inserts a new op right after `anchor`, which must be in this graph.
+  Op *createOpAfter(Op *anchor, OpKind kind, SourceLoc loc);
+  /// Removes `op` (which must have no remaining uses) and its results.
+  void eraseOp(Op *op);
+
+  /// Calls `fn` on every op of this graph and of nested bodies, in program
+  /// order (a repeat before its body). `fn` must not insert or erase ops.
+  void walk(llvm::function_ref<void(Op &)> fn) const;
+  /// Makes every use of `from` in this graph and nested bodies, except in
+  /// `except`, a use of `to`.
+  void replaceUsesOf(Value *from, Value *to, const Op *except = nullptr);
   /// Creates a value defined by `op` (appended to its results).
   Value *createResult(Op *op, std::string name);
   /// Creates a graph argument (a repeat's loop-carried value).
@@ -120,6 +134,9 @@ public:
   Op *getTerminator() const;
 
 private:
+  Op *insertOp(size_t position, OpKind kind, SourceLoc loc);
+  size_t indexOf(const Op *op) const;
+
   std::string name;
   Op *parentOp = nullptr;
   std::vector<std::unique_ptr<Op>> ops;

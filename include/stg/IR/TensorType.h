@@ -40,6 +40,7 @@ struct Axis {
   bool negated = false;       ///< `if !opt`.
   bool active = true;         ///< False when the condition is off: degree 1.
   SourceLoc loc;
+  SourceLoc conditionLoc;     ///< The option's name in `if opt`.
 
   /// The axis whose ranks this one runs on, or null when it is inactive.
   const Axis *resolve() const;
@@ -100,6 +101,8 @@ public:
   Expr getLocalDim(unsigned i) const;
   /// Number of elements on one rank.
   Expr getLocalNumElements() const;
+  /// Number of elements of the whole (logical) tensor.
+  Expr getNumElementsLogical() const;
 
   bool operator==(const TensorType &other) const;
   bool operator!=(const TensorType &other) const { return !(*this == other); }
