@@ -31,10 +31,18 @@ const AttrSpec kSplit[] = {{"dim", K::Int}, {"parts", K::Int}};
 const AttrSpec kPScan[] = {{"dim", K::Int, "1"}};
 const AttrSpec kConv1D[] = {{"kernel", K::Expr}};
 const AttrSpec kRoute[] = {{"topk", K::Expr}, {"experts", K::Expr}};
-const AttrSpec kAxes[] = {{"axes", K::Axes}};
-const AttrSpec kGather[] = {{"dim", K::Int}, {"axes", K::Axes}};
-const AttrSpec kAllToAll[] = {{"from_dim", K::Int}, {"to_dim", K::Int},
-                              {"axes", K::Axes}};
+// Collectives record the bytes each rank contributes (its input buffer, the
+// nccl-tests convention), filled in by match-collectives.
+const AttrSpec kAxes[] = {{"axes", K::Axes},
+                          {"bytes", K::Expr, "0", nullptr, true}};
+const AttrSpec kGather[] = {{"dim", K::Int},
+                            {"axes", K::Axes},
+                            {"bytes", K::Expr, "0", nullptr, true}};
+const AttrSpec kAllToAll[] = {{"from_dim", K::Int},
+                              {"to_dim", K::Int},
+                              {"axes", K::Axes},
+                              {"bytes", K::Expr, "0", nullptr, true}};
+const AttrSpec kShard[] = {{"dim", K::Int}, {"axes", K::Axes}};
 const AttrSpec kCustom[] = {{"name", K::String}, {"flops", K::Expr, "0"},
                             {"bytes", K::Expr, "0"}};
 const AttrSpec kRepeat[] = {{"count", K::Expr}, {"name", K::String}};
@@ -59,6 +67,7 @@ llvm::ArrayRef<AttrSpec> attrsOf(OpKind kind) {
   case OpKind::AllGather:
   case OpKind::ReduceScatter: return kGather;
   case OpKind::AllToAll: return kAllToAll;
+  case OpKind::Shard: return kShard;
   case OpKind::Custom: return kCustom;
   case OpKind::Repeat: return kRepeat;
   default: return llvm::ArrayRef<AttrSpec>(kNoAttrs).drop_front();

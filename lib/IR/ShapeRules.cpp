@@ -175,6 +175,7 @@ LogicalResult ShapeRule::run() {
     return sameAsOperand({"dim"});
   case OpKind::AllGather:
   case OpKind::ReduceScatter:
+  case OpKind::Shard:
     return sameAsOperand({"dim"});
   case OpKind::AllToAll:
     return sameAsOperand({"from_dim", "to_dim"});

@@ -348,9 +348,11 @@ ExprBuilder::buildAttrValue(const OpInfo &info, const AttrSpec &spec,
     llvm::SmallVector<const Axis *, 2> axes;
     for (auto *item : items) {
       auto *itemExpr = dynamic_cast<STGParser::ExprAttrContext *>(item);
-      auto *itemWord =
-          itemExpr ? dynamic_cast<STGParser::SymExprContext *>(itemExpr->expr())
-                   : nullptr;
+      STGParser::ExprContext *inner = itemExpr ? itemExpr->expr() : nullptr;
+      // `(tp)` is a tuple of one axis, as `@ (tp)` is in a type.
+      while (auto *paren = dynamic_cast<STGParser::ParenExprContext *>(inner))
+        inner = paren->expr();
+      auto *itemWord = dynamic_cast<STGParser::SymExprContext *>(inner);
       if (!itemWord) {
         diags.error(file.loc(item),
                     where + " must be an axis or a tuple of axes");
@@ -412,10 +414,17 @@ ExprBuilder::buildAttrs(const OpInfo &info, STGParser::AttrListContext *ctx,
       seenNamed = true;
       std::string name = attr->ID()->getText();
       spec = info.findAttr(name);
+      if (spec && spec->computed) {
+        diags.error(file.loc(attr->ID()),
+                    "attribute '" + name + "' of '" + info.name +
+                        "' is computed by the compiler");
+        return std::nullopt;
+      }
       if (!spec) {
         std::string known;
         for (const AttrSpec &s : info.attrs)
-          known += (known.empty() ? "" : ", ") + std::string(s.name);
+          if (!s.computed)
+            known += (known.empty() ? "" : ", ") + std::string(s.name);
         diags.error(file.loc(attr->ID()),
                     "'" + info.name + "' has no attribute '" + name + "'" +
                         (known.empty() ? llvm::Twine("")
@@ -428,20 +437,20 @@ ExprBuilder::buildAttrs(const OpInfo &info, STGParser::AttrListContext *ctx,
                     "positional attribute after a named one");
         return std::nullopt;
       }
-      if (position < info.attrs.size())
+      size_t writable = llvm::count_if(
+          info.attrs, [](const AttrSpec &s) { return !s.computed; });
+      if (position < writable)
         spec = &info.attrs[position];
-      else if (!info.attrs.empty() &&
-               info.attrs.back().kind == AttrKind::IntList)
-        spec = &info.attrs.back();
-      if (!spec && info.attrs.empty()) {
+      else if (writable && info.attrs[writable - 1].kind == AttrKind::IntList)
+        spec = &info.attrs[writable - 1];
+      if (!spec && writable == 0) {
         diags.error(file.loc(attr), "'" + info.name + "' takes no attributes");
         return std::nullopt;
       }
       if (!spec) {
         diags.error(file.loc(attr),
-                    "'" + info.name + "' takes " +
-                        llvm::Twine(info.attrs.size()) +
-                        (info.attrs.size() == 1 ? " attribute" : " attributes") +
+                    "'" + info.name + "' takes " + llvm::Twine(writable) +
+                        (writable == 1 ? " attribute" : " attributes") +
                         ", this is one too many");
         return std::nullopt;
       }

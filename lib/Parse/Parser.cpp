@@ -322,6 +322,19 @@ static const char *describeOptionKind(const Option::Value &value) {
   return "a string";
 }
 
+/// True if `e` mentions `dim`, directly or through the values of other dims.
+/// Values only ever refer to dims declared before them, and every `set` is
+/// checked here, so the dims' values never form a cycle and this terminates.
+static bool dependsOn(const Expr &e, const Dim &dim, Module &module) {
+  if (e.has(dim.symbol))
+    return true;
+  for (const auto &other : module.getDims())
+    if (other->value && e.has(other->symbol) &&
+        dependsOn(*other->value, dim, module))
+      return true;
+  return false;
+}
+
 void ModuleBuilder::applySet(STGParser::SetItemContext *ctx,
                              const SourceFile &file) {
   std::string name = ctx->ID()->getText();
@@ -337,6 +350,14 @@ void ModuleBuilder::applySet(STGParser::SetItemContext *ctx,
     if (!std::holds_alternative<Expr>(*value)) {
       diags.error(file.loc(ctx->literal()),
                   "dim '" + name + "' takes a number or an expression");
+      return;
+    }
+    // Values are symbolic: `set S = 2 * S` would define S by itself, not
+    // double its old value.
+    if (dependsOn(std::get<Expr>(*value), *dim, *module)) {
+      diags.error(file.loc(ctx->expr()), "dim '" + name +
+                                             "' cannot be set in terms of "
+                                             "itself");
       return;
     }
     dim->value = std::get<Expr>(*value);

@@ -86,4 +86,6 @@ LogicalResult PassManager::run(Module &module, DiagnosticEngine &diags) {
   return success();
 }
 
-llvm::StringRef stg::getDefaultPipeline() { return "shape-infer"; }
+llvm::StringRef stg::getDefaultPipeline() {
+  return "shape-infer,distribute,match-collectives";
+}

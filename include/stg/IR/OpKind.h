@@ -49,6 +49,8 @@ struct AttrSpec {
   const char *defaultValue = nullptr;
   /// For AttrKind::Ident: the accepted words, separated by '|'.
   const char *choices = nullptr;
+  /// Set by the compiler (a collective's per-rank bytes), never written.
+  bool computed = false;
 };
 
 struct OpInfo {

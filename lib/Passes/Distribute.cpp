@@ -1,0 +1,196 @@
+//===- Distribute.cpp - Tensor-level distribution -------------------------===//
+//
+// Propagates layouts through the graph in program order, GSPMD style
+// (STAGE section IV-D1). Values whose type the user wrote (params, inputs,
+// annotated results) are anchors. For every other op, the op's distribution
+// rule (DistributionRules.cpp) decides from its operands' layouts how it
+// runs: the layout each operand must have, and the layout its result comes
+// out in. Where an operand's layout differs from the one needed, a `layout`
+// op is inserted before the consumer; where a result's natural layout
+// differs from the one the user wrote, the op keeps its natural layout and a
+// `layout` op after it delivers the written one to every consumer. The same
+// demand on the same value is met once and reused. A repeat's carried
+// values keep their layout from one repetition to the next.
+//
+// The result is a graph where every value has a layout and every layout
+// change is an explicit `layout` op, which `match-collectives` lowers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/IR/DistributionRules.h"
+#include "stg/Passes/Passes.h"
+
+#include <map>
+
+using namespace stg;
+
+#define DEBUG_TYPE "distribute"
+
+namespace {
+
+class DistributePass : public Pass {
+public:
+  llvm::StringRef getName() const override { return DEBUG_TYPE; }
+  LogicalResult run(Module &module, DiagnosticEngine &diags) override;
+
+private:
+  void distributeGraph(Graph &graph);
+  void distributeOp(Op &op, Graph &graph);
+  void distributeRepeat(Op &op);
+  /// Returns `value` in layout `dist`, reusing an earlier conversion.
+  Value *relayout(Value *value, const Distribution &dist, Op &consumer,
+                  Graph &graph);
+  std::optional<Distribution> resolved(const Value *value, SourceLoc loc);
+
+  Module *module = nullptr;
+  DiagnosticEngine *diags = nullptr;
+  /// Conversions already made, visible in the graph that made them and the
+  /// bodies nested in it.
+  struct Conversion {
+    Value *from;
+    Distribution layout;
+    Value *to;
+    Graph *graph;
+  };
+  std::vector<Conversion> conversions;
+};
+
+} // namespace
+
+LogicalResult DistributePass::run(Module &m, DiagnosticEngine &d) {
+  module = &m;
+  diags = &d;
+  conversions.clear();
+  unsigned errorsBefore = d.getNumErrors();
+  if (Graph *model = m.getModel())
+    distributeGraph(*model);
+  return success(d.getNumErrors() == errorsBefore);
+}
+
+std::optional<Distribution> DistributePass::resolved(const Value *value,
+                                                     SourceLoc loc) {
+  const Axis *conflict = nullptr;
+  Distribution dist =
+      resolveDistribution(value->getType().getDistribution(), &conflict);
+  if (conflict) {
+    diags->error(loc, "the layout of '%" + value->getName() +
+                          "' uses the ranks of axis '" + conflict->name +
+                          "' twice (an alias of it is on)");
+    return std::nullopt;
+  }
+  return dist;
+}
+
+void DistributePass::distributeGraph(Graph &graph) {
+  // Snapshot: ops inserted while distributing are already consistent.
+  std::vector<Op *> ops;
+  for (const auto &op : graph.getOps())
+    ops.push_back(op.get());
+  size_t marker = conversions.size();
+  for (Op *op : ops) {
+    bool operandsKnown = llvm::all_of(
+        op->getOperands(), [](const Value *v) { return v->hasType(); });
+    if (!operandsKnown)
+      continue; // Shape inference failed here and said so.
+    if (op->getKind() == OpKind::Repeat)
+      distributeRepeat(*op);
+    else if (op->getKind() != OpKind::Yield)
+      distributeOp(*op, graph);
+  }
+  conversions.resize(marker);
+}
+
+Value *DistributePass::relayout(Value *value, const Distribution &dist,
+                                Op &consumer, Graph &graph) {
+  for (const Conversion &c : conversions)
+    if (c.from == value && c.layout == dist)
+      return c.to;
+  const TensorType &type = value->getType();
+  Op *layout = graph.createOpBefore(&consumer, OpKind::Layout,
+                                    consumer.getLoc());
+  layout->addOperand(value);
+  Value *converted = graph.createResult(
+      layout, module->makeUniqueName(value->getName().str() + ".relayout"));
+  converted->setType(TensorType(type.getElementType(),
+                                llvm::SmallVector<Expr, 4>(type.getShape().begin(),
+                                                           type.getShape().end()),
+                                dist));
+  conversions.push_back({value, dist, converted, &graph});
+  return converted;
+}
+
+void DistributePass::distributeOp(Op &op, Graph &graph) {
+  llvm::SmallVector<std::optional<Distribution>, 1> declared;
+  for (const Value *result : op.getResults()) {
+    declared.push_back(std::nullopt);
+    if (result->isAnnotated() &&
+        !(declared.back() = resolved(result, op.getLoc())))
+      return;
+  }
+  for (const Value *operand : op.getOperands())
+    if (!resolved(operand, op.getLoc()))
+      return;
+
+  OpDistribution plan;
+  if (failed(inferOpDistribution(op, *module, declared, *diags, plan)))
+    return;
+
+  for (unsigned k = 0; k < op.getOperands().size(); ++k) {
+    Value *operand = op.getOperand(k);
+    if (*resolved(operand, op.getLoc()) != plan.operands[k])
+      op.setOperand(k, relayout(operand, plan.operands[k], op, graph));
+  }
+
+  for (unsigned i = 0; i < op.getResults().size(); ++i) {
+    Value *result = op.getResult(i);
+    const TensorType &type = result->getType();
+    TensorType natural(type.getElementType(),
+                       llvm::SmallVector<Expr, 4>(type.getShape().begin(),
+                                                  type.getShape().end()),
+                       plan.results[i]);
+    if (!result->isAnnotated()) {
+      result->setType(natural);
+      continue;
+    }
+    if (*declared[i] == plan.results[i] || op.getKind() == OpKind::Layout)
+      continue; // Keeps the written type, with the user's axis names.
+    // Run the op in its natural layout; deliver the written one after it.
+    TensorType written = type;
+    result->setType(natural);
+    result->setAnnotated(false);
+    Op *layout = graph.createOpAfter(&op, OpKind::Layout, op.getLoc());
+    layout->addOperand(result);
+    Value *converted = graph.createResult(
+        layout, module->makeUniqueName(result->getName().str() + ".relayout"));
+    converted->setType(written);
+    converted->setAnnotated(true);
+    if (Graph *top = module->getModel())
+      top->replaceUsesOf(result, converted, layout);
+  }
+}
+
+void DistributePass::distributeRepeat(Op &op) {
+  Graph &body = *op.getBody();
+  for (unsigned i = 0; i < body.getArguments().size(); ++i)
+    body.getArguments()[i]->setType(op.getOperand(i)->getType());
+  distributeGraph(body);
+  // What the body yields must have the carried layout, since the next
+  // repetition starts from it.
+  Op *yield = body.getTerminator();
+  size_t marker = conversions.size();
+  for (unsigned i = 0; i < yield->getOperands().size(); ++i) {
+    Value *next = yield->getOperand(i);
+    if (!next->hasType())
+      continue;
+    auto want = resolved(op.getOperand(i), op.getLoc());
+    auto have = resolved(next, yield->getLoc());
+    if (want && have && *want != *have)
+      yield->setOperand(i, relayout(next, *want, *yield, body));
+    op.getResult(i)->setType(op.getOperand(i)->getType());
+  }
+  conversions.resize(marker);
+}
+
+std::unique_ptr<Pass> stg::createDistributePass() {
+  return std::make_unique<DistributePass>();
+}
