@@ -36,6 +36,6 @@ if(NOT _stg_vocab_pos EQUAL -1)
   endforeach()
   file(WRITE "${_stg_antlr_copy}/Vocabulary.h" "${_stg_vocab}")
   target_include_directories(stg_antlr4 SYSTEM BEFORE INTERFACE
-                             "${_stg_antlr_copy}")
+                             "$<BUILD_INTERFACE:${_stg_antlr_copy}>")
   message(STATUS "Fuzzing: ANTLR headers patched for clang in ${_stg_antlr_copy}")
 endif()

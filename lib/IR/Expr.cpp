@@ -70,15 +70,20 @@ unsigned ExprPrinter::orderKey(const Expr &e) const {
 }
 
 void ExprPrinter::sortOperands(std::vector<Expr> &operands) const {
-  // Ties (same leading symbol) fall back to GiNaC's canonical comparison,
-  // which is deterministic for a given symbol table.
-  std::stable_sort(operands.begin(), operands.end(),
-                   [&](const Expr &a, const Expr &b) {
-                     unsigned ka = orderKey(a), kb = orderKey(b);
-                     if (ka != kb)
-                       return ka < kb;
-                     return a.compare(b) < 0;
-                   });
+  // Ties (same leading symbol) are broken by the printed text: GiNaC's own
+  // order depends on symbol serial numbers, which differ between programs.
+  std::vector<std::pair<unsigned, std::string>> keys;
+  for (const Expr &e : operands)
+    keys.push_back({orderKey(e), str(e)});
+  std::vector<size_t> order(operands.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  std::vector<Expr> sorted;
+  for (size_t i : order)
+    sorted.push_back(operands[i]);
+  operands = std::move(sorted);
 }
 
 static void printNumeric(llvm::raw_ostream &os, const GiNaC::numeric &n) {

@@ -80,3 +80,19 @@ std::string Module::makeUniqueName(llvm::StringRef base) {
     ++count;
   }
 }
+
+Expr Module::bindDims(const Expr &e) const {
+  GiNaC::exmap values;
+  for (const auto &dim : dims)
+    if (dim->value)
+      values[dim->symbol] = *dim->value;
+  // Each dim refers only to earlier ones, so dims.size() rounds suffice.
+  Expr bound = e;
+  for (size_t i = 0; i <= dims.size(); ++i) {
+    Expr next = bound.subs(values);
+    if (next.is_equal(bound))
+      break;
+    bound = next;
+  }
+  return bound;
+}

@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ConvertUTF.h"
 
 using namespace stg;
 
@@ -29,7 +30,7 @@ std::string describeToken(antlr4::Token *token) {
   case STGLexer::STRING:
     return "string " + text;
   case STGLexer::ERROR_CHAR:
-    return "unexpected character '" + text + "'";
+    return "character '" + text + "'";
   default:
     // Say why `dim` cannot be a name (`softmax[dim=1]`), which a bare 'dim'
     // does not.
@@ -68,6 +69,14 @@ std::string describeExpected(const antlr4::misc::IntervalSet &set,
   return text;
 }
 
+bool expectsSemicolon(const antlr4::misc::IntervalSet &set,
+                      const antlr4::dfa::Vocabulary &vocabulary) {
+  for (auto type : set.toList())
+    if (vocabulary.getLiteralName(type) == "';'")
+      return true;
+  return false;
+}
+
 class ErrorStrategy : public antlr4::DefaultErrorStrategy {
 public:
   ErrorStrategy(DiagnosticEngine &diags, llvm::StringRef path)
@@ -84,11 +93,14 @@ public:
     std::string message;
     antlr4::Token *previous = recognizer->getTokenStream()->LT(-1);
     if (found && found->getType() == STGLexer::ERROR_CHAR)
-      message = describeToken(found);
+      message = "unexpected " + describeToken(found);
     else if (!expected.empty() && previous && found &&
              (found->getType() == antlr4::Token::EOF ||
-              found->getLine() > previous->getLine())) {
+              found->getLine() > previous->getLine()) &&
+             expectsSemicolon(e.getExpectedTokens(),
+                              recognizer->getVocabulary())) {
       // A missing ';' is noticed on the next line; point at where it belongs.
+      // Anything else is wrong where it is (`set: [B] = ...` in a body).
       reportAfter(previous, "expected " + expected + " after " +
                                 describeToken(previous));
       return;
@@ -153,6 +165,14 @@ private:
       at.line = token->getLine();
       at.col = token->getCharPositionInLine() + 1;
     }
+    // A '"' the lexer could not make a STRING of starts a string that does
+    // not end on its line; what the parser expected there is beside the
+    // point.
+    if (token && token->getType() == STGLexer::ERROR_CHAR &&
+        token->getText() == "\"") {
+      diags.error(at, "unterminated string");
+      return;
+    }
     diags.error(at, message);
   }
 
@@ -180,12 +200,31 @@ std::unique_ptr<SourceFile> SourceFile::parse(llvm::StringRef text,
     file->input = std::make_unique<antlr4::ANTLRInputStream>(
         text.data(), text.size());
   } catch (const std::exception &) {
-    diags.error({file->path, 1, 1}, "file is not valid UTF-8 text");
+    // Point at the first byte that is not UTF-8.
+    const auto *begin = reinterpret_cast<const llvm::UTF8 *>(text.data());
+    const llvm::UTF8 *bad = begin;
+    llvm::isLegalUTF8String(&bad, begin + text.size());
+    llvm::StringRef before = text.take_front(bad - begin);
+    size_t lineStart = before.rfind('\n') + 1; // 0 when there is none.
+    diags.error({file->path, static_cast<unsigned>(before.count('\n') + 1),
+                 static_cast<unsigned>(before.size() - lineStart + 1)},
+                "file is not valid UTF-8 text");
     return nullptr;
   }
   file->lexer = std::make_unique<STGLexer>(file->input.get());
   file->lexer->removeErrorListeners(); // ERROR_CHAR tokens reach the parser.
   file->tokens = std::make_unique<antlr4::CommonTokenStream>(file->lexer.get());
+  // A `/*` without its `*/` is no comment to the lexer but the tokens '/'
+  // and '*', which the parser would report as a stray '/'.
+  file->tokens->fill();
+  const auto &all = file->tokens->getTokens();
+  for (size_t i = 0; i + 1 < all.size(); ++i) {
+    if (all[i]->getText() == "/" && all[i + 1]->getText() == "*" &&
+        all[i + 1]->getStartIndex() == all[i]->getStopIndex() + 1) {
+      diags.error(file->loc(all[i]), "unterminated block comment");
+      return nullptr;
+    }
+  }
   file->parser = std::make_unique<STGParser>(file->tokens.get());
   file->parser->removeErrorListeners();
   file->parser->setErrorHandler(

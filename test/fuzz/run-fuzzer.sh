@@ -24,7 +24,8 @@
 #
 # Environment: STG_FUZZ_BUILD_DIR (default <source>/build-fuzz),
 # CC/CXX (default clang-14/clang++-14), STG_FUZZ_BUILD_JOBS (default 2),
-# STG_FUZZ_TIMEOUT seconds per input before it counts as a hang (default 10).
+# STG_FUZZ_TIMEOUT seconds per input before it counts as a hang (default 10),
+# STG_FUZZ_MAX_LEN largest input in bytes (default 4096).
 #
 # See docs/fuzzing.md.
 #
@@ -53,6 +54,7 @@ SOURCE_DIR=$(cd "$FUZZ_DIR/../.." && pwd)
 BUILD_DIR=${STG_FUZZ_BUILD_DIR:-$SOURCE_DIR/build-fuzz}
 BUILD_JOBS=${STG_FUZZ_BUILD_JOBS:-2}
 TIMEOUT=${STG_FUZZ_TIMEOUT:-10}
+MAX_LEN=${STG_FUZZ_MAX_LEN:-4096}
 
 SEED_CORPUS=$FUZZ_DIR/corpus
 DICT=$FUZZ_DIR/stg.dict
@@ -82,6 +84,7 @@ FLAGS=(
   -dict="$DICT"
   -max_total_time="$SECONDS_TO_RUN"
   -timeout="$TIMEOUT"
+  -max_len="$MAX_LEN"
   -artifact_prefix="$ARTIFACTS/"
   -print_final_stats=1
 )

@@ -85,6 +85,10 @@ public:
   Graph *createModel(llvm::StringRef name, SourceLoc loc);
   SourceLoc getModelLoc() const { return modelLoc; }
 
+  /// `e` with every dim that has a value replaced by it, repeatedly, so
+  /// derived dims reach numbers once their inputs have them.
+  Expr bindDims(const Expr &e) const;
+
   /// Returns `base` if no value has that name yet, else `base_1`, `base_2`...
   std::string makeUniqueName(llvm::StringRef base);
 
