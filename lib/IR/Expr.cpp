@@ -70,6 +70,8 @@ unsigned ExprPrinter::orderKey(const Expr &e) const {
 }
 
 void ExprPrinter::sortOperands(std::vector<Expr> &operands) const {
+  if (operands.size() < 2)
+    return; // Also ends the recursion: printing a lone factor sorts nothing.
   // Ties (same leading symbol) are broken by the printed text: GiNaC's own
   // order depends on symbol serial numbers, which differ between programs.
   std::vector<std::pair<unsigned, std::string>> keys;

@@ -112,6 +112,15 @@ public:
     report(found, message);
   }
 
+  void reportMatch(antlr4::Parser *recognizer) override {
+    // Stay quiet until the statement with the error has ended: the tokens
+    // after a syntax error in the same statement mostly report the
+    // recovery, not the user's mistake.
+    std::string text = recognizer->getCurrentToken()->getText();
+    if (text == ";" || text == "}" || text == "{")
+      DefaultErrorStrategy::reportMatch(recognizer);
+  }
+
 protected:
   antlr4::Token *singleTokenDeletion(antlr4::Parser *recognizer) override {
     // ';' and '}' end statements. Deleting one as "extra" makes the next
