@@ -67,9 +67,17 @@ attrList
   ;
 
 // `bsd,df->bsf`; an operand or the result may have no index (a scalar).
-einsumSpec : ID? (',' ID?)* '->' ID? ;
+einsumSpec : anyName? (',' anyName?)* '->' anyName? ;
 
-attr      : (ID '=')? attrValue ;
+attr      : (anyName '=')? attrValue ;
+
+// Inside brackets keywords are plain names: `softmax[dim=1]`,
+// `einsum[as,sd->ad]`.
+anyName
+  : ID | 'import' | 'dim' | 'axis' | 'if' | 'option' | 'set' | 'true'
+  | 'false' | 'block' | 'model' | 'param' | 'state' | 'repeat' | 'as'
+  | 'return'
+  ;
 attrValue
   : STRING                                   # stringAttr
   | '(' attrValue (',' attrValue)+ ')'       # tupleAttr

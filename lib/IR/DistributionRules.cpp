@@ -8,11 +8,15 @@
 //   1. Every operand dimension partitioned over axis `a`, and the user's
 //      declared result layout, vote for their index. Indices the op cannot
 //      split (a normalised dimension, attention's key sequence) get no votes.
-//   2. The index with the most votes wins `a`; ties go to the earliest vote
-//      (the declared result, then operands in order). This keeps the
-//      Megatron patterns: `x[S/sp] . w[F/tp]` with result `[S, F/tp]` gives
-//      tp to f (two votes) and gathers x, while `h[F/tp] . w[F/tp]` gives tp
-//      to the contracted f (two votes) and yields a PartialSum, not a gather.
+//   2. The index with the most votes wins `a`. Ties go to an index the
+//      result keeps (a contracted one would cost a reduction of the result),
+//      then to one a weight (param or state) votes for (weights are
+//      anchors: gathering a sharded weight undoes tensor parallelism), then
+//      to the earliest vote (the declared result, then operands in order).
+//      This keeps the Megatron patterns: `x[S/sp] . w[F/tp]` gives tp to f
+//      and gathers x; `h[F/tp] . w[F/tp]` gives tp to the contracted f (two
+//      votes) and yields a PartialSum, not a gather; and FSDP's
+//      `x[B/dp] . w[D/dp]` gives dp to b and gathers the weight.
 //   3. An axis on an index the result does not have (a contracted index)
 //      makes the result PartialSum over it.
 //   4. PartialSum operands pass through only where the op is linear in them
@@ -26,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "stg/IR/DistributionRules.h"
+#include "stg/IR/ShapeRules.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -111,6 +116,7 @@ private:
   LogicalResult solve(const IndexSpace &space);
 
   LogicalResult declaredResults();
+  LogicalResult reshape();
   LogicalResult dispatch();
   LogicalResult combine();
   LogicalResult collective();
@@ -199,18 +205,38 @@ LogicalResult Rule::solve(const IndexSpace &space) {
   struct Source {
     const std::string *indices;
     const Distribution *dist;
+    bool weight;
   };
   llvm::SmallVector<Source, 4> sources;
   if (!declared.empty() && declared.front() &&
       declared.front()->getRank() == space.result.size())
-    sources.push_back({&space.result, &*declared.front()});
-  for (unsigned k = 0; k < space.operands.size(); ++k)
-    sources.push_back({&space.operands[k], &current[k]});
+    sources.push_back({&space.result, &*declared.front(), false});
+  for (unsigned k = 0; k < space.operands.size(); ++k) {
+    const Op *def = k < op.getOperands().size()
+                        ? op.getOperand(k)->getDefiningOp()
+                        : nullptr;
+    bool weight = def && (def->getKind() == OpKind::Param ||
+                          def->getKind() == OpKind::State);
+    sources.push_back({&space.operands[k], &current[k], weight});
+  }
 
-  // For each axis, in vote order: index -> (votes, first vote position).
+  // For each axis, in vote order: index -> its votes.
   struct Vote {
     unsigned count = 0;
     unsigned first = ~0u;
+    bool kept = false;   ///< The result has this index.
+    bool weight = false; ///< A weight voted for it.
+
+    /// The order of step 2: more votes, kept, weight, earlier.
+    bool beats(const Vote &other) const {
+      if (count != other.count)
+        return count > other.count;
+      if (kept != other.kept)
+        return kept;
+      if (weight != other.weight)
+        return weight;
+      return first < other.first;
+    }
   };
   std::map<const Axis *, std::map<char, Vote>> votes;
   std::vector<const Axis *> axisOrder;
@@ -227,6 +253,8 @@ LogicalResult Rule::solve(const IndexSpace &space) {
         Vote &vote = votes[axis][idx];
         ++vote.count;
         vote.first = std::min(vote.first, position);
+        vote.kept = space.result.find(idx) != std::string::npos;
+        vote.weight |= source.weight;
       }
     }
   }
@@ -238,9 +266,7 @@ LogicalResult Rule::solve(const IndexSpace &space) {
     const auto &candidates = votes[axis];
     auto best = candidates.end();
     for (auto it = candidates.begin(); it != candidates.end(); ++it)
-      if (best == candidates.end() || it->second.count > best->second.count ||
-          (it->second.count == best->second.count &&
-           it->second.first < best->second.first))
+      if (best == candidates.end() || it->second.beats(best->second))
         best = it;
     assigned[best->first].push_back({best->second.first, axis});
     used.push_back(axis);
@@ -323,6 +349,62 @@ LogicalResult Rule::declaredResults() {
   return success();
 }
 
+LogicalResult Rule::reshape() {
+  // Dimensions regroup: [B, S, D] -> [B, S, NH, DH] maps D to (NH, DH). A
+  // partition of the major dimension of a group carries to the major result
+  // dimension (D/tp becomes NH/tp); one of a minor dimension cannot, so the
+  // operand is gathered first. A PartialSum passes (reshape is linear).
+  if (!declared.front()) {
+    diags.error(op.getLoc(), "'reshape' needs a result type to be distributed");
+    return failure();
+  }
+  ExtentComparator extents(module);
+  llvm::ArrayRef<Expr> from = op.getOperand(0)->getType().getShape();
+  llvm::ArrayRef<Expr> to = op.getResult()->getType().getShape();
+  // Group boundaries: the shortest prefixes with equal element counts.
+  llvm::SmallVector<std::pair<unsigned, unsigned>, 4> groups; // group starts
+  unsigned a = 0, b = 0;
+  bool grouped = true;
+  while (a < from.size() && b < to.size()) {
+    groups.push_back({a, b});
+    Expr left = from[a], right = to[b];
+    unsigned na = a + 1, nb = b + 1;
+    bool closed = extents.equal(left, right);
+    for (unsigned i = a + 1; !closed && i <= from.size(); ++i) {
+      Expr lhs = 1;
+      for (unsigned k = a; k < i; ++k)
+        lhs = lhs * from[k];
+      Expr rhs = 1;
+      for (unsigned j = b + 1; j <= to.size(); ++j) {
+        rhs = rhs * to[j - 1];
+        if (extents.equal(lhs, rhs)) {
+          na = i, nb = j, closed = true;
+          break;
+        }
+      }
+    }
+    if (!closed) {
+      grouped = false;
+      break;
+    }
+    a = na, b = nb;
+  }
+  const Distribution &in = current[0];
+  Distribution needed(in.getRank()), result(to.size());
+  for (unsigned g = 0; grouped && g < groups.size(); ++g)
+    for (const Axis *axis : in.getPartition(groups[g].first)) {
+      needed.addPartition(groups[g].first, axis);
+      result.addPartition(groups[g].second, axis);
+    }
+  for (const Axis *axis : in.getPartialSum()) {
+    needed.addPartialSum(axis);
+    result.addPartialSum(axis);
+  }
+  out.operands.push_back(needed);
+  out.results.push_back(result);
+  return success();
+}
+
 LogicalResult Rule::dispatch() {
   // Each rank fills capacity slots for its own tokens, for every expert:
   // the slot dimension (1) is split over the axes that split the tokens.
@@ -378,9 +460,18 @@ LogicalResult Rule::collective() {
   const Distribution &in = current[0];
   Distribution result = in;
   llvm::SmallVector<const Axis *, 2> axes;
-  for (const Axis *axis : op.getAttr("axes")->axes)
-    if (const Axis *ranks = axis->resolve())
-      axes.push_back(ranks);
+  for (const Axis *axis : op.getAttr("axes")->axes) {
+    const Axis *ranks = axis->resolve();
+    if (!ranks)
+      continue; // Degree 1: nothing to communicate over.
+    if (llvm::is_contained(axes, ranks)) {
+      diags.error(op.getLoc(), "'" + op.getKindName() + "' lists the ranks of "
+                               "axis '" + ranks->name + "' twice ('" +
+                                   axis->name + "' is an alias of it)");
+      return failure();
+    }
+    axes.push_back(ranks);
+  }
   auto intAttr = [&](const char *name) {
     long long v = *getIntegerValue(op.getAttr(name)->expr);
     return unsigned(v < 0 ? v + in.getRank() : v);
@@ -490,9 +581,10 @@ LogicalResult Rule::run() {
   case OpKind::Param:
   case OpKind::State:
   case OpKind::Custom:
-  case OpKind::Reshape:
   case OpKind::Layout:
     return declaredResults();
+  case OpKind::Reshape:
+    return reshape();
   case OpKind::Dispatch:
     return dispatch();
   case OpKind::Combine:
@@ -596,13 +688,26 @@ LogicalResult Rule::run() {
   }
   case OpKind::CrossEntropy: {
     // The loss sums over tokens: splitting them (data parallelism) gives a
-    // PartialSum loss. The vocabulary may stay split (vocab-parallel cross
-    // entropy; its small statistics reductions are not modelled yet).
+    // PartialSum loss. The vocabulary may stay split: vocab-parallel cross
+    // entropy reduces its max and sum of exponentials inside the kernel, so
+    // every rank of the vocabulary's axes ends with the same loss. (Those
+    // two [tokens]-sized reductions are not modelled as collectives yet.)
     IndexSpace space;
     space.operands.push_back(identity(rank(0)));
     if (op.getOperands().size() > 1)
       space.operands.push_back(identity(rank(1)));
-    return solve(space);
+    if (failed(solve(space)))
+      return failure();
+    if (rank(0) == 0)
+      return success();
+    llvm::ArrayRef<const Axis *> vocab =
+        out.operands[0].getPartition(rank(0) - 1);
+    Distribution loss(0);
+    for (const Axis *axis : out.results[0].getPartialSum())
+      if (!llvm::is_contained(vocab, axis))
+        loss.addPartialSum(axis);
+    out.results[0] = loss;
+    return success();
   }
   case OpKind::Conv1D: {
     // Along the sequence (dimension -2): kept whole, so no halo exchange.

@@ -410,12 +410,12 @@ ExprBuilder::buildAttrs(const OpInfo &info, STGParser::AttrListContext *ctx,
   auto attrs = ctx ? ctx->attr() : std::vector<STGParser::AttrContext *>();
   for (STGParser::AttrContext *attr : attrs) {
     const AttrSpec *spec = nullptr;
-    if (attr->ID()) {
+    if (attr->anyName()) {
       seenNamed = true;
-      std::string name = attr->ID()->getText();
+      std::string name = attr->anyName()->getText();
       spec = info.findAttr(name);
       if (spec && spec->computed) {
-        diags.error(file.loc(attr->ID()),
+        diags.error(file.loc(attr->anyName()),
                     "attribute '" + name + "' of '" + info.name +
                         "' is computed by the compiler");
         return std::nullopt;
@@ -425,7 +425,7 @@ ExprBuilder::buildAttrs(const OpInfo &info, STGParser::AttrListContext *ctx,
         for (const AttrSpec &s : info.attrs)
           if (!s.computed)
             known += (known.empty() ? "" : ", ") + std::string(s.name);
-        diags.error(file.loc(attr->ID()),
+        diags.error(file.loc(attr->anyName()),
                     "'" + info.name + "' has no attribute '" + name + "'" +
                         (known.empty() ? llvm::Twine("")
                                        : llvm::Twine("; it takes ") + known));

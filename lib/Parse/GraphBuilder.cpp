@@ -244,9 +244,14 @@ GraphBuilder::buildValue(STGParser::ValueContext *ctx, Scope &scope,
   SourceLoc loc = file.loc(nameCtx->ID());
   Binding *binding = lookup(scope, name);
   if (!binding) {
-    if (module.lookupDim(name) || module.lookupAxis(name))
-      diags.error(loc, "'" + name + "' is a dim or axis, not a tensor");
-    else if (lookupOpKind(name) || blocks.count(name))
+    if (module.lookupDim(name))
+      diags.error(loc, "'" + name + "' is a dim, not a tensor");
+    else if (module.lookupAxis(name))
+      diags.error(loc, "'" + name + "' is an axis, not a tensor");
+    else if (blocks.count(name))
+      diags.error(loc,
+                  "'" + name + "' is a block; call it as " + name + "(...)");
+    else if (lookupOpKind(name))
       diags.error(loc, "'" + name + "' is an op; call it as " + name + "(...)");
     else
       diags.error(loc, "unknown name '" + name + "'");

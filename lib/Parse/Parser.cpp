@@ -108,8 +108,14 @@ std::unique_ptr<Module> ModuleBuilder::build(llvm::StringRef text,
     if (!decl.instantiated && !diags.reachedErrorLimit())
       graphs.checkUncalledBlock(name, decl);
   }
-  if (diags.hasErrors())
+  if (diags.hasErrors()) {
+    // The builders stop at the error limit rather than report one error
+    // more, and only that one would print the engine's "too many errors"
+    // line; without it the output looks complete.
+    if (diags.reachedErrorLimit())
+      diags.error({}, "too many errors");
     return nullptr;
+  }
   if (failed(verifyModule(*module, diags)))
     return nullptr;
   return std::move(module);
@@ -229,7 +235,7 @@ bool ModuleBuilder::isFreshName(llvm::StringRef name, SourceLoc loc) {
   if (!what)
     return true;
   diags.error(loc, "'" + name + "' is already declared as " +
-                       (llvm::StringRef(what) == "axis" ? "an " : "a ") +
+                       (llvm::StringRef(what) == "dim" ? "a " : "an ") +
                        what);
   diags.note(previous, "previous declaration is here");
   return false;
@@ -365,8 +371,11 @@ void ModuleBuilder::applySet(STGParser::SetItemContext *ctx,
   }
   if (Option *option = module->lookupOption(name)) {
     if (option->value.index() != value->index()) {
-      diags.error(loc, "option '" + name + "' takes " +
-                           describeOptionKind(option->value));
+      // At the value, as for a dim: the value is what is wrong.
+      diags.error(ctx->literal() ? file.loc(ctx->literal())
+                                 : file.loc(ctx->expr()),
+                  "option '" + name + "' takes " +
+                      describeOptionKind(option->value));
       return;
     }
     option->value = *value;

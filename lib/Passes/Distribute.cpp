@@ -61,9 +61,21 @@ LogicalResult DistributePass::run(Module &m, DiagnosticEngine &d) {
   module = &m;
   diags = &d;
   conversions.clear();
+  Graph *model = m.getModel();
+  if (!model)
+    return success();
+  bool shaped = true;
+  model->walk([&](Op &op) {
+    for (const Value *result : op.getResults())
+      shaped &= result->hasType();
+  });
+  if (!shaped) {
+    d.error({}, "'distribute' needs every value's shape: run shape-infer "
+                "first (--passes=shape-infer,distribute)");
+    return failure();
+  }
   unsigned errorsBefore = d.getNumErrors();
-  if (Graph *model = m.getModel())
-    distributeGraph(*model);
+  distributeGraph(*model);
   return success(d.getNumErrors() == errorsBefore);
 }
 

@@ -90,6 +90,19 @@ LogicalResult MatchCollectivesPass::run(Module &m, DiagnosticEngine &d) {
   });
   for (Op *layout : layouts)
     lower(*layout);
+  // A collective whose axes all have degree 1 (an alias that is off) moves
+  // nothing: drop it.
+  std::vector<Op *> idle;
+  model->walk([&](Op &op) {
+    if (op.getInfo().has(Collective) &&
+        llvm::none_of(op.getAttr("axes")->axes,
+                      [](const Axis *axis) { return axis->resolve(); }))
+      idle.push_back(&op);
+  });
+  for (Op *op : idle) {
+    model->replaceUsesOf(op->getResult(), op->getOperand(0), op);
+    op->getParent()->eraseOp(op);
+  }
   // Record every collective's per-rank bytes: its input buffer.
   model->walk([&](Op &op) {
     if (!op.getInfo().has(Collective))

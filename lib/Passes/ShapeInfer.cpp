@@ -103,12 +103,16 @@ void ShapeInferPass::inferRepeat(Op &op) {
     if (!next->hasType())
       continue;
     if (!sameShape(carried, next->getType())) {
-      diags->error(yield->getLoc(),
-                   "repeat body turns '%" + op.getOperand(i)->getName() +
-                       "' of shape " + formatShape(carried.getShape(), printer) +
-                       " into '%" + next->getName() + "' of shape " +
+      // Point at the op that computes the new value: that is the mistake.
+      Op *producer = next->getDefiningOp();
+      diags->error(producer ? producer->getLoc() : yield->getLoc(),
+                   "loop-carried '%" + op.getOperand(i)->getName() +
+                       "' enters the repeat with shape " +
+                       formatShape(carried.getShape(), printer) +
+                       " but this makes it " +
                        formatShape(next->getType().getShape(), printer) +
-                       "; a carried value must keep its shape");
+                       "; it must keep its shape from one repetition to the "
+                       "next");
       continue;
     }
     op.getResult(i)->setType(carried);
