@@ -166,6 +166,9 @@ void GraphBuilder::buildRepeat(STGParser::RepeatStmtContext *ctx,
   SourceLoc loc = file.loc(ctx);
   auto count = exprs.buildExpr(ctx->expr(), file);
   std::string loopName = ctx->ID() ? ctx->ID()->getText() : "layer";
+  // A second loop of the same name in this scope is `layer_1`, as blocks are.
+  if (unsigned instance = scope.instances[loopName]++)
+    loopName += "_" + std::to_string(instance);
 
   // Names the body assigns that are bound outside are loop-carried.
   llvm::SmallVector<std::string, 4> assigned, carried;
