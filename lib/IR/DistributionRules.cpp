@@ -78,6 +78,9 @@ enum class Linearity {
 struct IndexSpace {
   llvm::SmallVector<std::string, 3> operands;
   std::string result;
+  /// One index string per result when they differ (grad ops); otherwise
+  /// `result` serves every result.
+  llvm::SmallVector<std::string, 3> results;
   std::string whole; ///< Indices that must not be partitioned.
   Linearity linearity = Linearity::None;
 };
@@ -114,6 +117,9 @@ private:
   IndexSpace unary(Linearity linearity);
   IndexSpace attention();
   LogicalResult solve(const IndexSpace &space);
+  /// The index space of index-space ops; none for ops with their own rule.
+  std::optional<IndexSpace> indexSpace();
+  LogicalResult grad();
 
   LogicalResult declaredResults();
   LogicalResult reshape();
@@ -201,6 +207,9 @@ IndexSpace Rule::attention() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult Rule::solve(const IndexSpace &space) {
+  llvm::SmallVector<std::string, 3> resultIndices = space.results;
+  if (resultIndices.empty())
+    resultIndices.push_back(space.result);
   // Sources of votes: the declared result first, then the operands.
   struct Source {
     const std::string *indices;
@@ -253,7 +262,9 @@ LogicalResult Rule::solve(const IndexSpace &space) {
         Vote &vote = votes[axis][idx];
         ++vote.count;
         vote.first = std::min(vote.first, position);
-        vote.kept = space.result.find(idx) != std::string::npos;
+        vote.kept = llvm::any_of(resultIndices, [&](const std::string &r) {
+          return r.find(idx) != std::string::npos;
+        });
         vote.weight |= source.weight;
       }
     }
@@ -287,11 +298,16 @@ LogicalResult Rule::solve(const IndexSpace &space) {
   };
   for (const std::string &indices : space.operands)
     out.operands.push_back(layoutOf(indices));
-  Distribution result = layoutOf(space.result);
-  for (auto &[idx, axes] : assigned)
-    if (space.result.find(idx) == std::string::npos)
-      for (auto &[order, axis] : axes)
-        result.addPartialSum(axis);
+  // Each result: its indices' axes; axes on indices it lacks are summed.
+  llvm::SmallVector<Distribution, 1> results;
+  for (const std::string &indices : resultIndices) {
+    Distribution result = layoutOf(indices);
+    for (auto &[idx, axes] : assigned)
+      if (indices.find(idx) == std::string::npos)
+        for (auto &[order, axis] : axes)
+          result.addPartialSum(axis);
+    results.push_back(result);
+  }
 
   // PartialSum operands: pass through where the op is linear in them.
   llvm::SmallVector<const Axis *, 4> partialAxes;
@@ -325,10 +341,11 @@ LogicalResult Rule::solve(const IndexSpace &space) {
     for (unsigned k : keep)
       out.operands[k].addPartialSum(axis);
     if (!keep.empty())
-      result.addPartialSum(axis);
+      for (Distribution &result : results)
+        result.addPartialSum(axis);
   }
   for (unsigned i = 0; i < op.getResults().size(); ++i)
-    out.results.push_back(result);
+    out.results.push_back(results[std::min<size_t>(i, results.size() - 1)]);
   return success();
 }
 
@@ -354,10 +371,6 @@ LogicalResult Rule::reshape() {
   // partition of the major dimension of a group carries to the major result
   // dimension (D/tp becomes NH/tp); one of a minor dimension cannot, so the
   // operand is gathered first. A PartialSum passes (reshape is linear).
-  if (!declared.front()) {
-    diags.error(op.getLoc(), "'reshape' needs a result type to be distributed");
-    return failure();
-  }
   ExtentComparator extents(module);
   llvm::ArrayRef<Expr> from = op.getOperand(0)->getType().getShape();
   llvm::ArrayRef<Expr> to = op.getResult()->getType().getShape();
@@ -575,6 +588,132 @@ LogicalResult Rule::collective() {
   return success();
 }
 
+std::optional<IndexSpace> Rule::indexSpace() {
+  auto dimIndex = [&](unsigned rankOf) {
+    long long dim = *getIntegerValue(op.getAttr("dim")->expr);
+    return unsigned(dim < 0 ? dim + rankOf : dim);
+  };
+  switch (op.getKind()) {
+  case OpKind::Einsum:
+    return einsum();
+  case OpKind::Add:
+  case OpKind::Sub:
+    return broadcast(Linearity::All);
+  case OpKind::Mul:
+    return broadcast(Linearity::Any);
+  case OpKind::Div:
+    return broadcast(Linearity::First);
+  case OpKind::Elementwise:
+    return broadcast(Linearity::None);
+  case OpKind::PScan: {
+    IndexSpace space = broadcast(Linearity::None);
+    space.whole += space.result[dimIndex(resultRank())];
+    return space;
+  }
+  case OpKind::Silu:
+  case OpKind::Gelu:
+  case OpKind::Relu:
+  case OpKind::Exp:
+  case OpKind::Sigmoid:
+  case OpKind::Tanh:
+    return unary(Linearity::None);
+  case OpKind::Scale:
+    return unary(Linearity::First);
+  case OpKind::RMSNorm:
+  case OpKind::LayerNorm: {
+    // Normalised over the last dimension, which stays whole; the weight and
+    // bias run along it.
+    IndexSpace space = unary(Linearity::None);
+    char last = space.result.back();
+    space.whole += last;
+    for (unsigned k = 1; k < op.getOperands().size(); ++k)
+      space.operands.push_back(std::string(rank(k), last));
+    return space;
+  }
+  case OpKind::Softmax: {
+    IndexSpace space = unary(Linearity::None);
+    space.whole += space.result[dimIndex(rank(0))];
+    return space;
+  }
+  case OpKind::Reduce: {
+    IndexSpace space = unary(Linearity::First);
+    char reduced = space.operands[0][dimIndex(rank(0))];
+    space.result.erase(space.result.find(reduced), 1);
+    if (op.getAttr("kind")->text == "max") {
+      space.whole += reduced; // A partial max is not a sum.
+      space.linearity = Linearity::None;
+    }
+    return space;
+  }
+  case OpKind::Attention:
+    return attention();
+  case OpKind::Transpose: {
+    IndexSpace space = unary(Linearity::First);
+    space.result.clear();
+    for (const Expr &d : op.getAttr("perm")->list)
+      space.result += space.operands[0][*getIntegerValue(d)];
+    return space;
+  }
+  case OpKind::Concat: {
+    IndexSpace space;
+    space.linearity = Linearity::All;
+    space.result = identity(resultRank());
+    for (unsigned k = 0; k < op.getOperands().size(); ++k)
+      space.operands.push_back(space.result);
+    space.whole += space.result[dimIndex(resultRank())];
+    return space;
+  }
+  case OpKind::Slice:
+  case OpKind::Split: {
+    IndexSpace space = unary(Linearity::First);
+    space.whole += space.result[dimIndex(rank(0))];
+    return space;
+  }
+  case OpKind::Embedding: {
+    // A lookup is a contraction with a one-hot matrix: a vocabulary split
+    // over `a` makes the result PartialSum over `a` (vocab-parallel).
+    IndexSpace space;
+    space.linearity = Linearity::Any;
+    std::string ids = identity(rank(0));
+    space.operands = {ids, "VD"};
+    space.result = ids + "D";
+    return space;
+  }
+  case OpKind::CrossEntropy: {
+    // The loss sums over tokens: splitting them (data parallelism) gives a
+    // PartialSum loss; see run() for the vocabulary.
+    IndexSpace space;
+    space.operands.push_back(identity(rank(0)));
+    if (op.getOperands().size() > 1)
+      space.operands.push_back(identity(rank(1)));
+    return space;
+  }
+  case OpKind::Conv1D: {
+    // Along the sequence (dimension -2): kept whole, so no halo exchange.
+    IndexSpace space = unary(Linearity::None);
+    if (rank(0) >= 2)
+      space.whole += space.result[rank(0) - 2];
+    if (op.getOperands().size() > 1) {
+      std::string weight(1, space.result.back());
+      while (weight.size() < rank(1))
+        weight += freshIndex();
+      space.whole += weight.substr(1);
+      space.operands.push_back(weight.substr(0, rank(1)));
+    }
+    return space;
+  }
+  case OpKind::Route: {
+    IndexSpace space = unary(Linearity::None);
+    space.whole += space.result.back();
+    space.result.back() = freshIndex();
+    space.whole += space.result.back();
+    return space;
+  }
+  default:
+    return std::nullopt; // Ops with a rule of their own.
+  }
+}
+
 LogicalResult Rule::run() {
   switch (op.getKind()) {
   case OpKind::Input:
@@ -596,107 +735,14 @@ LogicalResult Rule::run() {
   case OpKind::Broadcast:
   case OpKind::Shard:
     return collective();
-  case OpKind::Einsum:
-    return solve(einsum());
-  case OpKind::Add:
-  case OpKind::Sub:
-    return solve(broadcast(Linearity::All));
-  case OpKind::Mul:
-    return solve(broadcast(Linearity::Any));
-  case OpKind::Div:
-    return solve(broadcast(Linearity::First));
-  case OpKind::Elementwise:
-    return solve(broadcast(Linearity::None));
-  case OpKind::PScan: {
-    IndexSpace space = broadcast(Linearity::None);
-    long long dim = *getIntegerValue(op.getAttr("dim")->expr);
-    space.whole += space.result[dim < 0 ? dim + resultRank() : dim];
-    return solve(space);
-  }
-  case OpKind::Silu:
-  case OpKind::Gelu:
-  case OpKind::Relu:
-  case OpKind::Exp:
-  case OpKind::Sigmoid:
-  case OpKind::Tanh:
-    return solve(unary(Linearity::None));
-  case OpKind::Scale:
-    return solve(unary(Linearity::First));
-  case OpKind::RMSNorm:
-  case OpKind::LayerNorm: {
-    // Normalised over the last dimension, which stays whole; the weight and
-    // bias run along it.
-    IndexSpace space = unary(Linearity::None);
-    char last = space.result.back();
-    space.whole += last;
-    for (unsigned k = 1; k < op.getOperands().size(); ++k)
-      space.operands.push_back(std::string(rank(k), last));
-    return solve(space);
-  }
-  case OpKind::Softmax: {
-    IndexSpace space = unary(Linearity::None);
-    long long dim = *getIntegerValue(op.getAttr("dim")->expr);
-    space.whole += space.result[dim < 0 ? dim + rank(0) : dim];
-    return solve(space);
-  }
-  case OpKind::Reduce: {
-    IndexSpace space = unary(Linearity::First);
-    long long dim = *getIntegerValue(op.getAttr("dim")->expr);
-    char reduced = space.operands[0][dim < 0 ? dim + rank(0) : dim];
-    space.result.erase(space.result.find(reduced), 1);
-    if (op.getAttr("kind")->text == "max") {
-      space.whole += reduced; // A partial max is not a sum.
-      space.linearity = Linearity::None;
-    }
-    return solve(space);
-  }
-  case OpKind::Attention:
-    return solve(attention());
-  case OpKind::Transpose: {
-    IndexSpace space = unary(Linearity::First);
-    space.result.clear();
-    for (const Expr &d : op.getAttr("perm")->list)
-      space.result += space.operands[0][*getIntegerValue(d)];
-    return solve(space);
-  }
-  case OpKind::Concat: {
-    IndexSpace space;
-    space.linearity = Linearity::All;
-    space.result = identity(resultRank());
-    for (unsigned k = 0; k < op.getOperands().size(); ++k)
-      space.operands.push_back(space.result);
-    long long dim = *getIntegerValue(op.getAttr("dim")->expr);
-    space.whole += space.result[dim < 0 ? dim + resultRank() : dim];
-    return solve(space);
-  }
-  case OpKind::Slice:
-  case OpKind::Split: {
-    IndexSpace space = unary(Linearity::First);
-    long long dim = *getIntegerValue(op.getAttr("dim")->expr);
-    space.whole += space.result[dim < 0 ? dim + rank(0) : dim];
-    return solve(space);
-  }
-  case OpKind::Embedding: {
-    // A lookup is a contraction with a one-hot matrix: a vocabulary split
-    // over `a` makes the result PartialSum over `a` (vocab-parallel).
-    IndexSpace space;
-    space.linearity = Linearity::Any;
-    std::string ids = identity(rank(0));
-    space.operands = {ids, "VD"};
-    space.result = ids + "D";
-    return solve(space);
-  }
+  case OpKind::Grad:
+    return grad();
   case OpKind::CrossEntropy: {
-    // The loss sums over tokens: splitting them (data parallelism) gives a
-    // PartialSum loss. The vocabulary may stay split: vocab-parallel cross
-    // entropy reduces its max and sum of exponentials inside the kernel, so
-    // every rank of the vocabulary's axes ends with the same loss. (Those
-    // two [tokens]-sized reductions are not modelled as collectives yet.)
-    IndexSpace space;
-    space.operands.push_back(identity(rank(0)));
-    if (op.getOperands().size() > 1)
-      space.operands.push_back(identity(rank(1)));
-    if (failed(solve(space)))
+    // Vocab-parallel cross entropy reduces its max and sum of exponentials
+    // inside the kernel, so every rank of the vocabulary's axes ends with the
+    // same loss. (Those two [tokens]-sized reductions are not modelled as
+    // collectives yet.)
+    if (failed(solve(*indexSpace())))
       return failure();
     if (rank(0) == 0)
       return success();
@@ -709,32 +755,73 @@ LogicalResult Rule::run() {
     out.results[0] = loss;
     return success();
   }
-  case OpKind::Conv1D: {
-    // Along the sequence (dimension -2): kept whole, so no halo exchange.
-    IndexSpace space = unary(Linearity::None);
-    if (rank(0) >= 2)
-      space.whole += space.result[rank(0) - 2];
-    if (op.getOperands().size() > 1) {
-      std::string weight(1, space.result.back());
-      while (weight.size() < rank(1))
-        weight += freshIndex();
-      space.whole += weight.substr(1);
-      space.operands.push_back(weight.substr(0, rank(1)));
-    }
-    return solve(space);
-  }
-  case OpKind::Route: {
-    IndexSpace space = unary(Linearity::None);
-    space.whole += space.result.back();
-    space.result.back() = freshIndex();
-    space.whole += space.result.back();
-    return solve(space);
-  }
   case OpKind::Repeat:
   case OpKind::Yield:
-    break;
+    llvm_unreachable("repeat and yield are distributed by the pass");
+  default:
+    return solve(*indexSpace());
   }
-  llvm_unreachable("repeat and yield are distributed by the pass");
+}
+
+LogicalResult Rule::grad() {
+  // The gradient runs in its forward op's index space, transposed: the
+  // result gradients index like the forward results, each computed operand
+  // gradient like its forward operand. It is linear in the result gradients.
+  std::optional<OpKind> forwardKind;
+  for (const OpInfo &info : getAllOpInfos())
+    if (info.name == op.getAttr("of")->text)
+      forwardKind = info.kind;
+  unsigned outs = *getIntegerValue(op.getAttr("outs")->expr);
+  llvm::SmallVector<unsigned, 3> wrt;
+  for (const Expr &w : op.getAttr("wrt")->list)
+    wrt.push_back(*getIntegerValue(w));
+
+  // A stand-in for the forward op, to ask for its index space.
+  Op forward(*forwardKind, op.getLoc());
+  for (const NamedAttribute &attr : op.getAttrs())
+    if (!op.getInfo().findAttr(attr.name))
+      forward.setAttr(attr.name, attr.value);
+  for (unsigned k = outs; k < op.getOperands().size(); ++k)
+    forward.addOperand(op.getOperand(k));
+  std::vector<std::unique_ptr<Value>> forwardResults;
+  for (unsigned k = 0; k < outs; ++k) {
+    forwardResults.push_back(std::make_unique<Value>("", &forward, k));
+    forwardResults.back()->setType(op.getOperand(k)->getType());
+    forward.addResult(forwardResults.back().get());
+  }
+  OpDistribution unused;
+  Rule forwardRule(forward, module, {}, diags, unused);
+  if (std::optional<IndexSpace> space = forwardRule.indexSpace()) {
+    IndexSpace backward;
+    backward.linearity = Linearity::First;
+    backward.whole = space->whole;
+    for (unsigned k = 0; k < outs; ++k)
+      backward.operands.push_back(space->result);
+    backward.operands.append(space->operands.begin(), space->operands.end());
+    for (unsigned w : wrt)
+      backward.results.push_back(space->operands[w]);
+    return solve(backward);
+  }
+
+  // Data movement (layouts, collectives) and user-costed ops: each operand
+  // gradient takes its operand's layout, a PartialSum becoming Duplicated
+  // (every rank's partial contribution gets the whole gradient). The result
+  // gradients are needed in that layout, which costs the conjugate
+  // collective; the grad op itself then moves nothing.
+  auto withoutPartial = [](const Distribution &dist) {
+    Distribution whole(dist.getRank());
+    for (unsigned d = 0; d < dist.getRank(); ++d)
+      for (const Axis *axis : dist.getPartition(d))
+        whole.addPartition(d, axis);
+    return whole;
+  };
+  out.operands.assign(current.begin(), current.end());
+  for (unsigned w : wrt)
+    out.results.push_back(withoutPartial(current[outs + w]));
+  if (outs == 1 && wrt.size() == 1 &&
+      op.getOperand(0)->getType().getRank() == out.results[0].getRank())
+    out.operands[0] = out.results[0];
+  return success();
 }
 
 LogicalResult stg::inferOpDistribution(

@@ -70,6 +70,17 @@ void Graph::walk(llvm::function_ref<void(Op &)> fn) const {
   }
 }
 
+void Graph::walkValues(llvm::function_ref<void(const Value *)> fn) const {
+  for (const Value *arg : arguments)
+    fn(arg);
+  for (const auto &op : ops) {
+    for (const Value *result : op->getResults())
+      fn(result);
+    if (const Graph *body = op->getBody())
+      body->walkValues(fn);
+  }
+}
+
 void Graph::replaceUsesOf(Value *from, Value *to, const Op *except) {
   walk([&](Op &op) {
     if (&op == except)

@@ -46,6 +46,8 @@ const AttrSpec kShard[] = {{"dim", K::Int}, {"axes", K::Axes}};
 const AttrSpec kCustom[] = {{"name", K::String}, {"flops", K::Expr, "0"},
                             {"bytes", K::Expr, "0"}};
 const AttrSpec kRepeat[] = {{"count", K::Expr}, {"name", K::String}};
+// A grad op also carries the forward op's own attributes.
+const AttrSpec kGrad[] = {{"of", K::String}, {"outs", K::Int}, {"wrt", K::IntList}};
 
 llvm::ArrayRef<AttrSpec> attrsOf(OpKind kind) {
   switch (kind) {
@@ -70,6 +72,7 @@ llvm::ArrayRef<AttrSpec> attrsOf(OpKind kind) {
   case OpKind::Shard: return kShard;
   case OpKind::Custom: return kCustom;
   case OpKind::Repeat: return kRepeat;
+  case OpKind::Grad: return kGrad;
   default: return llvm::ArrayRef<AttrSpec>(kNoAttrs).drop_front();
   }
 }

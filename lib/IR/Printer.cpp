@@ -116,6 +116,14 @@ void IRPrinter::printOp(const Op &op, unsigned indent) {
   }
 
   const Graph *body = op.getBody();
+  if (const Op *forward = op.getForwardRepeat()) {
+    os << " reverse_of(";
+    if (forward->getResults().empty())
+      forward->getAttr("name")->print(os, exprs);
+    else
+      os << '%' << forward->getResult(0)->getName();
+    os << ')';
+  }
   if (body) {
     os << " iter_args(";
     for (unsigned i = 0; i < body->getArguments().size(); ++i) {

@@ -197,6 +197,13 @@ LogicalResult ShapeRule::run() {
     return success();
   case OpKind::Route:
     return route();
+  case OpKind::Grad: {
+    // Each computed gradient has its forward operand's shape.
+    unsigned outs = intAttr("outs");
+    for (const Expr &w : op.getAttr("wrt")->list)
+      addResultLike(outs + *getIntegerValue(w));
+    return success();
+  }
   case OpKind::Repeat:
   case OpKind::Yield:
     break;

@@ -96,10 +96,17 @@ void Verifier::verifyOp(const Op &op) {
       fail(op.getLoc(), "attribute '" + llvm::Twine(spec.name) + "' of '" +
                             info.name + "' has the wrong kind");
   }
-  for (const NamedAttribute &attr : op.getAttrs())
-    if (!info.findAttr(attr.name))
-      fail(op.getLoc(), "'" + info.name + "' has unknown attribute '" +
-                            attr.name + "'");
+  for (const NamedAttribute &attr : op.getAttrs()) {
+    if (info.findAttr(attr.name))
+      continue;
+    // A grad op carries its forward op's attributes too.
+    if (op.getKind() == OpKind::Grad)
+      if (auto forward = lookupOpKind(op.getAttr("of")->text))
+        if (getOpInfo(*forward).findAttr(attr.name))
+          continue;
+    fail(op.getLoc(), "'" + info.name + "' has unknown attribute '" +
+                          attr.name + "'");
+  }
   if (info.has(NeedsType))
     for (const Value *result : op.getResults())
       if (!result->hasType())
@@ -133,8 +140,11 @@ void Verifier::verifyRepeat(const Op &op) {
                               llvm::Twine(yield->getOperands().size()) +
                               " values, the repeat carries " +
                               llvm::Twine(carried));
-  // Values defined in the body are not visible after it.
+  // Values defined in the body are not visible after it. A backward body
+  // sees its forward body's values (those of the same repetition).
   llvm::DenseSet<const Value *> outer = visible;
+  if (const Op *forward = op.getForwardRepeat())
+    forward->getBody()->walkValues([&](const Value *v) { visible.insert(v); });
   verifyGraph(*body);
   visible = std::move(outer);
 }

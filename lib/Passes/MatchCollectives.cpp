@@ -99,6 +99,20 @@ LogicalResult MatchCollectivesPass::run(Module &m, DiagnosticEngine &d) {
                       [](const Axis *axis) { return axis->resolve(); }))
       idle.push_back(&op);
   });
+  // The gradient of a layout change or a collective is the conjugate
+  // collective the layout op before it became; the grad op itself is then
+  // the identity.
+  model->walk([&](Op &op) {
+    if (op.getKind() != OpKind::Grad || op.getResults().size() != 1)
+      return;
+    std::optional<OpKind> of;
+    for (const OpInfo &info : getAllOpInfos())
+      if (info.name == op.getAttr("of")->text)
+        of = info.kind;
+    if (*of == OpKind::Layout || *of == OpKind::Shard ||
+        getOpInfo(*of).has(Collective))
+      idle.push_back(&op);
+  });
   for (Op *op : idle) {
     model->replaceUsesOf(op->getResult(), op->getOperand(0), op);
     op->getParent()->eraseOp(op);

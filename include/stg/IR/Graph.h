@@ -88,6 +88,12 @@ public:
   Graph *getParent() const { return parent; }
   void setParent(Graph *graph) { parent = graph; }
 
+  /// For the backward `repeat` of a training step: the forward repeat whose
+  /// repetitions it runs in reverse. Its body may use the forward body's
+  /// values, meaning those of the same repetition.
+  Op *getForwardRepeat() const { return forwardRepeat; }
+  void setForwardRepeat(Op *op) { forwardRepeat = op; }
+
 private:
   OpKind kind;
   SourceLoc loc;
@@ -96,6 +102,7 @@ private:
   llvm::SmallVector<NamedAttribute, 2> attrs;
   std::unique_ptr<Graph> body;
   Graph *parent = nullptr;
+  Op *forwardRepeat = nullptr;
 };
 
 class Graph {
@@ -122,6 +129,9 @@ public:
   /// Calls `fn` on every op of this graph and of nested bodies, in program
   /// order (a repeat before its body). `fn` must not insert or erase ops.
   void walk(llvm::function_ref<void(Op &)> fn) const;
+  /// Calls `fn` on every value defined in this graph and nested bodies:
+  /// arguments and op results.
+  void walkValues(llvm::function_ref<void(const Value *)> fn) const;
   /// Makes every use of `from` in this graph and nested bodies, except in
   /// `except`, a use of `to`.
   void replaceUsesOf(Value *from, Value *to, const Op *except = nullptr);

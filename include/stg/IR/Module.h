@@ -14,6 +14,7 @@
 #include "stg/IR/Graph.h"
 #include "stg/IR/TensorType.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <memory>
@@ -85,6 +86,18 @@ public:
   Graph *createModel(llvm::StringRef name, SourceLoc loc);
   SourceLoc getModelLoc() const { return modelLoc; }
 
+  /// The gradient of a weight, as `autodiff` derived it (null if none).
+  Value *getGradient(const Value *param) const {
+    return gradients.lookup(param);
+  }
+  void setGradient(const Value *param, Value *gradient) {
+    gradients[param] = gradient;
+  }
+  /// All weight gradients (unordered: walk the graph for an order).
+  const llvm::DenseMap<const Value *, Value *> &getGradients() const {
+    return gradients;
+  }
+
   /// `e` with every dim that has a value replaced by it, repeatedly, so
   /// derived dims reach numbers once their inputs have them.
   Expr bindDims(const Expr &e) const;
@@ -101,6 +114,7 @@ private:
   std::unique_ptr<Graph> model;
   SourceLoc modelLoc;
   llvm::StringMap<unsigned> nameCounts;
+  llvm::DenseMap<const Value *, Value *> gradients;
 };
 
 } // namespace stg
