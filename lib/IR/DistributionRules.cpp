@@ -737,6 +737,11 @@ LogicalResult Rule::run() {
     return collective();
   case OpKind::Grad:
     return grad();
+  case OpKind::Adam:
+    // The step runs on the weight's shard; the gradient must match it.
+    out.operands = {current[0], current[0]};
+    out.results = {current[0]};
+    return success();
   case OpKind::CrossEntropy: {
     // Vocab-parallel cross entropy reduces its max and sum of exponentials
     // inside the kernel, so every rank of the vocabulary's axes ends with the
@@ -818,6 +823,24 @@ LogicalResult Rule::grad() {
   out.operands.assign(current.begin(), current.end());
   for (unsigned w : wrt)
     out.results.push_back(withoutPartial(current[outs + w]));
+  // MoE: the gradient of combine is a dispatch and the other way round, so
+  // each costs the AllToAll its forward op costs, in reverse.
+  auto slotsSplitLike = [&](const Distribution &tokens, unsigned rank) {
+    Distribution slots(rank);
+    for (unsigned d = 0; d + 1 < tokens.getRank(); ++d)
+      for (const Axis *axis : tokens.getPartition(d))
+        if (rank >= 2)
+          slots.addPartition(1, axis);
+    return slots;
+  };
+  if (*forwardKind == OpKind::Combine && outs == 1)
+    for (unsigned i = 0; i < wrt.size(); ++i)
+      if (wrt[i] == 0)
+        out.results[i] = slotsSplitLike(current[0], rank(outs));
+  if (*forwardKind == OpKind::Dispatch && outs == 1) {
+    out.operands[0] = slotsSplitLike(current[outs], rank(0));
+    return success();
+  }
   if (outs == 1 && wrt.size() == 1 &&
       op.getOperand(0)->getType().getRank() == out.results[0].getRank())
     out.operands[0] = out.results[0];

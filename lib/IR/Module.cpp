@@ -96,3 +96,11 @@ Expr Module::bindDims(const Expr &e) const {
   }
   return bound;
 }
+
+void Module::replaceUsesOf(Value *from, Value *to, const Op *except) {
+  if (model)
+    model->replaceUsesOf(from, to, except);
+  for (auto &entry : gradients)
+    if (entry.second == from)
+      entry.second = to;
+}

@@ -170,6 +170,7 @@ LogicalResult ShapeRule::run() {
   case OpKind::Conv1D:
   case OpKind::AllReduce:
   case OpKind::Broadcast:
+  case OpKind::Adam:
     return sameAsOperand({});
   case OpKind::Softmax:
     return sameAsOperand({"dim"});

@@ -18,6 +18,24 @@ using namespace stg;
 // Expressions
 //===----------------------------------------------------------------------===//
 
+/// Powers of powers grow numbers doubly exponentially: ((((2^64)^64)^64)^64)
+/// has five million digits and takes GiNaC seconds; one more level, minutes.
+/// A power whose numbers could pass this many bits is refused.
+constexpr long kMaxPowerBits = 4096;
+
+/// The size in bits of the largest number in `e`.
+static long numberBits(const Expr &e) {
+  if (GiNaC::is_a<GiNaC::numeric>(e)) {
+    const auto &n = GiNaC::ex_to<GiNaC::numeric>(e);
+    return n.is_rational() ? n.numer().int_length() + n.denom().int_length()
+                           : 0;
+  }
+  long bits = 0;
+  for (size_t i = 0, end = e.nops(); i < end; ++i)
+    bits = std::max(bits, numberBits(e.op(i)));
+  return bits;
+}
+
 std::optional<Expr> ExprBuilder::buildExpr(STGParser::ExprContext *ctx,
                                            const SourceFile &file) {
   // GiNaC reports arithmetic impossibilities (1/0) by throwing.
@@ -92,6 +110,12 @@ ExprBuilder::buildExprUnchecked(STGParser::ExprContext *ctx,
       }
       if (*exponent < 0 && lhs->is_zero()) {
         diags.error(file.loc(rhsCtx), "division by zero");
+        return std::nullopt;
+      }
+      if (numberBits(*lhs) * std::abs(*exponent) > kMaxPowerBits) {
+        diags.error(file.loc(lhsCtx),
+                    "power too large: its value would have more than " +
+                        llvm::Twine(kMaxPowerBits) + " bits");
         return std::nullopt;
       }
       return GiNaC::pow(*lhs, *rhs);

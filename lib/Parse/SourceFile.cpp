@@ -189,6 +189,30 @@ private:
   llvm::StringRef path;
 };
 
+/// The parser and every later walk of the tree recurse once per level of
+/// nesting (`((((x`, `- - - x`, repeats in repeats), so a deep enough file
+/// would overflow the stack. Past this depth of the parse tree the file is
+/// refused; real files stay far below it.
+constexpr size_t kMaxNesting = 256;
+
+struct NestingTooDeep {
+  antlr4::Token *token;
+};
+
+class NestingLimit : public antlr4::tree::ParseTreeListener {
+public:
+  void enterEveryRule(antlr4::ParserRuleContext *ctx) override {
+    if (++depth > kMaxNesting)
+      throw NestingTooDeep{ctx->getStart()};
+  }
+  void exitEveryRule(antlr4::ParserRuleContext *) override { --depth; }
+  void visitTerminal(antlr4::tree::TerminalNode *) override {}
+  void visitErrorNode(antlr4::tree::ErrorNode *) override {}
+
+private:
+  size_t depth = 0;
+};
+
 } // namespace
 
 SourceLoc SourceFile::loc(antlr4::Token *token) const {
@@ -238,13 +262,20 @@ std::unique_ptr<SourceFile> SourceFile::parse(llvm::StringRef text,
   file->parser->removeErrorListeners();
   file->parser->setErrorHandler(
       std::make_shared<ErrorStrategy>(diags, file->path));
+  NestingLimit nestingLimit;
+  file->parser->addParseListener(&nestingLimit);
   try {
     file->tree = file->parser->file();
+  } catch (const NestingTooDeep &e) {
+    diags.error(file->loc(e.token), "nesting is too deep (more than " +
+                                        llvm::Twine(kMaxNesting) + " levels)");
+    return nullptr;
   } catch (const std::exception &e) {
     diags.error({file->path, 1, 1},
                 llvm::Twine("internal parser error: ") + e.what());
     return nullptr;
   }
+  file->parser->removeParseListeners();
   if (diags.getNumErrors() != errorsBefore)
     return nullptr;
   return file;

@@ -130,6 +130,7 @@ Op *AutodiffPass::create(Graph &backward, OpKind kind, SourceLoc loc,
                          llvm::ArrayRef<Value *> operands,
                          llvm::ArrayRef<std::string> resultNames) {
   Op *op = backward.createOp(kind, loc);
+  op->setPhase(Phase::Backward);
   for (Value *operand : operands)
     op->addOperand(operand);
   for (const std::string &name : resultNames)
@@ -150,12 +151,19 @@ static void typeResults(Op &op, const Module &module,
 
 void AutodiffPass::accumulate(Value *value, Value *gradient, Graph &backward,
                               Grads &grads, SourceLoc loc) {
+  // A gradient would rather share its primal's layout; `distribute` weighs
+  // that (for FSDP it keeps dX batch-split and gathers the weight).
+  if (!gradient->getLayoutHint() && !gradient->isAnnotated() &&
+      gradient->getDefiningOp() &&
+      gradient->getDefiningOp()->getKind() != OpKind::Input)
+    gradient->setLayoutHint(value);
   auto [it, inserted] = grads.try_emplace(value, gradient);
   if (inserted)
     return;
   Op *sum = create(backward, OpKind::Add, loc, {it->second, gradient},
                    {gradName(value)});
   typeResults(*sum, *module, *extents, *diags);
+  sum->getResult()->setLayoutHint(value);
   it->second = sum->getResult();
 }
 
@@ -250,14 +258,13 @@ void AutodiffPass::differentiateOp(Op &op, Graph &backward, Grads &grads) {
   case OpKind::Einsum: {
     const EinsumSpec &spec = op.getAttr("spec")->einsum;
     for (unsigned k : wrt) {
+      // The result gradient takes the differentiated operand's place.
       EinsumSpec back;
-      back.inputs.push_back(spec.output);
-      llvm::SmallVector<Value *, 3> operands{dy};
-      for (unsigned j = 0; j < spec.inputs.size(); ++j)
-        if (j != k) {
-          back.inputs.push_back(spec.inputs[j]);
-          operands.push_back(op.getOperand(j));
-        }
+      llvm::SmallVector<Value *, 3> operands;
+      for (unsigned j = 0; j < spec.inputs.size(); ++j) {
+        back.inputs.push_back(j == k ? spec.output : spec.inputs[j]);
+        operands.push_back(j == k ? dy : op.getOperand(j));
+      }
       back.output = spec.inputs[k];
       for (char index : back.output)
         if (llvm::none_of(back.inputs, [&](const std::string &in) {
@@ -390,6 +397,7 @@ void AutodiffPass::differentiateRepeat(Op &repeat, Graph &backward,
     return;
 
   Op *reverse = backward.createOp(OpKind::Repeat, loc);
+  reverse->setPhase(Phase::Backward);
   reverse->setAttr("count", *repeat.getAttr("count"));
   reverse->setAttr("name", *repeat.getAttr("name"));
   reverse->setForwardRepeat(&repeat);
@@ -409,15 +417,28 @@ void AutodiffPass::differentiateRepeat(Op &repeat, Graph &backward,
 
   llvm::DenseSet<const Value *> local;
   forwardBody.walkValues([&](const Value *v) { local.insert(v); });
+  // A value from outside the loop used in every repetition would need its
+  // gradient summed over them; report it rather than drop it. (Values are
+  // visited in name order so the report is deterministic.)
+  std::vector<Value *> outer;
   for (auto &[value, gradient] : inner)
-    if (!local.count(value) && requiresGrad.count(value) &&
-        value->getDefiningOp() &&
-        value->getDefiningOp()->getKind() == OpKind::Param)
-      diags->error(loc, "autodiff: weight '%" + value->getName() +
-                            "' is defined outside the repeat and shared by "
-                            "its repetitions; that is not supported yet");
+    if (!local.count(value) && requiresGrad.count(value))
+      outer.push_back(value);
+  llvm::sort(outer, [](const Value *a, const Value *b) {
+    return a->getName() < b->getName();
+  });
+  for (const Value *value : outer) {
+    bool weight = value->getDefiningOp() &&
+                  value->getDefiningOp()->getKind() == OpKind::Param;
+    diags->error(loc, "autodiff: " + llvm::Twine(weight ? "weight" : "value") +
+                          " '%" + value->getName() +
+                          "' is defined outside the repeat and used in every "
+                          "repetition; summing its gradient over them is not "
+                          "supported yet");
+  }
 
   Op *next = body.createOp(OpKind::Yield, loc);
+  next->setPhase(Phase::Backward);
   for (unsigned i : carried) {
     Value *arg = forwardBody.getArguments()[i];
     Value *gradient = takeGradient(arg, body, inner, loc);
@@ -476,6 +497,7 @@ LogicalResult AutodiffPass::run(Module &m, DiagnosticEngine &d) {
   for (Value *loss : losses) {
     // The seed: d(loss)/d(loss) = 1, the same on every rank.
     Op *seed = model->createOp(OpKind::Input, loss->getDefiningOp()->getLoc());
+    seed->setPhase(Phase::Backward);
     Value *one = model->createResult(seed, gradName(loss));
     const TensorType &type = loss->getType();
     one->setType(TensorType(

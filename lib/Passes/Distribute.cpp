@@ -51,6 +51,7 @@ private:
     Distribution layout;
     Value *to;
     Graph *graph;
+    Phase phase;
   };
   std::vector<Conversion> conversions;
 };
@@ -114,12 +115,16 @@ void DistributePass::distributeGraph(Graph &graph) {
 
 Value *DistributePass::relayout(Value *value, const Distribution &dist,
                                 Op &consumer, Graph &graph) {
+  // Reuse a conversion only within one phase: the backward pass gathers a
+  // sharded weight or activation again rather than keep the forward copy
+  // alive (ZeRO-3, Megatron-SP).
   for (const Conversion &c : conversions)
-    if (c.from == value && c.layout == dist)
+    if (c.from == value && c.layout == dist && c.phase == consumer.getPhase())
       return c.to;
   const TensorType &type = value->getType();
   Op *layout = graph.createOpBefore(&consumer, OpKind::Layout,
                                     consumer.getLoc());
+  layout->setPhase(consumer.getPhase());
   layout->addOperand(value);
   Value *converted = graph.createResult(
       layout, module->makeUniqueName(value->getName().str() + ".relayout"));
@@ -127,17 +132,31 @@ Value *DistributePass::relayout(Value *value, const Distribution &dist,
                                 llvm::SmallVector<Expr, 4>(type.getShape().begin(),
                                                            type.getShape().end()),
                                 dist));
-  conversions.push_back({value, dist, converted, &graph});
+  conversions.push_back({value, dist, converted, &graph, consumer.getPhase()});
   return converted;
 }
 
 void DistributePass::distributeOp(Op &op, Graph &graph) {
+  // The written layouts, or a gradient's primal's layout as a hint (minus
+  // its PartialSum: a gradient of a partial value is whole).
   llvm::SmallVector<std::optional<Distribution>, 1> declared;
   for (const Value *result : op.getResults()) {
     declared.push_back(std::nullopt);
-    if (result->isAnnotated() &&
-        !(declared.back() = resolved(result, op.getLoc())))
-      return;
+    if (result->isAnnotated()) {
+      if (!(declared.back() = resolved(result, op.getLoc())))
+        return;
+    } else if (const Value *hint = result->getLayoutHint()) {
+      if (hint->hasType() && hint->getType().getRank() ==
+                                 result->getType().getRank()) {
+        Distribution primal =
+            resolveDistribution(hint->getType().getDistribution());
+        Distribution whole(primal.getRank());
+        for (unsigned d = 0; d < primal.getRank(); ++d)
+          for (const Axis *axis : primal.getPartition(d))
+            whole.addPartition(d, axis);
+        declared.back() = whole;
+      }
+    }
   }
   for (const Value *operand : op.getOperands())
     if (!resolved(operand, op.getLoc()))
@@ -171,13 +190,13 @@ void DistributePass::distributeOp(Op &op, Graph &graph) {
     result->setType(natural);
     result->setAnnotated(false);
     Op *layout = graph.createOpAfter(&op, OpKind::Layout, op.getLoc());
+    layout->setPhase(op.getPhase());
     layout->addOperand(result);
     Value *converted = graph.createResult(
         layout, module->makeUniqueName(result->getName().str() + ".relayout"));
     converted->setType(written);
     converted->setAnnotated(true);
-    if (Graph *top = module->getModel())
-      top->replaceUsesOf(result, converted, layout);
+    module->replaceUsesOf(result, converted, layout);
   }
 }
 

@@ -114,7 +114,7 @@ LogicalResult MatchCollectivesPass::run(Module &m, DiagnosticEngine &d) {
       idle.push_back(&op);
   });
   for (Op *op : idle) {
-    model->replaceUsesOf(op->getResult(), op->getOperand(0), op);
+    module->replaceUsesOf(op->getResult(), op->getOperand(0), op);
     op->getParent()->eraseOp(op);
   }
   // Record every collective's per-rank bytes: its input buffer.
@@ -219,6 +219,7 @@ void MatchCollectivesPass::lower(Op &layout) {
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step &step = steps[i];
     Op *op = graph.createOpBefore(&layout, step.kind, layout.getLoc());
+    op->setPhase(layout.getPhase());
     op->addOperand(current);
     llvm::SmallVector<const Axis *, 2> axes(step.axes.begin(), step.axes.end());
     if (step.kind == OpKind::AllToAll) {
@@ -247,7 +248,7 @@ void MatchCollectivesPass::lower(Op &layout) {
     }
     current = result;
   }
-  module->getModel()->replaceUsesOf(target, current, &layout);
+  module->replaceUsesOf(target, current, &layout);
   graph.eraseOp(&layout);
 }
 

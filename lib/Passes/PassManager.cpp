@@ -89,3 +89,7 @@ LogicalResult PassManager::run(Module &module, DiagnosticEngine &diags) {
 llvm::StringRef stg::getDefaultPipeline() {
   return "shape-infer,distribute,match-collectives";
 }
+
+llvm::StringRef stg::getTrainingPipeline() {
+  return "shape-infer,autodiff,distribute,match-collectives,optimizer";
+}

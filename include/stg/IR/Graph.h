@@ -51,17 +51,29 @@ public:
   bool isAnnotated() const { return annotated; }
   void setAnnotated(bool value) { annotated = value; }
 
+  /// A value whose layout this one should preferably share: a gradient's
+  /// primal. `distribute` counts it as a vote, never as a constraint.
+  Value *getLayoutHint() const { return layoutHint; }
+  void setLayoutHint(Value *value) { layoutHint = value; }
+
 private:
   std::string name;
   Op *definingOp;
   unsigned resultIndex;
   std::optional<TensorType> type;
   bool annotated = false;
+  Value *layoutHint = nullptr;
 };
+
+/// Which part of a training step an op belongs to.
+enum class Phase { Forward, Backward, Optimizer };
 
 class Op {
 public:
   Op(OpKind kind, SourceLoc loc) : kind(kind), loc(loc) {}
+
+  Phase getPhase() const { return phase; }
+  void setPhase(Phase value) { phase = value; }
 
   OpKind getKind() const { return kind; }
   const OpInfo &getInfo() const { return getOpInfo(kind); }
@@ -103,6 +115,7 @@ private:
   std::unique_ptr<Graph> body;
   Graph *parent = nullptr;
   Op *forwardRepeat = nullptr;
+  Phase phase = Phase::Forward;
 };
 
 class Graph {

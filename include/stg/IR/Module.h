@@ -98,6 +98,11 @@ public:
     return gradients;
   }
 
+  /// Makes every use of `from` in the model, except in `except`, a use of
+  /// `to`, including the module's record of gradients. Passes use this
+  /// rather than Graph::replaceUsesOf.
+  void replaceUsesOf(Value *from, Value *to, const Op *except = nullptr);
+
   /// `e` with every dim that has a value replaced by it, repeatedly, so
   /// derived dims reach numbers once their inputs have them.
   Expr bindDims(const Expr &e) const;

@@ -80,8 +80,10 @@ private:
   std::vector<std::unique_ptr<Pass>> passes;
 };
 
-/// The pipeline `stagec` runs, as a `--passes` string.
+/// The forward (inference) pipeline, as a `--passes` string.
 llvm::StringRef getDefaultPipeline();
+/// The pipeline of a training step: forward, backward, optimizer.
+llvm::StringRef getTrainingPipeline();
 
 } // namespace stg
 

@@ -1,0 +1,32 @@
+//===- Cost.h - FLOPs and bytes of one op on one rank -----------*- C++ -*-===//
+//
+// The work an op does on one rank, symbolically: floating-point operations
+// and bytes read plus written, from the local (partitioned) extents of its
+// operands and results. These are what a Chakra COMP node carries (num_ops,
+// tensor_size) once the dims are bound. The formulas are documented in
+// docs/cost-model.md; every builtin op has one, and a gradient op's cost is
+// its forward op's times the kind's backward factor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_IR_COST_H
+#define STG_IR_COST_H
+
+#include "stg/IR/Graph.h"
+
+namespace stg {
+
+/// Floating-point operations of `op` on one rank. Data movement (layouts,
+/// reshapes, collectives) costs none.
+Expr getFlops(const Op &op);
+
+/// Bytes `op` reads and writes on one rank: its operands' and results'
+/// local sizes.
+Expr getBytesAccessed(const Op &op);
+
+/// Bytes of `value` on one rank.
+Expr getLocalBytes(const Value &value);
+
+} // namespace stg
+
+#endif // STG_IR_COST_H

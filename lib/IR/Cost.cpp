@@ -1,0 +1,153 @@
+//===- Cost.cpp - FLOPs and bytes of one op on one rank -------------------===//
+//
+// One formula per op kind, on local extents. An einsum costs 2 flops per
+// point of its iteration space; attention the two products of a fused
+// kernel; elementwise ops and norms a small count per element. Backward ops
+// built by autodiff as `grad[of=KIND]` cost their forward op times a factor
+// (2.5 for fused attention, which recomputes the scores; 2 otherwise).
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/IR/Cost.h"
+
+#include <map>
+
+using namespace stg;
+
+Expr stg::getLocalBytes(const Value &value) {
+  const TensorType &type = value.getType();
+  return type.getLocalNumElements() * getElementTypeBytes(type.getElementType());
+}
+
+Expr stg::getBytesAccessed(const Op &op) {
+  Expr bytes = 0;
+  for (const Value *operand : op.getOperands())
+    bytes = bytes + getLocalBytes(*operand);
+  for (const Value *result : op.getResults())
+    bytes = bytes + getLocalBytes(*result);
+  return bytes;
+}
+
+namespace {
+
+Expr localElements(const Value *value) {
+  return value->getType().getLocalNumElements();
+}
+
+/// Flops per element of the result for simple ops.
+std::optional<unsigned> flopsPerElement(OpKind kind) {
+  switch (kind) {
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Relu:
+  case OpKind::Exp:
+  case OpKind::Scale:
+    return 1;
+  case OpKind::Silu:
+  case OpKind::Sigmoid:
+  case OpKind::Tanh:
+    return 4;
+  case OpKind::Gelu:
+    return 8;
+  case OpKind::RMSNorm:
+    return 4;
+  case OpKind::LayerNorm:
+    return 8;
+  case OpKind::Softmax:
+    return 5;
+  case OpKind::PScan:
+    return 2;
+  case OpKind::Adam:
+    return 12;
+  default:
+    return std::nullopt;
+  }
+}
+
+Expr einsumFlops(const Op &op) {
+  // 2 * the product of every index's local extent.
+  const EinsumSpec &spec = op.getAttr("spec")->einsum;
+  std::map<char, Expr> extent;
+  for (unsigned k = 0; k < spec.inputs.size(); ++k)
+    for (unsigned d = 0; d < spec.inputs[k].size(); ++d)
+      extent.emplace(spec.inputs[k][d],
+                     op.getOperand(k)->getType().getLocalDim(d));
+  Expr flops = 2;
+  for (auto &[index, e] : extent)
+    flops = flops * e;
+  return flops;
+}
+
+Expr attentionFlops(const Op &op) {
+  // QK^T and PV: 2*S*T*E + 2*S*T*F per head and batch; causal halves it.
+  const TensorType &q = op.getOperand(0)->getType();
+  const TensorType &k = op.getOperand(1)->getType();
+  const TensorType &v = op.getOperand(2)->getType();
+  // [batch..., seq, heads, size]; rank 2 is [seq, size].
+  unsigned r = q.getRank();
+  unsigned seq = r >= 3 ? r - 3 : 0;
+  Expr batchHeads = 1;
+  for (unsigned d = 0; d < seq; ++d)
+    batchHeads = batchHeads * q.getLocalDim(d);
+  if (r >= 3)
+    batchHeads = batchHeads * q.getLocalDim(r - 2);
+  Expr s = q.getLocalDim(seq), t = k.getLocalDim(seq);
+  Expr flops = 2 * batchHeads * s * t * (q.getLocalDim(r - 1) + v.getLocalDim(r - 1));
+  if (op.getAttr("mask")->text == "causal")
+    flops = flops / 2;
+  return flops;
+}
+
+} // namespace
+
+Expr stg::getFlops(const Op &op) {
+  if (auto perElement = flopsPerElement(op.getKind()))
+    return *perElement * localElements(op.getResult());
+  switch (op.getKind()) {
+  case OpKind::Einsum:
+    return einsumFlops(op);
+  case OpKind::Attention:
+    return attentionFlops(op);
+  case OpKind::Elementwise:
+    return op.getAttr("flops")->expr * localElements(op.getResult());
+  case OpKind::Reduce:
+    return localElements(op.getOperand(0));
+  case OpKind::CrossEntropy:
+    return 5 * localElements(op.getOperand(0));
+  case OpKind::Conv1D:
+    return 2 * op.getAttr("kernel")->expr * localElements(op.getResult());
+  case OpKind::Route:
+    return 2 * localElements(op.getOperand(0));
+  case OpKind::Custom:
+    return op.getAttr("flops")->expr;
+  case OpKind::Grad: {
+    // Rebuild the forward op to cost it, then apply the backward factor.
+    llvm::StringRef of = op.getAttr("of")->text;
+    std::optional<OpKind> kind;
+    for (const OpInfo &info : getAllOpInfos())
+      if (info.name == of)
+        kind = info.kind;
+    unsigned outs = *getIntegerValue(op.getAttr("outs")->expr);
+    Op forward(*kind, op.getLoc());
+    for (const NamedAttribute &attr : op.getAttrs())
+      if (!op.getInfo().findAttr(attr.name))
+        forward.setAttr(attr.name, attr.value);
+    for (unsigned k = outs; k < op.getOperands().size(); ++k)
+      forward.addOperand(op.getOperand(k));
+    std::vector<std::unique_ptr<Value>> results;
+    for (unsigned k = 0; k < outs; ++k) {
+      results.push_back(std::make_unique<Value>("", &forward, k));
+      results.back()->setType(op.getOperand(k)->getType());
+      forward.addResult(results.back().get());
+    }
+    if (*kind == OpKind::Embedding)
+      return localElements(op.getOperand(0)); // Scatter-add of the rows.
+    Expr flops = getFlops(forward);
+    return *kind == OpKind::Attention ? flops * 5 / 2 : flops * 2;
+  }
+  default:
+    return 0;
+  }
+}

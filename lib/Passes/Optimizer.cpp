@@ -1,0 +1,75 @@
+//===- Optimizer.cpp - The optimizer step of a training step --------------===//
+//
+// Appends one Adam step per weight, on the rank's local shard of it, right
+// after its gradient is final (reduced over the data-parallel axes): inside
+// the backward repeat body for a layer's weights, at the end of the step for
+// the others. The step reads the weight, its gradient, an fp32 master copy
+// and the two fp32 moments, and costs 12 flops per element (see
+// docs/cost-model.md); the memory pass counts the 12 bytes of optimizer
+// state per element. With FSDP the weight and gradient are shards, so the
+// step is too. Runs after match-collectives, when gradients have their
+// final layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/IR/DistributionRules.h"
+#include "stg/Passes/Passes.h"
+
+using namespace stg;
+
+#define DEBUG_TYPE "optimizer"
+
+namespace {
+
+class OptimizerPass : public Pass {
+public:
+  llvm::StringRef getName() const override { return DEBUG_TYPE; }
+  LogicalResult run(Module &module, DiagnosticEngine &diags) override;
+};
+
+} // namespace
+
+LogicalResult OptimizerPass::run(Module &module, DiagnosticEngine &diags) {
+  Graph *model = module.getModel();
+  if (!model)
+    return success();
+  if (module.getGradients().empty()) {
+    diags.error(module.getModelLoc(),
+                "'optimizer' needs weight gradients: run autodiff first "
+                "(--passes=shape-infer,autodiff,distribute,match-collectives,"
+                "optimizer)");
+    return failure();
+  }
+  // Weights in program order, for a deterministic placement of the steps.
+  std::vector<Value *> weights;
+  model->walk([&](Op &op) {
+    if (op.getKind() == OpKind::Param && module.getGradient(op.getResult()))
+      weights.push_back(op.getResult());
+  });
+  unsigned errorsBefore = diags.getNumErrors();
+  for (Value *weight : weights) {
+    Value *gradient = module.getGradient(weight);
+    if (resolveDistribution(gradient->getType().getDistribution()) !=
+        resolveDistribution(weight->getType().getDistribution())) {
+      diags.error(weight->getDefiningOp()->getLoc(),
+                  "the gradient of '%" + weight->getName() +
+                      "' does not have the weight's layout; run distribute "
+                      "and match-collectives before optimizer");
+      continue;
+    }
+    // The gradient's graph: after its last use there, the step can run.
+    Graph *graph = gradient->getDefiningOp()->getParent();
+    Op *step = graph->createOp(OpKind::Adam, weight->getDefiningOp()->getLoc());
+    step->setPhase(Phase::Optimizer);
+    step->addOperand(weight);
+    step->addOperand(gradient);
+    Value *updated = graph->createResult(
+        step, module.makeUniqueName(weight->getName().str() + ".next"));
+    updated->setType(weight->getType());
+  }
+  return success(diags.getNumErrors() == errorsBefore);
+}
+
+std::unique_ptr<Pass> stg::createOptimizerPass() {
+  return std::make_unique<OptimizerPass>();
+}
