@@ -59,7 +59,11 @@ LogicalResult OptimizerPass::run(Module &module, DiagnosticEngine &diags) {
     }
     // The gradient's graph: after its last use there, the step can run.
     Graph *graph = gradient->getDefiningOp()->getParent();
-    Op *step = graph->createOp(OpKind::Adam, weight->getDefiningOp()->getLoc());
+    SourceLoc loc = weight->getDefiningOp()->getLoc();
+    Op *step = graph->getTerminator()
+                   ? graph->createOpBefore(graph->getTerminator(), OpKind::Adam,
+                                           loc)
+                   : graph->createOp(OpKind::Adam, loc);
     step->setPhase(Phase::Optimizer);
     step->addOperand(weight);
     step->addOperand(gradient);
