@@ -213,6 +213,28 @@ private:
   size_t depth = 0;
 };
 
+/// A left-recursive chain (`a + b + ... + z`) is a loop to the parser, and
+/// not nesting to NestingLimit, but the tree is as deep as the chain is long
+/// and the builders walk it recursively.
+constexpr size_t kMaxTreeDepth = 1024;
+
+/// The first rule in `root` deeper than kMaxTreeDepth, or null.
+antlr4::ParserRuleContext *findTooDeep(antlr4::tree::ParseTree *root) {
+  std::vector<std::pair<antlr4::tree::ParseTree *, size_t>> stack{{root, 1}};
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    auto *ctx = dynamic_cast<antlr4::ParserRuleContext *>(node);
+    if (!ctx)
+      continue;
+    if (depth > kMaxTreeDepth)
+      return ctx;
+    for (antlr4::tree::ParseTree *child : ctx->children)
+      stack.push_back({child, depth + 1});
+  }
+  return nullptr;
+}
+
 } // namespace
 
 SourceLoc SourceFile::loc(antlr4::Token *token) const {
@@ -278,5 +300,11 @@ std::unique_ptr<SourceFile> SourceFile::parse(llvm::StringRef text,
   file->parser->removeParseListeners();
   if (diags.getNumErrors() != errorsBefore)
     return nullptr;
+  if (antlr4::ParserRuleContext *deep = findTooDeep(file->tree)) {
+    diags.error(file->loc(deep), "expression is too long (more than " +
+                                     llvm::Twine(kMaxTreeDepth) +
+                                     " levels of operators)");
+    return nullptr;
+  }
   return file;
 }

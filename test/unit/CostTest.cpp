@@ -132,3 +132,31 @@ TEST(Cost, BackwardKernelsCostTheirDocumentedFactor) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Cost, RecomputeAddsExactlyOneForwardOfTheRecomputedLayers) {
+  auto all = [](const Op &) { return true; };
+  auto plain = build(kDense, getTrainingPipeline());
+  auto replayed = build(kDense, "shape-infer,autodiff,recompute-full,distribute,"
+                                "match-collectives,optimizer");
+  auto forward = build(kDense, "shape-infer,distribute,match-collectives");
+  ASSERT_TRUE(plain && replayed && forward);
+  // The forward FLOPs of the repeated layers alone.
+  Expr layers = 0;
+  for (const auto &op : forward->getModel()->getOps())
+    if (const Graph *body = op->getBody())
+      layers = layers + op->getAttr("count")->expr * totalFlops(*body, all);
+  auto numeric = [](const Module &module, const Expr &e) {
+    GiNaC::exmap degrees;
+    degrees[*module.getSymbols().lookup("dp")] = 2;
+    degrees[*module.getSymbols().lookup("tp")] = 4;
+    return module.bindDims(e).subs(degrees);
+  };
+  Expr extra = numeric(*replayed, totalFlops(*replayed->getModel(), all)) -
+               numeric(*plain, totalFlops(*plain->getModel(), all));
+  EXPECT_TRUE((extra - numeric(*forward, layers)).normal().is_zero())
+      << "extra " << extra << " vs layers " << numeric(*forward, layers);
+}
+
+} // namespace
