@@ -1,7 +1,7 @@
 #===- STGDependencies.cmake - Find the Debian-packaged dependencies -------===#
 #
 # LLVM 14 (ADT/Support, lit, FileCheck), the ANTLR4 tool and C++ runtime,
-# GiNaC (through pkg-config), protobuf, CLI11 and GoogleTest.
+# GiNaC (through pkg-config), protobuf and zlib, CLI11 and GoogleTest.
 #
 #===----------------------------------------------------------------------===#
 
@@ -26,6 +26,14 @@ find_program(ANTLR4_TOOL antlr4 REQUIRED)
 add_library(stg_antlr4 INTERFACE)
 target_include_directories(stg_antlr4 SYSTEM INTERFACE ${ANTLR4_INCLUDE_DIR})
 target_link_libraries(stg_antlr4 INTERFACE antlr4_shared)
+
+# Chakra traces: libprotobuf, protoc (CMake's FindProtobuf module; Debian
+# ships no protobuf CMake package) and zlib for reading gzipped traces.
+find_package(Protobuf REQUIRED)
+if(NOT TARGET protobuf::protoc)
+  message(FATAL_ERROR "protoc not found (Debian package protobuf-compiler)")
+endif()
+find_package(ZLIB REQUIRED)
 
 find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "stg/IR/Cost.h"
+#include "stg/IR/GradOp.h"
 
 #include <map>
 
@@ -123,29 +124,13 @@ Expr stg::getFlops(const Op &op) {
   case OpKind::Custom:
     return op.getAttr("flops")->expr;
   case OpKind::Grad: {
-    // Rebuild the forward op to cost it, then apply the backward factor.
-    llvm::StringRef of = op.getAttr("of")->text;
-    std::optional<OpKind> kind;
-    for (const OpInfo &info : getAllOpInfos())
-      if (info.name == of)
-        kind = info.kind;
-    unsigned outs = *getIntegerValue(op.getAttr("outs")->expr);
-    Op forward(*kind, op.getLoc());
-    for (const NamedAttribute &attr : op.getAttrs())
-      if (!op.getInfo().findAttr(attr.name))
-        forward.setAttr(attr.name, attr.value);
-    for (unsigned k = outs; k < op.getOperands().size(); ++k)
-      forward.addOperand(op.getOperand(k));
-    std::vector<std::unique_ptr<Value>> results;
-    for (unsigned k = 0; k < outs; ++k) {
-      results.push_back(std::make_unique<Value>("", &forward, k));
-      results.back()->setType(op.getOperand(k)->getType());
-      forward.addResult(results.back().get());
-    }
-    if (*kind == OpKind::Embedding)
+    // Cost the forward op, then apply the backward factor.
+    OpKind kind = getGradForwardKind(op);
+    ForwardStandIn forward(op);
+    if (kind == OpKind::Embedding)
       return localElements(op.getOperand(0)); // Scatter-add of the rows.
-    Expr flops = getFlops(forward);
-    return *kind == OpKind::Attention ? flops * 5 / 2 : flops * 2;
+    Expr flops = getFlops(forward.get());
+    return kind == OpKind::Attention ? flops * 5 / 2 : flops * 2;
   }
   default:
     return 0;

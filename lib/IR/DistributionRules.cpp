@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "stg/IR/DistributionRules.h"
+#include "stg/IR/GradOp.h"
 #include "stg/IR/ShapeRules.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -508,61 +509,47 @@ LogicalResult Rule::collective() {
     return kept;
   };
 
+  auto keepAll = [](const Axis *) { return true; };
+  // The partitions (without this collective's axes, if `moving`), with its
+  // axes appended on dimension `dim`.
+  auto appendedOn = [&](unsigned dim, bool moving) {
+    return [&, dim, moving](unsigned d) {
+      llvm::SmallVector<const Axis *, 2> p =
+          moving ? partitionsWithout(d)
+                 : llvm::SmallVector<const Axis *, 2>(in.getPartition(d).begin(),
+                                                     in.getPartition(d).end());
+      if (d == dim)
+        p.append(axes.begin(), axes.end());
+      return p;
+    };
+  };
+
   Distribution::Kind needed = Distribution::Kind::PartialSum;
   unsigned neededDim = 0;
   switch (op.getKind()) {
   case OpKind::AllReduce:
     result = rebuild([&](unsigned d) { return in.getPartition(d); }, notIn);
     break;
-  case OpKind::ReduceScatter: {
-    unsigned dim = intAttr("dim");
-    result = rebuild(
-        [&](unsigned d) {
-          llvm::SmallVector<const Axis *, 2> p(in.getPartition(d).begin(),
-                                               in.getPartition(d).end());
-          if (d == dim)
-            p.append(axes.begin(), axes.end());
-          return p;
-        },
-        notIn);
+  case OpKind::ReduceScatter:
+    result = rebuild(appendedOn(intAttr("dim"), false), notIn);
     break;
-  }
   case OpKind::AllGather:
     needed = Distribution::Kind::Partition;
     neededDim = intAttr("dim");
-    result = rebuild(partitionsWithout, [](const Axis *) { return true; });
+    result = rebuild(partitionsWithout, keepAll);
     break;
-  case OpKind::AllToAll: {
+  case OpKind::AllToAll:
     needed = Distribution::Kind::Partition;
     neededDim = intAttr("from_dim");
-    unsigned to = intAttr("to_dim");
-    result = rebuild(
-        [&](unsigned d) {
-          llvm::SmallVector<const Axis *, 2> p = partitionsWithout(d);
-          if (d == to)
-            p.append(axes.begin(), axes.end());
-          return p;
-        },
-        [](const Axis *) { return true; });
+    result = rebuild(appendedOn(intAttr("to_dim"), true), keepAll);
     break;
-  }
   case OpKind::Broadcast:
     needed = Distribution::Kind::Duplicated;
     break;
-  case OpKind::Shard: {
+  case OpKind::Shard:
     needed = Distribution::Kind::Duplicated;
-    unsigned dim = intAttr("dim");
-    result = rebuild(
-        [&](unsigned d) {
-          llvm::SmallVector<const Axis *, 2> p(in.getPartition(d).begin(),
-                                               in.getPartition(d).end());
-          if (d == dim)
-            p.append(axes.begin(), axes.end());
-          return p;
-        },
-        [](const Axis *) { return true; });
+    result = rebuild(appendedOn(intAttr("dim"), false), keepAll);
     break;
-  }
   default:
     llvm_unreachable("not a collective");
   }
@@ -772,30 +759,15 @@ LogicalResult Rule::grad() {
   // The gradient runs in its forward op's index space, transposed: the
   // result gradients index like the forward results, each computed operand
   // gradient like its forward operand. It is linear in the result gradients.
-  std::optional<OpKind> forwardKind;
-  for (const OpInfo &info : getAllOpInfos())
-    if (info.name == op.getAttr("of")->text)
-      forwardKind = info.kind;
+  OpKind forwardKind = getGradForwardKind(op);
   unsigned outs = *getIntegerValue(op.getAttr("outs")->expr);
   llvm::SmallVector<unsigned, 3> wrt;
   for (const Expr &w : op.getAttr("wrt")->list)
     wrt.push_back(*getIntegerValue(w));
 
-  // A stand-in for the forward op, to ask for its index space.
-  Op forward(*forwardKind, op.getLoc());
-  for (const NamedAttribute &attr : op.getAttrs())
-    if (!op.getInfo().findAttr(attr.name))
-      forward.setAttr(attr.name, attr.value);
-  for (unsigned k = outs; k < op.getOperands().size(); ++k)
-    forward.addOperand(op.getOperand(k));
-  std::vector<std::unique_ptr<Value>> forwardResults;
-  for (unsigned k = 0; k < outs; ++k) {
-    forwardResults.push_back(std::make_unique<Value>("", &forward, k));
-    forwardResults.back()->setType(op.getOperand(k)->getType());
-    forward.addResult(forwardResults.back().get());
-  }
+  ForwardStandIn forward(op);
   OpDistribution unused;
-  Rule forwardRule(forward, module, {}, diags, unused);
+  Rule forwardRule(forward.get(), module, {}, diags, unused);
   if (std::optional<IndexSpace> space = forwardRule.indexSpace()) {
     IndexSpace backward;
     backward.linearity = Linearity::First;
@@ -833,11 +805,11 @@ LogicalResult Rule::grad() {
           slots.addPartition(1, axis);
     return slots;
   };
-  if (*forwardKind == OpKind::Combine && outs == 1)
+  if (forwardKind == OpKind::Combine && outs == 1)
     for (unsigned i = 0; i < wrt.size(); ++i)
       if (wrt[i] == 0)
         out.results[i] = slotsSplitLike(current[0], rank(outs));
-  if (*forwardKind == OpKind::Dispatch && outs == 1) {
+  if (forwardKind == OpKind::Dispatch && outs == 1) {
     out.operands[0] = slotsSplitLike(current[outs], rank(0));
     return success();
   }

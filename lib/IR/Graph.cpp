@@ -81,6 +81,12 @@ void Graph::walkValues(llvm::function_ref<void(const Value *)> fn) const {
   }
 }
 
+bool Graph::allValuesTyped() const {
+  bool typed = true;
+  walkValues([&](const Value *v) { typed &= v->hasType(); });
+  return typed;
+}
+
 void Graph::replaceUsesOf(Value *from, Value *to, const Op *except) {
   walk([&](Op &op) {
     if (&op == except)

@@ -469,12 +469,7 @@ LogicalResult AutodiffPass::run(Module &m, DiagnosticEngine &d) {
   Graph *model = m.getModel();
   if (!model)
     return success();
-  bool shaped = true;
-  model->walk([&](Op &op) {
-    for (const Value *result : op.getResults())
-      shaped &= result->hasType();
-  });
-  if (!shaped) {
+  if (!model->allValuesTyped()) {
     d.error({}, "'autodiff' needs every value's shape: run shape-infer first "
                 "(--passes=shape-infer,autodiff)");
     return failure();

@@ -65,12 +65,7 @@ LogicalResult DistributePass::run(Module &m, DiagnosticEngine &d) {
   Graph *model = m.getModel();
   if (!model)
     return success();
-  bool shaped = true;
-  model->walk([&](Op &op) {
-    for (const Value *result : op.getResults())
-      shaped &= result->hasType();
-  });
-  if (!shaped) {
+  if (!model->allValuesTyped()) {
     d.error({}, "'distribute' needs every value's shape: run shape-infer "
                 "first (--passes=shape-infer,distribute)");
     return failure();

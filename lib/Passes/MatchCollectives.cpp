@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "stg/IR/DistributionRules.h"
+#include "stg/IR/GradOp.h"
 #include "stg/Passes/Passes.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -105,12 +106,9 @@ LogicalResult MatchCollectivesPass::run(Module &m, DiagnosticEngine &d) {
   model->walk([&](Op &op) {
     if (op.getKind() != OpKind::Grad || op.getResults().size() != 1)
       return;
-    std::optional<OpKind> of;
-    for (const OpInfo &info : getAllOpInfos())
-      if (info.name == op.getAttr("of")->text)
-        of = info.kind;
-    if (*of == OpKind::Layout || *of == OpKind::Shard ||
-        getOpInfo(*of).has(Collective))
+    OpKind of = getGradForwardKind(op);
+    if (of == OpKind::Layout || of == OpKind::Shard ||
+        getOpInfo(of).has(Collective))
       idle.push_back(&op);
   });
   for (Op *op : idle) {

@@ -145,6 +145,9 @@ public:
   /// Calls `fn` on every value defined in this graph and nested bodies:
   /// arguments and op results.
   void walkValues(llvm::function_ref<void(const Value *)> fn) const;
+  /// True if every value of this graph and nested bodies has a type (shape
+  /// inference has run).
+  bool allValuesTyped() const;
   /// Makes every use of `from` in this graph and nested bodies, except in
   /// `except`, a use of `to`.
   void replaceUsesOf(Value *from, Value *to, const Op *except = nullptr);
