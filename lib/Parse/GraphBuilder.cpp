@@ -368,11 +368,12 @@ GraphBuilder::buildBuiltin(OpKind kind, antlr4::Token *opToken,
 
   unsigned numResults = 1;
   if (kind == OpKind::Split) {
-    numResults = *getIntegerValue(attrs->back().value.expr);
-    if (numResults < 1 || numResults > 64) {
+    long long parts = *getIntegerValue(attrs->back().value.expr);
+    if (parts < 1 || parts > 64) {
       diags.error(loc, "'split' needs between 1 and 64 parts");
       return std::nullopt;
     }
+    numResults = unsigned(parts);
     if (targets.size() != numResults) {
       diags.error(targets.empty() ? loc : targets.front().loc,
                   "'split' into " + llvm::Twine(numResults) +

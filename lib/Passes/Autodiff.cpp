@@ -187,6 +187,10 @@ Value *AutodiffPass::takeGradient(Value *value, Graph &backward, Grads &grads,
       layout.addPartition(d, axis);
   Op *anchor = create(backward, OpKind::Layout, loc, {gradient},
                       {gradName(value)});
+  // A weight's gradient reduction (its layout change) is gradient sync.
+  if (value->getDefiningOp() &&
+      value->getDefiningOp()->getKind() == OpKind::Param)
+    anchor->setPhase(Phase::GradientSync);
   anchor->getResult()->setType(TensorType(
       type.getElementType(),
       llvm::SmallVector<Expr, 4>(type.getShape().begin(), type.getShape().end()),

@@ -23,9 +23,10 @@
 #       -exact_artifact_path=min.stg build-fuzz/artifacts/crash-...
 #
 # Environment: STG_FUZZ_BUILD_DIR (default <source>/build-fuzz),
-# CC/CXX (default clang-14/clang++-14), STG_FUZZ_BUILD_JOBS (default 2),
-# STG_FUZZ_TIMEOUT seconds per input before it counts as a hang (default 10),
-# STG_FUZZ_MAX_LEN largest input in bytes (default 4096).
+# STG_FUZZ_CC/STG_FUZZ_CXX (default clang-14/clang++-14; CC and CXX are not
+# read, so a gcc in the environment does not leak in), STG_FUZZ_BUILD_JOBS
+# (default 2), STG_FUZZ_TIMEOUT seconds per input before it counts as a hang
+# (default 10), STG_FUZZ_MAX_LEN largest input in bytes (default 4096).
 #
 # See docs/fuzzing.md.
 #
@@ -65,7 +66,8 @@ FUZZER=$BUILD_DIR/test/fuzz/stg-fuzz-parse
 # Configure once; later runs only rebuild what changed.
 if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
   # RelWithDebInfo without -DNDEBUG: assertions stay on while fuzzing.
-  CC=${CC:-clang-14} CXX=${CXX:-clang++-14} cmake -S "$SOURCE_DIR" \
+  CC=${STG_FUZZ_CC:-clang-14} CXX=${STG_FUZZ_CXX:-clang++-14} cmake \
+    -S "$SOURCE_DIR" \
     -B "$BUILD_DIR" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" \

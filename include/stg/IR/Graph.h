@@ -65,8 +65,10 @@ private:
   Value *layoutHint = nullptr;
 };
 
-/// Which part of a training step an op belongs to.
-enum class Phase { Forward, Backward, Optimizer };
+/// Which part of a training step an op belongs to. GradientSync marks the
+/// reduction of a weight's gradient over the data-parallel axes: with
+/// micro-batches it runs once, after the last one's backward.
+enum class Phase { Forward, Backward, GradientSync, Optimizer };
 
 class Op {
 public:
