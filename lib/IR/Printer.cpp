@@ -165,6 +165,15 @@ void stg::printModule(llvm::raw_ostream &os, const Module &module,
     printer.printGraph(*model, 2);
     os << "}\n";
   }
+  if (const auto &memory = module.getMemory()) {
+    ExprPrinter exprs = module.getPrinter();
+    os << "\n// memory per rank (bytes):\n";
+    for (auto [name, bytes] :
+         {std::pair{"weights", memory->weights}, {"gradients", memory->gradients},
+          {"optimizer", memory->optimizer}, {"activations", memory->activations},
+          {"state", memory->state}, {"total", memory->total()}})
+      os << "//   " << name << " = " << exprs.str(bytes) << '\n';
+  }
 }
 
 void stg::printOp(llvm::raw_ostream &os, const Module &module, const Op &op,

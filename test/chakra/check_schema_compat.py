@@ -148,7 +148,8 @@ def diff(project, reference):
 
 def main():
     if len(sys.argv) != 4:
-        sys.exit(__doc__ if __doc__ else "usage: PROTOC PROJECT REFERENCE")
+        sys.exit("usage: check_schema_compat.py PROTOC PROJECT_PROTO "
+                 "REFERENCE_PROTO")
     protoc, project_proto, reference_proto = sys.argv[1:]
     if not os.path.isfile(reference_proto):
         print("SKIP: no reference schema at %s" % reference_proto)

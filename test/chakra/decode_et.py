@@ -152,7 +152,8 @@ def decode(path, pb):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description="Decode Chakra .et files and print a JSON summary.")
     parser.add_argument("--schema", action="append",
                         help="schema to compile (first existing one wins)")
     parser.add_argument("--protoc", default=shutil.which("protoc") or "protoc")

@@ -12,6 +12,7 @@
 
 #include "stg/IR/Expr.h"
 #include "stg/IR/Graph.h"
+#include "stg/IR/Memory.h"
 #include "stg/IR/TensorType.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -98,6 +99,10 @@ public:
     return gradients;
   }
 
+  /// The per-rank memory the `memory` pass computed, if it ran.
+  const std::optional<MemoryBreakdown> &getMemory() const { return memory; }
+  void setMemory(MemoryBreakdown breakdown) { memory = std::move(breakdown); }
+
   /// Makes every use of `from` in the model, except in `except`, a use of
   /// `to`, including the module's record of gradients. Passes use this
   /// rather than Graph::replaceUsesOf.
@@ -120,6 +125,7 @@ private:
   SourceLoc modelLoc;
   llvm::StringMap<unsigned> nameCounts;
   llvm::DenseMap<const Value *, Value *> gradients;
+  std::optional<MemoryBreakdown> memory;
 };
 
 } // namespace stg
