@@ -16,7 +16,7 @@ packages=(
   # Parser generator (needs a JRE) and its C++ runtime.
   antlr4 default-jre-headless libantlr4-runtime-dev
   # Symbolic algebra, command lines, Chakra protobuf, YAML, tests.
-  libginac-dev libcli11-dev libprotobuf-dev protobuf-compiler
+  libginac-dev libcli11-dev libprotobuf-dev protobuf-compiler zlib1g-dev
   python3-protobuf libyaml-cpp-dev libgtest-dev
 )
 

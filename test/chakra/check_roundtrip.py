@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-#===- check_roundtrip.py - stagec's writer against an independent reader --===#
+#===- check_roundtrip.py - stagec's writer against an independent reader ---===#
 #
 # Usage: check_roundtrip.py FIXTURE PROTOC EXPECTED_JSON WORK_DIR SCHEMA...
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-#===- check_schema_compat.py - Compare two Chakra schemas for wire compat -===#
+#===- check_schema_compat.py - Compare two Chakra schemas for wire compat --===#
 #
 # Usage: check_schema_compat.py PROTOC PROJECT_PROTO REFERENCE_PROTO
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-#===- decode_et.py - Decode Chakra .et files independently of stagec ------===#
+#===- decode_et.py - Decode Chakra .et files independently of stagec -------===#
 #
 # Usage: decode_et.py [--schema PROTO]... [--protoc PROTOC] [--nodes] FILE...
 #

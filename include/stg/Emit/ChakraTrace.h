@@ -7,9 +7,9 @@
 // `protoio`), and the whole stream may be gzipped, which Chakra's C++ reader
 // detects by the magic bytes 1f 8b.
 //
-// ChakraTraceWriter streams such a file: it holds one buffered node at a
-// time, so memory does not grow with the trace. ChakraTraceReader reads one
-// back node by node and reports a malformed file (truncated, not a trace,
+// ChakraTraceWriter streams such a file through fixed-size buffers, so
+// memory does not grow with the trace. ChakraTraceReader reads one back
+// node by node and reports a malformed file (truncated, not a trace,
 // impossible lengths) as an llvm::Error naming the file, the message and the
 // byte offset, rather than crashing or silently returning fewer nodes.
 //
