@@ -104,3 +104,12 @@ void Module::replaceUsesOf(Value *from, Value *to, const Op *except) {
     if (entry.second == from)
       entry.second = to;
 }
+
+Expr Module::bindAll(const Expr &e) const {
+  GiNaC::exmap degrees;
+  for (const auto &axis : axes) {
+    const Axis *ranks = axis->resolve();
+    degrees[axis->degree] = ranks && ranks->size ? *ranks->size : 1;
+  }
+  return bindDims(e).subs(degrees);
+}

@@ -61,6 +61,8 @@ void IRPrinter::printDeclarations() {
         os << " if " << (axis->negated ? "!" : "") << axis->condition
            << (axis->active ? "  // on" : "  // off: degree 1");
     }
+    if (axis->size)
+      os << "  // degree " << *axis->size;
     os << '\n';
   }
   for (const auto &option : module.getOptions()) {

@@ -444,9 +444,25 @@ void ModuleBuilder::applyOverrides() {
         continue;
       }
       option->value = value;
+    } else if (Axis *axis = module->lookupAxis(name)) {
+      // The mesh: how many ranks an axis has.
+      auto degree = getIntegerValue(std::holds_alternative<Expr>(value)
+                                        ? std::get<Expr>(value)
+                                        : Expr(0));
+      if (axis->alias) {
+        diags.error({}, "--set " + name + "=" + text + ": axis '" + name +
+                            "' is an alias of '" + axis->alias->name +
+                            "'; set the degree of '" + axis->alias->name +
+                            "'");
+      } else if (!degree || *degree < 1) {
+        diags.error({}, "--set " + name + "=" + text + ": the degree of axis '" +
+                            name + "' must be a positive integer");
+      } else {
+        axis->size = *degree;
+      }
     } else {
-      diags.error({}, "--set " + name + "=" + text + ": no dim or option named '" +
-                          name + "'");
+      diags.error({}, "--set " + name + "=" + text +
+                          ": no dim, option or axis named '" + name + "'");
     }
   }
 }

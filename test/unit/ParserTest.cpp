@@ -108,7 +108,7 @@ TEST(Parser, RejectsAnUnknownOverride) {
   auto result = parse("dim D = 8;", options);
   EXPECT_FALSE(result.module);
   EXPECT_EQ(result.diagnostics,
-            "stagec: error: --set Q=1: no dim or option named 'Q'\n");
+            "stagec: error: --set Q=1: no dim, option or axis named 'Q'\n");
 }
 
 TEST(Parser, RepeatCarriesReboundNames) {

@@ -99,6 +99,10 @@ public:
     return gradients;
   }
 
+  /// `e` with dims bound (bindDims) and every axis degree replaced by its
+  /// size: an alias by its target's, an unset or inactive axis by 1.
+  Expr bindAll(const Expr &e) const;
+
   /// The per-rank memory the `memory` pass computed, if it ran.
   const std::optional<MemoryBreakdown> &getMemory() const { return memory; }
   void setMemory(MemoryBreakdown breakdown) { memory = std::move(breakdown); }

@@ -41,6 +41,9 @@ struct Axis {
   bool active = true;         ///< False when the condition is off: degree 1.
   SourceLoc loc;
   SourceLoc conditionLoc;     ///< The option's name in `if opt`.
+  /// The degree, once the mesh is known (`--set tp=8`, `stagec --tp 8`);
+  /// unset means 1. Aliases take their target's.
+  std::optional<long long> size;
 
   /// The axis whose ranks this one runs on, or null when it is inactive.
   const Axis *resolve() const;

@@ -1,0 +1,97 @@
+//===- CheckDivisibility.cpp - Do the numbers fit the mesh? ---------------===//
+//
+// Binds every dim to its value and every axis to its degree (`--set tp=8`;
+// an unset axis has degree 1) and checks what instantiation needs: each dim
+// has a value and is an integer (a derived `DH = D / NH` divides exactly),
+// and each partitioned dimension of each value splits evenly over its axes.
+// One exception, from grouped-query attention: a dimension smaller than its
+// partition degree that divides it (8 KV heads over tp = 16) is replicated,
+// each rank holding one slice, as Megatron-LM does with KV heads. Errors
+// name the dim, the axes and the values, at the op or declaration at fault.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Passes/Passes.h"
+
+using namespace stg;
+
+#define DEBUG_TYPE "check-divisibility"
+
+namespace {
+
+class CheckDivisibilityPass : public Pass {
+public:
+  llvm::StringRef getName() const override { return DEBUG_TYPE; }
+  LogicalResult run(Module &module, DiagnosticEngine &diags) override;
+
+private:
+  void checkValue(const Value &value, SourceLoc loc);
+
+  Module *module = nullptr;
+  DiagnosticEngine *diags = nullptr;
+};
+
+} // namespace
+
+void CheckDivisibilityPass::checkValue(const Value &value, SourceLoc loc) {
+  if (!value.hasType())
+    return;
+  const TensorType &type = value.getType();
+  ExprPrinter printer = module->getPrinter();
+  for (unsigned d = 0; d < type.getRank(); ++d) {
+    Expr extent = module->bindAll(type.getDim(d));
+    auto size = getIntegerValue(extent);
+    if (!size)
+      continue; // A dim without a value is reported at its declaration.
+    long long degree = 1;
+    std::string axes;
+    for (const Axis *axis : type.getDistribution().getPartition(d))
+      if (const Axis *ranks = axis->resolve()) {
+        degree *= ranks->size.value_or(1);
+        axes += (axes.empty() ? "" : "*") + axis->name;
+      }
+    if (degree == 1 || *size % degree == 0)
+      continue;
+    if (*size > 0 && *size < degree && degree % *size == 0)
+      continue; // Replicated: each rank holds one (GQA's KV heads).
+    diags->error(loc, "dimension " + llvm::Twine(d) + " of '%" +
+                          value.getName() + "' is " +
+                          printer.str(type.getDim(d)) + " = " +
+                          llvm::Twine(*size) + ", which " + axes + " = " +
+                          llvm::Twine(degree) +
+                          " ranks do not divide (nor is " + llvm::Twine(degree) +
+                          " a multiple of it)");
+  }
+}
+
+LogicalResult CheckDivisibilityPass::run(Module &m, DiagnosticEngine &d) {
+  module = &m;
+  diags = &d;
+  unsigned errorsBefore = d.getNumErrors();
+  ExprPrinter printer = m.getPrinter();
+  for (const auto &dim : m.getDims()) {
+    if (!dim->value) {
+      d.error(dim->loc, "dim '" + dim->name + "' has no value: give it one "
+                        "with `set` or --set " + dim->name + "=N");
+      continue;
+    }
+    Expr value = m.bindDims(Expr(dim->symbol));
+    auto integer = getIntegerValue(value);
+    if (!integer || *integer < 1)
+      d.error(dim->loc, "dim '" + dim->name + "' is " +
+                            printer.str(*dim->value) + " = " +
+                            printer.str(value) +
+                            ", not a positive integer");
+  }
+  if (Graph *model = m.getModel()) {
+    model->walkValues([&](const Value *value) {
+      const Op *def = value->getDefiningOp();
+      checkValue(*value, def ? def->getLoc() : m.getModelLoc());
+    });
+  }
+  return success(d.getNumErrors() == errorsBefore);
+}
+
+std::unique_ptr<Pass> stg::createCheckDivisibilityPass() {
+  return std::make_unique<CheckDivisibilityPass>();
+}
