@@ -28,6 +28,18 @@ protected:
                               {*module.getSymbols().lookup("D")}, dist));
     return value;
   }
+  /// A repeat carrying `x` through a body with one argument, `layer.x`,
+  /// and an empty yield (the test decides what it passes).
+  Op *repeatOver(Value *x) {
+    Op *repeat = graph->createOp(OpKind::Repeat, {});
+    repeat->setAttr("count", Attribute::getExpr(AttrKind::Expr, 2));
+    repeat->setAttr("name", Attribute::getText(AttrKind::String, "layer"));
+    repeat->addOperand(x);
+    repeat->setBody(std::make_unique<Graph>("layer"));
+    repeat->getBody()->createArgument("layer.x");
+    repeat->getBody()->createOp(OpKind::Yield, {});
+    return repeat;
+  }
   std::string verify() {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -80,16 +92,9 @@ TEST_F(VerifierTest, RejectsMissingAttributesAndTypes) {
 }
 
 TEST_F(VerifierTest, ChecksRepeatBodies) {
-  Value *x = input("x");
-  Op *repeat = graph->createOp(OpKind::Repeat, {});
-  repeat->setAttr("count", Attribute::getExpr(AttrKind::Expr, 2));
-  repeat->setAttr("name", Attribute::getText(AttrKind::String, "layer"));
-  repeat->addOperand(x);
-  repeat->setBody(std::make_unique<Graph>("layer"));
-  Graph *body = repeat->getBody();
-  Value *arg = body->createArgument("layer.x");
-  Op *yield = body->createOp(OpKind::Yield, {});
-  yield->addOperand(arg);
+  Op *repeat = repeatOver(input("x"));
+  Value *arg = repeat->getBody()->getArguments()[0];
+  repeat->getBody()->getTerminator()->addOperand(arg);
   graph->createResult(repeat, "x_1");
   EXPECT_EQ(verify(), "");
 
@@ -102,14 +107,7 @@ TEST_F(VerifierTest, ChecksRepeatBodies) {
 }
 
 TEST_F(VerifierTest, RejectsAYieldCountMismatch) {
-  Value *x = input("x");
-  Op *repeat = graph->createOp(OpKind::Repeat, {});
-  repeat->setAttr("count", Attribute::getExpr(AttrKind::Expr, 2));
-  repeat->setAttr("name", Attribute::getText(AttrKind::String, "layer"));
-  repeat->addOperand(x);
-  repeat->setBody(std::make_unique<Graph>("layer"));
-  repeat->getBody()->createArgument("layer.x");
-  repeat->getBody()->createOp(OpKind::Yield, {});
+  Op *repeat = repeatOver(input("x"));
   graph->createResult(repeat, "x_1");
   EXPECT_NE(verify().find("'yield' passes 0 values, the repeat carries 1"),
             std::string::npos);
