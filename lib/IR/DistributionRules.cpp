@@ -785,16 +785,9 @@ LogicalResult Rule::grad() {
   // (every rank's partial contribution gets the whole gradient). The result
   // gradients are needed in that layout, which costs the conjugate
   // collective; the grad op itself then moves nothing.
-  auto withoutPartial = [](const Distribution &dist) {
-    Distribution whole(dist.getRank());
-    for (unsigned d = 0; d < dist.getRank(); ++d)
-      for (const Axis *axis : dist.getPartition(d))
-        whole.addPartition(d, axis);
-    return whole;
-  };
   out.operands.assign(current.begin(), current.end());
   for (unsigned w : wrt)
-    out.results.push_back(withoutPartial(current[outs + w]));
+    out.results.push_back(current[outs + w].withoutPartialSum());
   // MoE: the gradient of combine is a dispatch and the other way round, so
   // each costs the AllToAll its forward op costs, in reverse.
   auto slotsSplitLike = [&](const Distribution &tokens, unsigned rank) {

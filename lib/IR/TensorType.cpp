@@ -89,6 +89,12 @@ const Axis *Distribution::findRepeatedAxis() const {
   return nullptr;
 }
 
+Distribution Distribution::withoutPartialSum() const {
+  Distribution whole(getRank());
+  whole.partitions = partitions;
+  return whole;
+}
+
 bool Distribution::operator==(const Distribution &other) const {
   if (partitions.size() != other.partitions.size())
     return false;

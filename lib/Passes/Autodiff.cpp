@@ -181,20 +181,14 @@ Value *AutodiffPass::takeGradient(Value *value, Graph &backward, Grads &grads,
   // The written layout, with a PartialSum replaced by Duplicated: each rank's
   // partial contribution receives the whole gradient.
   const TensorType &type = value->getType();
-  Distribution layout(type.getRank());
-  for (unsigned d = 0; d < type.getRank(); ++d)
-    for (const Axis *axis : type.getDistribution().getPartition(d))
-      layout.addPartition(d, axis);
   Op *anchor = create(backward, OpKind::Layout, loc, {gradient},
                       {gradName(value)});
   // A weight's gradient reduction (its layout change) is gradient sync.
   if (value->getDefiningOp() &&
       value->getDefiningOp()->getKind() == OpKind::Param)
     anchor->setPhase(Phase::GradientSync);
-  anchor->getResult()->setType(TensorType(
-      type.getElementType(),
-      llvm::SmallVector<Expr, 4>(type.getShape().begin(), type.getShape().end()),
-      layout));
+  anchor->getResult()->setType(
+      type.withDistribution(type.getDistribution().withoutPartialSum()));
   anchor->getResult()->setAnnotated(true);
   it->second = anchor->getResult();
   return anchor->getResult();
@@ -322,10 +316,8 @@ void AutodiffPass::differentiateOp(Op &op, Graph &backward, Grads &grads) {
     Op *reshape = create(backward, OpKind::Reshape, loc, {dy},
                          {gradName(op.getOperand(0))});
     const TensorType &in = op.getOperand(0)->getType();
-    reshape->getResult()->setType(TensorType(
-        in.getElementType(),
-        llvm::SmallVector<Expr, 4>(in.getShape().begin(), in.getShape().end()),
-        Distribution(in.getRank())));
+    reshape->getResult()->setType(
+        in.withDistribution(Distribution(in.getRank())));
     accumulate(op.getOperand(0), reshape->getResult(), backward, grads, loc);
     return;
   }
@@ -499,10 +491,7 @@ LogicalResult AutodiffPass::run(Module &m, DiagnosticEngine &d) {
     seed->setPhase(Phase::Backward);
     Value *one = model->createResult(seed, gradName(loss));
     const TensorType &type = loss->getType();
-    one->setType(TensorType(
-        type.getElementType(),
-        llvm::SmallVector<Expr, 4>(type.getShape().begin(), type.getShape().end()),
-        Distribution(type.getRank())));
+    one->setType(type.withDistribution(Distribution(type.getRank())));
     one->setAnnotated(true);
     grads[loss] = one;
   }

@@ -123,10 +123,7 @@ Value *DistributePass::relayout(Value *value, const Distribution &dist,
   layout->addOperand(value);
   Value *converted = graph.createResult(
       layout, module->makeUniqueName(value->getName().str() + ".relayout"));
-  converted->setType(TensorType(type.getElementType(),
-                                llvm::SmallVector<Expr, 4>(type.getShape().begin(),
-                                                           type.getShape().end()),
-                                dist));
+  converted->setType(type.withDistribution(dist));
   conversions.push_back({value, dist, converted, &graph, consumer.getPhase()});
   return converted;
 }
@@ -143,13 +140,9 @@ void DistributePass::distributeOp(Op &op, Graph &graph) {
     } else if (const Value *hint = result->getLayoutHint()) {
       if (hint->hasType() && hint->getType().getRank() ==
                                  result->getType().getRank()) {
-        Distribution primal =
-            resolveDistribution(hint->getType().getDistribution());
-        Distribution whole(primal.getRank());
-        for (unsigned d = 0; d < primal.getRank(); ++d)
-          for (const Axis *axis : primal.getPartition(d))
-            whole.addPartition(d, axis);
-        declared.back() = whole;
+        declared.back() =
+            resolveDistribution(hint->getType().getDistribution())
+                .withoutPartialSum();
       }
     }
   }
@@ -170,10 +163,7 @@ void DistributePass::distributeOp(Op &op, Graph &graph) {
   for (unsigned i = 0; i < op.getResults().size(); ++i) {
     Value *result = op.getResult(i);
     const TensorType &type = result->getType();
-    TensorType natural(type.getElementType(),
-                       llvm::SmallVector<Expr, 4>(type.getShape().begin(),
-                                                  type.getShape().end()),
-                       plan.results[i]);
+    TensorType natural = type.withDistribution(plan.results[i]);
     if (!result->isAnnotated()) {
       result->setType(natural);
       continue;

@@ -233,16 +233,11 @@ void MatchCollectivesPass::lower(Op &layout) {
     Value *result = graph.createResult(
         op, module->makeUniqueName(source->getName().str() + "." +
                                    op->getKindName().str()));
-    const TensorType &type = source->getType();
     if (i + 1 == steps.size()) {
       result->setType(target->getType()); // The written layout and names.
       result->setAnnotated(target->isAnnotated());
     } else {
-      result->setType(TensorType(
-          type.getElementType(),
-          llvm::SmallVector<Expr, 4>(type.getShape().begin(),
-                                     type.getShape().end()),
-          dist));
+      result->setType(source->getType().withDistribution(dist));
     }
     current = result;
   }

@@ -74,6 +74,10 @@ public:
 
   /// How the tensor is laid out on `axis`.
   OnAxis on(const Axis *axis) const;
+  /// The same layout with every PartialSum dropped: what a gradient of a
+  /// partial value has (each rank's partial gets the whole gradient).
+  Distribution withoutPartialSum() const;
+
   /// True if some axis appears twice (two dims, or a dim and `@`).
   const Axis *findRepeatedAxis() const;
 
@@ -104,6 +108,11 @@ public:
   Expr getLocalDim(unsigned i) const;
   /// Number of elements on one rank.
   Expr getLocalNumElements() const;
+  /// The same element type and shape, laid out as `layout`.
+  TensorType withDistribution(Distribution layout) const {
+    return TensorType(elementType, shape, std::move(layout));
+  }
+
   /// Number of elements of the whole (logical) tensor.
   Expr getNumElementsLogical() const;
 
