@@ -15,6 +15,8 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.stg_obj_root, 'test', 'lit')
 
 config.substitutions.append(('%stage-opt', config.stage_opt))
+config.substitutions.append(('%stagec', config.stagec))
+config.substitutions.append(('%stage-et', config.stage_et))
 config.substitutions.append(('%templates', config.stg_templates_dir))
 config.substitutions.append(('FileCheck', config.filecheck))
 config.substitutions.append(('%not', config.llvm_not))
