@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "stg/IR/ParamCount.h"
 #include "stg/IR/Printer.h"
 #include "stg/Parse/Parser.h"
 #include "stg/Passes/Pass.h"
@@ -29,7 +30,7 @@ int main(int argc, char **argv) {
   CLI::App app{"stage-opt: parse an STG program, run passes, print the IR"};
   std::string input, pipeline;
   std::vector<std::string> includeDirs, sets;
-  bool printLocations = false, printIR = true;
+  bool printLocations = false, printIR = true, printParamCount = false;
   PassManagerOptions passOptions;
   app.add_option("file", input, "the .stg file to read ('-' for stdin)")
       ->required();
@@ -44,6 +45,8 @@ int main(int argc, char **argv) {
                "verify the IR after every pass");
   app.add_flag("--print-locs", printLocations,
                "append each op's source location");
+  app.add_flag("--print-param-count", printParamCount,
+               "print the model's trainable parameter count (dims bound)");
   app.footer(describePasses());
   try {
     app.parse(argc, argv);
@@ -87,5 +90,10 @@ int main(int argc, char **argv) {
     printOptions.printLocations = printLocations;
     printModule(llvm::outs(), *module, printOptions);
   }
+  if (printParamCount)
+    llvm::outs() << "// parameters: "
+                 << module->getPrinter().str(
+                        module->bindDims(countParameters(*module)))
+                 << "\n";
   return 0;
 }
