@@ -124,6 +124,30 @@ ChakraTraceWriter::writeMessage(const google::protobuf::MessageLite &message,
   return llvm::Error::success();
 }
 
+llvm::Error
+ChakraTraceWriter::writeSerializedNode(llvm::ArrayRef<llvm::StringRef> parts) {
+  if (closed || failed)
+    return llvm::createStringError(
+        std::errc::operation_not_permitted, "%s: writing to a %s trace",
+        path.c_str(), closed ? static_cast<const char *>("closed") : "failed");
+  size_t size = 0;
+  for (llvm::StringRef part : parts)
+    size += part.size();
+  if (size > static_cast<size_t>(INT_MAX))
+    return llvm::createStringError(std::errc::value_too_large,
+                                   "%s: node %llu is over 2 GiB", path.c_str(),
+                                   static_cast<unsigned long long>(numNodes));
+  coded->WriteVarint32(static_cast<uint32_t>(size));
+  for (llvm::StringRef part : parts)
+    coded->WriteRaw(part.data(), static_cast<int>(part.size()));
+  if (coded->HadError()) {
+    failed = true;
+    return makeStreamError("cannot write node " + llvm::Twine(numNodes));
+  }
+  ++numNodes;
+  return llvm::Error::success();
+}
+
 llvm::Error ChakraTraceWriter::writeNode(const ChakraProtoMsg::Node &node) {
   if (closed || failed)
     return llvm::createStringError(

@@ -1,1 +1,208 @@
-int main() { return 0; }
+//===- stagec.cpp - STG model to per-rank Chakra execution traces ---------===//
+//
+// The driver: parse the model, set the mesh, run the pass pipeline of the
+// chosen mode, instantiate one program per pipeline stage and stamp every
+// rank's trace into a temporary directory that is renamed into place when
+// complete. All logic lives in the libraries; this file maps flags to them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StagecOptions.h"
+
+#include "stg/Emit/Instantiate.h"
+#include "stg/Emit/Manifest.h"
+#include "stg/Emit/OutputDirectory.h"
+#include "stg/Emit/TraceEmitter.h"
+#include "stg/Parse/Parser.h"
+#include "stg/Passes/Pass.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <chrono>
+
+using namespace stg;
+
+static std::atomic<bool> interrupted{false};
+
+/// Sets the mesh degrees the flags give on the module's axes, so that the
+/// passes see them. The pipeline axis need not be declared: no tensor is
+/// partitioned over it.
+static LogicalResult applyMesh(Module &module, const StagecOptions &options,
+                               DiagnosticEngine &diags) {
+  for (const auto &[name, degree] : options.degrees) {
+    Axis *axis = module.lookupAxis(name);
+    if (!axis) {
+      if (degree > 1 && name != "pp")
+        diags.error({}, "--" + name + " " + llvm::Twine(degree) +
+                            ": the model declares no axis '" + name + "'");
+      continue;
+    }
+    if (axis->alias) {
+      diags.error({}, "--" + name + ": axis '" + name + "' is an alias of '" +
+                          axis->alias->name + "'");
+      continue;
+    }
+    axis->size = degree;
+  }
+  return failure(diags.hasErrors());
+}
+
+static std::string getPipeline(const StagecOptions &options) {
+  if (options.mode != "train")
+    return "shape-infer,distribute,match-collectives,check-divisibility";
+  std::string pipeline = "shape-infer,autodiff,";
+  if (options.recompute != "none")
+    pipeline += "recompute-" + options.recompute + ",";
+  return pipeline +
+         "distribute,match-collectives,optimizer,check-divisibility";
+}
+
+static void printProgress(unsigned done, unsigned total,
+                          std::chrono::steady_clock::time_point start) {
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  if (seconds < 1.0 && done < total)
+    return;
+  unsigned width = 30, filled = total ? width * done / total : width;
+  double rate = seconds > 0 ? done / seconds : 0;
+  double eta = rate > 0 ? (total - done) / rate : 0;
+  llvm::errs() << "\r[" << std::string(filled, '#')
+               << std::string(width - filled, ' ') << "] " << done << "/"
+               << total << " ranks, "
+               << llvm::format("%.0f ranks/s, ETA %.1f s ", rate, eta);
+  if (done == total)
+    llvm::errs() << "\n";
+}
+
+int main(int argc, char **argv) {
+  StagecOptions options;
+  if (std::optional<int> exit = parseStagecOptions(argc, argv, options))
+    return *exit;
+
+  DiagnosticEngine diags(llvm::errs());
+  diags.setProgramName("stagec");
+  ParseOptions parseOptions;
+  parseOptions.includeDirs = options.includeDirs;
+  parseOptions.templateDirs = getDefaultTemplateDirs();
+  parseOptions.overrides = options.overrides;
+  std::unique_ptr<Module> module =
+      parseFile(options.input, parseOptions, diags);
+  if (!module)
+    return 1;
+  if (!module->getModel()) {
+    diags.error({}, options.input + " declares no model");
+    return 1;
+  }
+  if (failed(applyMesh(*module, options, diags)))
+    return 1;
+
+  PassManager passes;
+  if (failed(passes.addPipeline(getPipeline(options), diags)) ||
+      failed(passes.run(*module, diags)))
+    return 1;
+
+  llvm::StringMap<unsigned> degrees;
+  for (const auto &[name, degree] : options.degrees)
+    degrees[name] = degree;
+  std::optional<Mesh> mesh =
+      buildMesh(*module, options.rankOrder, degrees, diags);
+  if (!mesh)
+    return 1;
+  InstantiateOptions instantiateOptions;
+  int pipelineAxis = mesh->findAxis(instantiateOptions.pipelineAxis);
+  unsigned numStages = pipelineAxis < 0 ? 1 : mesh->getDegree(pipelineAxis);
+  instantiateOptions.numMicrobatches =
+      options.microbatches ? options.microbatches : numStages;
+  instantiateOptions.schedule = *parsePipelineSchedule(options.schedule);
+  std::optional<ProgramSet> programs =
+      instantiate(*module, *mesh, instantiateOptions, diags);
+  if (!programs)
+    return 1;
+  for (unsigned rank : options.ranks)
+    if (rank >= mesh->getNumRanks()) {
+      diags.error({}, "--ranks: rank " + llvm::Twine(rank) +
+                          " is not in the mesh of " +
+                          llvm::Twine(mesh->getNumRanks()) + " ranks (" +
+                          mesh->describe() + ")");
+      return 1;
+    }
+
+  std::vector<StageSummary> summaries = summarize(*programs);
+  if (options.report)
+    printReport(llvm::outs(), *module, *programs, summaries);
+  if (options.outputDir.empty())
+    return 0;
+
+  CommGroups groups(*mesh, programs->getUsedMasks());
+  EmitOptions emitOptions;
+  emitOptions.prefix =
+      options.prefix.empty() ? module->getModel()->getName().str()
+                             : options.prefix;
+  emitOptions.format = *parseTraceFormat(options.format);
+  emitOptions.gzip = options.gzip;
+  emitOptions.jobs = options.jobs;
+  emitOptions.ranks = options.ranks;
+  emitOptions.cancel = &interrupted;
+  auto start = std::chrono::steady_clock::now();
+  if (!options.quiet && llvm::sys::Process::StandardErrIsDisplayed())
+    emitOptions.progress = [start](unsigned done, unsigned total) {
+      printProgress(done, total, start);
+    };
+
+  auto output = OutputDirectory::create(options.outputDir);
+  if (!output) {
+    diags.error({}, llvm::toString(output.takeError()));
+    return 1;
+  }
+  llvm::sys::SetInterruptFunction([] { interrupted = true; });
+  auto fail = [&](llvm::Error err) {
+    diags.error({}, llvm::toString(std::move(err)));
+    (*output)->discard();
+    return interrupted ? 130 : 1;
+  };
+  if (llvm::Error err =
+          emitTraces(*programs, groups, (*output)->getPath(), emitOptions))
+    return fail(std::move(err));
+
+  ManifestInputs inputs;
+  inputs.input = options.input;
+  inputs.prefix = emitOptions.prefix;
+  inputs.toolVersion = getToolVersion().str();
+  inputs.options = options.describe();
+  inputs.commGroupsFile = emitOptions.prefix + ".json";
+  std::vector<unsigned> ranks = options.ranks;
+  if (ranks.empty())
+    for (unsigned rank = 0; rank < mesh->getNumRanks(); ++rank)
+      ranks.push_back(rank);
+  for (unsigned rank : ranks)
+    inputs.files.push_back(getTraceFileName(emitOptions, rank));
+  if (llvm::Error err = writeTextFile(
+          (*output)->getPath(), inputs.commGroupsFile,
+          [&](llvm::raw_ostream &os) { groups.writeJson(os); }))
+    return fail(std::move(err));
+  if (llvm::Error err = writeTextFile(
+          (*output)->getPath(), emitOptions.prefix + ".manifest.json",
+          [&](llvm::raw_ostream &os) {
+            os << llvm::formatv(
+                      "{0:2}",
+                      buildManifest(*module, *programs, summaries, inputs))
+               << "\n";
+          }))
+    return fail(std::move(err));
+  if (interrupted)
+    return fail(llvm::createStringError(std::errc::interrupted, "interrupted"));
+  if (llvm::Error err = (*output)->commit())
+    return fail(std::move(err));
+  if (!options.quiet)
+    llvm::errs() << "stagec: wrote " << ranks.size() << " "
+                 << (emitOptions.format == TraceFormat::Chakra ? "traces"
+                                                               : "files")
+                 << " to " << (*output)->getTarget() << " ("
+                 << mesh->describe() << ")\n";
+  return 0;
+}

@@ -88,6 +88,11 @@ public:
   /// Appends `node`. After an error the writer is unusable: later calls
   /// return an error too.
   llvm::Error writeNode(const ChakraProtoMsg::Node &node);
+  /// Appends a node given as serialized pieces of one Node message, whose
+  /// concatenation is the message (protobuf merges concatenated messages,
+  /// repeated fields appending). The emitter serializes each node of a
+  /// stage once and appends only the rank-specific attributes per rank.
+  llvm::Error writeSerializedNode(llvm::ArrayRef<llvm::StringRef> parts);
   /// Flushes everything and closes the file. Call once.
   llvm::Error close();
 

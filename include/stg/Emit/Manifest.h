@@ -1,0 +1,66 @@
+//===- Manifest.h - What produced a trace set, and what it holds -*- C++ -*-===//
+//
+// `P.manifest.json` records everything needed to reproduce and to read a
+// trace set: the input, every dim's value, the mesh and rank order with the
+// coordinates of every rank, the options, the tool's version, the files, and
+// a summary per rank class (the ranks of one pipeline stage run the same
+// program, so they share one summary): node counts by type, FLOPs,
+// communication bytes by collective and group axes, per-rank memory.
+// The same summary prints as the `--report` table.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_EMIT_MANIFEST_H
+#define STG_EMIT_MANIFEST_H
+
+#include "stg/Emit/Program.h"
+#include "stg/IR/Module.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace stg {
+
+/// The summary of the ranks of one stage.
+struct StageSummary {
+  unsigned stage = 0;
+  unsigned numRanks = 0;
+  unsigned firstLayer = 0, numLayers = 0;
+  std::map<std::string, uint64_t> nodesByType;
+  uint64_t flops = 0;
+  uint64_t tensorBytes = 0;
+  /// Bytes by `TYPE over (axes)`, e.g. `ALL_REDUCE over (dp, cp)`.
+  std::map<std::string, uint64_t> commBytes;
+  uint64_t sendBytes = 0, recvBytes = 0;
+  uint64_t computeMicros = 0; ///< Sum of durations, with a device model.
+};
+
+std::vector<StageSummary> summarize(const ProgramSet &programs);
+
+struct ManifestInputs {
+  std::string input;
+  std::string prefix;
+  std::string toolVersion;
+  std::vector<std::string> files;
+  /// `--dp 8`, `--schedule 1f1b`, ...: the options as given.
+  std::vector<std::pair<std::string, std::string>> options;
+  std::string commGroupsFile;
+};
+
+llvm::json::Value buildManifest(const Module &module,
+                                const ProgramSet &programs,
+                                llvm::ArrayRef<StageSummary> summaries,
+                                const ManifestInputs &inputs);
+
+/// The `--report` table.
+void printReport(llvm::raw_ostream &os, const Module &module,
+                 const ProgramSet &programs,
+                 llvm::ArrayRef<StageSummary> summaries);
+
+} // namespace stg
+
+#endif // STG_EMIT_MANIFEST_H

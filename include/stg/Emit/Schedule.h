@@ -1,0 +1,56 @@
+//===- Schedule.h - Pipeline schedules of micro-batches ---------*- C++ -*-===//
+//
+// The order in which one pipeline stage runs the forward and backward passes
+// of its micro-batches. The emitter turns consecutive steps into control
+// dependencies, so every simulator replays the schedule, not just the data
+// flow (which alone would let a stage run all forwards first and hold every
+// micro-batch's activations).
+//
+//   gpipe   F0 F1 .. F(M-1)  B0 B1 .. B(M-1)
+//   1f1b    warm-up: min(P-s-1, M) forwards; steady: one forward, one
+//           backward; cool-down: the remaining backwards (PipeDream-Flush,
+//           Megatron-LM's default). Stage s keeps at most min(P-s, M)
+//           micro-batches' activations.
+//
+// Inference runs only the forwards, in order.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_EMIT_SCHEDULE_H
+#define STG_EMIT_SCHEDULE_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <vector>
+
+namespace stg {
+
+enum class PipelineSchedule { OneFOneB, GPipe };
+
+std::optional<PipelineSchedule> parsePipelineSchedule(llvm::StringRef name);
+llvm::StringRef getPipelineScheduleName(PipelineSchedule schedule);
+
+struct ScheduleStep {
+  bool backward;
+  unsigned microbatch;
+
+  bool operator==(const ScheduleStep &other) const {
+    return backward == other.backward && microbatch == other.microbatch;
+  }
+};
+
+/// The steps of `stage` (0-based, of `numStages`), in order.
+std::vector<ScheduleStep> getStageSchedule(PipelineSchedule schedule,
+                                           unsigned stage, unsigned numStages,
+                                           unsigned numMicrobatches,
+                                           bool training);
+
+/// The most micro-batches whose activations `stage` holds at once.
+unsigned getMaxInFlightMicrobatches(PipelineSchedule schedule, unsigned stage,
+                                    unsigned numStages,
+                                    unsigned numMicrobatches);
+
+} // namespace stg
+
+#endif // STG_EMIT_SCHEDULE_H

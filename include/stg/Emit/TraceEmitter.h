@@ -1,0 +1,66 @@
+//===- TraceEmitter.h - Per-rank files from stage programs ------*- C++ -*-===//
+//
+// Writes one file per rank from the programs of a ProgramSet. A Chakra
+// trace is stamped, not rebuilt: each stage's nodes are serialized once,
+// without their rank-specific attributes (`pg_name` of collectives,
+// `comm_src`/`comm_dst` of sends and receives); each rank's file is then the
+// shared bytes of every node followed by that rank's few attributes, which
+// are serialized once per rank and group or peer. Memory stays at one
+// serialized program per stage plus a write buffer per thread, whatever the
+// number of ranks, and ranks are written by `jobs` threads.
+//
+// `json` and `dot` formats write the same nodes readably, per rank.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_EMIT_TRACEEMITTER_H
+#define STG_EMIT_TRACEEMITTER_H
+
+#include "stg/Emit/ChakraTrace.h"
+#include "stg/Emit/Program.h"
+
+#include "llvm/Support/Error.h"
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stg {
+
+enum class TraceFormat { Chakra, Json, Dot };
+
+struct EmitOptions {
+  std::string prefix = "trace";
+  TraceFormat format = TraceFormat::Chakra;
+  /// Write `P.{rank}.et.gz` instead of `P.{rank}.et`.
+  bool gzip = false;
+  /// Threads writing ranks; 0 means one per hardware thread.
+  unsigned jobs = 1;
+  /// Ranks to write; empty means all.
+  std::vector<unsigned> ranks;
+  ChakraTraceWriterOptions writer;
+  /// Set from elsewhere (a signal handler) to stop early with an error.
+  const std::atomic<bool> *cancel = nullptr;
+  /// Called now and then from the calling thread with the ranks written.
+  std::function<void(unsigned done, unsigned total)> progress;
+};
+
+std::optional<TraceFormat> parseTraceFormat(llvm::StringRef name);
+
+/// This build's version, as the manifest and GlobalMetadata record it.
+llvm::StringRef getToolVersion();
+
+/// The file name of `rank`'s trace: `P.{rank}.et`, `.et.gz`, `.json`, `.dot`.
+std::string getTraceFileName(const EmitOptions &options, unsigned rank);
+
+/// Writes the files of the selected ranks into `directory`, which exists.
+/// On error, files already written stay (the caller writes into a
+/// temporary directory).
+llvm::Error emitTraces(const ProgramSet &programs, const CommGroups &groups,
+                       llvm::StringRef directory, const EmitOptions &options);
+
+} // namespace stg
+
+#endif // STG_EMIT_TRACEEMITTER_H

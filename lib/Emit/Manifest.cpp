@@ -1,0 +1,209 @@
+//===- Manifest.cpp - What produced a trace set, and what it holds --------===//
+
+#include "stg/Emit/Manifest.h"
+
+#include "RankFormats.h"
+
+#include "llvm/Support/Format.h"
+
+using namespace stg;
+
+std::vector<StageSummary> stg::summarize(const ProgramSet &programs) {
+  std::vector<StageSummary> summaries;
+  unsigned numStages = programs.stages.size();
+  for (const StageProgram &program : programs.stages) {
+    StageSummary summary;
+    summary.stage = program.stage;
+    summary.numRanks = programs.mesh.getNumRanks() / numStages;
+    summary.firstLayer = program.firstLayer;
+    summary.numLayers = program.numLayers;
+    for (const ProgramNode &node : program.nodes) {
+      ++summary.nodesByType[ChakraProtoMsg::NodeType_Name(
+          getChakraNodeType(node.kind))];
+      switch (node.kind) {
+      case ProgramNodeKind::Compute:
+        summary.flops += node.numOps;
+        summary.tensorBytes += node.tensorBytes;
+        summary.computeMicros += node.durationMicros;
+        break;
+      case ProgramNodeKind::Collective:
+        summary.commBytes[ChakraProtoMsg::CollectiveCommType_Name(
+                              node.commType) +
+                          " over " +
+                          programs.mesh.describeMask(node.group)] +=
+            node.commBytes;
+        break;
+      case ProgramNodeKind::Send:
+        summary.sendBytes += node.commBytes;
+        break;
+      case ProgramNodeKind::Recv:
+        summary.recvBytes += node.commBytes;
+        break;
+      }
+    }
+    summaries.push_back(std::move(summary));
+  }
+  return summaries;
+}
+
+static llvm::json::Object memoryJson(const StageMemory &memory) {
+  return llvm::json::Object{
+      {"weights", int64_t(memory.weights)},
+      {"gradients", int64_t(memory.gradients)},
+      {"optimizer", int64_t(memory.optimizer)},
+      {"activations", int64_t(memory.activations)},
+      {"in_flight_microbatches", int64_t(memory.inFlightMicrobatches)},
+      {"state", int64_t(memory.state)},
+      {"total", int64_t(memory.total())}};
+}
+
+template <typename Map> static llvm::json::Object mapJson(const Map &map) {
+  llvm::json::Object object;
+  for (const auto &[key, value] : map)
+    object[key] = int64_t(value);
+  return object;
+}
+
+llvm::json::Value stg::buildManifest(const Module &module,
+                                     const ProgramSet &programs,
+                                     llvm::ArrayRef<StageSummary> summaries,
+                                     const ManifestInputs &inputs) {
+  llvm::json::Object bindings;
+  for (const std::unique_ptr<Dim> &dim : module.getDims()) {
+    Expr value = module.bindDims(dim->symbol);
+    if (std::optional<long long> number = getIntegerValue(value))
+      bindings[dim->name] = int64_t(*number);
+    else
+      bindings[dim->name] = module.getPrinter().str(value);
+  }
+  llvm::json::Object moduleOptions;
+  for (const std::unique_ptr<Option> &option : module.getOptions()) {
+    if (const bool *flag = std::get_if<bool>(&option->value))
+      moduleOptions[option->name] = *flag;
+    else if (const std::string *text = std::get_if<std::string>(&option->value))
+      moduleOptions[option->name] = *text;
+    else
+      moduleOptions[option->name] =
+          module.getPrinter().str(std::get<Expr>(option->value));
+  }
+
+  const Mesh &mesh = programs.mesh;
+  llvm::json::Array axes, order, coordinates;
+  for (const Mesh::AxisInfo &axis : mesh.getAxes()) {
+    axes.push_back(llvm::json::Object{{"name", axis.name},
+                                      {"degree", int64_t(axis.degree)}});
+    order.push_back(axis.name);
+  }
+  for (unsigned rank = 0; rank < mesh.getNumRanks(); ++rank) {
+    llvm::json::Array coordinate;
+    for (unsigned axis = 0; axis < mesh.getAxes().size(); ++axis)
+      coordinate.push_back(int64_t(mesh.getCoordinate(rank, axis)));
+    coordinates.push_back(std::move(coordinate));
+  }
+
+  llvm::json::Array classes;
+  for (const StageSummary &summary : summaries) {
+    const StageProgram &program = programs.stages[summary.stage];
+    classes.push_back(llvm::json::Object{
+        {"stage", int64_t(summary.stage)},
+        {"ranks", int64_t(summary.numRanks)},
+        {"layers", llvm::json::Array{int64_t(summary.firstLayer),
+                                     int64_t(summary.firstLayer +
+                                             summary.numLayers)}},
+        {"nodes", mapJson(summary.nodesByType)},
+        {"flops", int64_t(summary.flops)},
+        {"tensor_bytes", int64_t(summary.tensorBytes)},
+        {"compute_micros", int64_t(summary.computeMicros)},
+        {"comm_bytes", mapJson(summary.commBytes)},
+        {"send_bytes", int64_t(summary.sendBytes)},
+        {"recv_bytes", int64_t(summary.recvBytes)},
+        {"memory", memoryJson(program.memory)}});
+  }
+
+  llvm::json::Object options;
+  for (const auto &[name, value] : inputs.options)
+    options[name] = value;
+  llvm::json::Array files;
+  for (const std::string &file : inputs.files)
+    files.push_back(file);
+  return llvm::json::Object{
+      {"generator", "stagec"},
+      {"generator_version", inputs.toolVersion},
+      {"chakra_schema_version", "0.0.4"},
+      {"input", inputs.input},
+      {"prefix", inputs.prefix},
+      {"options", std::move(options)},
+      {"dims", std::move(bindings)},
+      {"model_options", std::move(moduleOptions)},
+      {"mesh", llvm::json::Object{{"axes", std::move(axes)},
+                                  {"rank_order", std::move(order)},
+                                  {"ranks", int64_t(mesh.getNumRanks())}}},
+      {"pipeline",
+       llvm::json::Object{
+           {"stages", int64_t(programs.stages.size())},
+           {"layers", int64_t(programs.numLayers)},
+           {"microbatches", int64_t(programs.numMicrobatches)},
+           {"schedule", getPipelineScheduleName(programs.schedule)},
+           {"training", programs.training}}},
+      {"comm_groups", inputs.commGroupsFile},
+      {"files", std::move(files)},
+      {"rank_classes", std::move(classes)},
+      {"rank_coordinates", std::move(coordinates)}};
+}
+
+/// `1.23 T` style: three significant digits and an SI prefix.
+static std::string human(double value, llvm::StringRef unit) {
+  const char *prefixes[] = {"", "K", "M", "G", "T", "P", "E"};
+  unsigned index = 0;
+  while (value >= 1000 && index < 6) {
+    value /= 1000;
+    ++index;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format(value < 10 ? "%.2f" : value < 100 ? "%.1f" : "%.0f",
+                     value)
+     << ' ' << prefixes[index] << unit;
+  return text;
+}
+
+void stg::printReport(llvm::raw_ostream &os, const Module &module,
+                      const ProgramSet &programs,
+                      llvm::ArrayRef<StageSummary> summaries) {
+  (void)module;
+  os << "mesh: " << programs.mesh.describe() << " ("
+     << programs.mesh.getNumRanks() << " ranks); "
+     << (programs.training ? "training" : "inference") << ", "
+     << programs.numMicrobatches << " micro-batch"
+     << (programs.numMicrobatches == 1 ? "" : "es");
+  if (programs.stages.size() > 1)
+    os << ", " << getPipelineScheduleName(programs.schedule) << " over "
+       << programs.stages.size() << " stages";
+  os << "\n";
+  for (const StageSummary &summary : summaries) {
+    const StageMemory &memory = programs.stages[summary.stage].memory;
+    os << "\nstage " << summary.stage << ": " << summary.numRanks
+       << " ranks, layers " << summary.firstLayer << ".."
+       << summary.firstLayer + summary.numLayers << "\n";
+    os << "  nodes:";
+    for (const auto &[type, count] : summary.nodesByType)
+      os << "  " << type << " " << count;
+    os << "\n  compute: " << human(summary.flops, "FLOP") << ", "
+       << human(summary.tensorBytes, "B") << " accessed";
+    if (summary.computeMicros)
+      os << ", " << human(summary.computeMicros / 1e6, "s") << " modelled";
+    os << "\n";
+    for (const auto &[what, bytes] : summary.commBytes)
+      os << "  " << what << ": " << human(bytes, "B") << "\n";
+    if (summary.sendBytes || summary.recvBytes)
+      os << "  pipeline: send " << human(summary.sendBytes, "B") << ", recv "
+         << human(summary.recvBytes, "B") << "\n";
+    os << "  memory per rank: " << human(memory.total(), "B") << " (weights "
+       << human(memory.weights, "B") << ", gradients "
+       << human(memory.gradients, "B") << ", optimizer "
+       << human(memory.optimizer, "B") << ", activations "
+       << human(memory.activations, "B") << " for "
+       << memory.inFlightMicrobatches << " in flight, state "
+       << human(memory.state, "B") << ")\n";
+  }
+}

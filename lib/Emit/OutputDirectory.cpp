@@ -1,0 +1,105 @@
+//===- OutputDirectory.cpp - All files or none ----------------------------===//
+
+#include "stg/Emit/OutputDirectory.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+
+using namespace stg;
+namespace fs = llvm::sys::fs;
+
+static llvm::Error makeError(std::error_code ec, const llvm::Twine &message) {
+  return llvm::createStringError(ec, "%s: %s", message.str().c_str(),
+                                 ec.message().c_str());
+}
+
+llvm::Expected<std::unique_ptr<OutputDirectory>>
+OutputDirectory::create(llvm::StringRef target) {
+  llvm::SmallString<256> absolute(target);
+  if (std::error_code ec = fs::make_absolute(absolute))
+    return makeError(ec, "cannot resolve " + target);
+  llvm::sys::path::remove_dots(absolute, true);
+  llvm::StringRef parent = llvm::sys::path::parent_path(absolute);
+  if (!parent.empty())
+    if (std::error_code ec = fs::create_directories(parent))
+      return makeError(ec, "cannot create " + parent);
+  // A sibling, so the final rename stays on one file system.
+  llvm::SmallString<256> model(absolute);
+  model += ".stagec-tmp-%%%%%%";
+  llvm::SmallString<256> temporary;
+  for (int attempt = 0;; ++attempt) {
+    fs::createUniquePath(model, temporary, false);
+    std::error_code ec = fs::create_directory(temporary, false);
+    if (!ec)
+      break;
+    if (ec != std::errc::file_exists || attempt == 100)
+      return makeError(ec, "cannot create " + temporary);
+  }
+  return std::unique_ptr<OutputDirectory>(
+      new OutputDirectory(absolute.str().str(), temporary.str().str()));
+}
+
+OutputDirectory::~OutputDirectory() { discard(); }
+
+void OutputDirectory::discard() {
+  if (done)
+    return;
+  done = true;
+  fs::remove_directories(temporary);
+}
+
+/// True if `path` may be replaced: an empty directory or an earlier output.
+static bool isReplaceable(llvm::StringRef path) {
+  std::error_code ec;
+  bool empty = true;
+  for (fs::directory_iterator it(path, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    empty = false;
+    if (llvm::StringRef(it->path()).endswith(".manifest.json"))
+      return true;
+  }
+  return !ec && empty;
+}
+
+llvm::Error OutputDirectory::commit() {
+  std::string old;
+  if (fs::exists(target)) {
+    if (!fs::is_directory(target) || !isReplaceable(target))
+      return llvm::createStringError(
+          std::errc::file_exists,
+          "%s exists and is not an earlier stagec output; remove it or "
+          "choose another -o",
+          target.c_str());
+    old = target + ".stagec-old-" +
+          std::to_string(llvm::sys::Process::getProcessId());
+    if (std::error_code ec = fs::rename(target, old))
+      return makeError(ec, "cannot move the earlier " + target + " aside");
+  }
+  if (std::error_code ec = fs::rename(temporary, target)) {
+    if (!old.empty())
+      fs::rename(old, target);
+    return makeError(ec, "cannot rename " + temporary + " to " + target);
+  }
+  done = true;
+  if (!old.empty())
+    fs::remove_directories(old);
+  return llvm::Error::success();
+}
+
+llvm::Error
+stg::writeTextFile(llvm::StringRef directory, llvm::StringRef name,
+                   llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, name);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, fs::OF_Text);
+  if (ec)
+    return makeError(ec, "cannot write " + path);
+  write(os);
+  os.close();
+  if (os.has_error())
+    return makeError(os.error(), "cannot write " + path);
+  return llvm::Error::success();
+}

@@ -1,0 +1,189 @@
+//===- Placement.cpp - Where and how often each op of a module runs -------===//
+
+#include "Placement.h"
+
+using namespace stg;
+
+bool stg::isElided(const Op &op) {
+  switch (op.getKind()) {
+  case OpKind::Input:
+  case OpKind::Param:
+  case OpKind::State:
+  case OpKind::Yield:
+  case OpKind::Repeat:
+  case OpKind::Layout:
+  case OpKind::Reshape:
+  case OpKind::Shard:
+    return true;
+  default:
+    return false;
+  }
+}
+
+std::optional<Placement> Placement::create(const Module &module,
+                                           unsigned numStages,
+                                           DiagnosticEngine &diags) {
+  Placement placement;
+  placement.numStages = numStages;
+  const Graph &model = *module.getModel();
+  const Op *firstRepeat = nullptr;
+  bool ok = true;
+  for (const std::unique_ptr<Op> &op : model.getOps()) {
+    if (op->getKind() != OpKind::Repeat)
+      continue;
+    op->getBody()->walk([&](Op &inner) {
+      if (inner.getKind() == OpKind::Repeat) {
+        diags.error(inner.getLoc(), "a repeat inside a repeat cannot be "
+                                    "instantiated yet; unroll the inner one");
+        ok = false;
+      }
+    });
+    RepeatInfo info;
+    if (const Op *forward = op->getForwardRepeat()) {
+      info = placement.repeats.lookup(forward);
+      info.backward = true;
+    } else {
+      Expr count = module.bindAll(op->getAttr("count")->expr);
+      std::optional<long long> value = getIntegerValue(count);
+      if (!value || *value < 0) {
+        diags.error(op->getLoc(), "the repeat count " +
+                                      module.getPrinter().str(count) +
+                                      " is not a non-negative integer");
+        ok = false;
+        continue;
+      }
+      info.offset = placement.numLayers;
+      info.count = *value;
+      placement.numLayers += *value;
+      if (!firstRepeat)
+        firstRepeat = op.get();
+    }
+    placement.repeats[op.get()] = info;
+    llvm::ArrayRef<Value *> args = op->getBody()->getArguments();
+    for (unsigned index = 0; index < args.size(); ++index)
+      placement.bodyArgs[args[index]] = {op.get(), index};
+  }
+  if (!ok)
+    return std::nullopt;
+  if (numStages > 1 && placement.numLayers < numStages) {
+    diags.error(firstRepeat ? firstRepeat->getLoc() : module.getModelLoc(),
+                "pipeline parallelism splits repetitions over stages: " +
+                    llvm::Twine(numStages) + " stages need at least " +
+                    llvm::Twine(numStages) + " repetitions, the model has " +
+                    llvm::Twine(placement.numLayers));
+    return std::nullopt;
+  }
+
+  for (unsigned stage = 0; stage < numStages; ++stage)
+    placement.layerStages.insert(placement.layerStages.end(),
+                                 placement.getNumLayersOf(stage), stage);
+
+  model.walk([&](Op &op) {
+    bool isDeclaration = op.getKind() == OpKind::Param ||
+                         op.getKind() == OpKind::State ||
+                         op.getKind() == OpKind::Input;
+    bool isView = isElided(op) && op.getKind() != OpKind::Repeat &&
+                  op.getKind() != OpKind::Yield && !op.getOperands().empty();
+    if (isView)
+      isView = llvm::all_of(op.getOperands(), [&](const Value *operand) {
+        const Op *def = operand->getDefiningOp();
+        return def && placement.floating.count(def);
+      });
+    if (isDeclaration || isView)
+      placement.floating[&op] = true;
+  });
+  placement.assignTopLevelStages(model);
+  return placement;
+}
+
+unsigned Placement::getNumLayersOf(unsigned stage) const {
+  return numLayers / numStages + (stage < numLayers % numStages ? 1 : 0);
+}
+
+unsigned Placement::getFirstLayer(unsigned stage) const {
+  unsigned first = 0;
+  for (unsigned s = 0; s < stage; ++s)
+    first += getNumLayersOf(s);
+  return first;
+}
+
+void Placement::assignTopLevelStages(const Graph &model) {
+  // Work before the first repeat runs on the first stage, after a forward
+  // repeat on the stage of its last repetition, after a backward repeat on
+  // that of its first. Gradient sync and optimizer steps follow the
+  // gradient they consume, wherever it was computed.
+  unsigned current = 0;
+  for (const std::unique_ptr<Op> &op : model.getOps()) {
+    if (op->getKind() == OpKind::Repeat) {
+      const RepeatInfo &info = repeats.find(op.get())->second;
+      if (info.count)
+        current = layerStages[info.backward ? info.offset
+                                            : info.offset + info.count - 1];
+      continue;
+    }
+    unsigned stage = current;
+    if (op->getPhase() == Phase::GradientSync ||
+        op->getPhase() == Phase::Optimizer) {
+      for (const Value *operand : op->getOperands()) {
+        ValueInstance source = resolve(operand, -1);
+        const Op *def = source.value->getDefiningOp();
+        if (def && !isFloating(def)) {
+          stage = getStage(def, source.layer);
+          break;
+        }
+      }
+    }
+    topStages[op.get()] = stage;
+  }
+}
+
+ValueInstance Placement::resolve(const Value *value, int layer) const {
+  while (true) {
+    if (const Op *def = value->getDefiningOp()) {
+      if (def->getKind() != OpKind::Repeat)
+        return {value, def->getParent()->getParentOp() ? layer : -1};
+      // A repeat's result: what its last repetition yielded.
+      const RepeatInfo &info = repeats.find(def)->second;
+      unsigned index = value->getResultIndex();
+      if (!info.count) {
+        value = def->getOperand(index);
+        layer = -1;
+        continue;
+      }
+      value = def->getBody()->getTerminator()->getOperand(index);
+      layer = info.backward ? info.offset : info.offset + info.count - 1;
+      continue;
+    }
+    // A loop-carried argument: the initial value in the first repetition
+    // run, else what the previous one yielded.
+    auto [repeat, index] = bodyArgs.find(value)->second;
+    const RepeatInfo &info = repeats.find(repeat)->second;
+    int first = info.backward ? info.offset + info.count - 1 : info.offset;
+    if (layer == first) {
+      value = repeat->getOperand(index);
+      layer = -1;
+      continue;
+    }
+    value = repeat->getBody()->getTerminator()->getOperand(index);
+    layer += info.backward ? 1 : -1;
+  }
+}
+
+void stg::forEachInstanceOnStage(const Module &module,
+                                 const Placement &placement, unsigned stage,
+                                 llvm::function_ref<void(const Op &, int)> fn) {
+  for (const std::unique_ptr<Op> &op : module.getModel()->getOps()) {
+    if (op->getKind() != OpKind::Repeat) {
+      if (placement.getStage(op.get(), -1) == stage)
+        fn(*op, -1);
+      continue;
+    }
+    const Placement::RepeatInfo &info = placement.getRepeat(op.get());
+    for (unsigned layer = info.offset; layer < info.offset + info.count;
+         ++layer)
+      if (placement.getStageOfLayer(layer) == stage)
+        for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
+          if (inner->getKind() != OpKind::Yield)
+            fn(*inner, layer);
+  }
+}

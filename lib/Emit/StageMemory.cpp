@@ -1,0 +1,76 @@
+//===- StageMemory.cpp - Peak memory of one rank of a stage ---------------===//
+
+#include "StageMemory.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+using namespace stg;
+
+/// The declarations (`param`, `state`) `value` is a view of, if any.
+static void findDeclarations(const Value *value,
+                             llvm::SmallVectorImpl<const Op *> &found) {
+  const Op *def = value->getDefiningOp();
+  if (!def)
+    return;
+  if (def->getKind() == OpKind::Param || def->getKind() == OpKind::State) {
+    found.push_back(def);
+    return;
+  }
+  if (isElided(*def) && def->getKind() != OpKind::Repeat)
+    for (const Value *operand : def->getOperands())
+      findDeclarations(operand, found);
+}
+
+std::optional<StageMemory>
+stg::computeStageMemory(const Module &module, const Placement &placement,
+                        OpNumberCache &numbers, unsigned stage,
+                        unsigned inFlightMicrobatches, bool training) {
+  using Key = std::pair<const Value *, int>;
+  llvm::DenseSet<Key> declarations, saved;
+  llvm::SmallVector<const Op *, 2> found;
+  forEachInstanceOnStage(module, placement, stage, [&](const Op &op, int layer) {
+    bool backward = op.getPhase() != Phase::Forward;
+    for (const Value *operand : op.getOperands()) {
+      ValueInstance source = placement.resolve(operand, layer);
+      const Op *def = source.value->getDefiningOp();
+      found.clear();
+      findDeclarations(source.value, found);
+      for (const Op *declaration : found)
+        declarations.insert({declaration->getResult(),
+                             declaration->getParent()->getParentOp() ? layer
+                                                                     : -1});
+      if (backward && def && def->getPhase() == Phase::Forward &&
+          !placement.isFloating(def))
+        saved.insert({source.value, source.layer});
+    }
+  });
+
+  StageMemory memory;
+  memory.inFlightMicrobatches = inFlightMicrobatches;
+  auto bytesOf = [&](const Value *value) {
+    return numbers.getLocalBytes(*value, value->getDefiningOp()->getLoc());
+  };
+  for (const Key &key : declarations) {
+    std::optional<int64_t> bytes = bytesOf(key.first);
+    if (!bytes)
+      return std::nullopt;
+    if (key.first->getDefiningOp()->getKind() == OpKind::State) {
+      memory.state += *bytes;
+      continue;
+    }
+    memory.weights += *bytes;
+    if (training) {
+      unsigned elementBytes =
+          getElementTypeBytes(key.first->getType().getElementType());
+      memory.gradients += *bytes;
+      memory.optimizer += 12 * (*bytes / elementBytes);
+    }
+  }
+  for (const Key &key : saved) {
+    std::optional<int64_t> bytes = bytesOf(key.first);
+    if (!bytes)
+      return std::nullopt;
+    memory.activations += *bytes * inFlightMicrobatches;
+  }
+  return memory;
+}

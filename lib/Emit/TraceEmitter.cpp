@@ -1,0 +1,259 @@
+//===- TraceEmitter.cpp - Per-rank files from stage programs --------------===//
+
+#include "stg/Emit/TraceEmitter.h"
+
+#include "RankFormats.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Threading.h"
+
+#include <mutex>
+#include <thread>
+
+using namespace stg;
+using namespace stg::chakra;
+
+std::optional<TraceFormat> stg::parseTraceFormat(llvm::StringRef name) {
+  if (name == "chakra")
+    return TraceFormat::Chakra;
+  if (name == "json")
+    return TraceFormat::Json;
+  if (name == "dot")
+    return TraceFormat::Dot;
+  return std::nullopt;
+}
+
+llvm::StringRef stg::getToolVersion() { return STG_VERSION_STRING; }
+
+std::string stg::getTraceFileName(const EmitOptions &options, unsigned rank) {
+  const char *extension = ".et";
+  if (options.format == TraceFormat::Json)
+    extension = ".json";
+  else if (options.format == TraceFormat::Dot)
+    extension = ".dot";
+  else if (options.gzip)
+    extension = ".et.gz";
+  return options.prefix + "." + std::to_string(rank) + extension;
+}
+
+ChakraProtoMsg::NodeType stg::getChakraNodeType(ProgramNodeKind kind) {
+  switch (kind) {
+  case ProgramNodeKind::Compute:
+    return ChakraProtoMsg::COMP_NODE;
+  case ProgramNodeKind::Collective:
+    return ChakraProtoMsg::COMM_COLL_NODE;
+  case ProgramNodeKind::Send:
+    return ChakraProtoMsg::COMM_SEND_NODE;
+  case ProgramNodeKind::Recv:
+    return ChakraProtoMsg::COMM_RECV_NODE;
+  }
+  return ChakraProtoMsg::INVALID_NODE;
+}
+
+void stg::fillSharedPart(const ProgramNode &node, uint64_t id,
+                         ChakraProtoMsg::Node &out) {
+  out.set_id(id);
+  out.set_name(node.name);
+  out.set_type(getChakraNodeType(node.kind));
+  for (uint32_t dep : node.ctrlDeps)
+    out.add_ctrl_deps(dep);
+  for (uint32_t dep : node.dataDeps)
+    out.add_data_deps(dep);
+  if (node.durationMicros)
+    out.set_duration_micros(node.durationMicros);
+  *out.add_attr() = isCpuOpAttr(false);
+  switch (node.kind) {
+  case ProgramNodeKind::Compute:
+    *out.add_attr() = numOpsAttr(node.numOps);
+    *out.add_attr() = tensorSizeAttr(node.tensorBytes);
+    *out.add_attr() = opTypeAttr(node.opType);
+    break;
+  case ProgramNodeKind::Collective:
+    *out.add_attr() = commTypeAttr(node.commType);
+    *out.add_attr() = commSizeAttr(node.commBytes);
+    break;
+  case ProgramNodeKind::Send:
+  case ProgramNodeKind::Recv:
+    *out.add_attr() = commTagAttr(node.tag);
+    *out.add_attr() = commSizeAttr(node.commBytes);
+    break;
+  }
+}
+
+void stg::fillRankPart(const ProgramSet &programs, const CommGroups &groups,
+                       const ProgramNode &node, unsigned rank,
+                       ChakraProtoMsg::Node &out) {
+  switch (node.kind) {
+  case ProgramNodeKind::Compute:
+    break;
+  case ProgramNodeKind::Collective:
+    *out.add_attr() =
+        pgNameAttr(std::to_string(groups.getGroupId(rank, node.group)));
+    break;
+  case ProgramNodeKind::Send:
+    *out.add_attr() = commSrcAttr(rank);
+    *out.add_attr() = commDstAttr(programs.getPeerRank(rank, node.peerStage));
+    break;
+  case ProgramNodeKind::Recv:
+    *out.add_attr() = commSrcAttr(programs.getPeerRank(rank, node.peerStage));
+    *out.add_attr() = commDstAttr(rank);
+    break;
+  }
+}
+
+namespace {
+
+/// One stage's nodes, serialized without their rank-specific attributes.
+struct StageTemplate {
+  std::string bytes;
+  std::vector<size_t> offsets; ///< Node i is bytes[offsets[i], offsets[i+1]).
+
+  explicit StageTemplate(const StageProgram &program) {
+    ChakraProtoMsg::Node node;
+    for (size_t id = 0; id < program.nodes.size(); ++id) {
+      offsets.push_back(bytes.size());
+      node.Clear();
+      fillSharedPart(program.nodes[id], id, node);
+      node.AppendToString(&bytes);
+    }
+    offsets.push_back(bytes.size());
+  }
+};
+
+/// Stamps the Chakra files of ranks: caches the rank-specific attributes of
+/// the rank being written, keyed by group mask or by peer stage.
+class ChakraStamper {
+public:
+  ChakraStamper(const ProgramSet &programs, const CommGroups &groups,
+                const std::vector<StageTemplate> &templates)
+      : programs(programs), groups(groups), templates(templates) {}
+
+  llvm::Error write(unsigned rank, llvm::StringRef path,
+                    const ChakraTraceWriterOptions &options);
+
+private:
+  llvm::StringRef getRankPart(const ProgramNode &node, unsigned rank);
+
+  const ProgramSet &programs;
+  const CommGroups &groups;
+  const std::vector<StageTemplate> &templates;
+  llvm::DenseMap<uint64_t, std::string> rankParts;
+  ChakraProtoMsg::Node scratch;
+};
+
+} // namespace
+
+llvm::StringRef ChakraStamper::getRankPart(const ProgramNode &node,
+                                           unsigned rank) {
+  uint64_t key = uint64_t(node.kind) << 32 |
+                 (node.kind == ProgramNodeKind::Collective ? node.group
+                                                           : node.peerStage);
+  auto [it, inserted] = rankParts.try_emplace(key);
+  if (inserted) {
+    scratch.Clear();
+    fillRankPart(programs, groups, node, rank, scratch);
+    scratch.SerializeToString(&it->second);
+  }
+  return it->second;
+}
+
+llvm::Error ChakraStamper::write(unsigned rank, llvm::StringRef path,
+                                 const ChakraTraceWriterOptions &options) {
+  rankParts.clear();
+  auto writer = ChakraTraceWriter::create(path, options);
+  if (!writer)
+    return writer.takeError();
+  unsigned stage = programs.getStageOfRank(rank);
+  const StageProgram &program = programs.stages[stage];
+  const StageTemplate &shared = templates[stage];
+  for (size_t id = 0; id < program.nodes.size(); ++id) {
+    llvm::StringRef common(shared.bytes.data() + shared.offsets[id],
+                           shared.offsets[id + 1] - shared.offsets[id]);
+    llvm::StringRef own;
+    if (program.nodes[id].kind != ProgramNodeKind::Compute)
+      own = getRankPart(program.nodes[id], rank);
+    if (llvm::Error err = (*writer)->writeSerializedNode({common, own}))
+      return err;
+  }
+  return (*writer)->close();
+}
+
+llvm::Error stg::emitTraces(const ProgramSet &programs,
+                            const CommGroups &groups,
+                            llvm::StringRef directory,
+                            const EmitOptions &options) {
+  std::vector<unsigned> ranks = options.ranks;
+  if (ranks.empty())
+    for (unsigned rank = 0; rank < programs.mesh.getNumRanks(); ++rank)
+      ranks.push_back(rank);
+
+  std::vector<StageTemplate> templates;
+  if (options.format == TraceFormat::Chakra)
+    for (const StageProgram &program : programs.stages)
+      templates.emplace_back(program);
+
+  unsigned jobs = options.jobs ? options.jobs
+                               : llvm::hardware_concurrency().compute_thread_count();
+  jobs = std::max(1u, std::min<unsigned>(jobs, ranks.size()));
+  std::atomic<size_t> next{0}, done{0};
+  std::atomic<bool> stop{false};
+  std::mutex errorMutex;
+  // The error of the lowest failing rank, so the message does not depend on
+  // thread timing.
+  std::optional<std::pair<unsigned, std::string>> firstError;
+
+  auto work = [&] {
+    ChakraStamper stamper(programs, groups, templates);
+    while (!stop) {
+      size_t index = next++;
+      if (index >= ranks.size())
+        break;
+      if (options.cancel && *options.cancel) {
+        stop = true;
+        break;
+      }
+      unsigned rank = ranks[index];
+      llvm::SmallString<256> path(directory);
+      llvm::sys::path::append(path, getTraceFileName(options, rank));
+      llvm::Error err = llvm::Error::success();
+      if (options.format == TraceFormat::Chakra)
+        err = stamper.write(rank, path, options.writer);
+      else
+        err = writeReadableRank(programs, groups, rank, path, options.format);
+      if (err) {
+        std::lock_guard<std::mutex> lock(errorMutex);
+        std::string message = llvm::toString(std::move(err));
+        if (!firstError || rank < firstError->first)
+          firstError = {rank, message};
+        stop = true;
+      }
+      ++done;
+    }
+  };
+
+  // With progress to report, the calling thread reports while `jobs`
+  // others write; otherwise it is one of the writers.
+  bool reporting = options.progress && jobs > 1;
+  std::vector<std::thread> threads;
+  for (unsigned i = reporting ? 0 : 1; i < jobs; ++i)
+    threads.emplace_back(work);
+  if (reporting) {
+    while (done < ranks.size() && !stop) {
+      options.progress(done, ranks.size());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  } else {
+    work();
+  }
+  for (std::thread &thread : threads)
+    thread.join();
+  if (options.progress)
+    options.progress(done, ranks.size());
+  if (firstError)
+    return llvm::createStringError(std::errc::io_error, "%s",
+                                   firstError->second.c_str());
+  if (options.cancel && *options.cancel)
+    return llvm::createStringError(std::errc::interrupted, "interrupted");
+  return llvm::Error::success();
+}

@@ -1,0 +1,183 @@
+//===- StagecOptions.cpp - stagec's command line --------------------------===//
+
+#include "StagecOptions.h"
+
+#include "stg/Emit/Instantiate.h"
+
+#include "CLI/CLI.hpp"
+#include "llvm/ADT/StringRef.h"
+
+using namespace stg;
+
+static const char *const Examples = R"(Examples:
+  stagec templates/llama70b.stg --dp 8 --tp 4 -o out/
+      32 ranks of Llama-3-70B training, one Chakra trace per rank in out/
+  stagec templates/llama70b.stg --dp 16 --tp 8 --pp 8 --microbatches 8 -o out/
+      1024 ranks, 8 pipeline stages with the 1F1B schedule
+  stagec model.stg --tp 2 --set B=4 --set S=2048 --report
+      print the per-rank FLOPs, communication and memory, write nothing
+  stagec model.stg --tp 2 --format json --ranks 0-1 -o readable/
+      the first two ranks as JSON, to read
+
+Then run ASTRA-sim with --workload-configuration=out/PREFIX and
+--comm-group-configuration=out/PREFIX.json, and check a trace set with
+`stage-et verify out/`.)";
+
+/// Parses `0-7,12` into ranks.
+static bool parseRanks(const std::string &text, std::vector<unsigned> &ranks) {
+  llvm::SmallVector<llvm::StringRef, 8> parts;
+  llvm::StringRef(text).split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    auto [first, last] = part.trim().split('-');
+    unsigned low, high;
+    if (first.getAsInteger(10, low))
+      return false;
+    high = low;
+    if (!last.empty() && last.getAsInteger(10, high))
+      return false;
+    if (high < low || high - low > (1u << 24))
+      return false;
+    for (unsigned rank = low; rank <= high; ++rank)
+      ranks.push_back(rank);
+  }
+  llvm::sort(ranks);
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return true;
+}
+
+std::optional<int> stg::parseStagecOptions(int argc, char **argv,
+                                           StagecOptions &options) {
+  CLI::App app{"stagec: compile an STG model into per-rank Chakra execution "
+               "traces"};
+  app.footer(Examples);
+  std::vector<std::string> sets;
+  std::string ranks;
+  unsigned dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
+
+  const char *model = "Model";
+  app.add_option("file", options.input, "the .stg model to compile")
+      ->required()
+      ->group(model);
+  app.add_option("-I", options.includeDirs,
+                 "add a directory to the import search path")
+      ->group(model);
+  app.add_option("--set", sets,
+                 "set a dim, option or axis degree: NAME=VALUE (repeatable)")
+      ->group(model);
+
+  const char *plan = "Parallel plan";
+  app.add_option("--dp", dp, "data-parallel degree")->group(plan);
+  app.add_option("--tp", tp, "tensor-parallel degree (with sequence "
+                             "parallelism when the model enables it)")
+      ->group(plan);
+  app.add_option("--pp", pp, "pipeline-parallel stages")->group(plan);
+  app.add_option("--cp", cp, "context-parallel degree")->group(plan);
+  app.add_option("--ep", ep, "expert-parallel degree")->group(plan);
+  app.add_flag("--fsdp", options.fsdp,
+               "shard weights, gradients and optimizer state over dp "
+               "(sets the model's option weight_sharded)")
+      ->group(plan);
+  app.add_option("--rank-order", options.rankOrder,
+                 "mesh axes, fastest-varying first")
+      ->default_val(DefaultRankOrder)
+      ->group(plan);
+
+  const char *step = "Training step";
+  app.add_option("--mode", options.mode, "train (default) or prefill")
+      ->check(CLI::IsMember({"train", "prefill"}))
+      ->group(step);
+  app.add_option("--microbatches", options.microbatches,
+                 "micro-batches per step (default: the pipeline stages)")
+      ->check(CLI::PositiveNumber)
+      ->group(step);
+  app.add_option("--schedule", options.schedule, "pipeline schedule")
+      ->check(CLI::IsMember({"1f1b", "gpipe"}))
+      ->group(step);
+  app.add_option("--recompute", options.recompute,
+                 "activation recomputation: none, full or selective "
+                 "(attention core only)")
+      ->check(CLI::IsMember({"none", "full", "selective"}))
+      ->group(step);
+  app.add_option("--dtype", options.dtype,
+                 "element type of activations and weights (bf16, fp16, fp32, "
+                 "fp8)")
+      ->group(step);
+
+  const char *output = "Output";
+  app.add_option("-o,--output", options.outputDir,
+                 "directory to write (replaced atomically when complete)")
+      ->group(output);
+  app.add_option("--prefix", options.prefix,
+                 "file prefix P of P.{rank}.et (default: the model's name)")
+      ->group(output);
+  app.add_option("--format", options.format, "chakra, json or dot")
+      ->check(CLI::IsMember({"chakra", "json", "dot"}))
+      ->group(output);
+  app.add_flag("--gzip", options.gzip, "write P.{rank}.et.gz")->group(output);
+  app.add_option("--ranks", ranks, "write only these ranks, e.g. 0-7,12")
+      ->group(output);
+  app.add_option("-j,--jobs", options.jobs,
+                 "threads writing traces (default: one per core)")
+      ->group(output);
+  app.add_flag("--report", options.report,
+               "print FLOPs, communication and memory per rank class")
+      ->group(output);
+  app.add_flag("-q,--quiet", options.quiet, "no progress or summary on stderr")
+      ->group(output);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  if (options.outputDir.empty() && !options.report) {
+    std::fprintf(stderr, "stagec: error: give -o DIR to write traces, or "
+                         "--report to print a summary\n");
+    return 1;
+  }
+  if (!ranks.empty() && !parseRanks(ranks, options.ranks)) {
+    std::fprintf(stderr, "stagec: error: --ranks expects a list like 0-7,12, "
+                         "found '%s'\n", ranks.c_str());
+    return 1;
+  }
+  for (const std::string &set : sets) {
+    size_t equals = set.find('=');
+    if (equals == 0 || equals == std::string::npos || equals + 1 == set.size()) {
+      std::fprintf(stderr, "stagec: error: --set expects NAME=VALUE, found "
+                           "'%s'\n", set.c_str());
+      return 1;
+    }
+    options.overrides.push_back({set.substr(0, equals), set.substr(equals + 1)});
+  }
+  if (options.fsdp)
+    options.overrides.push_back({"weight_sharded", "true"});
+  if (!options.dtype.empty())
+    options.overrides.push_back({"dtype", options.dtype});
+  for (auto [name, degree] : {std::pair{"tp", tp}, {"cp", cp}, {"ep", ep},
+                              {"dp", dp}, {"pp", pp}}) {
+    if (degree == 0) {
+      std::fprintf(stderr, "stagec: error: --%s must be at least 1\n", name);
+      return 1;
+    }
+    if (degree > 1)
+      options.degrees.push_back({name, degree});
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::string>>
+StagecOptions::describe() const {
+  std::vector<std::pair<std::string, std::string>> given;
+  for (const auto &[name, degree] : degrees)
+    given.push_back({name, std::to_string(degree)});
+  for (const auto &[name, value] : overrides)
+    given.push_back({"set " + name, value});
+  given.push_back({"mode", mode});
+  given.push_back({"microbatches",
+                   microbatches ? std::to_string(microbatches) : "stages"});
+  given.push_back({"schedule", schedule});
+  given.push_back({"recompute", recompute});
+  given.push_back({"rank_order", rankOrder});
+  given.push_back({"format", format});
+  return given;
+}

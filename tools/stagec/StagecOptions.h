@@ -1,0 +1,55 @@
+//===- StagecOptions.h - stagec's command line -------------------*- C++ -*-===//
+//
+// The flags of `stagec`, parsed with CLI11 into one struct, grouped in
+// `--help` as a user looks for them: the model, the parallel plan, the
+// training step, the output.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_TOOLS_STAGEC_STAGECOPTIONS_H
+#define STG_TOOLS_STAGEC_STAGECOPTIONS_H
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace stg {
+
+struct StagecOptions {
+  std::string input;
+  std::vector<std::string> includeDirs;
+  std::vector<std::pair<std::string, std::string>> overrides;
+
+  /// Mesh degrees by axis name, in the order the flags list them.
+  std::vector<std::pair<std::string, unsigned>> degrees;
+  bool fsdp = false;
+  std::string rankOrder;
+
+  std::string mode = "train";
+  unsigned microbatches = 0; ///< 0: as many as pipeline stages.
+  std::string schedule = "1f1b";
+  std::string recompute = "none";
+  std::string dtype;
+
+  std::string outputDir;
+  std::string prefix;
+  std::string format = "chakra";
+  bool gzip = false;
+  std::vector<unsigned> ranks;
+  unsigned jobs = 0;
+  bool report = false;
+  bool quiet = false;
+
+  /// The options as given, for the manifest: (`--tp`, `4`), ...
+  std::vector<std::pair<std::string, std::string>> describe() const;
+};
+
+/// Parses the command line into `options`. Returns an exit status when the
+/// program should stop now (`--help`, a bad flag).
+std::optional<int> parseStagecOptions(int argc, char **argv,
+                                      StagecOptions &options);
+
+} // namespace stg
+
+#endif // STG_TOOLS_STAGEC_STAGECOPTIONS_H
