@@ -16,6 +16,8 @@ config.test_exec_root = os.path.join(config.stg_obj_root, 'test', 'lit')
 
 config.substitutions.append(('%stage-opt', config.stage_opt))
 config.substitutions.append(('%stagec', config.stagec))
+# Before %stage-et, which would otherwise replace its beginning.
+config.substitutions.append(('%stage-et-fixture', config.stage_et_fixture))
 config.substitutions.append(('%stage-et', config.stage_et))
 config.substitutions.append(('%templates', config.stg_templates_dir))
 config.substitutions.append(('FileCheck', config.filecheck))
