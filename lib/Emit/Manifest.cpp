@@ -185,6 +185,12 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
     os << "\nstage " << summary.stage << ": " << summary.numRanks
        << " ranks, layers " << summary.firstLayer << ".."
        << summary.firstLayer + summary.numLayers << "\n";
+    if (programs.stages.size() > 1 || programs.numMicrobatches > 1) {
+      os << "  schedule:";
+      for (const ScheduleStep &step : programs.stages[summary.stage].schedule)
+        os << ' ' << (step.backward ? 'B' : 'F') << step.microbatch;
+      os << "\n";
+    }
     os << "  nodes:";
     for (const auto &[type, count] : summary.nodesByType)
       os << "  " << type << " " << count;

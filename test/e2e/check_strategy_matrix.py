@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+#===- check_strategy_matrix.py - stagec over many parallel plans ----------===#
+#
+# Usage: check_strategy_matrix.py STAGEC STAGE_ET TEMPLATES WORKDIR
+#
+# Compiles small models under a matrix of parallel plans (dp, tp with and
+# without sequence parallelism, pp with both schedules, cp, FSDP, recompute,
+# prefill, gzip, mixed) and checks every trace set twice over: with
+# `stage-et verify` and with check_trace_set.py, the independent Python
+# decoder. Also checks that a second run writes byte-identical files.
+#
+#===----------------------------------------------------------------------===#
+
+import filecmp
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKER = os.path.join(HERE, "..", "chakra", "check_trace_set.py")
+
+SMALL_LLAMA = ["--set", "L=4", "--set", "S=256", "--set", "D=512",
+               "--set", "F=1024", "--set", "NH=8", "--set", "KVH=4",
+               "--set", "V=1024"]
+
+MATRIX = [
+    ("dp", ["--dp", "4"]),
+    ("tp-sp", ["--tp", "4"]),
+    ("tp-nosp", ["--tp", "2", "--set", "sequence_parallel=false"]),
+    ("pp-1f1b", ["--pp", "4", "--microbatches", "6"]),
+    ("pp-gpipe", ["--pp", "2", "--microbatches", "3", "--schedule", "gpipe"]),
+    ("pp-uneven", ["--pp", "3", "--tp", "2"]),
+    ("cp", ["--cp", "2", "--dp", "2"]),
+    ("fsdp", ["--dp", "4", "--fsdp"]),
+    ("recompute", ["--tp", "2", "--pp", "2", "--recompute", "full"]),
+    ("selective", ["--tp", "2", "--recompute", "selective"]),
+    ("prefill", ["--tp", "2", "--pp", "2", "--mode", "prefill"]),
+    ("gzip", ["--dp", "2", "--tp", "2", "--gzip"]),
+    ("mixed", ["--dp", "2", "--tp", "2", "--pp", "2", "--cp", "2",
+               "--microbatches", "4"]),
+    ("rank-order", ["--dp", "2", "--tp", "2", "--pp", "2",
+                    "--rank-order", "dp,tp,cp,ep,pp"]),
+]
+
+
+def run(command):
+    result = subprocess.run(command, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    return result.returncode, result.stdout
+
+
+def main():
+    stagec, stage_et, templates, workdir = sys.argv[1:5]
+    model = os.path.join(templates, "llama.stg")
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    failures = 0
+    for name, flags in MATRIX:
+        out = os.path.join(workdir, name)
+        command = [stagec, model, "-q", "-o", out] + SMALL_LLAMA + flags
+        status, output = run(command)
+        checks = [(status, output, "stagec")]
+        if status == 0:
+            checks.append(run([stage_et, "verify", out]) + ("stage-et verify",))
+            checks.append(run([sys.executable, CHECKER, out]) +
+                          ("check_trace_set.py",))
+            again = out + ".again"
+            status2, output2 = run([stagec, model, "-q", "-o", again] +
+                                   SMALL_LLAMA + flags)
+            compare = filecmp.dircmp(out, again)
+            same = status2 == 0 and not compare.diff_files and \
+                not compare.left_only and not compare.right_only
+            checks.append((0 if same else 1,
+                           output2 + "differs: %s" % compare.diff_files,
+                           "determinism"))
+            shutil.rmtree(again, ignore_errors=True)
+        for status, output, what in checks:
+            if status != 0:
+                failures += 1
+                print("FAIL %s: %s\n  %s\n%s" % (name, what, " ".join(command),
+                                                 output))
+        if all(check[0] == 0 for check in checks):
+            print("ok   %s" % name)
+    if failures:
+        print("%d check(s) failed" % failures)
+    else:
+        print("all %d plans verified" % len(MATRIX))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
