@@ -13,6 +13,8 @@
 
 #include "stg/Passes/Passes.h"
 
+#include <set>
+
 using namespace stg;
 
 #define DEBUG_TYPE "check-divisibility"
@@ -29,6 +31,7 @@ private:
 
   Module *module = nullptr;
   DiagnosticEngine *diags = nullptr;
+  std::set<std::string> reported;
 };
 
 } // namespace
@@ -54,6 +57,10 @@ void CheckDivisibilityPass::checkValue(const Value &value, SourceLoc loc) {
       continue;
     if (*size > 0 && *size < degree && degree % *size == 0)
       continue; // Replicated: each rank holds one (GQA's KV heads).
+    // One report per extent and axes: the first value that has it, usually
+    // the declaration, not every value derived from it.
+    if (!reported.insert(printer.str(type.getDim(d)) + "/" + axes).second)
+      continue;
     diags->error(loc, "dimension " + llvm::Twine(d) + " of '%" +
                           value.getName() + "' is " +
                           printer.str(type.getDim(d)) + " = " +
@@ -67,6 +74,7 @@ void CheckDivisibilityPass::checkValue(const Value &value, SourceLoc loc) {
 LogicalResult CheckDivisibilityPass::run(Module &m, DiagnosticEngine &d) {
   module = &m;
   diags = &d;
+  reported.clear();
   unsigned errorsBefore = d.getNumErrors();
   ExprPrinter printer = m.getPrinter();
   for (const auto &dim : m.getDims()) {
