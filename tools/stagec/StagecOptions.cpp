@@ -55,10 +55,10 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   unsigned dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
 
   const char *model = "Model";
-  app.add_option("file", options.input, "the .stg model to compile")
+  app.add_option("file", options.compile.input, "the .stg model to compile")
       ->required()
       ->group(model);
-  app.add_option("-I", options.includeDirs,
+  app.add_option("-I", options.compile.includeDirs,
                  "add a directory to the import search path")
       ->group(model);
   app.add_option("--set", sets,
@@ -77,23 +77,23 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                "shard weights, gradients and optimizer state over dp "
                "(sets the model's option weight_sharded)")
       ->group(plan);
-  app.add_option("--rank-order", options.rankOrder,
+  app.add_option("--rank-order", options.compile.rankOrder,
                  "mesh axes, fastest-varying first")
       ->default_val(DefaultRankOrder)
       ->group(plan);
 
   const char *step = "Training step";
-  app.add_option("--mode", options.mode, "train (default) or prefill")
+  app.add_option("--mode", options.compile.mode, "train (default) or prefill")
       ->check(CLI::IsMember({"train", "prefill"}))
       ->group(step);
-  app.add_option("--microbatches", options.microbatches,
+  app.add_option("--microbatches", options.compile.microbatches,
                  "micro-batches per step (default: the pipeline stages)")
       ->check(CLI::PositiveNumber)
       ->group(step);
   app.add_option("--schedule", options.schedule, "pipeline schedule")
       ->check(CLI::IsMember({"1f1b", "gpipe"}))
       ->group(step);
-  app.add_option("--recompute", options.recompute,
+  app.add_option("--recompute", options.compile.recompute,
                  "activation recomputation: none, full or selective "
                  "(attention core only)")
       ->check(CLI::IsMember({"none", "full", "selective"}))
@@ -147,12 +147,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                            "'%s'\n", set.c_str());
       return 1;
     }
-    options.overrides.push_back({set.substr(0, equals), set.substr(equals + 1)});
+    options.compile.overrides.push_back({set.substr(0, equals), set.substr(equals + 1)});
   }
   if (options.fsdp)
-    options.overrides.push_back({"weight_sharded", "true"});
+    options.compile.overrides.push_back({"weight_sharded", "true"});
   if (!options.dtype.empty())
-    options.overrides.push_back({"dtype", options.dtype});
+    options.compile.overrides.push_back({"dtype", options.dtype});
   for (auto [name, degree] : {std::pair{"tp", tp}, {"cp", cp}, {"ep", ep},
                               {"dp", dp}, {"pp", pp}}) {
     if (degree == 0) {
@@ -160,24 +160,26 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       return 1;
     }
     if (degree > 1)
-      options.degrees.push_back({name, degree});
+      options.compile.degrees.push_back({name, degree});
   }
+  options.compile.schedule = *parsePipelineSchedule(options.schedule);
   return std::nullopt;
 }
 
 std::vector<std::pair<std::string, std::string>>
 StagecOptions::describe() const {
   std::vector<std::pair<std::string, std::string>> given;
-  for (const auto &[name, degree] : degrees)
+  for (const auto &[name, degree] : compile.degrees)
     given.push_back({name, std::to_string(degree)});
-  for (const auto &[name, value] : overrides)
+  for (const auto &[name, value] : compile.overrides)
     given.push_back({"set " + name, value});
-  given.push_back({"mode", mode});
-  given.push_back({"microbatches",
-                   microbatches ? std::to_string(microbatches) : "stages"});
+  given.push_back({"mode", compile.mode});
+  given.push_back({"microbatches", compile.microbatches
+                                       ? std::to_string(compile.microbatches)
+                                       : "stages"});
   given.push_back({"schedule", schedule});
-  given.push_back({"recompute", recompute});
-  given.push_back({"rank_order", rankOrder});
+  given.push_back({"recompute", compile.recompute});
+  given.push_back({"rank_order", compile.rankOrder});
   given.push_back({"format", format});
   return given;
 }

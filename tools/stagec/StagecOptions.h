@@ -9,6 +9,8 @@
 #ifndef STG_TOOLS_STAGEC_STAGECOPTIONS_H
 #define STG_TOOLS_STAGEC_STAGECOPTIONS_H
 
+#include "stg/Driver/Compile.h"
+
 #include <optional>
 #include <string>
 #include <utility>
@@ -17,19 +19,9 @@
 namespace stg {
 
 struct StagecOptions {
-  std::string input;
-  std::vector<std::string> includeDirs;
-  std::vector<std::pair<std::string, std::string>> overrides;
-
-  /// Mesh degrees by axis name, in the order the flags list them.
-  std::vector<std::pair<std::string, unsigned>> degrees;
+  CompileOptions compile;
   bool fsdp = false;
-  std::string rankOrder;
-
-  std::string mode = "train";
-  unsigned microbatches = 0; ///< 0: as many as pipeline stages.
   std::string schedule = "1f1b";
-  std::string recompute = "none";
   std::string dtype;
 
   std::string outputDir;

@@ -9,12 +9,10 @@
 
 #include "StagecOptions.h"
 
-#include "stg/Emit/Instantiate.h"
+#include "stg/Driver/Compile.h"
 #include "stg/Emit/Manifest.h"
 #include "stg/Emit/OutputDirectory.h"
 #include "stg/Emit/TraceEmitter.h"
-#include "stg/Parse/Parser.h"
-#include "stg/Passes/Pass.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
@@ -27,39 +25,6 @@
 using namespace stg;
 
 static std::atomic<bool> interrupted{false};
-
-/// Sets the mesh degrees the flags give on the module's axes, so that the
-/// passes see them. The pipeline axis need not be declared: no tensor is
-/// partitioned over it.
-static LogicalResult applyMesh(Module &module, const StagecOptions &options,
-                               DiagnosticEngine &diags) {
-  for (const auto &[name, degree] : options.degrees) {
-    Axis *axis = module.lookupAxis(name);
-    if (!axis) {
-      if (degree > 1 && name != "pp")
-        diags.error({}, "--" + name + " " + llvm::Twine(degree) +
-                            ": the model declares no axis '" + name + "'");
-      continue;
-    }
-    if (axis->alias) {
-      diags.error({}, "--" + name + ": axis '" + name + "' is an alias of '" +
-                          axis->alias->name + "'");
-      continue;
-    }
-    axis->size = degree;
-  }
-  return failure(diags.hasErrors());
-}
-
-static std::string getPipeline(const StagecOptions &options) {
-  if (options.mode != "train")
-    return "shape-infer,distribute,match-collectives,check-divisibility";
-  std::string pipeline = "shape-infer,autodiff,";
-  if (options.recompute != "none")
-    pipeline += "recompute-" + options.recompute + ",";
-  return pipeline +
-         "distribute,match-collectives,optimizer,check-divisibility";
-}
 
 static void printProgress(unsigned done, unsigned total,
                           std::chrono::steady_clock::time_point start) {
@@ -86,62 +51,31 @@ int main(int argc, char **argv) {
 
   DiagnosticEngine diags(llvm::errs());
   diags.setProgramName("stagec");
-  ParseOptions parseOptions;
-  parseOptions.includeDirs = options.includeDirs;
-  parseOptions.templateDirs = getDefaultTemplateDirs();
-  parseOptions.overrides = options.overrides;
-  std::unique_ptr<Module> module =
-      parseFile(options.input, parseOptions, diags);
-  if (!module)
+  std::optional<CompiledModel> compiled = compileModel(options.compile, diags);
+  if (!compiled)
     return 1;
-  if (!module->getModel()) {
-    diags.error({}, options.input + " declares no model");
-    return 1;
-  }
-  if (failed(applyMesh(*module, options, diags)))
-    return 1;
-
-  PassManager passes;
-  if (failed(passes.addPipeline(getPipeline(options), diags)) ||
-      failed(passes.run(*module, diags)))
-    return 1;
-
-  llvm::StringMap<unsigned> degrees;
-  for (const auto &[name, degree] : options.degrees)
-    degrees[name] = degree;
-  std::optional<Mesh> mesh =
-      buildMesh(*module, options.rankOrder, degrees, diags);
-  if (!mesh)
-    return 1;
-  InstantiateOptions instantiateOptions;
-  int pipelineAxis = mesh->findAxis(instantiateOptions.pipelineAxis);
-  unsigned numStages = pipelineAxis < 0 ? 1 : mesh->getDegree(pipelineAxis);
-  instantiateOptions.numMicrobatches =
-      options.microbatches ? options.microbatches : numStages;
-  instantiateOptions.schedule = *parsePipelineSchedule(options.schedule);
-  std::optional<ProgramSet> programs =
-      instantiate(*module, *mesh, instantiateOptions, diags);
-  if (!programs)
-    return 1;
+  const Module &module = *compiled->module;
+  const ProgramSet &programs = compiled->programs;
+  const Mesh &mesh = programs.mesh;
   for (unsigned rank : options.ranks)
-    if (rank >= mesh->getNumRanks()) {
+    if (rank >= mesh.getNumRanks()) {
       diags.error({}, "--ranks: rank " + llvm::Twine(rank) +
                           " is not in the mesh of " +
-                          llvm::Twine(mesh->getNumRanks()) + " ranks (" +
-                          mesh->describe() + ")");
+                          llvm::Twine(mesh.getNumRanks()) + " ranks (" +
+                          mesh.describe() + ")");
       return 1;
     }
 
-  std::vector<StageSummary> summaries = summarize(*programs);
+  std::vector<StageSummary> summaries = summarize(programs);
   if (options.report)
-    printReport(llvm::outs(), *module, *programs, summaries);
+    printReport(llvm::outs(), module, programs, summaries);
   if (options.outputDir.empty())
     return 0;
 
-  CommGroups groups(*mesh, programs->getUsedMasks());
+  CommGroups groups(mesh, programs.getUsedMasks());
   EmitOptions emitOptions;
   emitOptions.prefix =
-      options.prefix.empty() ? module->getModel()->getName().str()
+      options.prefix.empty() ? module.getModel()->getName().str()
                              : options.prefix;
   emitOptions.format = *parseTraceFormat(options.format);
   emitOptions.gzip = options.gzip;
@@ -166,18 +100,18 @@ int main(int argc, char **argv) {
     return interrupted ? 130 : 1;
   };
   if (llvm::Error err =
-          emitTraces(*programs, groups, (*output)->getPath(), emitOptions))
+          emitTraces(programs, groups, (*output)->getPath(), emitOptions))
     return fail(std::move(err));
 
   ManifestInputs inputs;
-  inputs.input = options.input;
+  inputs.input = options.compile.input;
   inputs.prefix = emitOptions.prefix;
   inputs.toolVersion = getToolVersion().str();
   inputs.options = options.describe();
   inputs.commGroupsFile = emitOptions.prefix + ".json";
   std::vector<unsigned> ranks = options.ranks;
   if (ranks.empty())
-    for (unsigned rank = 0; rank < mesh->getNumRanks(); ++rank)
+    for (unsigned rank = 0; rank < mesh.getNumRanks(); ++rank)
       ranks.push_back(rank);
   for (unsigned rank : ranks)
     inputs.files.push_back(getTraceFileName(emitOptions, rank));
@@ -190,7 +124,7 @@ int main(int argc, char **argv) {
           [&](llvm::raw_ostream &os) {
             os << llvm::formatv(
                       "{0:2}",
-                      buildManifest(*module, *programs, summaries, inputs))
+                      buildManifest(module, programs, summaries, inputs))
                << "\n";
           }))
     return fail(std::move(err));
@@ -203,6 +137,6 @@ int main(int argc, char **argv) {
                  << (emitOptions.format == TraceFormat::Chakra ? "traces"
                                                                : "files")
                  << " to " << (*output)->getTarget() << " ("
-                 << mesh->describe() << ")\n";
+                 << mesh.describe() << ")\n";
   return 0;
 }

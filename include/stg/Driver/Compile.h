@@ -1,0 +1,57 @@
+//===- Compile.h - From a .stg file to per-stage programs -------*- C++ -*-===//
+//
+// The whole front half of stagec as one call, for the driver, the benchmark
+// and any program embedding the compiler: parse the model with its
+// overrides, set the mesh degrees on its axes, run the pass pipeline of the
+// mode (training: autodiff, recompute, distribution, collectives, optimizer;
+// prefill: the forward pass), check the numbers fit the mesh and instantiate
+// one program per pipeline stage.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_DRIVER_COMPILE_H
+#define STG_DRIVER_COMPILE_H
+
+#include "stg/Emit/Instantiate.h"
+#include "stg/IR/Module.h"
+#include "stg/Support/Diagnostics.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace stg {
+
+struct CompileOptions {
+  std::string input;
+  std::vector<std::string> includeDirs;
+  /// `--set NAME=VALUE`, applied after the files' own `set`s.
+  std::vector<std::pair<std::string, std::string>> overrides;
+  /// Mesh degrees by axis name (`tp` -> 8). The pipeline axis need not be
+  /// declared by the model.
+  std::vector<std::pair<std::string, unsigned>> degrees;
+  std::string rankOrder = DefaultRankOrder;
+  std::string mode = "train";    ///< `train` or `prefill`.
+  std::string recompute = "none"; ///< `none`, `full` or `selective`.
+  unsigned microbatches = 0;      ///< 0: one per pipeline stage.
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+};
+
+/// The pass pipeline of a mode, as a `--passes` string.
+std::string getPassPipeline(llvm::StringRef mode, llvm::StringRef recompute);
+
+struct CompiledModel {
+  std::unique_ptr<Module> module;
+  ProgramSet programs;
+};
+
+/// Runs everything up to and including instantiation. Problems are
+/// reported through `diags`; the result is then empty.
+std::optional<CompiledModel> compileModel(const CompileOptions &options,
+                                          DiagnosticEngine &diags);
+
+} // namespace stg
+
+#endif // STG_DRIVER_COMPILE_H

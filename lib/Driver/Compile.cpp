@@ -1,0 +1,84 @@
+//===- Compile.cpp - From a .stg file to per-stage programs ---------------===//
+
+#include "stg/Driver/Compile.h"
+
+#include "stg/Parse/Parser.h"
+#include "stg/Passes/Pass.h"
+
+using namespace stg;
+
+std::string stg::getPassPipeline(llvm::StringRef mode,
+                                 llvm::StringRef recompute) {
+  if (mode != "train")
+    return "shape-infer,distribute,match-collectives,check-divisibility";
+  std::string pipeline = "shape-infer,autodiff,";
+  if (recompute != "none")
+    pipeline += ("recompute-" + recompute + ",").str();
+  return pipeline + "distribute,match-collectives,optimizer,check-divisibility";
+}
+
+/// Sets the degrees on the module's axes, so that the passes see them.
+static LogicalResult applyMesh(Module &module, const CompileOptions &options,
+                               DiagnosticEngine &diags) {
+  InstantiateOptions defaults;
+  for (const auto &[name, degree] : options.degrees) {
+    Axis *axis = module.lookupAxis(name);
+    if (!axis) {
+      // No tensor is partitioned over the pipeline axis: the model need
+      // not declare it.
+      if (degree > 1 && name != defaults.pipelineAxis)
+        diags.error({}, "--" + name + " " + llvm::Twine(degree) +
+                            ": the model declares no axis '" + name + "'");
+      continue;
+    }
+    if (axis->alias) {
+      diags.error({}, "--" + name + ": axis '" + name + "' is an alias of '" +
+                          axis->alias->name + "'");
+      continue;
+    }
+    axis->size = degree;
+  }
+  return failure(diags.hasErrors());
+}
+
+std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
+                                               DiagnosticEngine &diags) {
+  ParseOptions parseOptions;
+  parseOptions.includeDirs = options.includeDirs;
+  parseOptions.templateDirs = getDefaultTemplateDirs();
+  parseOptions.overrides = options.overrides;
+  std::unique_ptr<Module> module =
+      parseFile(options.input, parseOptions, diags);
+  if (!module)
+    return std::nullopt;
+  if (!module->getModel()) {
+    diags.error({}, options.input + " declares no model");
+    return std::nullopt;
+  }
+  if (failed(applyMesh(*module, options, diags)))
+    return std::nullopt;
+  PassManager passes;
+  if (failed(passes.addPipeline(
+          getPassPipeline(options.mode, options.recompute), diags)) ||
+      failed(passes.run(*module, diags)))
+    return std::nullopt;
+
+  llvm::StringMap<unsigned> degrees;
+  for (const auto &[name, degree] : options.degrees)
+    degrees[name] = degree;
+  std::optional<Mesh> mesh =
+      buildMesh(*module, options.rankOrder, degrees, diags);
+  if (!mesh)
+    return std::nullopt;
+  InstantiateOptions instantiateOptions;
+  int pipelineAxis = mesh->findAxis(instantiateOptions.pipelineAxis);
+  unsigned numStages = pipelineAxis < 0 ? 1 : mesh->getDegree(pipelineAxis);
+  instantiateOptions.numMicrobatches =
+      options.microbatches ? options.microbatches : numStages;
+  instantiateOptions.schedule = options.schedule;
+  std::optional<ProgramSet> programs =
+      instantiate(*module, *mesh, instantiateOptions, diags);
+  if (!programs)
+    return std::nullopt;
+  return CompiledModel{std::move(module), std::move(*programs)};
+}
