@@ -35,6 +35,9 @@ if(NOT TARGET protobuf::protoc)
 endif()
 find_package(ZLIB REQUIRED)
 
+# Device files and perturbation specs (YAML).
+find_package(yaml-cpp REQUIRED CONFIG)
+
 find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 
 find_program(LIT_PY lit.py HINTS /usr/lib/llvm-14/build/utils/lit REQUIRED)

@@ -103,6 +103,16 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "fp8)")
       ->group(step);
 
+  const char *timing = "Kernel durations";
+  app.add_option("--device", options.device,
+                 "fill duration_micros by a roofline: A100, H100, H200, B200, "
+                 "MI300X or a device .yaml file")
+      ->group(timing);
+  app.add_option("--measured", options.measured,
+                 "CSV of measured kernels (op_type,num_ops,tensor_size,micros) "
+                 "that override the roofline")
+      ->group(timing);
+
   const char *output = "Output";
   app.add_option("-o,--output", options.outputDir,
                  "directory to write (replaced atomically when complete)")
@@ -162,6 +172,11 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     if (degree > 1)
       options.compile.degrees.push_back({name, degree});
   }
+  if (!options.measured.empty() && options.device.empty()) {
+    std::fprintf(stderr, "stagec: error: --measured needs --device for the "
+                         "kernels the table does not have\n");
+    return 1;
+  }
   options.compile.schedule = *parsePipelineSchedule(options.schedule);
   return std::nullopt;
 }
@@ -181,5 +196,9 @@ StagecOptions::describe() const {
   given.push_back({"recompute", compile.recompute});
   given.push_back({"rank_order", compile.rankOrder});
   given.push_back({"format", format});
+  if (!device.empty())
+    given.push_back({"device", device});
+  if (!measured.empty())
+    given.push_back({"measured", measured});
   return given;
 }

@@ -23,6 +23,8 @@ struct StagecOptions {
   bool fsdp = false;
   std::string schedule = "1f1b";
   std::string dtype;
+  std::string device;   ///< Built-in name or YAML file; empty: no durations.
+  std::string measured; ///< CSV of measured kernel durations.
 
   std::string outputDir;
   std::string prefix;

@@ -10,6 +10,8 @@
 #include "StagecOptions.h"
 
 #include "stg/Driver/Compile.h"
+#include "stg/Emit/DeviceModel.h"
+#include "stg/Support/LogicalResult.h"
 #include "stg/Emit/Manifest.h"
 #include "stg/Emit/OutputDirectory.h"
 #include "stg/Emit/TraceEmitter.h"
@@ -25,6 +27,30 @@
 using namespace stg;
 
 static std::atomic<bool> interrupted{false};
+
+static LogicalResult applyDevice(const StagecOptions &options,
+                                 ProgramSet &programs,
+                                 DiagnosticEngine &diags) {
+  if (options.device.empty())
+    return success();
+  llvm::Expected<DeviceSpec> device = loadDevice(options.device);
+  if (!device) {
+    diags.error({}, "--device: " + llvm::toString(device.takeError()));
+    return failure();
+  }
+  std::optional<MeasuredKernels> measured;
+  if (!options.measured.empty()) {
+    llvm::Expected<MeasuredKernels> table =
+        MeasuredKernels::load(options.measured);
+    if (!table) {
+      diags.error({}, "--measured: " + llvm::toString(table.takeError()));
+      return failure();
+    }
+    measured = std::move(*table);
+  }
+  applyDeviceModel(programs, *device, measured ? &*measured : nullptr);
+  return success();
+}
 
 static void printProgress(unsigned done, unsigned total,
                           std::chrono::steady_clock::time_point start) {
@@ -55,6 +81,8 @@ int main(int argc, char **argv) {
   if (!compiled)
     return 1;
   const Module &module = *compiled->module;
+  if (failed(applyDevice(options, compiled->programs, diags)))
+    return 1;
   const ProgramSet &programs = compiled->programs;
   const Mesh &mesh = programs.mesh;
   for (unsigned rank : options.ranks)
