@@ -86,13 +86,15 @@ static void writeDotNode(llvm::raw_ostream &os,
 
 llvm::Error stg::writeReadableRank(const ProgramSet &programs,
                                    const CommGroups &groups, unsigned rank,
-                                   llvm::StringRef path, TraceFormat format) {
+                                   llvm::StringRef path, TraceFormat format,
+                                   const StageProgram *own) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec)
     return llvm::createStringError(ec, "cannot write %s: %s",
                                    path.str().c_str(), ec.message().c_str());
-  const StageProgram &program = programs.stages[programs.getStageOfRank(rank)];
+  const StageProgram &program =
+      own ? *own : programs.stages[programs.getStageOfRank(rank)];
   ChakraProtoMsg::Node node;
   auto fill = [&](size_t id) {
     node.Clear();

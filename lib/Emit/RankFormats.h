@@ -25,10 +25,11 @@ void fillRankPart(const ProgramSet &programs, const CommGroups &groups,
                   ChakraProtoMsg::Node &out);
 
 /// Writes `rank`'s nodes to `path` as JSON (Chakra jsonizer style) or as a
-/// Graphviz digraph.
+/// Graphviz digraph; from `own` if given, else from its stage's program.
 llvm::Error writeReadableRank(const ProgramSet &programs,
                               const CommGroups &groups, unsigned rank,
-                              llvm::StringRef path, TraceFormat format);
+                              llvm::StringRef path, TraceFormat format,
+                              const StageProgram *own = nullptr);
 
 } // namespace stg
 

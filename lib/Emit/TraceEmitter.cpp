@@ -129,8 +129,11 @@ public:
                 const std::vector<StageTemplate> &templates)
       : programs(programs), groups(groups), templates(templates) {}
 
+  /// Writes `rank`'s file from its stage's program and template, or from
+  /// `own` (with a template made for it) if given.
   llvm::Error write(unsigned rank, llvm::StringRef path,
-                    const ChakraTraceWriterOptions &options);
+                    const ChakraTraceWriterOptions &options,
+                    const StageProgram *own = nullptr);
 
 private:
   llvm::StringRef getRankPart(const ProgramNode &node, unsigned rank);
@@ -159,14 +162,18 @@ llvm::StringRef ChakraStamper::getRankPart(const ProgramNode &node,
 }
 
 llvm::Error ChakraStamper::write(unsigned rank, llvm::StringRef path,
-                                 const ChakraTraceWriterOptions &options) {
+                                 const ChakraTraceWriterOptions &options,
+                                 const StageProgram *own) {
   rankParts.clear();
   auto writer = ChakraTraceWriter::create(path, options);
   if (!writer)
     return writer.takeError();
   unsigned stage = programs.getStageOfRank(rank);
-  const StageProgram &program = programs.stages[stage];
-  const StageTemplate &shared = templates[stage];
+  const StageProgram &program = own ? *own : programs.stages[stage];
+  std::optional<StageTemplate> ownTemplate;
+  if (own)
+    ownTemplate.emplace(*own);
+  const StageTemplate &shared = own ? *ownTemplate : templates[stage];
   for (size_t id = 0; id < program.nodes.size(); ++id) {
     llvm::StringRef common(shared.bytes.data() + shared.offsets[id],
                            shared.offsets[id + 1] - shared.offsets[id]);
@@ -216,11 +223,15 @@ llvm::Error stg::emitTraces(const ProgramSet &programs,
       unsigned rank = ranks[index];
       llvm::SmallString<256> path(directory);
       llvm::sys::path::append(path, getTraceFileName(options, rank));
+      std::optional<StageProgram> own;
+      if (options.rankProgram)
+        own = options.rankProgram(rank);
       llvm::Error err = llvm::Error::success();
       if (options.format == TraceFormat::Chakra)
-        err = stamper.write(rank, path, options.writer);
+        err = stamper.write(rank, path, options.writer, own ? &*own : nullptr);
       else
-        err = writeReadableRank(programs, groups, rank, path, options.format);
+        err = writeReadableRank(programs, groups, rank, path, options.format,
+                                own ? &*own : nullptr);
       if (err) {
         std::lock_guard<std::mutex> lock(errorMutex);
         std::string message = llvm::toString(std::move(err));

@@ -113,6 +113,18 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "that override the roofline")
       ->group(timing);
 
+  const char *whatIf = "Perturbed variants";
+  app.add_option("--perturb", options.perturb,
+                 "YAML spec of stragglers and slow links; writes variant-K/ "
+                 "directories beside the clean traces")
+      ->group(whatIf);
+  app.add_option("--seed", options.seed, "overrides the spec's seed")
+      ->group(whatIf);
+  app.add_option("--variants", options.variants,
+                 "number of perturbed variants (default 1)")
+      ->check(CLI::PositiveNumber)
+      ->group(whatIf);
+
   const char *output = "Output";
   app.add_option("-o,--output", options.outputDir,
                  "directory to write (replaced atomically when complete)")
@@ -172,6 +184,16 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     if (degree > 1)
       options.compile.degrees.push_back({name, degree});
   }
+  if (options.perturb.empty() &&
+      (options.seed || app.count("--variants"))) {
+    std::fprintf(stderr, "stagec: error: --seed and --variants need "
+                         "--perturb SPEC.yaml\n");
+    return 1;
+  }
+  if (!options.perturb.empty() && options.outputDir.empty()) {
+    std::fprintf(stderr, "stagec: error: --perturb needs -o DIR\n");
+    return 1;
+  }
   if (!options.measured.empty() && options.device.empty()) {
     std::fprintf(stderr, "stagec: error: --measured needs --device for the "
                          "kernels the table does not have\n");
@@ -200,5 +222,11 @@ StagecOptions::describe() const {
     given.push_back({"device", device});
   if (!measured.empty())
     given.push_back({"measured", measured});
+  if (!perturb.empty()) {
+    given.push_back({"perturb", perturb});
+    given.push_back({"variants", std::to_string(variants)});
+    if (seed)
+      given.push_back({"seed", std::to_string(*seed)});
+  }
   return given;
 }

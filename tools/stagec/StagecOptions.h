@@ -11,6 +11,7 @@
 
 #include "stg/Driver/Compile.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,6 +26,10 @@ struct StagecOptions {
   std::string dtype;
   std::string device;   ///< Built-in name or YAML file; empty: no durations.
   std::string measured; ///< CSV of measured kernel durations.
+
+  std::string perturb;           ///< Perturbation spec (YAML).
+  std::optional<uint64_t> seed;  ///< Overrides the spec's seed.
+  unsigned variants = 1;
 
   std::string outputDir;
   std::string prefix;

@@ -11,11 +11,13 @@
 
 #include "stg/Driver/Compile.h"
 #include "stg/Emit/DeviceModel.h"
+#include "stg/Emit/Perturbation.h"
 #include "stg/Support/LogicalResult.h"
 #include "stg/Emit/Manifest.h"
 #include "stg/Emit/OutputDirectory.h"
 #include "stg/Emit/TraceEmitter.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Signals.h"
@@ -50,6 +52,46 @@ static LogicalResult applyDevice(const StagecOptions &options,
   }
   applyDeviceModel(programs, *device, measured ? &*measured : nullptr);
   return success();
+}
+
+/// Writes one complete trace set into `directory`: the rank files, the
+/// comm-group file and the manifest.
+static llvm::Error writeTraceSet(llvm::StringRef directory,
+                                 const ProgramSet &programs,
+                                 const CommGroups &groups,
+                                 const EmitOptions &emitOptions,
+                                 const llvm::json::Value &manifest) {
+  if (llvm::Error err = emitTraces(programs, groups, directory, emitOptions))
+    return err;
+  if (llvm::Error err = writeTextFile(
+          directory, emitOptions.prefix + ".json",
+          [&](llvm::raw_ostream &os) { groups.writeJson(os); }))
+    return err;
+  return writeTextFile(directory, emitOptions.prefix + ".manifest.json",
+                       [&](llvm::raw_ostream &os) {
+                         os << llvm::formatv("{0:2}", manifest) << "\n";
+                       });
+}
+
+/// Reads --perturb's spec, checked against the run.
+static std::optional<PerturbationSpec>
+loadPerturbation(const StagecOptions &options, const ProgramSet &programs,
+                 DiagnosticEngine &diags) {
+  llvm::Expected<PerturbationSpec> spec = loadPerturbationSpec(
+      options.perturb, programs.mesh.getNumRanks(), programs.numLayers,
+      programs.numMicrobatches);
+  if (!spec) {
+    diags.error({}, "--perturb: " + llvm::toString(spec.takeError()));
+    return std::nullopt;
+  }
+  if (options.seed)
+    spec->seed = *options.seed;
+  if (spec->needsDevice() && options.device.empty()) {
+    diags.error({}, "--perturb: nic_slowdown rules need --device: a delay is "
+                    "a share of the message's time on the device's links");
+    return std::nullopt;
+  }
+  return std::move(*spec);
 }
 
 static void printProgress(unsigned done, unsigned total,
@@ -116,6 +158,16 @@ int main(int argc, char **argv) {
       printProgress(done, total, start);
     };
 
+  std::optional<PerturbationSpec> perturbation;
+  std::optional<DeviceSpec> device;
+  if (!options.perturb.empty()) {
+    perturbation = loadPerturbation(options, programs, diags);
+    if (!perturbation)
+      return 1;
+    if (!options.device.empty())
+      device = cantFail(loadDevice(options.device));
+  }
+
   auto output = OutputDirectory::create(options.outputDir);
   if (!output) {
     diags.error({}, llvm::toString(output.takeError()));
@@ -127,9 +179,6 @@ int main(int argc, char **argv) {
     (*output)->discard();
     return interrupted ? 130 : 1;
   };
-  if (llvm::Error err =
-          emitTraces(programs, groups, (*output)->getPath(), emitOptions))
-    return fail(std::move(err));
 
   ManifestInputs inputs;
   inputs.input = options.compile.input;
@@ -143,28 +192,58 @@ int main(int argc, char **argv) {
       ranks.push_back(rank);
   for (unsigned rank : ranks)
     inputs.files.push_back(getTraceFileName(emitOptions, rank));
-  if (llvm::Error err = writeTextFile(
-          (*output)->getPath(), inputs.commGroupsFile,
-          [&](llvm::raw_ostream &os) { groups.writeJson(os); }))
+  llvm::json::Value manifest =
+      buildManifest(module, programs, summaries, inputs);
+  if (llvm::Error err = writeTraceSet((*output)->getPath(), programs, groups,
+                                      emitOptions, manifest))
     return fail(std::move(err));
-  if (llvm::Error err = writeTextFile(
-          (*output)->getPath(), emitOptions.prefix + ".manifest.json",
-          [&](llvm::raw_ostream &os) {
-            os << llvm::formatv(
-                      "{0:2}",
-                      buildManifest(module, programs, summaries, inputs))
-               << "\n";
-          }))
-    return fail(std::move(err));
+
+  if (perturbation) {
+    // Variants share the scaled programs; each perturbed rank gets its own.
+    ProgramSet scaled = scalePrograms(programs, perturbation->scale);
+    for (unsigned variant = 0; variant < options.variants; ++variant) {
+      std::string directory =
+          ((*output)->getPath() + "/variant-" + llvm::Twine(variant)).str();
+      if (std::error_code ec = llvm::sys::fs::create_directory(directory))
+        return fail(llvm::createStringError(ec, "cannot create %s",
+                                            directory.c_str()));
+      Perturber perturber(*perturbation, scaled, variant,
+                          device ? &*device : nullptr);
+      std::vector<std::vector<PerturbationRecord>> records(
+          mesh.getNumRanks());
+      EmitOptions variantOptions = emitOptions;
+      variantOptions.rankProgram = [&](unsigned rank) {
+        return perturber.perturb(rank, records[rank]);
+      };
+      llvm::json::Object variantManifest = *manifest.getAsObject();
+      variantManifest["variant"] = int64_t(variant);
+      variantManifest["perturbation_spec"] = perturbation->path;
+      if (llvm::Error err =
+              writeTraceSet(directory, scaled, groups, variantOptions,
+                            llvm::json::Value(std::move(variantManifest))))
+        return fail(std::move(err));
+      if (llvm::Error err = writeTextFile(
+              directory, "perturbations.json", [&](llvm::raw_ostream &os) {
+                writePerturbationRecords(os, *perturbation, variant, records);
+              }))
+        return fail(std::move(err));
+    }
+  }
+
   if (interrupted)
     return fail(llvm::createStringError(std::errc::interrupted, "interrupted"));
   if (llvm::Error err = (*output)->commit())
     return fail(std::move(err));
-  if (!options.quiet)
+  if (!options.quiet) {
     llvm::errs() << "stagec: wrote " << ranks.size() << " "
                  << (emitOptions.format == TraceFormat::Chakra ? "traces"
                                                                : "files")
                  << " to " << (*output)->getTarget() << " ("
-                 << mesh.describe() << ")\n";
+                 << mesh.describe() << ")";
+    if (perturbation)
+      llvm::errs() << ", and " << options.variants << " perturbed variant"
+                   << (options.variants == 1 ? "" : "s");
+    llvm::errs() << "\n";
+  }
   return 0;
 }
