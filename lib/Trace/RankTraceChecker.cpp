@@ -26,7 +26,7 @@
 
 #include "stg/Emit/ChakraTrace.h"
 
-#include "llvm/ADT/DenseMap.h"
+#include <unordered_map>
 
 using namespace stg;
 using ChakraProtoMsg::Node;
@@ -91,8 +91,9 @@ private:
   const CommGroups *groups;
   TraceVerifyReport &report;
   RankTraceSummary summary;
-  /// Node index of each id (the first node with it).
-  llvm::DenseMap<uint64_t, uint32_t> indexOfId;
+  /// Node index of each id (the first node with it). Not a DenseMap: ids
+  /// come from the file, and DenseMap reserves two uint64 values as keys.
+  std::unordered_map<uint64_t, uint32_t> indexOfId;
   std::vector<PendingDependency> pending;
   /// Whether a dependency named a node written later (maybe a cycle).
   bool hasForwardDependency = false;
@@ -239,7 +240,7 @@ void RankTraceChecker::reportCycle() {
     return;
   }
   const std::vector<Node> &nodes = trace->nodes;
-  llvm::DenseMap<uint64_t, uint32_t> index;
+  std::unordered_map<uint64_t, uint32_t> index;
   for (uint32_t i = 0; i < nodes.size(); ++i)
     index.try_emplace(nodes[i].id(), i);
   auto forEachDependency = [&](uint32_t node, auto callback) {

@@ -14,12 +14,12 @@
 #include "stg/Trace/TraceFiles.h"
 #include "stg/Trace/TraceFormat.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <map>
 #include <set>
+#include <unordered_map>
 
 using namespace stg;
 using ChakraProtoMsg::AttributeProto;
@@ -86,7 +86,8 @@ llvm::Expected<TraceDiff> stg::diffTraceFiles(llvm::StringRef before,
   diffAttrs(old->metadata.attr(), now->metadata.attr(), diff.metadataChanges);
 
   auto indexById = [](const std::vector<Node> &nodes) {
-    llvm::DenseMap<uint64_t, const Node *> index;
+    // Not a DenseMap, which reserves two uint64 values as keys.
+    std::unordered_map<uint64_t, const Node *> index;
     for (const Node &node : nodes)
       index.try_emplace(node.id(), &node);
     return index;

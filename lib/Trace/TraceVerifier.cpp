@@ -19,9 +19,10 @@
 
 #include "stg/Trace/TraceFormat.h"
 
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Path.h"
+
+#include <set>
 
 using namespace stg;
 
@@ -66,10 +67,12 @@ private:
   /// prefix, the first file of their rank.
   std::vector<bool> crossRank;
   std::optional<CommGroups> groups;
-  llvm::DenseSet<int64_t> ranksWithFiles;
+  // std::set, not DenseSet: ranks come from the input, and DenseSet
+  // reserves two int64 values.
+  std::set<int64_t> ranksWithFiles;
   /// Ranks whose file did not decode to its end; their partners' problems
   /// would only repeat that.
-  llvm::DenseSet<int64_t> incompleteRanks;
+  std::set<int64_t> incompleteRanks;
   std::map<std::string, GroupReference> references;
   std::map<std::array<int64_t, 4>, PointToPointTally> pointToPoint;
 };
@@ -172,7 +175,7 @@ void TraceSetVerifier::loadCommGroups(llvm::StringRef prefix) {
       report.add(TraceProblemKind::CommGroups, "",
                  "group '" + id + "' has " + llvm::Twine(members.size()) +
                      " member(s): a group needs at least 2 ranks");
-    llvm::DenseSet<int64_t> seen;
+    std::set<int64_t> seen;
     for (int64_t rank : members)
       if (!seen.insert(rank).second)
         report.add(TraceProblemKind::CommGroups, "",

@@ -262,6 +262,20 @@ TEST_F(TraceVerifierTest, NamesWithoutRankOrOtherPrefix) {
       << print(report);
 }
 
+// Hash maps that reserve key values (llvm::DenseMap) must not hold ids.
+TEST_F(TraceVerifierTest, ExtremeIdsAreOrdinaryIds) {
+  TraceSetFixture set = makeGoodTraceSet();
+  for (unsigned rank = 0; rank < 4; ++rank) {
+    set.node(rank, 0).set_id(UINT64_MAX);
+    set.node(rank, 1).set_data_deps(0, UINT64_MAX);
+    set.node(rank, 2).set_id(UINT64_MAX - 1);
+    set.node(rank, 3).set_data_deps(0, UINT64_MAX - 1);
+    set.node(rank, 5).set_data_deps(0, UINT64_MAX - 1);
+  }
+  TraceVerifyReport report = verify(set);
+  EXPECT_TRUE(report.succeeded()) << print(report);
+}
+
 TEST_F(TraceVerifierTest, EmptyDirectory) {
   TraceVerifyReport report = verifyTraceDirectory(dir);
   EXPECT_TRUE(findProblem(report, TraceProblemKind::FileSet, "no .et"));
