@@ -5,7 +5,7 @@
 #
 # Compiles small models under a matrix of parallel plans (dp, tp with and
 # without sequence parallelism, pp with both schedules, cp, FSDP, recompute,
-# prefill, gzip, mixed) and checks every trace set twice over: with
+# prefill, gzip, mixed; ep on the MoE templates) and checks every trace set twice over: with
 # `stage-et verify` and with check_trace_set.py, the independent Python
 # decoder. Also checks that a second run writes byte-identical files.
 #
@@ -24,6 +24,10 @@ SMALL_LLAMA = ["--set", "L=4", "--set", "S=256", "--set", "D=512",
                "--set", "F=1024", "--set", "NH=8", "--set", "KVH=4",
                "--set", "V=1024"]
 
+# Other templates keep their full widths (the node count does not depend
+# on them) but get few layers and short sequences.
+SHORT = ["--set", "L=4", "--set", "S=256", "--set", "B=4"]
+
 MATRIX = [
     ("dp", ["--dp", "4"]),
     ("tp-sp", ["--tp", "4"]),
@@ -41,6 +45,17 @@ MATRIX = [
                "--microbatches", "4"]),
     ("rank-order", ["--dp", "2", "--tp", "2", "--pp", "2",
                     "--rank-order", "dp,tp,cp,ep,pp"]),
+    ("mixtral-ep", ["--ep", "4", "--tp", "2"], "mixtral.stg"),
+    ("mixtral-ep-dp-pp", ["--ep", "2", "--dp", "2", "--pp", "2"],
+     "mixtral.stg"),
+    ("deepseek-mla-moe", ["--ep", "2", "--tp", "2", "--pp", "2"],
+     "deepseek.stg"),
+    ("deepseek-moe-fsdp", ["--ep", "2", "--dp", "2", "--fsdp"],
+     "deepseek-moe.stg"),
+    ("gpt-tp-pp", ["--tp", "2", "--pp", "2", "--dp", "2", "--set", "V=50304"],
+     "gpt.stg"),
+    ("mamba-dp-tp", ["--tp", "2", "--dp", "2", "--pp", "2"], "mamba.stg"),
+    ("palm-cp", ["--tp", "2", "--cp", "2"], "palm.stg"),
 ]
 
 
@@ -52,13 +67,15 @@ def run(command):
 
 def main():
     stagec, stage_et, templates, workdir = sys.argv[1:5]
-    model = os.path.join(templates, "llama.stg")
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     failures = 0
-    for name, flags in MATRIX:
+    for name, flags, *template in MATRIX:
+        model = os.path.join(templates, template[0] if template else
+                             "llama.stg")
+        sizes = SHORT if template else SMALL_LLAMA
         out = os.path.join(workdir, name)
-        command = [stagec, model, "-q", "-o", out] + SMALL_LLAMA + flags
+        command = [stagec, model, "-q", "-o", out] + sizes + flags
         status, output = run(command)
         checks = [(status, output, "stagec")]
         if status == 0:
@@ -67,7 +84,7 @@ def main():
                           ("check_trace_set.py",))
             again = out + ".again"
             status2, output2 = run([stagec, model, "-q", "-o", again] +
-                                   SMALL_LLAMA + flags)
+                                   sizes + flags)
             compare = filecmp.dircmp(out, again)
             same = status2 == 0 and not compare.diff_files and \
                 not compare.left_only and not compare.right_only

@@ -22,6 +22,7 @@ config.substitutions.append(('%stage-et', config.stage_et))
 config.substitutions.append(('%templates', config.stg_templates_dir))
 config.substitutions.append(('FileCheck', config.filecheck))
 config.substitutions.append(('%not', config.llvm_not))
+config.substitutions.append(('%protobuf-python', config.protobuf_python))
 config.substitutions.append(('%python', config.python))
 
 # Tests must not pick up templates from a developer's environment.
