@@ -43,6 +43,9 @@ struct EmitOptions {
   ChakraTraceWriterOptions writer;
   /// Set from elsewhere (a signal handler) to stop early with an error.
   const std::atomic<bool> *cancel = nullptr;
+  /// A rank's own program, when it differs from its stage's (a perturbed
+  /// rank); called from the writer threads, once per rank written.
+  std::function<std::optional<StageProgram>(unsigned rank)> rankProgram;
   /// Called now and then from the calling thread with the ranks written.
   std::function<void(unsigned done, unsigned total)> progress;
 };
