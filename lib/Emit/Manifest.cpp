@@ -4,6 +4,8 @@
 
 #include "RankFormats.h"
 
+#include "stg/IR/ParamCount.h"
+
 #include "llvm/Support/Format.h"
 
 using namespace stg;
@@ -44,6 +46,11 @@ std::vector<StageSummary> stg::summarize(const ProgramSet &programs) {
     summaries.push_back(std::move(summary));
   }
   return summaries;
+}
+
+/// The model's parameter count, if its dims are bound.
+static std::optional<long long> getParameterCount(const Module &module) {
+  return getIntegerValue(module.bindDims(countParameters(module)));
 }
 
 static llvm::json::Object memoryJson(const StageMemory &memory) {
@@ -131,6 +138,8 @@ llvm::json::Value stg::buildManifest(const Module &module,
       {"generator_version", inputs.toolVersion},
       {"chakra_schema_version", "0.0.4"},
       {"input", inputs.input},
+      {"model", module.getModel()->getName()},
+      {"parameters", int64_t(getParameterCount(module).value_or(-1))},
       {"prefix", inputs.prefix},
       {"options", std::move(options)},
       {"dims", std::move(bindings)},
@@ -170,8 +179,11 @@ static std::string human(double value, llvm::StringRef unit) {
 void stg::printReport(llvm::raw_ostream &os, const Module &module,
                       const ProgramSet &programs,
                       llvm::ArrayRef<StageSummary> summaries) {
-  (void)module;
-  os << "mesh: " << programs.mesh.describe() << " ("
+  os << "model: " << module.getModel()->getName();
+  if (std::optional<long long> parameters = getParameterCount(module))
+    os << ", " << *parameters << " parameters ("
+       << llvm::format("%.2f", *parameters / 1e9) << " B)";
+  os << "\nmesh: " << programs.mesh.describe() << " ("
      << programs.mesh.getNumRanks() << " ranks); "
      << (programs.training ? "training" : "inference") << ", "
      << programs.numMicrobatches << " micro-batch"
