@@ -47,6 +47,7 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
   parseOptions.includeDirs = options.includeDirs;
   parseOptions.templateDirs = getDefaultTemplateDirs();
   parseOptions.overrides = options.overrides;
+  parseOptions.elementType = options.elementType;
   std::unique_ptr<Module> module =
       parseFile(options.input, parseOptions, diags);
   if (!module)

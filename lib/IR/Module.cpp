@@ -54,6 +54,8 @@ Option *Module::lookupOption(llvm::StringRef name) {
 }
 
 ElementType Module::getDefaultElementType() const {
+  if (elementTypeOverride)
+    return *elementTypeOverride;
   for (const auto &option : options)
     if (option->name == "dtype")
       if (auto *text = std::get_if<std::string>(&option->value))

@@ -31,7 +31,10 @@ class ModuleBuilder {
 public:
   ModuleBuilder(const ParseOptions &options, DiagnosticEngine &diags)
       : options(options), diags(diags), module(std::make_unique<Module>()),
-        exprs(*module, diags) {}
+        exprs(*module, diags) {
+    if (options.elementType)
+      module->setElementTypeOverride(*options.elementType);
+  }
 
   std::unique_ptr<Module> build(llvm::StringRef text, llvm::StringRef path);
 

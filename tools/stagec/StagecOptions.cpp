@@ -173,8 +173,14 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   }
   if (options.fsdp)
     options.compile.overrides.push_back({"weight_sharded", "true"});
-  if (!options.dtype.empty())
-    options.compile.overrides.push_back({"dtype", options.dtype});
+  if (!options.dtype.empty()) {
+    options.compile.elementType = parseElementType(options.dtype);
+    if (!options.compile.elementType) {
+      std::fprintf(stderr, "stagec: error: --dtype %s: not an element type "
+                           "(bf16, fp16, fp32, fp8)\n", options.dtype.c_str());
+      return 1;
+    }
+  }
   for (auto [name, degree] : {std::pair{"tp", tp}, {"cp", cp}, {"ep", ep},
                               {"dp", dp}, {"pp", pp}}) {
     if (degree == 0) {
@@ -216,6 +222,8 @@ StagecOptions::describe() const {
                                        : "stages"});
   given.push_back({"schedule", schedule});
   given.push_back({"recompute", compile.recompute});
+  if (!dtype.empty())
+    given.push_back({"dtype", dtype});
   given.push_back({"rank_order", compile.rankOrder});
   given.push_back({"format", format});
   if (!device.empty())

@@ -32,6 +32,7 @@ struct CompileOptions {
   /// Mesh degrees by axis name (`tp` -> 8). The pipeline axis need not be
   /// declared by the model.
   std::vector<std::pair<std::string, unsigned>> degrees;
+  std::optional<ElementType> elementType; ///< `--dtype`, over the model's.
   std::string rankOrder = DefaultRankOrder;
   std::string mode = "train";    ///< `train` or `prefill`.
   std::string recompute = "none"; ///< `none`, `full` or `selective`.

@@ -74,8 +74,10 @@ public:
   llvm::ArrayRef<std::unique_ptr<Option>> getOptions() const {
     return options;
   }
-  /// The default element type (`option dtype = fp32;`), bf16 otherwise.
+  /// The default element type: the override if set (`stagec --dtype`), else
+  /// `option dtype = "fp32";`, else bf16.
   ElementType getDefaultElementType() const;
+  void setElementTypeOverride(ElementType type) { elementTypeOverride = type; }
 
   void addBlockSignature(BlockSignature signature) {
     blocks.push_back(std::move(signature));
@@ -130,6 +132,7 @@ private:
   llvm::StringMap<unsigned> nameCounts;
   llvm::DenseMap<const Value *, Value *> gradients;
   std::optional<MemoryBreakdown> memory;
+  std::optional<ElementType> elementTypeOverride;
 };
 
 } // namespace stg

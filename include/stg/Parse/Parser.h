@@ -14,6 +14,7 @@
 #include "stg/Support/Diagnostics.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct ParseOptions {
   /// `--set NAME=VALUE` overrides of dims and options, applied after the
   /// files' own `set` statements.
   std::vector<std::pair<std::string, std::string>> overrides;
+  /// The element type of every tensor whose type does not name one
+  /// (`stagec --dtype`), over the files' `option dtype`. Unlike an
+  /// override, it applies while the types are built.
+  std::optional<ElementType> elementType;
 };
 
 /// The template directories built into this installation: the installed
