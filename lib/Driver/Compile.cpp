@@ -9,6 +9,9 @@ using namespace stg;
 
 std::string stg::getPassPipeline(llvm::StringRef mode,
                                  llvm::StringRef recompute) {
+  if (mode == "decode")
+    return "shape-infer,distribute,kv-cache,match-collectives,"
+           "check-divisibility";
   if (mode != "train")
     return "shape-infer,distribute,match-collectives,check-divisibility";
   std::string pipeline = "shape-infer,autodiff,";
@@ -52,12 +55,30 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
       parseFile(options.input, parseOptions, diags);
   if (!module)
     return std::nullopt;
+  // One new token cannot be split over the sequence: decode turns the
+  // shipped templates' sequence parallelism off (axes are resolved while
+  // parsing, so parse again).
+  const Option *sequenceParallel = module->lookupOption("sequence_parallel");
+  if (options.mode == "decode" && sequenceParallel &&
+      sequenceParallel->isBool() && std::get<bool>(sequenceParallel->value)) {
+    parseOptions.overrides.push_back({"sequence_parallel", "false"});
+    module = parseFile(options.input, parseOptions, diags);
+    if (!module)
+      return std::nullopt;
+  }
   if (!module->getModel()) {
     diags.error({}, options.input + " declares no model");
     return std::nullopt;
   }
   if (failed(applyMesh(*module, options, diags)))
     return std::nullopt;
+  if (options.context) {
+    // The decode step's context length; kv-cache reads it from `dim CTX`.
+    Dim *context = module->lookupDim("CTX");
+    if (!context)
+      context = module->addDim("CTX", module->getModelLoc());
+    context->value = Expr(*options.context);
+  }
   PassManager passes;
   if (failed(passes.addPipeline(
           getPassPipeline(options.mode, options.recompute), diags)) ||

@@ -5,7 +5,7 @@
 #
 # Compiles small models under a matrix of parallel plans (dp, tp with and
 # without sequence parallelism, pp with both schedules, cp, FSDP, recompute,
-# prefill, gzip, mixed; ep on the MoE templates) and checks every trace set twice over: with
+# prefill, decode, gzip, mixed; ep on the MoE templates) and checks every trace set twice over: with
 # `stage-et verify` and with check_trace_set.py, the independent Python
 # decoder. Also checks that a second run writes byte-identical files.
 #
@@ -40,6 +40,8 @@ MATRIX = [
     ("recompute", ["--tp", "2", "--pp", "2", "--recompute", "full"]),
     ("selective", ["--tp", "2", "--recompute", "selective"]),
     ("prefill", ["--tp", "2", "--pp", "2", "--mode", "prefill"]),
+    ("decode", ["--tp", "2", "--pp", "2", "--dp", "2", "--mode", "decode",
+                "--context", "1024"]),
     ("gzip", ["--dp", "2", "--tp", "2", "--gzip"]),
     ("mixed", ["--dp", "2", "--tp", "2", "--pp", "2", "--cp", "2",
                "--microbatches", "4"]),
@@ -47,6 +49,8 @@ MATRIX = [
                     "--rank-order", "dp,tp,cp,ep,pp"]),
     ("mixtral-ep", ["--ep", "4", "--tp", "2"], "mixtral.stg"),
     ("mixtral-ep-dp-pp", ["--ep", "2", "--dp", "2", "--pp", "2"],
+     "mixtral.stg"),
+    ("mixtral-decode", ["--ep", "2", "--tp", "2", "--mode", "decode"],
      "mixtral.stg"),
     ("deepseek-mla-moe", ["--ep", "2", "--tp", "2", "--pp", "2"],
      "deepseek.stg"),

@@ -83,8 +83,15 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       ->group(plan);
 
   const char *step = "Training step";
-  app.add_option("--mode", options.compile.mode, "train (default) or prefill")
-      ->check(CLI::IsMember({"train", "prefill"}))
+  app.add_option("--mode", options.compile.mode,
+                 "train (default), prefill (a forward pass) or decode (one "
+                 "new token per sequence against a KV cache)")
+      ->check(CLI::IsMember({"train", "prefill", "decode"}))
+      ->group(step);
+  app.add_option("--context", options.compile.context,
+                 "decode: tokens already in the KV cache (default: the "
+                 "model's CTX, else its sequence length)")
+      ->check(CLI::PositiveNumber)
       ->group(step);
   app.add_option("--microbatches", options.compile.microbatches,
                  "micro-batches per step (default: the pipeline stages)")
@@ -190,6 +197,10 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     if (degree > 1)
       options.compile.degrees.push_back({name, degree});
   }
+  if (options.compile.context && options.compile.mode != "decode") {
+    std::fprintf(stderr, "stagec: error: --context needs --mode decode\n");
+    return 1;
+  }
   if (options.perturb.empty() &&
       (options.seed || app.count("--variants"))) {
     std::fprintf(stderr, "stagec: error: --seed and --variants need "
@@ -217,6 +228,8 @@ StagecOptions::describe() const {
   for (const auto &[name, value] : compile.overrides)
     given.push_back({"set " + name, value});
   given.push_back({"mode", compile.mode});
+  if (compile.context)
+    given.push_back({"context", std::to_string(*compile.context)});
   given.push_back({"microbatches", compile.microbatches
                                        ? std::to_string(compile.microbatches)
                                        : "stages"});

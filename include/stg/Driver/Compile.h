@@ -4,7 +4,7 @@
 // and any program embedding the compiler: parse the model with its
 // overrides, set the mesh degrees on its axes, run the pass pipeline of the
 // mode (training: autodiff, recompute, distribution, collectives, optimizer;
-// prefill: the forward pass), check the numbers fit the mesh and instantiate
+// prefill: the forward pass; decode: one token against a KV cache), check the numbers fit the mesh and instantiate
 // one program per pipeline stage.
 //
 //===----------------------------------------------------------------------===//
@@ -34,7 +34,9 @@ struct CompileOptions {
   std::vector<std::pair<std::string, unsigned>> degrees;
   std::optional<ElementType> elementType; ///< `--dtype`, over the model's.
   std::string rankOrder = DefaultRankOrder;
-  std::string mode = "train";    ///< `train` or `prefill`.
+  std::string mode = "train";    ///< `train`, `prefill` or `decode`.
+  /// Decode: the context length (the KV cache's), over the model's CTX.
+  std::optional<unsigned> context;
   std::string recompute = "none"; ///< `none`, `full` or `selective`.
   unsigned microbatches = 0;      ///< 0: one per pipeline stage.
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
