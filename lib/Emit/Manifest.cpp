@@ -77,7 +77,7 @@ llvm::json::Value stg::buildManifest(const Module &module,
                                      const ManifestInputs &inputs) {
   llvm::json::Object bindings;
   for (const std::unique_ptr<Dim> &dim : module.getDims()) {
-    Expr value = module.bindDims(dim->symbol);
+    Expr value = module.bindAll(dim->symbol);
     if (std::optional<long long> number = getIntegerValue(value))
       bindings[dim->name] = int64_t(*number);
     else

@@ -4,10 +4,12 @@
 // an unset axis has degree 1) and checks what instantiation needs: each dim
 // has a value and is an integer (a derived `DH = D / NH` divides exactly),
 // and each partitioned dimension of each value splits evenly over its axes.
-// One exception, from grouped-query attention: a dimension smaller than its
-// partition degree that divides it (8 KV heads over tp = 16) is replicated,
-// each rank holding one slice, as Megatron-LM does with KV heads. Errors
-// name the dim, the axes and the values, at the op or declaration at fault.
+// One exception, from grouped-query attention: an extent that some weight
+// partitions (KV heads), smaller than its partition degree that divides it
+// (8 KV heads over tp = 16), is replicated, each rank holding one slice, as
+// Megatron-LM does with KV heads. A data extent (a batch of 1 over dp = 8)
+// gets no such leniency: it is an error. Errors name the dim, the axes and
+// the values, at the op or declaration at fault.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +34,10 @@ private:
   Module *module = nullptr;
   DiagnosticEngine *diags = nullptr;
   std::set<std::string> reported;
+  /// Extents that weights partition (head counts): these may be smaller
+  /// than the degree, each rank then holding one replicated slice. Data
+  /// extents (the batch, the sequence) may not.
+  std::set<std::string> replicable;
 };
 
 } // namespace
@@ -42,8 +48,7 @@ void CheckDivisibilityPass::checkValue(const Value &value, SourceLoc loc) {
   const TensorType &type = value.getType();
   ExprPrinter printer = module->getPrinter();
   for (unsigned d = 0; d < type.getRank(); ++d) {
-    Expr extent = module->bindAll(type.getDim(d));
-    auto size = getIntegerValue(extent);
+    auto size = getIntegerValue(module->bindAll(type.getDim(d)));
     if (!size)
       continue; // A dim without a value is reported at its declaration.
     long long degree = 1;
@@ -55,19 +60,22 @@ void CheckDivisibilityPass::checkValue(const Value &value, SourceLoc loc) {
       }
     if (degree == 1 || *size % degree == 0)
       continue;
-    if (*size > 0 && *size < degree && degree % *size == 0)
+    std::string extent = printer.str(type.getDim(d));
+    if (*size > 0 && *size < degree && degree % *size == 0 &&
+        replicable.count(extent))
       continue; // Replicated: each rank holds one (GQA's KV heads).
     // One report per extent and axes: the first value that has it, usually
     // the declaration, not every value derived from it.
-    if (!reported.insert(printer.str(type.getDim(d)) + "/" + axes).second)
+    if (!reported.insert(extent + "/" + axes).second)
       continue;
+    std::string why = replicable.count(extent)
+                          ? " ranks do not divide (nor is " +
+                                std::to_string(degree) + " a multiple of it)"
+                          : " ranks do not divide";
     diags->error(loc, "dimension " + llvm::Twine(d) + " of '%" +
-                          value.getName() + "' is " +
-                          printer.str(type.getDim(d)) + " = " +
+                          value.getName() + "' is " + extent + " = " +
                           llvm::Twine(*size) + ", which " + axes + " = " +
-                          llvm::Twine(degree) +
-                          " ranks do not divide (nor is " + llvm::Twine(degree) +
-                          " a multiple of it)");
+                          llvm::Twine(degree) + why);
   }
 }
 
@@ -75,6 +83,7 @@ LogicalResult CheckDivisibilityPass::run(Module &m, DiagnosticEngine &d) {
   module = &m;
   diags = &d;
   reported.clear();
+  replicable.clear();
   unsigned errorsBefore = d.getNumErrors();
   ExprPrinter printer = m.getPrinter();
   for (const auto &dim : m.getDims()) {
@@ -83,7 +92,7 @@ LogicalResult CheckDivisibilityPass::run(Module &m, DiagnosticEngine &d) {
                         "with `set` or --set " + dim->name + "=N");
       continue;
     }
-    Expr value = m.bindDims(Expr(dim->symbol));
+    Expr value = m.bindAll(Expr(dim->symbol));
     auto integer = getIntegerValue(value);
     if (!integer || *integer < 1)
       d.error(dim->loc, "dim '" + dim->name + "' is " +
@@ -92,6 +101,14 @@ LogicalResult CheckDivisibilityPass::run(Module &m, DiagnosticEngine &d) {
                             ", not a positive integer");
   }
   if (Graph *model = m.getModel()) {
+    model->walk([&](Op &op) {
+      if (op.getKind() != OpKind::Param || !op.getResult()->hasType())
+        return;
+      const TensorType &type = op.getResult()->getType();
+      for (unsigned d = 0; d < type.getRank(); ++d)
+        if (!type.getDistribution().getPartition(d).empty())
+          replicable.insert(printer.str(type.getDim(d)));
+    });
     model->walkValues([&](const Value *value) {
       const Op *def = value->getDefiningOp();
       checkValue(*value, def ? def->getLoc() : m.getModelLoc());
