@@ -5,7 +5,7 @@
 // has a value and is an integer (a derived `DH = D / NH` divides exactly),
 // and each partitioned dimension of each value splits evenly over its axes.
 // One exception, from grouped-query attention: an extent that some weight
-// partitions (KV heads), smaller than its partition degree that divides it
+// partitions (KV heads) or a constant (MQA's single KV head), smaller than its partition degree that divides it
 // (8 KV heads over tp = 16), is replicated, each rank holding one slice, as
 // Megatron-LM does with KV heads. A data extent (a batch of 1 over dp = 8)
 // gets no such leniency: it is an error. Errors name the dim, the axes and
@@ -61,14 +61,15 @@ void CheckDivisibilityPass::checkValue(const Value &value, SourceLoc loc) {
     if (degree == 1 || *size % degree == 0)
       continue;
     std::string extent = printer.str(type.getDim(d));
+    bool isConstant = GiNaC::is_a<GiNaC::numeric>(type.getDim(d));
     if (*size > 0 && *size < degree && degree % *size == 0 &&
-        replicable.count(extent))
+        (isConstant || replicable.count(extent)))
       continue; // Replicated: each rank holds one (GQA's KV heads).
     // One report per extent and axes: the first value that has it, usually
     // the declaration, not every value derived from it.
     if (!reported.insert(extent + "/" + axes).second)
       continue;
-    std::string why = replicable.count(extent)
+    std::string why = isConstant || replicable.count(extent)
                           ? " ranks do not divide (nor is " +
                                 std::to_string(degree) + " a multiple of it)"
                           : " ranks do not divide";

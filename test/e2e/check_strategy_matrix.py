@@ -50,8 +50,10 @@ MATRIX = [
     ("mixtral-ep", ["--ep", "4", "--tp", "2"], "mixtral.stg"),
     ("mixtral-ep-dp-pp", ["--ep", "2", "--dp", "2", "--pp", "2"],
      "mixtral.stg"),
-    ("mixtral-decode", ["--ep", "2", "--tp", "2", "--mode", "decode"],
-     "mixtral.stg"),
+    # Decode routes B tokens: enough for every expert-parallel rank to get
+    # whole capacity slots.
+    ("mixtral-decode", ["--ep", "2", "--tp", "2", "--mode", "decode",
+                        "--set", "B=16"], "mixtral.stg"),
     ("deepseek-mla-moe", ["--ep", "2", "--tp", "2", "--pp", "2"],
      "deepseek.stg"),
     ("deepseek-moe-fsdp", ["--ep", "2", "--dp", "2", "--fsdp"],
