@@ -5,7 +5,8 @@
 #
 # Compiles small models under a matrix of parallel plans (dp, tp with and
 # without sequence parallelism, pp with both schedules, cp, FSDP, recompute,
-# prefill, decode, gzip, mixed; ep on the MoE templates) and checks every trace set twice over: with
+# prefill, decode, gzip, mixed; ep on the MoE templates), and every shipped
+# preset shrunk to two layers, and checks every trace set twice over: with
 # `stage-et verify` and with check_trace_set.py, the independent Python
 # decoder. Also checks that a second run writes byte-identical files.
 #
@@ -65,6 +66,27 @@ MATRIX = [
 ]
 
 
+# Every shipped preset, at its full widths but with 2 layers and short
+# sequences, on a mesh using every axis it can: dp, tp with sequence
+# parallelism, pp, and ep for the mixtures of experts.
+PRESETS = ["gpt3-175b", "llama2-7b", "llama3-8b", "llama3-70b", "llama70b",
+           "llama3-405b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-moe-16b",
+           "deepseek-v3", "mamba-2.8b", "palm-540b"]
+MOE_PRESETS = {"mixtral-8x7b", "mixtral-8x22b", "deepseek-moe-16b",
+               "deepseek-v3"}
+
+
+def preset_plans():
+    for preset in PRESETS:
+        flags = ["--set", "L=2", "--set", "S=256", "--dp", "2", "--tp", "2",
+                 "--pp", "2"]
+        if preset in MOE_PRESETS:
+            flags += ["--ep", "2", "--set", "B=16"]
+        if preset.startswith("deepseek"):
+            flags += ["--set", "LD=1"]
+        yield ("preset-" + preset, flags, preset + ".stg")
+
+
 def run(command):
     result = subprocess.run(command, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -76,7 +98,8 @@ def main():
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     failures = 0
-    for name, flags, *template in MATRIX:
+    plans = MATRIX + list(preset_plans())
+    for name, flags, *template in plans:
         model = os.path.join(templates, template[0] if template else
                              "llama.stg")
         sizes = SHORT if template else SMALL_LLAMA
@@ -108,7 +131,7 @@ def main():
     if failures:
         print("%d check(s) failed" % failures)
     else:
-        print("all %d plans verified" % len(MATRIX))
+        print("all %d plans verified" % len(plans))
     return 1 if failures else 0
 
 
