@@ -13,6 +13,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include "ScratchDirectoryTest.h"
 #include "gtest/gtest.h"
 
 #include <google/protobuf/io/coded_stream.h>
@@ -31,21 +32,7 @@ using google::protobuf::util::MessageDifferencer;
 namespace {
 
 /// Each test gets a scratch directory of its own.
-class ChakraTraceTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("stg-chakra", dir));
-  }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
-
-  std::string path(llvm::StringRef name) const {
-    llvm::SmallString<128> result(dir);
-    llvm::sys::path::append(result, name);
-    return std::string(result.str());
-  }
-
-  llvm::SmallString<128> dir;
-};
+class ChakraTraceTest : public ScratchDirectoryTest {};
 
 std::string readBytes(const std::string &path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,

@@ -13,6 +13,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include "ScratchDirectoryTest.h"
 #include "gtest/gtest.h"
 
 using namespace stg;
@@ -20,19 +21,18 @@ namespace fs = llvm::sys::fs;
 
 namespace {
 
-class OutputDirectoryTest : public ::testing::Test {
+class OutputDirectoryTest : public ScratchDirectoryTest {
 protected:
   void SetUp() override {
-    ASSERT_FALSE(fs::createUniqueDirectory("stg-output-test", root));
-    target = (root + "/out").str();
+    ScratchDirectoryTest::SetUp();
+    target = path("out");
   }
-  void TearDown() override { fs::remove_directories(root); }
 
-  /// Names in the test's root directory.
+  /// Names in the scratch directory.
   std::vector<std::string> listRoot() {
     std::vector<std::string> names;
     std::error_code ec;
-    for (fs::directory_iterator it(root, ec), end; it != end && !ec;
+    for (fs::directory_iterator it(dir, ec), end; it != end && !ec;
          it.increment(ec))
       names.push_back(llvm::sys::path::filename(it->path()).str());
     return names;
@@ -52,7 +52,6 @@ protected:
     return programs;
   }
 
-  llvm::SmallString<128> root;
   std::string target;
 };
 

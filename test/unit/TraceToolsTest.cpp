@@ -15,6 +15,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include "ScratchDirectoryTest.h"
 #include "gtest/gtest.h"
 
 using namespace stg;
@@ -22,13 +23,8 @@ using namespace stg::testing;
 
 namespace {
 
-class TraceToolsTest : public ::testing::Test {
+class TraceToolsTest : public ScratchDirectoryTest {
 protected:
-  void SetUp() override {
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("stg-trace", dir));
-  }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
-
   /// Writes `set` into the subdirectory `name` and returns its path.
   std::string write(const TraceSetFixture &set, llvm::StringRef name,
                     bool gzip = false) {
@@ -56,7 +52,6 @@ protected:
     return *result;
   }
 
-  llvm::SmallString<128> dir;
 };
 
 TEST_F(TraceToolsTest, StatsSumTheFixture) {

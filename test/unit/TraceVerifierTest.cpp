@@ -15,6 +15,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include "ScratchDirectoryTest.h"
 #include "gtest/gtest.h"
 
 using namespace stg;
@@ -22,19 +23,8 @@ using namespace stg::testing;
 
 namespace {
 
-class TraceVerifierTest : public ::testing::Test {
+class TraceVerifierTest : public ScratchDirectoryTest {
 protected:
-  void SetUp() override {
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("stg-trace", dir));
-  }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
-
-  std::string path(llvm::StringRef name) const {
-    llvm::SmallString<128> result(dir);
-    llvm::sys::path::append(result, name);
-    return std::string(result.str());
-  }
-
   TraceVerifyReport verify(const TraceSetFixture &set, bool gzip = false,
                            const TraceVerifyOptions &options = {}) {
     if (llvm::Error error = set.write(dir, gzip))
@@ -42,7 +32,6 @@ protected:
     return verifyTraceDirectory(dir, options);
   }
 
-  llvm::SmallString<128> dir;
 };
 
 std::string print(const TraceVerifyReport &report) {
