@@ -15,6 +15,7 @@
 #include "StageMemory.h"
 
 #include "stg/IR/GradOp.h"
+#include "stg/Support/LogicalResult.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
@@ -258,12 +259,22 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
       failed = true;
       return;
     }
-    const llvm::SmallVector<StageEdge, 1> &edges = shared.edges[key];
-    auto edge = llvm::find_if(
-        edges, [&](const StageEdge &e) { return e.stage == stage; });
+    const StageEdge *edge = nullptr;
+    auto edges = shared.edges.find(key);
+    if (edges != shared.edges.end())
+      for (const StageEdge &candidate : edges->second)
+        if (candidate.stage == stage)
+          edge = &candidate;
+    if (!edge) {
+      shared.diags.error(def->getLoc(),
+                         "internal error: '%" + source.value->getName() +
+                             "' crosses stages without a numbered edge");
+      failed = true;
+      return;
+    }
     std::optional<int64_t> bytes =
         shared.numbers.getLocalBytes(*source.value, def->getLoc());
-    if (!bytes || edge == edges.end()) {
+    if (!bytes) {
       failed = true;
       return;
     }
@@ -463,8 +474,8 @@ bool StageBuilder::build(StageProgram &program) {
 }
 
 /// Finds every data edge whose ends run on different stages and numbers the
-/// edges in program order.
-static void findStageEdges(SharedState &shared) {
+/// edges in program order. Fails if the tags would not fit an int32.
+static LogicalResult findStageEdges(SharedState &shared) {
   const Placement &placement = shared.placement;
   unsigned next = 0;
   auto visit = [&](const Op &op, int layer, unsigned consumerStage) {
@@ -493,6 +504,14 @@ static void findStageEdges(SharedState &shared) {
         if (inner->getKind() != OpKind::Yield)
           visit(*inner, layer, placement.getStageOfLayer(layer));
   }
+  if (uint64_t(next) * shared.options.numMicrobatches > INT32_MAX) {
+    shared.diags.error(shared.module.getModelLoc(),
+                       llvm::Twine(next) + " values cross stages in " +
+                           llvm::Twine(shared.options.numMicrobatches) +
+                           " micro-batches: too many for int32 message tags");
+    return failure();
+  }
+  return success();
 }
 
 std::optional<ProgramSet> stg::instantiate(const Module &module,
@@ -525,7 +544,8 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
   OpNumberCache numbers(module, diags);
   SharedState shared(module, mesh, *placement, stepOptions, numbers, diags,
                      training);
-  findStageEdges(shared);
+  if (failed(findStageEdges(shared)))
+    return std::nullopt;
   set.stages.resize(numStages);
   for (unsigned stage = 0; stage < numStages; ++stage) {
     StageBuilder builder(shared, stage);
