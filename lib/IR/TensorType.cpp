@@ -95,6 +95,18 @@ Distribution Distribution::withoutPartialSum() const {
   return whole;
 }
 
+Distribution Distribution::withoutAxis(const Axis *axis) const {
+  Distribution result(getRank());
+  for (unsigned d = 0; d < partitions.size(); ++d)
+    for (const Axis *other : partitions[d])
+      if (other != axis)
+        result.addPartition(d, other);
+  for (const Axis *other : partialSum)
+    if (other != axis)
+      result.addPartialSum(other);
+  return result;
+}
+
 bool Distribution::operator==(const Distribution &other) const {
   if (partitions.size() != other.partitions.size())
     return false;

@@ -128,6 +128,29 @@ Value *DistributePass::relayout(Value *value, const Distribution &dist,
   return converted;
 }
 
+/// The layout a gradient's primal suggests for `op`'s result, minus its
+/// PartialSum (a gradient of a partial value is whole). When `op` sums
+/// gradient contributions that are all partial over an axis (the input
+/// gradients of q, k and v projections), the sum stays partial over it: one
+/// reduction after the sum, as Megatron-LM does, instead of one per term.
+static Distribution getHintedLayout(const Op &op, const Value &hint) {
+  Distribution layout =
+      resolveDistribution(hint.getType().getDistribution()).withoutPartialSum();
+  if (op.getKind() != OpKind::Add || op.getOperands().empty())
+    return layout;
+  auto distributionOf = [](const Value *value) {
+    return resolveDistribution(value->getType().getDistribution());
+  };
+  for (const Axis *axis :
+       distributionOf(op.getOperand(0)).getPartialSum())
+    if (llvm::all_of(op.getOperands(), [&](const Value *operand) {
+          return distributionOf(operand).on(axis).kind ==
+                 Distribution::Kind::PartialSum;
+        }))
+      layout = layout.withoutAxis(axis);
+  return layout;
+}
+
 void DistributePass::distributeOp(Op &op, Graph &graph) {
   // The written layouts, or a gradient's primal's layout as a hint (minus
   // its PartialSum: a gradient of a partial value is whole).
@@ -139,11 +162,8 @@ void DistributePass::distributeOp(Op &op, Graph &graph) {
         return;
     } else if (const Value *hint = result->getLayoutHint()) {
       if (hint->hasType() && hint->getType().getRank() ==
-                                 result->getType().getRank()) {
-        declared.back() =
-            resolveDistribution(hint->getType().getDistribution())
-                .withoutPartialSum();
-      }
+                                 result->getType().getRank())
+        declared.back() = getHintedLayout(op, *hint);
     }
   }
   for (const Value *operand : op.getOperands())

@@ -77,6 +77,8 @@ public:
   /// The same layout with every PartialSum dropped: what a gradient of a
   /// partial value has (each rank's partial gets the whole gradient).
   Distribution withoutPartialSum() const;
+  /// The same layout with `axis` Duplicated.
+  Distribution withoutAxis(const Axis *axis) const;
 
   /// True if some axis appears twice (two dims, or a dim and `@`).
   const Axis *findRepeatedAxis() const;
