@@ -47,8 +47,8 @@ struct SharedState {
   llvm::DenseMap<InstanceKey, llvm::SmallVector<StageEdge, 1>> edges;
 };
 
-/// Builds the program of one stage. Stages are built one after the other;
-/// each receives from the stages before it what they send (the edges say).
+/// Builds the program of one stage. Stages are built independently: the
+/// shared edges tell each what it sends and receives, and with which tag.
 class StageBuilder {
 public:
   StageBuilder(SharedState &shared, unsigned stage)
