@@ -73,6 +73,46 @@ static llvm::Error writeTraceSet(llvm::StringRef directory,
                        });
 }
 
+/// Writes `count` perturbed variants as `variant-K/` beside the clean set.
+/// They share the scaled programs; each perturbed rank gets its own.
+static llvm::Error writeVariants(llvm::StringRef directory,
+                                 const ProgramSet &programs,
+                                 const CommGroups &groups,
+                                 const EmitOptions &emitOptions,
+                                 const llvm::json::Value &manifest,
+                                 const PerturbationSpec &spec, unsigned count,
+                                 const DeviceSpec *device) {
+  ProgramSet scaled = scalePrograms(programs, spec.scale);
+  for (unsigned variant = 0; variant < count; ++variant) {
+    std::string variantDirectory =
+        (directory + "/variant-" + llvm::Twine(variant)).str();
+    if (std::error_code ec = llvm::sys::fs::create_directory(variantDirectory))
+      return llvm::createStringError(ec, "cannot create %s",
+                                     variantDirectory.c_str());
+    Perturber perturber(spec, scaled, variant, device);
+    std::vector<std::vector<PerturbationRecord>> records(
+        programs.mesh.getNumRanks());
+    EmitOptions variantOptions = emitOptions;
+    variantOptions.rankProgram = [&](unsigned rank) {
+      return perturber.perturb(rank, records[rank]);
+    };
+    llvm::json::Object variantManifest = *manifest.getAsObject();
+    variantManifest["variant"] = int64_t(variant);
+    variantManifest["perturbation_spec"] = spec.path;
+    if (llvm::Error err =
+            writeTraceSet(variantDirectory, scaled, groups, variantOptions,
+                          llvm::json::Value(std::move(variantManifest))))
+      return err;
+    if (llvm::Error err = writeTextFile(
+            variantDirectory, "perturbations.json",
+            [&](llvm::raw_ostream &os) {
+              writePerturbationRecords(os, spec, variant, records);
+            }))
+      return err;
+  }
+  return llvm::Error::success();
+}
+
 /// Reads --perturb's spec, checked against the run.
 static std::optional<PerturbationSpec>
 loadPerturbation(const StagecOptions &options, const ProgramSet &programs,
@@ -198,37 +238,12 @@ int main(int argc, char **argv) {
                                       emitOptions, manifest))
     return fail(std::move(err));
 
-  if (perturbation) {
-    // Variants share the scaled programs; each perturbed rank gets its own.
-    ProgramSet scaled = scalePrograms(programs, perturbation->scale);
-    for (unsigned variant = 0; variant < options.variants; ++variant) {
-      std::string directory =
-          ((*output)->getPath() + "/variant-" + llvm::Twine(variant)).str();
-      if (std::error_code ec = llvm::sys::fs::create_directory(directory))
-        return fail(llvm::createStringError(ec, "cannot create %s",
-                                            directory.c_str()));
-      Perturber perturber(*perturbation, scaled, variant,
-                          device ? &*device : nullptr);
-      std::vector<std::vector<PerturbationRecord>> records(
-          mesh.getNumRanks());
-      EmitOptions variantOptions = emitOptions;
-      variantOptions.rankProgram = [&](unsigned rank) {
-        return perturber.perturb(rank, records[rank]);
-      };
-      llvm::json::Object variantManifest = *manifest.getAsObject();
-      variantManifest["variant"] = int64_t(variant);
-      variantManifest["perturbation_spec"] = perturbation->path;
-      if (llvm::Error err =
-              writeTraceSet(directory, scaled, groups, variantOptions,
-                            llvm::json::Value(std::move(variantManifest))))
-        return fail(std::move(err));
-      if (llvm::Error err = writeTextFile(
-              directory, "perturbations.json", [&](llvm::raw_ostream &os) {
-                writePerturbationRecords(os, *perturbation, variant, records);
-              }))
-        return fail(std::move(err));
-    }
-  }
+  if (perturbation)
+    if (llvm::Error err =
+            writeVariants((*output)->getPath(), programs, groups, emitOptions,
+                          manifest, *perturbation, options.variants,
+                          device ? &*device : nullptr))
+      return fail(std::move(err));
 
   if (interrupted)
     return fail(llvm::createStringError(std::errc::interrupted, "interrupted"));
