@@ -7,17 +7,20 @@
 
 using namespace stg;
 
-std::string stg::getPassPipeline(llvm::StringRef mode,
-                                 llvm::StringRef recompute) {
+std::string stg::getPassPipeline(const CompileOptions &options) {
+  llvm::StringRef mode = options.mode;
   if (mode == "decode")
     return "shape-infer,distribute,kv-cache,match-collectives,"
            "check-divisibility";
   if (mode != "train")
     return "shape-infer,distribute,match-collectives,check-divisibility";
   std::string pipeline = "shape-infer,autodiff,";
-  if (recompute != "none")
-    pipeline += ("recompute-" + recompute + ",").str();
-  return pipeline + "distribute,match-collectives,optimizer,check-divisibility";
+  if (options.recompute != "none")
+    pipeline += "recompute-" + options.recompute + ",";
+  pipeline += "distribute,match-collectives,optimizer,";
+  if (options.distributedOptimizer)
+    pipeline += "shard-optimizer,";
+  return pipeline + "check-divisibility";
 }
 
 /// Sets the degrees on the module's axes, so that the passes see them.
@@ -80,8 +83,7 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
     context->value = Expr(*options.context);
   }
   PassManager passes;
-  if (failed(passes.addPipeline(
-          getPassPipeline(options.mode, options.recompute), diags)) ||
+  if (failed(passes.addPipeline(getPassPipeline(options), diags)) ||
       failed(passes.run(*module, diags)))
     return std::nullopt;
 

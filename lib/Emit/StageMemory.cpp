@@ -26,9 +26,11 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
                         OpNumberCache &numbers, unsigned stage,
                         unsigned inFlightMicrobatches, bool training) {
   using Key = std::pair<const Value *, int>;
-  llvm::DenseSet<Key> declarations, saved;
+  llvm::DenseSet<Key> declarations, saved, steps;
   llvm::SmallVector<const Op *, 2> found;
   forEachInstanceOnStage(module, placement, stage, [&](const Op &op, int layer) {
+    if (op.getKind() == OpKind::Adam)
+      steps.insert({op.getResult(), layer});
     bool backward = op.getPhase() != Phase::Forward;
     for (const Value *operand : op.getOperands()) {
       ValueInstance source = placement.resolve(operand, layer);
@@ -59,12 +61,17 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
       continue;
     }
     memory.weights += *bytes;
-    if (training) {
-      unsigned elementBytes =
-          getElementTypeBytes(key.first->getType().getElementType());
+    if (training)
       memory.gradients += *bytes;
-      memory.optimizer += 12 * (*bytes / elementBytes);
-    }
+  }
+  // Adam keeps 12 bytes per element it steps (fp32 master and two moments):
+  // the local weight shard, or a slice of it with a distributed optimizer.
+  for (const Key &key : steps) {
+    std::optional<int64_t> bytes = bytesOf(key.first);
+    if (!bytes)
+      return std::nullopt;
+    memory.optimizer +=
+        12 * (*bytes / getElementTypeBytes(key.first->getType().getElementType()));
   }
   for (const Key &key : saved) {
     std::optional<int64_t> bytes = bytesOf(key.first);

@@ -3,7 +3,8 @@
 // What a rank of one pipeline stage holds, from the instances placed on it:
 // the local shards of the weights its ops read (a repeat's weights once per
 // repetition it runs), for training a gradient per weight element and
-// Adam's 12 bytes per element (fp32 master weights and two moments), its
+// Adam's 12 bytes per element it steps (fp32 master weights and two
+// moments; a slice of the shard with a distributed optimizer), its
 // `state` tensors, and the forward values its backward ops read, for as
 // many micro-batches as the schedule keeps in flight. Recomputation lowers
 // the last (the backward reads replayed values); FSDP shrinks the shards.

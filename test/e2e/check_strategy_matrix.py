@@ -38,6 +38,8 @@ MATRIX = [
     ("pp-uneven", ["--pp", "3", "--tp", "2"]),
     ("cp", ["--cp", "2", "--dp", "2"]),
     ("fsdp", ["--dp", "4", "--fsdp"]),
+    ("zero1", ["--dp", "2", "--tp", "2", "--pp", "2", "--cp", "2",
+               "--distributed-optimizer"]),
     ("recompute", ["--tp", "2", "--pp", "2", "--recompute", "full"]),
     ("selective", ["--tp", "2", "--recompute", "selective"]),
     ("prefill", ["--tp", "2", "--pp", "2", "--mode", "prefill"]),

@@ -77,6 +77,10 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                "shard weights, gradients and optimizer state over dp "
                "(sets the model's option weight_sharded)")
       ->group(plan);
+  app.add_flag("--distributed-optimizer", options.compile.distributedOptimizer,
+               "ZeRO-1 (Megatron's distributed optimizer): reduce-scatter "
+               "gradients over dp, step a shard, all-gather the weights")
+      ->group(plan);
   app.add_option("--rank-order", options.compile.rankOrder,
                  "mesh axes, fastest-varying first")
       ->default_val(DefaultRankOrder)
@@ -197,6 +201,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     if (degree > 1)
       options.compile.degrees.push_back({name, degree});
   }
+  if (options.compile.distributedOptimizer &&
+      options.compile.mode != "train") {
+    std::fprintf(stderr, "stagec: error: --distributed-optimizer needs "
+                         "--mode train\n");
+    return 1;
+  }
   if (options.compile.context && options.compile.mode != "decode") {
     std::fprintf(stderr, "stagec: error: --context needs --mode decode\n");
     return 1;
@@ -235,6 +245,8 @@ StagecOptions::describe() const {
                                        : "stages"});
   given.push_back({"schedule", schedule});
   given.push_back({"recompute", compile.recompute});
+  if (compile.distributedOptimizer)
+    given.push_back({"distributed_optimizer", "true"});
   if (!dtype.empty())
     given.push_back({"dtype", dtype});
   given.push_back({"rank_order", compile.rankOrder});

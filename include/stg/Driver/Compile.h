@@ -38,12 +38,14 @@ struct CompileOptions {
   /// Decode: the context length (the KV cache's), over the model's CTX.
   std::optional<unsigned> context;
   std::string recompute = "none"; ///< `none`, `full` or `selective`.
+  /// ZeRO-1: shard the optimizer step over the data-parallel axes.
+  bool distributedOptimizer = false;
   unsigned microbatches = 0;      ///< 0: one per pipeline stage.
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
 };
 
 /// The pass pipeline of a mode, as a `--passes` string.
-std::string getPassPipeline(llvm::StringRef mode, llvm::StringRef recompute);
+std::string getPassPipeline(const CompileOptions &options);
 
 struct CompiledModel {
   std::unique_ptr<Module> module;

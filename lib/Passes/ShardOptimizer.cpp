@@ -1,0 +1,160 @@
+//===- ShardOptimizer.cpp - ZeRO-1: a distributed optimizer step ----------===//
+//
+// Megatron-LM's distributed optimizer (ZeRO stage 1): instead of
+// all-reducing a weight's gradient over its data-parallel axes and stepping
+// the whole weight on every rank, each rank reduce-scatters the gradient,
+// steps only its shard (so the fp32 master weights and the moments are
+// divided by the data-parallel degree), and the updated shards are
+// all-gathered back into the weight. The communication volume is the same as
+// the all-reduce's; the optimizer state and work shrink.
+//
+// Runs after `optimizer`: each Adam step whose gradient comes from an
+// all-reduce (the gradient synchronization) is rewritten to
+//
+//   %w.grad.reducescatter = reducescatter[dim=0, axes=A](%w.grad)
+//   %w.shard = shard[dim=0, axes=A](%w)          // a view of the local part
+//   %w.next.shard = adam(%w.shard, %w.grad.reducescatter)
+//   %w.next = allgather[dim=0, axes=A](%w.next.shard)
+//
+// splitting the weight's first dimension over the all-reduce's axes A (on
+// top of any tensor-parallel split). Steps whose gradient is already sharded
+// (FSDP) or never reduced (one data-parallel rank) are left alone.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/IR/DistributionRules.h"
+#include "stg/Passes/Passes.h"
+
+using namespace stg;
+
+#define DEBUG_TYPE "shard-optimizer"
+
+namespace {
+
+class ShardOptimizerPass : public Pass {
+public:
+  llvm::StringRef getName() const override { return DEBUG_TYPE; }
+  LogicalResult run(Module &module, DiagnosticEngine &diags) override;
+
+private:
+  void shard(Op &step, Op &allReduce);
+
+  Module *module = nullptr;
+};
+
+} // namespace
+
+/// `type` with dimension 0 also split over `axes`.
+static TensorType splitFirstDim(const TensorType &type,
+                                llvm::ArrayRef<const Axis *> axes) {
+  Distribution layout(type.getRank());
+  const Distribution &from = type.getDistribution();
+  for (unsigned d = 0; d < type.getRank(); ++d)
+    for (const Axis *axis : from.getPartition(d))
+      layout.addPartition(d, axis);
+  for (const Axis *axis : axes)
+    layout.addPartition(0, axis);
+  for (const Axis *axis : from.getPartialSum())
+    layout.addPartialSum(axis);
+  return type.withDistribution(layout);
+}
+
+static Expr localBytes(const TensorType &type) {
+  return type.getLocalNumElements() * getElementTypeBytes(type.getElementType());
+}
+
+void ShardOptimizerPass::shard(Op &step, Op &allReduce) {
+  Graph &graph = *step.getParent();
+  SourceLoc loc = step.getLoc();
+  llvm::SmallVector<const Axis *, 2> axes(allReduce.getAttr("axes")->axes);
+  Value *weight = step.getOperand(0);
+  Value *partial = allReduce.getOperand(0);
+  auto setCollectiveAttrs = [&](Op &op, const TensorType &input) {
+    op.setAttr("dim", Attribute::getExpr(AttrKind::Int, 0));
+    op.setAttr("axes", Attribute::getAxes(axes));
+    op.setAttr("bytes", Attribute::getExpr(AttrKind::Expr, localBytes(input)));
+  };
+
+  // The gradient: reduce-scattered where it was all-reduced.
+  Op *scatter = graph.createOpBefore(&allReduce, OpKind::ReduceScatter,
+                                     allReduce.getLoc());
+  scatter->setPhase(allReduce.getPhase());
+  scatter->addOperand(partial);
+  setCollectiveAttrs(*scatter, partial->getType());
+  Value *gradShard = graph.createResult(
+      scatter, module->makeUniqueName(partial->getName().str() +
+                                      ".reducescatter"));
+  gradShard->setType(splitFirstDim(allReduce.getResult()->getType(), axes));
+
+  // The step on the local shard, then the updated shards gathered.
+  Op *view = graph.createOpBefore(&step, OpKind::Shard, loc);
+  view->setPhase(Phase::Optimizer);
+  view->addOperand(weight);
+  view->setAttr("dim", Attribute::getExpr(AttrKind::Int, 0));
+  view->setAttr("axes", Attribute::getAxes(axes));
+  Value *weightShard = graph.createResult(
+      view, module->makeUniqueName(weight->getName().str() + ".shard"));
+  weightShard->setType(splitFirstDim(weight->getType(), axes));
+
+  Op *shardStep = graph.createOpBefore(&step, OpKind::Adam, loc);
+  shardStep->setPhase(Phase::Optimizer);
+  shardStep->addOperand(weightShard);
+  shardStep->addOperand(gradShard);
+  Value *updatedShard = graph.createResult(
+      shardStep,
+      module->makeUniqueName(step.getResult()->getName().str() + ".shard"));
+  updatedShard->setType(weightShard->getType());
+
+  Op *gather = graph.createOpBefore(&step, OpKind::AllGather, loc);
+  gather->setPhase(Phase::Optimizer);
+  gather->addOperand(updatedShard);
+  setCollectiveAttrs(*gather, updatedShard->getType());
+  Value *updated = graph.createResult(
+      gather, module->makeUniqueName(step.getResult()->getName().str() +
+                                     ".allgather"));
+  updated->setType(step.getResult()->getType());
+
+  module->replaceUsesOf(step.getResult(), updated);
+  module->replaceUsesOf(allReduce.getResult(), gradShard);
+  graph.eraseOp(&step);
+  allReduce.getParent()->eraseOp(&allReduce);
+}
+
+LogicalResult ShardOptimizerPass::run(Module &m, DiagnosticEngine &diags) {
+  module = &m;
+  Graph *model = m.getModel();
+  if (!model)
+    return success();
+  llvm::SmallVector<std::pair<Op *, Op *>, 16> steps;
+  model->walk([&](Op &op) {
+    if (op.getKind() != OpKind::Adam)
+      return;
+    Op *reduce = op.getOperand(1)->getDefiningOp();
+    if (reduce && reduce->getKind() == OpKind::AllReduce &&
+        reduce->getPhase() == Phase::GradientSync)
+      steps.push_back({&op, reduce});
+  });
+  bool sawAdam = false;
+  model->walk([&](Op &op) { sawAdam |= op.getKind() == OpKind::Adam; });
+  if (!sawAdam) {
+    diags.error(m.getModelLoc(), "'shard-optimizer' needs optimizer steps: "
+                                 "run it after 'optimizer'");
+    return failure();
+  }
+  for (auto [step, reduce] : steps) {
+    // Only the step reads the reduced gradient; it can be a shard.
+    bool onlyUse = true;
+    model->walk([&](Op &op) {
+      if (&op != step && llvm::is_contained(op.getOperands(),
+                                            reduce->getResult()))
+        onlyUse = false;
+    });
+    if (onlyUse)
+      shard(*step, *reduce);
+  }
+  return success();
+}
+
+std::unique_ptr<Pass> stg::createShardOptimizerPass() {
+  return std::make_unique<ShardOptimizerPass>();
+}
