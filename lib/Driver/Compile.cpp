@@ -100,6 +100,7 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
   instantiateOptions.numMicrobatches =
       options.microbatches ? options.microbatches : numStages;
   instantiateOptions.schedule = options.schedule;
+  instantiateOptions.numVirtualStages = options.virtualStages;
   std::optional<ProgramSet> programs =
       instantiate(*module, *mesh, instantiateOptions, diags);
   if (!programs)

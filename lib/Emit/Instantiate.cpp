@@ -128,8 +128,21 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
   set.schedule = options.schedule;
   unsigned numStages =
       set.pipelineAxis < 0 ? 1 : mesh.getDegree(set.pipelineAxis);
+  unsigned numChunks = std::max(1u, options.numVirtualStages);
+  if (numChunks > 1 &&
+      (numStages < 2 || options.schedule != PipelineSchedule::OneFOneB ||
+       set.numMicrobatches % numStages)) {
+    diags.error(module.getModelLoc(),
+                "virtual stages interleave the 1F1B schedule of a pipeline: "
+                "they need pp > 1, --schedule 1f1b and a micro-batch count "
+                "that is a multiple of pp (" +
+                    llvm::Twine(set.numMicrobatches) + " over " +
+                    llvm::Twine(numStages) + " stages)");
+    return std::nullopt;
+  }
+  set.numVirtualStages = numChunks;
   std::optional<Placement> placement =
-      Placement::create(module, numStages, diags);
+      Placement::create(module, numStages, numChunks, diags);
   if (!placement)
     return std::nullopt;
   set.numLayers = placement->getNumLayers();
@@ -150,9 +163,10 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
     StageBuilder builder(shared, stage);
     if (!builder.build(set.stages[stage]))
       return std::nullopt;
-    unsigned inFlight =
+    double inFlight =
         training ? getMaxInFlightMicrobatches(options.schedule, stage,
-                                              numStages, set.numMicrobatches)
+                                              numStages, set.numMicrobatches,
+                                              numChunks)
                  : 1;
     std::optional<StageMemory> memory = computeStageMemory(
         module, *placement, numbers, stage, inFlight, training);

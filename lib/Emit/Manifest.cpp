@@ -8,6 +8,8 @@
 
 #include "llvm/Support/Format.h"
 
+#include <cmath>
+
 using namespace stg;
 
 std::vector<StageSummary> stg::summarize(const ProgramSet &programs) {
@@ -17,8 +19,7 @@ std::vector<StageSummary> stg::summarize(const ProgramSet &programs) {
     StageSummary summary;
     summary.stage = program.stage;
     summary.numRanks = programs.mesh.getNumRanks() / numStages;
-    summary.firstLayer = program.firstLayer;
-    summary.numLayers = program.numLayers;
+    summary.layers = program.layers;
     for (const ProgramNode &node : program.nodes) {
       ++summary.nodesByType[ChakraProtoMsg::NodeType_Name(
           getChakraNodeType(node.kind))];
@@ -53,13 +54,29 @@ static std::optional<long long> getParameterCount(const Module &module) {
   return getIntegerValue(module.bindDims(countParameters(module)));
 }
 
+/// `0..4` for layers 0-3, `0..2, 4..6` for interleaved chunks (half-open).
+static std::string describeLayers(llvm::ArrayRef<unsigned> layers) {
+  if (layers.empty())
+    return "none";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  size_t start = 0;
+  for (size_t i = 1; i <= layers.size(); ++i) {
+    if (i < layers.size() && layers[i] == layers[i - 1] + 1)
+      continue;
+    os << (start ? ", " : "") << layers[start] << ".." << layers[i - 1] + 1;
+    start = i;
+  }
+  return text;
+}
+
 static llvm::json::Object memoryJson(const StageMemory &memory) {
   return llvm::json::Object{
       {"weights", int64_t(memory.weights)},
       {"gradients", int64_t(memory.gradients)},
       {"optimizer", int64_t(memory.optimizer)},
       {"activations", int64_t(memory.activations)},
-      {"in_flight_microbatches", int64_t(memory.inFlightMicrobatches)},
+      {"in_flight_microbatches", memory.inFlightMicrobatches},
       {"state", int64_t(memory.state)},
       {"total", int64_t(memory.total())}};
 }
@@ -114,9 +131,7 @@ llvm::json::Value stg::buildManifest(const Module &module,
     classes.push_back(llvm::json::Object{
         {"stage", int64_t(summary.stage)},
         {"ranks", int64_t(summary.numRanks)},
-        {"layers", llvm::json::Array{int64_t(summary.firstLayer),
-                                     int64_t(summary.firstLayer +
-                                             summary.numLayers)}},
+        {"layers", describeLayers(summary.layers)},
         {"nodes", mapJson(summary.nodesByType)},
         {"flops", int64_t(summary.flops)},
         {"tensor_bytes", int64_t(summary.tensorBytes)},
@@ -151,6 +166,7 @@ llvm::json::Value stg::buildManifest(const Module &module,
        llvm::json::Object{
            {"stages", int64_t(programs.stages.size())},
            {"layers", int64_t(programs.numLayers)},
+           {"virtual_stages", int64_t(programs.numVirtualStages)},
            {"microbatches", int64_t(programs.numMicrobatches)},
            {"schedule", getPipelineScheduleName(programs.schedule)},
            {"training", programs.training}}},
@@ -191,16 +207,20 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
   if (programs.stages.size() > 1)
     os << ", " << getPipelineScheduleName(programs.schedule) << " over "
        << programs.stages.size() << " stages";
+  if (programs.numVirtualStages > 1)
+    os << " of " << programs.numVirtualStages << " model chunks";
   os << "\n";
   for (const StageSummary &summary : summaries) {
     const StageMemory &memory = programs.stages[summary.stage].memory;
     os << "\nstage " << summary.stage << ": " << summary.numRanks
-       << " ranks, layers " << summary.firstLayer << ".."
-       << summary.firstLayer + summary.numLayers << "\n";
+       << " ranks, layers " << describeLayers(summary.layers) << "\n";
     if (programs.stages.size() > 1 || programs.numMicrobatches > 1) {
       os << "  schedule:";
-      for (const ScheduleStep &step : programs.stages[summary.stage].schedule)
+      for (const ScheduleStep &step : programs.stages[summary.stage].schedule) {
         os << ' ' << (step.backward ? 'B' : 'F') << step.microbatch;
+        if (programs.numVirtualStages > 1)
+          os << '.' << step.chunk;
+      }
       os << "\n";
     }
     os << "  nodes:";
@@ -221,7 +241,12 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
        << human(memory.gradients, "B") << ", optimizer "
        << human(memory.optimizer, "B") << ", activations "
        << human(memory.activations, "B") << " for "
-       << memory.inFlightMicrobatches << " in flight, state "
+       << llvm::format(memory.inFlightMicrobatches ==
+                               std::floor(memory.inFlightMicrobatches)
+                           ? "%.0f"
+                           : "%.2f",
+                       memory.inFlightMicrobatches)
+       << " in flight, state "
        << human(memory.state, "B") << ")\n";
   }
 }

@@ -110,11 +110,15 @@ Perturber::perturb(unsigned rank,
   std::vector<uint64_t> delays(numNodes, 0);
   std::vector<unsigned> ruleOf(numNodes, 0);
   bool changed = false;
-  // Unit 0 is the top level (layer -1), unit i the stage's layer i-1.
+  // Unit 0 is the top level (layer -1), unit i the stage's i-th layer.
   auto unitOf = [&](int layer) {
-    return layer < 0 ? 0 : unsigned(layer) - base.firstLayer + 1;
+    if (layer < 0)
+      return size_t(0);
+    return size_t(llvm::lower_bound(base.layers, unsigned(layer)) -
+                  base.layers.begin()) +
+           1;
   };
-  std::vector<UnitDraw> units(base.numLayers + 1);
+  std::vector<UnitDraw> units(base.layers.size() + 1);
   for (unsigned r = 0; r < spec.rules.size(); ++r) {
     const Rule &rule = spec.rules[r];
     if (rule.ranks && !rule.ranks->count(rank))
@@ -125,7 +129,7 @@ Perturber::perturb(unsigned rank,
     auto uniform = [&] { return (stream() >> 11) * 0x1.0p-53; };
     for (unsigned u = 0; u < units.size(); ++u) {
       double chance = uniform(), u1 = uniform(), u2 = uniform();
-      int layer = u == 0 ? -1 : int(base.firstLayer + u - 1);
+      int layer = u == 0 ? -1 : int(base.layers[u - 1]);
       bool inLayers = !rule.layers || (layer >= 0 && rule.layers->count(layer));
       units[u] = {inLayers && chance < rule.chance,
                   rule.slowdown.sample(u1, u2)};
@@ -152,8 +156,7 @@ Perturber::perturb(unsigned rank,
   // communication and renumbering.
   StageProgram program;
   program.stage = base.stage;
-  program.firstLayer = base.firstLayer;
-  program.numLayers = base.numLayers;
+  program.layers = base.layers;
   program.schedule = base.schedule;
   program.memory = base.memory;
   std::vector<uint32_t> newId(numNodes);

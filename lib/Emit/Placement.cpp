@@ -22,6 +22,7 @@ bool stg::isElided(const Op &op) {
 
 std::optional<Placement> Placement::create(const Module &module,
                                            unsigned numStages,
+                                           unsigned numChunks,
                                            DiagnosticEngine &diags) {
   Placement placement;
   placement.numStages = numStages;
@@ -65,18 +66,29 @@ std::optional<Placement> Placement::create(const Module &module,
   }
   if (!ok)
     return std::nullopt;
-  if (numStages > 1 && placement.numLayers < numStages) {
+  unsigned numModelChunks = numStages * numChunks;
+  if (numModelChunks > 1 && placement.numLayers < numModelChunks) {
     diags.error(firstRepeat ? firstRepeat->getLoc() : module.getModelLoc(),
                 "pipeline parallelism splits repetitions over stages: " +
-                    llvm::Twine(numStages) + " stages need at least " +
-                    llvm::Twine(numStages) + " repetitions, the model has " +
+                    llvm::Twine(numStages) + " stages of " +
+                    llvm::Twine(numChunks) + " model chunk(s) need at least " +
+                    llvm::Twine(numModelChunks) +
+                    " repetitions, the model has " +
                     llvm::Twine(placement.numLayers));
     return std::nullopt;
   }
 
-  for (unsigned stage = 0; stage < numStages; ++stage)
-    placement.layerStages.insert(placement.layerStages.end(),
-                                 placement.getNumLayersOf(stage), stage);
+  // Model chunk c takes an even share of the layers (the remainder to the
+  // first chunks) and runs on stage c mod numStages as its chunk
+  // c / numStages.
+  for (unsigned chunk = 0; chunk < numModelChunks; ++chunk) {
+    unsigned size = placement.numLayers / numModelChunks +
+                    (chunk < placement.numLayers % numModelChunks ? 1 : 0);
+    placement.layerStages.insert(placement.layerStages.end(), size,
+                                 chunk % numStages);
+    placement.layerChunks.insert(placement.layerChunks.end(), size,
+                                 chunk / numStages);
+  }
 
   model.walk([&](Op &op) {
     bool isDeclaration = op.getKind() == OpKind::Param ||
@@ -96,32 +108,32 @@ std::optional<Placement> Placement::create(const Module &module,
   return placement;
 }
 
-unsigned Placement::getNumLayersOf(unsigned stage) const {
-  return numLayers / numStages + (stage < numLayers % numStages ? 1 : 0);
-}
-
-unsigned Placement::getFirstLayer(unsigned stage) const {
-  unsigned first = 0;
-  for (unsigned s = 0; s < stage; ++s)
-    first += getNumLayersOf(s);
-  return first;
+std::vector<unsigned> Placement::getLayersOf(unsigned stage) const {
+  std::vector<unsigned> layers;
+  for (unsigned layer = 0; layer < numLayers; ++layer)
+    if (layerStages[layer] == stage)
+      layers.push_back(layer);
+  return layers;
 }
 
 void Placement::assignTopLevelStages(const Graph &model) {
   // Work before the first repeat runs on the first stage, after a forward
-  // repeat on the stage of its last repetition, after a backward repeat on
-  // that of its first. Gradient sync and optimizer steps follow the
-  // gradient they consume, wherever it was computed.
-  unsigned current = 0;
+  // repeat on the stage (and in the chunk) of its last repetition, after a
+  // backward repeat on that of its first. Gradient sync and optimizer steps
+  // follow the gradient they consume, wherever it was computed.
+  unsigned current = 0, currentChunk = 0;
   for (const std::unique_ptr<Op> &op : model.getOps()) {
     if (op->getKind() == OpKind::Repeat) {
       const RepeatInfo &info = repeats.find(op.get())->second;
-      if (info.count)
-        current = layerStages[info.backward ? info.offset
-                                            : info.offset + info.count - 1];
+      if (info.count) {
+        unsigned layer =
+            info.backward ? info.offset : info.offset + info.count - 1;
+        current = layerStages[layer];
+        currentChunk = layerChunks[layer];
+      }
       continue;
     }
-    unsigned stage = current;
+    unsigned stage = current, chunk = currentChunk;
     if (op->getPhase() == Phase::GradientSync ||
         op->getPhase() == Phase::Optimizer) {
       for (const Value *operand : op->getOperands()) {
@@ -129,11 +141,13 @@ void Placement::assignTopLevelStages(const Graph &model) {
         const Op *def = source.value->getDefiningOp();
         if (def && !isFloating(def)) {
           stage = getStage(def, source.layer);
+          chunk = getChunk(def, source.layer);
           break;
         }
       }
     }
     topStages[op.get()] = stage;
+    topChunks[op.get()] = chunk;
   }
 }
 

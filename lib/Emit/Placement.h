@@ -37,10 +37,13 @@ public:
     unsigned count = 0;
   };
 
-  /// Numbers the repeats of `module` and splits them over `numStages`.
-  /// Reports (and returns null for) what cannot be split.
+  /// Numbers the repeats of `module` and splits them into `numStages` x
+  /// `numChunks` model chunks, chunk c on stage c mod numStages (Megatron-
+  /// LM's interleaving; one chunk per stage without it). Reports (and
+  /// returns null for) what cannot be split.
   static std::optional<Placement> create(const Module &module,
                                          unsigned numStages,
+                                         unsigned numChunks,
                                          DiagnosticEngine &diags);
 
   unsigned getNumLayers() const { return numLayers; }
@@ -48,8 +51,14 @@ public:
   unsigned getStageOfLayer(unsigned layer) const {
     return layerStages[layer];
   }
-  unsigned getFirstLayer(unsigned stage) const;
-  unsigned getNumLayersOf(unsigned stage) const;
+  /// The stage's model chunk (0 .. numChunks-1) a layer belongs to.
+  unsigned getChunkOfLayer(unsigned layer) const { return layerChunks[layer]; }
+  /// The layers `stage` runs, ascending.
+  std::vector<unsigned> getLayersOf(unsigned stage) const;
+  /// The chunk of an op instance (top-level ops: their assigned chunk).
+  unsigned getChunk(const Op *op, int layer) const {
+    return layer >= 0 ? layerChunks[layer] : topChunks.lookup(op);
+  }
 
   const RepeatInfo &getRepeat(const Op *repeat) const {
     return repeats.find(repeat)->second;
@@ -71,11 +80,11 @@ private:
 
   unsigned numLayers = 0;
   unsigned numStages = 1;
-  std::vector<unsigned> layerStages;
+  std::vector<unsigned> layerStages, layerChunks;
   llvm::DenseMap<const Op *, RepeatInfo> repeats;
   /// Body argument -> (its repeat, its index).
   llvm::DenseMap<const Value *, std::pair<const Op *, unsigned>> bodyArgs;
-  llvm::DenseMap<const Op *, unsigned> topStages;
+  llvm::DenseMap<const Op *, unsigned> topStages, topChunks;
   llvm::DenseMap<const Op *, bool> floating;
 };
 

@@ -261,9 +261,13 @@ void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
     return op.getPhase() == Phase::Forward;
   };
   int mb = step.microbatch;
+  auto here = [&](const Op &op, int layer) {
+    return placement.getStage(&op, layer) == stage &&
+           placement.getChunk(&op, layer) == step.chunk;
+  };
   for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
     if (op->getKind() != OpKind::Repeat) {
-      if (placement.getStage(op.get(), -1) == stage && runs(*op))
+      if (here(*op, -1) && runs(*op))
         buildOp(*op, -1, mb);
       continue;
     }
@@ -272,7 +276,8 @@ void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
       continue;
     for (unsigned i = 0; i < info.count; ++i) {
       int layer = info.offset + (info.backward ? info.count - 1 - i : i);
-      if (placement.getStageOfLayer(layer) != stage)
+      if (placement.getStageOfLayer(layer) != stage ||
+          placement.getChunkOfLayer(layer) != step.chunk)
         continue;
       for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
         if (inner->getKind() != OpKind::Yield && runs(*inner))
@@ -313,11 +318,11 @@ void StageBuilder::chainSteps(size_t previousBegin, size_t begin) {
 bool StageBuilder::build(StageProgram &program) {
   nodes = &program.nodes;
   program.stage = stage;
-  program.firstLayer = placement.getFirstLayer(stage);
-  program.numLayers = placement.getNumLayersOf(stage);
+  program.layers = placement.getLayersOf(stage);
   program.schedule = getStageSchedule(
       shared.options.schedule, stage, placement.getNumStages(),
-      shared.options.numMicrobatches, shared.training);
+      shared.options.numMicrobatches, shared.training,
+      shared.options.numVirtualStages);
   size_t previousBegin = 0;
   bool firstStep = true;
   for (ScheduleStep step : program.schedule) {

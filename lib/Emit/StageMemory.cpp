@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/DenseSet.h"
 
+#include <cmath>
+
 using namespace stg;
 
 /// The declarations (`param`, `state`) `value` is a view of, if any.
@@ -24,7 +26,7 @@ static void findDeclarations(const Value *value,
 std::optional<StageMemory>
 stg::computeStageMemory(const Module &module, const Placement &placement,
                         OpNumberCache &numbers, unsigned stage,
-                        unsigned inFlightMicrobatches, bool training) {
+                        double inFlightMicrobatches, bool training) {
   using Key = std::pair<const Value *, int>;
   llvm::DenseSet<Key> declarations, saved, steps;
   llvm::SmallVector<const Op *, 2> found;
@@ -73,11 +75,13 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
     memory.optimizer +=
         12 * (*bytes / getElementTypeBytes(key.first->getType().getElementType()));
   }
+  uint64_t savedBytes = 0;
   for (const Key &key : saved) {
     std::optional<int64_t> bytes = bytesOf(key.first);
     if (!bytes)
       return std::nullopt;
-    memory.activations += *bytes * inFlightMicrobatches;
+    savedBytes += *bytes;
   }
+  memory.activations = uint64_t(std::llround(savedBytes * inFlightMicrobatches));
   return memory;
 }

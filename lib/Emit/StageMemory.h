@@ -27,7 +27,7 @@ std::optional<StageMemory> computeStageMemory(const Module &module,
                                               const Placement &placement,
                                               OpNumberCache &numbers,
                                               unsigned stage,
-                                              unsigned inFlightMicrobatches,
+                                              double inFlightMicrobatches,
                                               bool training);
 
 } // namespace stg

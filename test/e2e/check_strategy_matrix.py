@@ -36,6 +36,8 @@ MATRIX = [
     ("pp-1f1b", ["--pp", "4", "--microbatches", "6"]),
     ("pp-gpipe", ["--pp", "2", "--microbatches", "3", "--schedule", "gpipe"]),
     ("pp-uneven", ["--pp", "3", "--tp", "2"]),
+    ("pp-interleaved", ["--pp", "2", "--tp", "2", "--dp", "2",
+                        "--virtual-stages", "2", "--microbatches", "4"]),
     ("cp", ["--cp", "2", "--dp", "2"]),
     ("fsdp", ["--dp", "4", "--fsdp"]),
     ("zero1", ["--dp", "2", "--tp", "2", "--pp", "2", "--cp", "2",

@@ -104,6 +104,11 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   app.add_option("--schedule", options.schedule, "pipeline schedule")
       ->check(CLI::IsMember({"1f1b", "gpipe"}))
       ->group(step);
+  app.add_option("--virtual-stages", options.compile.virtualStages,
+                 "model chunks per pipeline stage: Megatron's interleaved "
+                 "1F1B (micro-batches a multiple of pp)")
+      ->check(CLI::PositiveNumber)
+      ->group(step);
   app.add_option("--recompute", options.compile.recompute,
                  "activation recomputation: none, full or selective "
                  "(attention core only)")
@@ -244,6 +249,8 @@ StagecOptions::describe() const {
                                        ? std::to_string(compile.microbatches)
                                        : "stages"});
   given.push_back({"schedule", schedule});
+  if (compile.virtualStages > 1)
+    given.push_back({"virtual_stages", std::to_string(compile.virtualStages)});
   given.push_back({"recompute", compile.recompute});
   if (compile.distributedOptimizer)
     given.push_back({"distributed_optimizer", "true"});

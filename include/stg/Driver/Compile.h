@@ -41,6 +41,7 @@ struct CompileOptions {
   /// ZeRO-1: shard the optimizer step over the data-parallel axes.
   bool distributedOptimizer = false;
   unsigned microbatches = 0;      ///< 0: one per pipeline stage.
+  unsigned virtualStages = 1;     ///< Model chunks per stage (interleaving).
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
 };
 

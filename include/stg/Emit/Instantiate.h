@@ -52,6 +52,9 @@ std::optional<Mesh> buildMesh(const Module &module, llvm::StringRef rankOrder,
 
 struct InstantiateOptions {
   unsigned numMicrobatches = 1;
+  /// Model chunks per pipeline stage (Megatron-LM's virtual stages); more
+  /// than one interleaves them in the 1F1B schedule.
+  unsigned numVirtualStages = 1;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   /// The mesh axis whose coordinate is the pipeline stage.
   std::string pipelineAxis = "pp";

@@ -29,7 +29,7 @@ namespace stg {
 struct StageSummary {
   unsigned stage = 0;
   unsigned numRanks = 0;
-  unsigned firstLayer = 0, numLayers = 0;
+  std::vector<unsigned> layers;
   std::map<std::string, uint64_t> nodesByType;
   uint64_t flops = 0;
   uint64_t tensorBytes = 0;

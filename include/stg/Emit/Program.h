@@ -62,7 +62,7 @@ struct StageMemory {
   uint64_t optimizer = 0;   ///< Adam: fp32 master copy and two moments.
   uint64_t activations = 0; ///< Saved for backward, times in-flight steps.
   uint64_t state = 0;       ///< `state` tensors (KV cache).
-  unsigned inFlightMicrobatches = 1;
+  double inFlightMicrobatches = 1; ///< Fractional with virtual stages.
 
   uint64_t total() const {
     return weights + gradients + optimizer + activations + state;
@@ -71,8 +71,9 @@ struct StageMemory {
 
 struct StageProgram {
   unsigned stage = 0;
-  unsigned firstLayer = 0; ///< The repetitions this stage runs.
-  unsigned numLayers = 0;
+  /// The repetitions this stage runs, ascending (with virtual stages, not
+  /// contiguous).
+  std::vector<unsigned> layers;
   std::vector<ProgramNode> nodes;
   std::vector<ScheduleStep> schedule;
   StageMemory memory;
@@ -83,6 +84,7 @@ struct ProgramSet {
   Mesh mesh;
   int pipelineAxis = -1; ///< Mesh axis whose coordinate is the stage, or -1.
   unsigned numMicrobatches = 1;
+  unsigned numVirtualStages = 1; ///< Model chunks per stage (interleaving).
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   bool training = false;
   unsigned numLayers = 0; ///< Repetitions of all forward repeats.
