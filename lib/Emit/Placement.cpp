@@ -70,9 +70,11 @@ std::optional<Placement> Placement::create(const Module &module,
   if (numModelChunks > 1 && placement.numLayers < numModelChunks) {
     diags.error(firstRepeat ? firstRepeat->getLoc() : module.getModelLoc(),
                 "pipeline parallelism splits repetitions over stages: " +
-                    llvm::Twine(numStages) + " stages of " +
-                    llvm::Twine(numChunks) + " model chunk(s) need at least " +
-                    llvm::Twine(numModelChunks) +
+                    llvm::Twine(numStages) + " stages" +
+                    (numChunks > 1 ? " of " + llvm::Twine(numChunks) +
+                                         " model chunks"
+                                   : llvm::Twine()) +
+                    " need at least " + llvm::Twine(numModelChunks) +
                     " repetitions, the model has " +
                     llvm::Twine(placement.numLayers));
     return std::nullopt;
