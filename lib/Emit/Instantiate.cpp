@@ -72,6 +72,11 @@ std::vector<AxisMask> ProgramSet::getUsedMasks() const {
   return masks;
 }
 
+static bool isOncePerStep(const Op &op) {
+  return op.getPhase() == Phase::GradientSync ||
+         op.getPhase() == Phase::Optimizer;
+}
+
 /// Finds every data edge whose ends run on different stages and numbers the
 /// edges in program order. Fails if the tags would not fit an int32.
 static LogicalResult findStageEdges(SharedState &shared) {
@@ -85,10 +90,13 @@ static LogicalResult findStageEdges(SharedState &shared) {
           placement.getStage(def, source.layer) == consumerStage)
         continue;
       auto &edges = shared.edges[{source.value, source.layer}];
-      if (llvm::none_of(edges, [&](const StageEdge &edge) {
-            return edge.stage == consumerStage;
-          }))
-        edges.push_back({consumerStage, next++});
+      auto edge = llvm::find_if(edges, [&](const StageEdge &candidate) {
+        return candidate.stage == consumerStage;
+      });
+      if (edge == edges.end())
+        edges.push_back({consumerStage, next++, isOncePerStep(op)});
+      else // Any per-micro-batch consumer needs every micro-batch's value.
+        edge->once &= isOncePerStep(op);
     }
   };
   for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {

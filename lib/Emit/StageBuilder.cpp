@@ -109,21 +109,8 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
   }
   unsigned sourceStage = placement.getStage(def, source.layer);
   InstanceKey key{source.value, source.layer};
-  for (int mb = first; mb <= last; ++mb) {
-    auto found = holders.find({key, mb});
-    if (found != holders.end()) {
-      deps.append(found->second.begin(), found->second.end());
-      continue;
-    }
-    if (sourceStage == stage) {
-      // Produced on this stage by a step not run yet: a schedule error.
-      shared.diags.error(def->getLoc(),
-                         "internal error: '%" + source.value->getName() +
-                             "' used before the step that computes it");
-      failed = true;
-      return;
-    }
-    const StageEdge *edge = nullptr;
+  const StageEdge *edge = nullptr;
+  if (sourceStage != stage) {
     auto edges = shared.edges.find(key);
     if (edges != shared.edges.end())
       for (const StageEdge &candidate : edges->second)
@@ -133,6 +120,25 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
       shared.diags.error(def->getLoc(),
                          "internal error: '%" + source.value->getName() +
                              "' crosses stages without a numbered edge");
+      failed = true;
+      return;
+    }
+    // Once-per-step work receives the accumulated value once, after the
+    // last micro-batch.
+    if (edge->once)
+      first = last;
+  }
+  for (int mb = first; mb <= last; ++mb) {
+    auto found = holders.find({key, mb});
+    if (found != holders.end()) {
+      deps.append(found->second.begin(), found->second.end());
+      continue;
+    }
+    if (!edge) {
+      // Produced on this stage by a step not run yet: a schedule error.
+      shared.diags.error(def->getLoc(),
+                         "internal error: '%" + source.value->getName() +
+                             "' used before the step that computes it");
       failed = true;
       return;
     }
@@ -169,7 +175,10 @@ void StageBuilder::sendResult(ValueInstance producer, int microbatch,
     failed = true;
     return;
   }
+  int lastMicrobatch = int(shared.options.numMicrobatches) - 1;
   for (const StageEdge &edge : found->second) {
+    if (edge.once && microbatch >= 0 && microbatch != lastMicrobatch)
+      continue;
     ProgramNode send;
     send.kind = ProgramNodeKind::Send;
     send.name = getInstanceName(*producer.value, producer.layer, microbatch) +

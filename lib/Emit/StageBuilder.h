@@ -22,10 +22,13 @@ namespace stg {
 
 using InstanceKey = std::pair<const Value *, int>;
 
-/// A cross-stage edge: the consuming stage and the edge's number.
+/// A cross-stage edge: the consuming stage and the edge's number. An edge
+/// into once-per-step work (summing a tied weight's gradients) carries the
+/// value once, after the last micro-batch accumulated it.
 struct StageEdge {
   unsigned stage;
   unsigned number;
+  bool once = false;
 };
 
 /// What every stage's builder shares.

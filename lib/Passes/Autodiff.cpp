@@ -162,6 +162,12 @@ void AutodiffPass::accumulate(Value *value, Value *gradient, Graph &backward,
     return;
   Op *sum = create(backward, OpKind::Add, loc, {it->second, gradient},
                    {gradName(value)});
+  // A weight used twice (tied embeddings) sums its gradient contributions
+  // once per step, after each has accumulated over the micro-batches in its
+  // weight-gradient kernel: with pipeline stages, one transfer per step.
+  if (value->getDefiningOp() &&
+      value->getDefiningOp()->getKind() == OpKind::Param)
+    sum->setPhase(Phase::GradientSync);
   typeResults(*sum, *module, *extents, *diags);
   sum->getResult()->setLayoutHint(value);
   it->second = sum->getResult();
