@@ -101,6 +101,8 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
       options.microbatches ? options.microbatches : numStages;
   instantiateOptions.schedule = options.schedule;
   instantiateOptions.numVirtualStages = options.virtualStages;
+  instantiateOptions.gradientBucketBytes =
+      uint64_t(options.gradientBucketMB * 1e6);
   std::optional<ProgramSet> programs =
       instantiate(*module, *mesh, instantiateOptions, diags);
   if (!programs)

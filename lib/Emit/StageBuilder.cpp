@@ -129,6 +129,8 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
       first = last;
   }
   for (int mb = first; mb <= last; ++mb) {
+    if (llvm::is_contained(bucket.members, std::make_pair(key, mb)))
+      flushBucket();
     auto found = holders.find({key, mb});
     if (found != holders.end()) {
       deps.append(found->second.begin(), found->second.end());
@@ -194,6 +196,33 @@ void StageBuilder::sendResult(ValueInstance producer, int microbatch,
   }
 }
 
+void StageBuilder::addToBucket(ProgramNode node, const Op &op, int layer) {
+  if (bucket.node && (bucket.node->commType != node.commType ||
+                      bucket.node->group != node.group))
+    flushBucket();
+  if (!bucket.node) {
+    bucket.node = std::move(node);
+    bucket.node->name += ".bucket";
+  } else {
+    bucket.node->commBytes += node.commBytes;
+    bucket.node->dataDeps.append(node.dataDeps.begin(), node.dataDeps.end());
+  }
+  ++bucket.size;
+  bucket.members.push_back({{op.getResult(), layer}, -1});
+  if (uint64_t(bucket.node->commBytes) >= shared.options.gradientBucketBytes)
+    flushBucket();
+}
+
+void StageBuilder::flushBucket() {
+  if (!bucket.node)
+    return;
+  bucket.node->name += std::to_string(bucket.size);
+  uint32_t id = addNode(std::move(*bucket.node));
+  for (const auto &member : bucket.members)
+    holders[member] = {id};
+  bucket = Bucket();
+}
+
 void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
   bool once = isOncePerStep(op);
   int mb = once ? -1 : microbatch;
@@ -243,6 +272,15 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       }
       node.commType = *type;
       node.group = mask;
+      bool bucketed = shared.options.gradientBucketBytes && mask &&
+                      node.phase == Phase::GradientSync &&
+                      (node.commType == ChakraProtoMsg::ALL_REDUCE ||
+                       node.commType == ChakraProtoMsg::REDUCE_SCATTER) &&
+                      !shared.edges.count({op.getResult(), layer});
+      if (bucketed) {
+        addToBucket(std::move(node), op, layer);
+        return;
+      }
       // A collective over one rank does nothing.
       if (!mask)
         held.assign(deps.begin(), deps.end());
@@ -339,6 +377,7 @@ bool StageBuilder::build(StageProgram &program) {
         step.backward && step.microbatch + 1 == shared.options.numMicrobatches;
     size_t begin = nodes->size();
     buildStep(step, lastBackward);
+    flushBucket();
     if (failed)
       return false;
     if (!firstStep && begin > previousBegin)

@@ -70,6 +70,11 @@ private:
   void sendResult(ValueInstance producer, int microbatch,
                   llvm::ArrayRef<uint32_t> deps);
   uint32_t addNode(ProgramNode node);
+  /// Adds a gradient reduction to the pending bucket (issued as one
+  /// collective when full, when another kind or group comes, when a member
+  /// is needed, or at the end of the step).
+  void addToBucket(ProgramNode node, const Op &op, int layer);
+  void flushBucket();
   void chainSteps(size_t previousBegin, size_t begin);
   int32_t getTag(unsigned edge, int microbatch) const {
     return int32_t(edge * shared.options.numMicrobatches +
@@ -91,6 +96,11 @@ private:
   llvm::DenseMap<std::pair<InstanceKey, int>, llvm::SmallVector<uint32_t, 1>>
       holders;
   llvm::DenseMap<AxisMask, uint32_t> lastCollective;
+  struct Bucket {
+    std::optional<ProgramNode> node;
+    unsigned size = 0;
+    llvm::SmallVector<std::pair<InstanceKey, int>, 8> members;
+  } bucket;
   bool failed = false;
 };
 

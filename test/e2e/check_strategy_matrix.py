@@ -42,6 +42,8 @@ MATRIX = [
     ("fsdp", ["--dp", "4", "--fsdp"]),
     ("zero1", ["--dp", "2", "--tp", "2", "--pp", "2", "--cp", "2",
                "--distributed-optimizer"]),
+    ("buckets", ["--dp", "2", "--tp", "2", "--pp", "2", "--fsdp",
+                 "--grad-bucket-mb", "25"]),
     ("recompute", ["--tp", "2", "--pp", "2", "--recompute", "full"]),
     ("selective", ["--tp", "2", "--recompute", "selective"]),
     ("prefill", ["--tp", "2", "--pp", "2", "--mode", "prefill"]),

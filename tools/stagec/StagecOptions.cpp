@@ -104,6 +104,11 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   app.add_option("--schedule", options.schedule, "pipeline schedule")
       ->check(CLI::IsMember({"1f1b", "gpipe"}))
       ->group(step);
+  app.add_option("--grad-bucket-mb", options.compile.gradientBucketMB,
+                 "issue data-parallel gradient reductions in buckets of this "
+                 "many MB, as DDP and Megatron do (default 0: one per weight)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(step);
   app.add_option("--virtual-stages", options.compile.virtualStages,
                  "model chunks per pipeline stage: Megatron's interleaved "
                  "1F1B (micro-batches a multiple of pp)")
@@ -249,6 +254,8 @@ StagecOptions::describe() const {
                                        ? std::to_string(compile.microbatches)
                                        : "stages"});
   given.push_back({"schedule", schedule});
+  if (compile.gradientBucketMB > 0)
+    given.push_back({"grad_bucket_mb", std::to_string(compile.gradientBucketMB)});
   if (compile.virtualStages > 1)
     given.push_back({"virtual_stages", std::to_string(compile.virtualStages)});
   given.push_back({"recompute", compile.recompute});

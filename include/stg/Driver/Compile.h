@@ -42,6 +42,7 @@ struct CompileOptions {
   bool distributedOptimizer = false;
   unsigned microbatches = 0;      ///< 0: one per pipeline stage.
   unsigned virtualStages = 1;     ///< Model chunks per stage (interleaving).
+  double gradientBucketMB = 0;    ///< Gradient-reduction buckets; 0: none.
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
 };
 

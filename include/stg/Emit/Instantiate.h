@@ -55,6 +55,10 @@ struct InstantiateOptions {
   /// Model chunks per pipeline stage (Megatron-LM's virtual stages); more
   /// than one interleaves them in the 1F1B schedule.
   unsigned numVirtualStages = 1;
+  /// Gradient reductions of consecutive weights are issued together, as
+  /// data-parallel frameworks do, up to this many bytes; 0 issues one per
+  /// weight.
+  uint64_t gradientBucketBytes = 0;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   /// The mesh axis whose coordinate is the pipeline stage.
   std::string pipelineAxis = "pp";
