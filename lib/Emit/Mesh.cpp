@@ -91,7 +91,7 @@ std::string Mesh::describeMask(AxisMask mask) const {
       names.push_back(axes[axis].name);
   if (names.size() == 1)
     return names.front().str();
-  return "(" + llvm::join(names, ", ") + ")";
+  return ("(" + llvm::Twine(llvm::join(names, ", ")) + ")").str();
 }
 
 CommGroups::CommGroups(const Mesh &mesh, llvm::ArrayRef<AxisMask> used)

@@ -168,7 +168,7 @@ void GraphBuilder::buildRepeat(STGParser::RepeatStmtContext *ctx,
   std::string loopName = ctx->ID() ? ctx->ID()->getText() : "layer";
   // A second loop of the same name in this scope is `layer_1`, as blocks are.
   if (unsigned instance = scope.instances[loopName]++)
-    loopName += "_" + std::to_string(instance);
+    loopName += ("_" + llvm::Twine(instance)).str();
 
   // Names the body assigns that are bound outside are loop-carried.
   llvm::SmallVector<std::string, 4> assigned, carried;
@@ -440,8 +440,10 @@ Value *GraphBuilder::instantiateBlock(llvm::StringRef name, BlockDecl &decl,
 
   unsigned instance = caller.instances[name]++;
   Scope scope;
-  scope.prefix = caller.prefix + name.str() +
-                 (instance ? "_" + std::to_string(instance) : "") + ".";
+  scope.prefix = caller.prefix + name.str();
+  if (instance)
+    scope.prefix += ("_" + llvm::Twine(instance)).str();
+  scope.prefix += '.';
   scope.graph = caller.graph;
   scope.file = &file;
   scope.allowsReturn = true;
