@@ -86,7 +86,8 @@ static void writeDotNode(llvm::raw_ostream &os,
 
 llvm::Error stg::writeReadableRank(const ProgramSet &programs,
                                    const CommGroups &groups, unsigned rank,
-                                   llvm::StringRef path, TraceFormat format,
+                                   llvm::StringRef path,
+                                   const EmitOptions &options,
                                    const StageProgram *own) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
@@ -98,10 +99,10 @@ llvm::Error stg::writeReadableRank(const ProgramSet &programs,
   ChakraProtoMsg::Node node;
   auto fill = [&](size_t id) {
     node.Clear();
-    fillSharedPart(program.nodes[id], id, node);
+    fillSharedPart(program.nodes[id], id, options.orderingAsDataDeps, node);
     fillRankPart(programs, groups, program.nodes[id], rank, node);
   };
-  if (format == TraceFormat::Json) {
+  if (options.format == TraceFormat::Json) {
     llvm::json::OStream json(os, 1);
     json.object([&] {
       json.attribute("rank", int64_t(rank));

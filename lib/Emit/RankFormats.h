@@ -16,9 +16,10 @@ namespace stg {
 ChakraProtoMsg::NodeType getChakraNodeType(ProgramNodeKind kind);
 
 /// Id, name, type, dependencies, duration and the attributes every rank of
-/// the stage shares.
+/// the stage shares. With `orderingAsDataDeps` the node's ordering edges
+/// join its data_deps.
 void fillSharedPart(const ProgramNode &node, uint64_t id,
-                    ChakraProtoMsg::Node &out);
+                    bool orderingAsDataDeps, ChakraProtoMsg::Node &out);
 /// The attributes that differ by rank: `pg_name`, `comm_src`, `comm_dst`.
 void fillRankPart(const ProgramSet &programs, const CommGroups &groups,
                   const ProgramNode &node, unsigned rank,
@@ -28,7 +29,7 @@ void fillRankPart(const ProgramSet &programs, const CommGroups &groups,
 /// Graphviz digraph; from `own` if given, else from its stage's program.
 llvm::Error writeReadableRank(const ProgramSet &programs,
                               const CommGroups &groups, unsigned rank,
-                              llvm::StringRef path, TraceFormat format,
+                              llvm::StringRef path, const EmitOptions &options,
                               const StageProgram *own = nullptr);
 
 } // namespace stg

@@ -52,14 +52,24 @@ ChakraProtoMsg::NodeType stg::getChakraNodeType(ProgramNodeKind kind) {
 }
 
 void stg::fillSharedPart(const ProgramNode &node, uint64_t id,
-                         ChakraProtoMsg::Node &out) {
+                         bool orderingAsDataDeps, ChakraProtoMsg::Node &out) {
   out.set_id(id);
   out.set_name(node.name);
   out.set_type(getChakraNodeType(node.kind));
-  for (uint32_t dep : node.ctrlDeps)
-    out.add_ctrl_deps(dep);
-  for (uint32_t dep : node.dataDeps)
-    out.add_data_deps(dep);
+  if (orderingAsDataDeps) {
+    llvm::SmallVector<uint32_t, 8> deps(node.dataDeps.begin(),
+                                        node.dataDeps.end());
+    deps.append(node.ctrlDeps.begin(), node.ctrlDeps.end());
+    llvm::sort(deps);
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    for (uint32_t dep : deps)
+      out.add_data_deps(dep);
+  } else {
+    for (uint32_t dep : node.ctrlDeps)
+      out.add_ctrl_deps(dep);
+    for (uint32_t dep : node.dataDeps)
+      out.add_data_deps(dep);
+  }
   if (node.durationMicros)
     out.set_duration_micros(node.durationMicros);
   *out.add_attr() = isCpuOpAttr(false);
@@ -109,12 +119,12 @@ struct StageTemplate {
   std::string bytes;
   std::vector<size_t> offsets; ///< Node i is bytes[offsets[i], offsets[i+1]).
 
-  explicit StageTemplate(const StageProgram &program) {
+  StageTemplate(const StageProgram &program, bool orderingAsDataDeps) {
     ChakraProtoMsg::Node node;
     for (size_t id = 0; id < program.nodes.size(); ++id) {
       offsets.push_back(bytes.size());
       node.Clear();
-      fillSharedPart(program.nodes[id], id, node);
+      fillSharedPart(program.nodes[id], id, orderingAsDataDeps, node);
       node.AppendToString(&bytes);
     }
     offsets.push_back(bytes.size());
@@ -132,7 +142,7 @@ public:
   /// Writes `rank`'s file from its stage's program and template, or from
   /// `own` (with a template made for it) if given.
   llvm::Error write(unsigned rank, llvm::StringRef path,
-                    const ChakraTraceWriterOptions &options,
+                    const EmitOptions &options,
                     const StageProgram *own = nullptr);
 
 private:
@@ -162,17 +172,17 @@ llvm::StringRef ChakraStamper::getRankPart(const ProgramNode &node,
 }
 
 llvm::Error ChakraStamper::write(unsigned rank, llvm::StringRef path,
-                                 const ChakraTraceWriterOptions &options,
+                                 const EmitOptions &options,
                                  const StageProgram *own) {
   rankParts.clear();
-  auto writer = ChakraTraceWriter::create(path, options);
+  auto writer = ChakraTraceWriter::create(path, options.writer);
   if (!writer)
     return writer.takeError();
   unsigned stage = programs.getStageOfRank(rank);
   const StageProgram &program = own ? *own : programs.stages[stage];
   std::optional<StageTemplate> ownTemplate;
   if (own)
-    ownTemplate.emplace(*own);
+    ownTemplate.emplace(*own, options.orderingAsDataDeps);
   const StageTemplate &shared = own ? *ownTemplate : templates[stage];
   for (size_t id = 0; id < program.nodes.size(); ++id) {
     llvm::StringRef common(shared.bytes.data() + shared.offsets[id],
@@ -198,7 +208,7 @@ llvm::Error stg::emitTraces(const ProgramSet &programs,
   std::vector<StageTemplate> templates;
   if (options.format == TraceFormat::Chakra)
     for (const StageProgram &program : programs.stages)
-      templates.emplace_back(program);
+      templates.emplace_back(program, options.orderingAsDataDeps);
 
   unsigned jobs = options.jobs ? options.jobs
                                : llvm::hardware_concurrency().compute_thread_count();
@@ -228,9 +238,9 @@ llvm::Error stg::emitTraces(const ProgramSet &programs,
         own = options.rankProgram(rank);
       llvm::Error err = llvm::Error::success();
       if (options.format == TraceFormat::Chakra)
-        err = stamper.write(rank, path, options.writer, own ? &*own : nullptr);
+        err = stamper.write(rank, path, options, own ? &*own : nullptr);
       else
-        err = writeReadableRank(programs, groups, rank, path, options.format,
+        err = writeReadableRank(programs, groups, rank, path, options,
                                 own ? &*own : nullptr);
       if (err) {
         std::lock_guard<std::mutex> lock(errorMutex);

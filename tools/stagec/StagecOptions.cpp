@@ -157,6 +157,11 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       ->check(CLI::IsMember({"chakra", "json", "dot"}))
       ->group(output);
   app.add_flag("--gzip", options.gzip, "write P.{rank}.et.gz")->group(output);
+  app.add_option("--ordering-deps", options.orderingDeps,
+                 "where schedule and collective-order edges go: data "
+                 "(default; ASTRA-sim's feeder reads only data_deps) or ctrl")
+      ->check(CLI::IsMember({"data", "ctrl"}))
+      ->group(output);
   app.add_option("--ranks", ranks, "write only these ranks, e.g. 0-7,12")
       ->group(output);
   app.add_option("-j,--jobs", options.jobs,
@@ -265,6 +270,7 @@ StagecOptions::describe() const {
     given.push_back({"dtype", dtype});
   given.push_back({"rank_order", compile.rankOrder});
   given.push_back({"format", format});
+  given.push_back({"ordering_deps", orderingDeps});
   if (!device.empty())
     given.push_back({"device", device});
   if (!measured.empty())

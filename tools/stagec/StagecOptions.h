@@ -34,6 +34,7 @@ struct StagecOptions {
   std::string outputDir;
   std::string prefix;
   std::string format = "chakra";
+  std::string orderingDeps = "data";
   bool gzip = false;
   std::vector<unsigned> ranks;
   unsigned jobs = 0;

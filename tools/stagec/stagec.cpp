@@ -189,6 +189,7 @@ int main(int argc, char **argv) {
                              : options.prefix;
   emitOptions.format = *parseTraceFormat(options.format);
   emitOptions.gzip = options.gzip;
+  emitOptions.orderingAsDataDeps = options.orderingDeps == "data";
   emitOptions.jobs = options.jobs;
   emitOptions.ranks = options.ranks;
   emitOptions.cancel = &interrupted;

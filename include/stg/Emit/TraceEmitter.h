@@ -38,6 +38,11 @@ struct EmitOptions {
   bool gzip = false;
   /// Threads writing ranks; 0 means one per hardware thread.
   unsigned jobs = 1;
+  /// Where the ordering edges (the schedule, each group's collective chain,
+  /// perturbation delays) go. ASTRA-sim's Chakra feeder resolves only
+  /// data_deps, so by default they are written there; false writes them as
+  /// ctrl_deps, for readers that tell order from data flow.
+  bool orderingAsDataDeps = true;
   /// Ranks to write; empty means all.
   std::vector<unsigned> ranks;
   ChakraTraceWriterOptions writer;
