@@ -1,0 +1,93 @@
+//===- DeviceModelTest.cpp - Roofline durations and measured kernels ------===//
+
+#include "stg/Emit/DeviceModel.h"
+
+#include "ScratchDirectoryTest.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+#include <fstream>
+
+using namespace stg;
+
+namespace {
+
+TEST(DeviceModelTest, RooflineTakesTheSlowerOfComputeAndMemory) {
+  DeviceSpec device{"test", 100e12, 1e12, 100e9, 0.5, 0.5};
+  // 100 TFLOP at 50 TFLOP/s achievable: 2 s, compute-bound.
+  EXPECT_EQ(device.getKernelMicros(100'000'000'000'000, 1000), 2'000'000u);
+  // 1 GB at 0.5 TB/s achievable: 2000 us, memory-bound.
+  EXPECT_EQ(device.getKernelMicros(1000, 1'000'000'000), 2000u);
+  // Any work takes at least a microsecond; none takes none.
+  EXPECT_EQ(device.getKernelMicros(10, 10), 1u);
+  EXPECT_EQ(device.getKernelMicros(0, 0), 0u);
+}
+
+TEST(DeviceModelTest, BuiltinDevicesByNameInAnyCase) {
+  const DeviceSpec *h100 = lookupBuiltinDevice("h100");
+  ASSERT_TRUE(h100);
+  EXPECT_EQ(h100->name, "H100");
+  EXPECT_DOUBLE_EQ(h100->peakFlops, 989e12);
+  for (const char *name : {"A100", "H200", "B200", "MI300X"})
+    EXPECT_TRUE(lookupBuiltinDevice(name)) << name;
+  llvm::Expected<DeviceSpec> unknown = loadDevice("Z80");
+  ASSERT_FALSE(bool(unknown));
+  EXPECT_NE(llvm::toString(unknown.takeError()).find("unknown device 'Z80'"),
+            std::string::npos);
+}
+
+class MeasuredKernelsTest : public ScratchDirectoryTest {
+protected:
+  std::string writeTable(const char *text) {
+    std::string file = path("kernels.csv");
+    std::ofstream(file) << text;
+    return file;
+  }
+};
+
+TEST_F(MeasuredKernelsTest, ExactRowsWinOverWildcards) {
+  auto table = MeasuredKernels::load(writeTable(
+      "op_type,num_ops,tensor_size,micros\n"
+      "einsum,100,20,7\n"
+      "einsum,100,*,8\n"
+      "einsum,*,20,9\n"
+      "elementwise,*,*,3\n"));
+  ASSERT_TRUE(bool(table)) << llvm::toString(table.takeError());
+  EXPECT_EQ(table->size(), 4u);
+  EXPECT_EQ(table->lookup("einsum", 100, 20), 7u);
+  EXPECT_EQ(table->lookup("einsum", 100, 21), 8u);
+  EXPECT_EQ(table->lookup("einsum", 99, 20), 9u);
+  EXPECT_EQ(table->lookup("elementwise", 5, 5), 3u);
+  EXPECT_EQ(table->lookup("attention", 100, 20), 0u);
+}
+
+TEST_F(MeasuredKernelsTest, BadRowsNameTheLine) {
+  auto table = MeasuredKernels::load(writeTable("einsum,100,20,7\n"
+                                                "einsum,lots,20,7\n"));
+  ASSERT_FALSE(bool(table));
+  std::string message = llvm::toString(table.takeError());
+  EXPECT_NE(message.find("kernels.csv:2: num_ops 'lots' is not an integer"),
+            std::string::npos)
+      << message;
+}
+
+TEST(DeviceModelTest, ApplyFillsEveryComputeNodeByRoofline) {
+  ProgramSet programs;
+  programs.stages.resize(1);
+  ProgramNode einsum, add;
+  einsum.opType = "einsum";
+  einsum.numOps = 2'000'000'000'000;
+  einsum.tensorBytes = 1000;
+  add.opType = "elementwise";
+  add.numOps = 10;
+  add.tensorBytes = 1'000'000'000;
+  programs.stages[0].nodes = {einsum, add};
+  DeviceSpec device{"test", 1e12, 1e12, 1e9, 1.0, 1.0};
+  applyDeviceModel(programs, device, nullptr);
+  EXPECT_EQ(programs.stages[0].nodes[0].durationMicros, 2'000'000u);
+  EXPECT_EQ(programs.stages[0].nodes[1].durationMicros, 1000u);
+}
+
+} // namespace
