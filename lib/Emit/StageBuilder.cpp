@@ -304,7 +304,7 @@ void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
   auto runs = [&](const Op &op) {
     if (step.backward)
       return op.getPhase() == Phase::Backward ||
-             (lastBackward && isOncePerStep(op));
+             (lastBackward && op.getPhase() == Phase::GradientSync);
     return op.getPhase() == Phase::Forward;
   };
   int mb = step.microbatch;
@@ -329,6 +329,29 @@ void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
       for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
         if (inner->getKind() != OpKind::Yield && runs(*inner))
           buildOp(*inner, layer, mb);
+    }
+    if (failed)
+      return;
+  }
+}
+
+void StageBuilder::buildOptimizerStep() {
+  int last = int(shared.options.numMicrobatches) - 1;
+  for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
+    if (op->getKind() != OpKind::Repeat) {
+      if (op->getPhase() == Phase::Optimizer &&
+          placement.getStage(op.get(), -1) == stage)
+        buildOp(*op, -1, last);
+      continue;
+    }
+    const Placement::RepeatInfo &info = placement.getRepeat(op.get());
+    for (unsigned layer = info.offset; layer < info.offset + info.count;
+         ++layer) {
+      if (placement.getStageOfLayer(layer) != stage)
+        continue;
+      for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
+        if (inner->getPhase() == Phase::Optimizer)
+          buildOp(*inner, layer, last);
     }
     if (failed)
       return;
@@ -372,11 +395,9 @@ bool StageBuilder::build(StageProgram &program) {
       shared.options.numVirtualStages);
   size_t previousBegin = 0;
   bool firstStep = true;
-  for (ScheduleStep step : program.schedule) {
-    bool lastBackward =
-        step.backward && step.microbatch + 1 == shared.options.numMicrobatches;
+  auto runStep = [&](llvm::function_ref<void()> buildNodes) {
     size_t begin = nodes->size();
-    buildStep(step, lastBackward);
+    buildNodes();
     flushBucket();
     if (failed)
       return false;
@@ -386,7 +407,17 @@ bool StageBuilder::build(StageProgram &program) {
       previousBegin = begin;
       firstStep = false;
     }
+    return true;
+  };
+  for (ScheduleStep step : program.schedule) {
+    bool lastBackward =
+        step.backward && step.microbatch + 1 == shared.options.numMicrobatches;
+    if (!runStep([&] { buildStep(step, lastBackward); }))
+      return false;
   }
-  return true;
+  // The optimizer steps once all gradients are reduced, after the last
+  // backward, as frameworks do; the reductions themselves overlap the
+  // backward of the layers below.
+  return !shared.training || runStep([&] { buildOptimizerStep(); });
 }
 

@@ -62,6 +62,8 @@ public:
 
 private:
   void buildStep(ScheduleStep step, bool lastBackward);
+  /// The optimizer's work of the stage, after the schedule's last step.
+  void buildOptimizerStep();
   void buildOp(const Op &op, int layer, int microbatch);
   /// Node ids holding `operand` of an op instance; receives it first if it
   /// comes from another stage.
