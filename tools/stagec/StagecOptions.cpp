@@ -73,7 +73,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   app.add_option("--pp", pp, "pipeline-parallel stages")->group(plan);
   app.add_option("--cp", cp, "context-parallel degree")->group(plan);
   app.add_option("--ep", ep, "expert-parallel degree")->group(plan);
-  app.add_flag("--fsdp", options.fsdp,
+  app.add_flag("--fsdp", options.compile.fsdp,
                "shard weights, gradients and optimizer state over dp "
                "(sets the model's option weight_sharded)")
       ->group(plan);
@@ -197,8 +197,6 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     }
     options.compile.overrides.push_back({set.substr(0, equals), set.substr(equals + 1)});
   }
-  if (options.fsdp)
-    options.compile.overrides.push_back({"weight_sharded", "true"});
   if (!options.dtype.empty()) {
     options.compile.elementType = parseElementType(options.dtype);
     if (!options.compile.elementType) {
@@ -252,6 +250,8 @@ StagecOptions::describe() const {
     given.push_back({name, std::to_string(degree)});
   for (const auto &[name, value] : compile.overrides)
     given.push_back({"set " + name, value});
+  if (compile.fsdp)
+    given.push_back({"fsdp", "true"});
   given.push_back({"mode", compile.mode});
   if (compile.context)
     given.push_back({"context", std::to_string(*compile.context)});

@@ -21,7 +21,6 @@ namespace stg {
 
 struct StagecOptions {
   CompileOptions compile;
-  bool fsdp = false;
   std::string schedule = "1f1b";
   std::string dtype;
   std::string device;   ///< Built-in name or YAML file; empty: no durations.

@@ -40,6 +40,8 @@ struct CompileOptions {
   std::string recompute = "none"; ///< `none`, `full` or `selective`.
   /// ZeRO-1: shard the optimizer step over the data-parallel axes.
   bool distributedOptimizer = false;
+  /// FSDP: set the model's `weight_sharded` option.
+  bool fsdp = false;
   unsigned microbatches = 0;      ///< 0: one per pipeline stage.
   unsigned virtualStages = 1;     ///< Model chunks per stage (interleaving).
   double gradientBucketMB = 0;    ///< Gradient-reduction buckets; 0: none.
