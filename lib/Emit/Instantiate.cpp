@@ -72,11 +72,6 @@ std::vector<AxisMask> ProgramSet::getUsedMasks() const {
   return masks;
 }
 
-static bool isOncePerStep(const Op &op) {
-  return op.getPhase() == Phase::GradientSync ||
-         op.getPhase() == Phase::Optimizer;
-}
-
 /// Finds every data edge whose ends run on different stages and numbers the
 /// edges in program order. Fails if the tags would not fit an int32.
 static LogicalResult findStageEdges(SharedState &shared) {

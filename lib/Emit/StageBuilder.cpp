@@ -8,11 +8,6 @@ using namespace stg;
 
 namespace {
 
-bool isOncePerStep(const Op &op) {
-  return op.getPhase() == Phase::GradientSync ||
-         op.getPhase() == Phase::Optimizer;
-}
-
 /// `layer.decoder.h` in repetition 12 of `layer`, micro-batch 3:
 /// `layer.12.decoder.h.mb3`.
 std::string instanceName(llvm::StringRef name, llvm::StringRef loop,
@@ -61,7 +56,6 @@ std::optional<ChakraProtoMsg::CollectiveCommType> getCommType(OpKind kind) {
 }
 
 } // namespace
-
 
 std::string StageBuilder::getInstanceName(const Op &op,
                                           llvm::StringRef valueName, int layer,

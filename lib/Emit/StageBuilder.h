@@ -22,6 +22,13 @@ namespace stg {
 
 using InstanceKey = std::pair<const Value *, int>;
 
+/// Work done once per training step, not per micro-batch: gradient
+/// synchronization and the optimizer.
+inline bool isOncePerStep(const Op &op) {
+  return op.getPhase() == Phase::GradientSync ||
+         op.getPhase() == Phase::Optimizer;
+}
+
 /// A cross-stage edge: the consuming stage and the edge's number. An edge
 /// into once-per-step work (summing a tied weight's gradients) carries the
 /// value once, after the last micro-batch accumulated it.
