@@ -91,7 +91,8 @@ template <typename Map> static llvm::json::Object mapJson(const Map &map) {
 llvm::json::Value stg::buildManifest(const Module &module,
                                      const ProgramSet &programs,
                                      llvm::ArrayRef<StageSummary> summaries,
-                                     const ManifestInputs &inputs) {
+                                     const ManifestInputs &inputs,
+                                     const StepEstimate *estimate) {
   llvm::json::Object bindings;
   for (const std::unique_ptr<Dim> &dim : module.getDims()) {
     Expr value = module.bindAll(dim->symbol);
@@ -148,7 +149,21 @@ llvm::json::Value stg::buildManifest(const Module &module,
   llvm::json::Array files;
   for (const std::string &file : inputs.files)
     files.push_back(file);
+  llvm::json::Value step = nullptr;
+  if (estimate) {
+    llvm::json::Array stages;
+    for (const StageTime &stage : estimate->stages)
+      stages.push_back(llvm::json::Object{
+          {"compute_micros", int64_t(std::llround(stage.computeMicros))},
+          {"communication_micros",
+           int64_t(std::llround(stage.communicationMicros))},
+          {"finish_micros", int64_t(std::llround(stage.finishMicros))}});
+    step = llvm::json::Object{
+        {"step_micros", int64_t(std::llround(estimate->stepMicros))},
+        {"stages", std::move(stages)}};
+  }
   return llvm::json::Object{
+      {"step_estimate", std::move(step)},
       {"generator", "stagec"},
       {"generator_version", inputs.toolVersion},
       {"chakra_schema_version", "0.0.4"},
@@ -192,9 +207,23 @@ static std::string human(double value, llvm::StringRef unit) {
   return text;
 }
 
+/// `812 us`, `4.10 ms`, `1.23 s`.
+static std::string duration(double micros) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (micros < 1e3)
+    os << llvm::format("%.0f us", micros);
+  else if (micros < 1e6)
+    os << llvm::format("%.2f ms", micros / 1e3);
+  else
+    os << llvm::format("%.2f s", micros / 1e6);
+  return text;
+}
+
 void stg::printReport(llvm::raw_ostream &os, const Module &module,
                       const ProgramSet &programs,
-                      llvm::ArrayRef<StageSummary> summaries) {
+                      llvm::ArrayRef<StageSummary> summaries,
+                      const StepEstimate *estimate) {
   os << "model: " << module.getModel()->getName();
   if (std::optional<long long> parameters = getParameterCount(module))
     os << ", " << *parameters << " parameters ("
@@ -229,7 +258,7 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
     os << "\n  compute: " << human(summary.flops, "FLOP") << ", "
        << human(summary.tensorBytes, "B") << " accessed";
     if (summary.computeMicros)
-      os << ", " << human(summary.computeMicros / 1e6, "s") << " modelled";
+      os << ", " << duration(summary.computeMicros) << " modelled";
     os << "\n";
     for (const auto &[what, bytes] : summary.commBytes)
       os << "  " << what << ": " << human(bytes, "B") << "\n";
@@ -248,5 +277,20 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
                        memory.inFlightMicrobatches)
        << " in flight, state "
        << human(memory.state, "B") << ")\n";
+  }
+  if (!estimate)
+    return;
+  os << "\nestimated step: " << duration(estimate->stepMicros)
+     << " (one compute and one communication stream per rank, ring "
+        "collectives at the device's link bandwidth)\n";
+  for (unsigned stage = 0; stage < estimate->stages.size(); ++stage) {
+    const StageTime &time = estimate->stages[stage];
+    double idle = estimate->stepMicros - time.computeMicros;
+    os << "  stage " << stage << ": compute " << duration(time.computeMicros)
+       << ", communication " << duration(time.communicationMicros)
+       << ", compute idle " << duration(std::max(0.0, idle)) << " ("
+       << llvm::format("%.0f", 100 * std::max(0.0, idle) /
+                                   std::max(1.0, estimate->stepMicros))
+       << " %)\n";
   }
 }

@@ -177,8 +177,12 @@ int main(int argc, char **argv) {
     }
 
   std::vector<StageSummary> summaries = summarize(programs);
+  std::optional<StepEstimate> estimate;
+  if (!options.device.empty())
+    estimate = estimateStep(programs, cantFail(loadDevice(options.device)));
   if (options.report)
-    printReport(llvm::outs(), module, programs, summaries);
+    printReport(llvm::outs(), module, programs, summaries,
+                estimate ? &*estimate : nullptr);
   if (options.outputDir.empty())
     return 0;
 
@@ -233,8 +237,8 @@ int main(int argc, char **argv) {
       ranks.push_back(rank);
   for (unsigned rank : ranks)
     inputs.files.push_back(getTraceFileName(emitOptions, rank));
-  llvm::json::Value manifest =
-      buildManifest(module, programs, summaries, inputs);
+  llvm::json::Value manifest = buildManifest(
+      module, programs, summaries, inputs, estimate ? &*estimate : nullptr);
   if (llvm::Error err = writeTraceSet((*output)->getPath(), programs, groups,
                                       emitOptions, manifest))
     return fail(std::move(err));

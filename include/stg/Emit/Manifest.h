@@ -14,6 +14,7 @@
 #define STG_EMIT_MANIFEST_H
 
 #include "stg/Emit/Program.h"
+#include "stg/Emit/StepEstimate.h"
 #include "stg/IR/Module.h"
 
 #include "llvm/Support/JSON.h"
@@ -54,12 +55,14 @@ struct ManifestInputs {
 llvm::json::Value buildManifest(const Module &module,
                                 const ProgramSet &programs,
                                 llvm::ArrayRef<StageSummary> summaries,
-                                const ManifestInputs &inputs);
+                                const ManifestInputs &inputs,
+                                const StepEstimate *estimate = nullptr);
 
-/// The `--report` table.
+/// The `--report` table, with the step-time estimate when there is one.
 void printReport(llvm::raw_ostream &os, const Module &module,
                  const ProgramSet &programs,
-                 llvm::ArrayRef<StageSummary> summaries);
+                 llvm::ArrayRef<StageSummary> summaries,
+                 const StepEstimate *estimate = nullptr);
 
 } // namespace stg
 
