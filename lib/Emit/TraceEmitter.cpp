@@ -187,10 +187,10 @@ llvm::Error ChakraStamper::write(unsigned rank, llvm::StringRef path,
   for (size_t id = 0; id < program.nodes.size(); ++id) {
     llvm::StringRef common(shared.bytes.data() + shared.offsets[id],
                            shared.offsets[id + 1] - shared.offsets[id]);
-    llvm::StringRef own;
+    llvm::StringRef rankPart;
     if (program.nodes[id].kind != ProgramNodeKind::Compute)
-      own = getRankPart(program.nodes[id], rank);
-    if (llvm::Error err = (*writer)->writeSerializedNode({common, own}))
+      rankPart = getRankPart(program.nodes[id], rank);
+    if (llvm::Error err = (*writer)->writeSerializedNode({common, rankPart}))
       return err;
   }
   return (*writer)->close();
