@@ -94,18 +94,9 @@ static LogicalResult findStageEdges(SharedState &shared) {
         edge->once &= isOncePerStep(op);
     }
   };
-  for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
-    if (op->getKind() != OpKind::Repeat) {
-      visit(*op, -1, placement.getStage(op.get(), -1));
-      continue;
-    }
-    const Placement::RepeatInfo &info = placement.getRepeat(op.get());
-    for (unsigned layer = info.offset; layer < info.offset + info.count;
-         ++layer)
-      for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
-        if (inner->getKind() != OpKind::Yield)
-          visit(*inner, layer, placement.getStageOfLayer(layer));
-  }
+  forEachInstance(shared.module, placement, [&](const Op &op, int layer) {
+    visit(op, layer, placement.getStage(&op, layer));
+  });
   if (uint64_t(next) * shared.options.numMicrobatches > INT32_MAX) {
     shared.diags.error(shared.module.getModelLoc(),
                        llvm::Twine(next) + " values cross stages in " +

@@ -185,21 +185,27 @@ ValueInstance Placement::resolve(const Value *value, int layer) const {
   }
 }
 
-void stg::forEachInstanceOnStage(const Module &module,
-                                 const Placement &placement, unsigned stage,
-                                 llvm::function_ref<void(const Op &, int)> fn) {
+void stg::forEachInstance(const Module &module, const Placement &placement,
+                          llvm::function_ref<void(const Op &, int)> fn) {
   for (const std::unique_ptr<Op> &op : module.getModel()->getOps()) {
     if (op->getKind() != OpKind::Repeat) {
-      if (placement.getStage(op.get(), -1) == stage)
-        fn(*op, -1);
+      fn(*op, -1);
       continue;
     }
     const Placement::RepeatInfo &info = placement.getRepeat(op.get());
     for (unsigned layer = info.offset; layer < info.offset + info.count;
          ++layer)
-      if (placement.getStageOfLayer(layer) == stage)
-        for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
-          if (inner->getKind() != OpKind::Yield)
-            fn(*inner, layer);
+      for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
+        if (inner->getKind() != OpKind::Yield)
+          fn(*inner, layer);
   }
+}
+
+void stg::forEachInstanceOnStage(const Module &module,
+                                 const Placement &placement, unsigned stage,
+                                 llvm::function_ref<void(const Op &, int)> fn) {
+  forEachInstance(module, placement, [&](const Op &op, int layer) {
+    if (placement.getStage(&op, layer) == stage)
+      fn(op, layer);
+  });
 }

@@ -88,8 +88,12 @@ private:
   llvm::DenseMap<const Op *, bool> floating;
 };
 
-/// Calls `fn(op, layer)` for every instance of a non-repeat op on `stage`:
-/// top-level ops placed there and body ops of the repetitions it runs.
+/// Calls `fn(op, layer)` for every instance of a non-repeat op, in program
+/// order: top-level ops, and each repeat's body ops once per repetition
+/// (ascending, yields left out).
+void forEachInstance(const Module &module, const Placement &placement,
+                     llvm::function_ref<void(const Op &, int)> fn);
+/// The same for the instances placed on `stage`.
 void forEachInstanceOnStage(const Module &module, const Placement &placement,
                             unsigned stage,
                             llvm::function_ref<void(const Op &, int)> fn);

@@ -331,25 +331,11 @@ void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
 
 void StageBuilder::buildOptimizerStep() {
   int last = int(shared.options.numMicrobatches) - 1;
-  for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
-    if (op->getKind() != OpKind::Repeat) {
-      if (op->getPhase() == Phase::Optimizer &&
-          placement.getStage(op.get(), -1) == stage)
-        buildOp(*op, -1, last);
-      continue;
-    }
-    const Placement::RepeatInfo &info = placement.getRepeat(op.get());
-    for (unsigned layer = info.offset; layer < info.offset + info.count;
-         ++layer) {
-      if (placement.getStageOfLayer(layer) != stage)
-        continue;
-      for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
-        if (inner->getPhase() == Phase::Optimizer)
-          buildOp(*inner, layer, last);
-    }
-    if (failed)
-      return;
-  }
+  forEachInstanceOnStage(shared.module, placement, stage,
+                         [&](const Op &op, int layer) {
+                           if (!failed && op.getPhase() == Phase::Optimizer)
+                             buildOp(op, layer, last);
+                         });
 }
 
 void StageBuilder::chainSteps(size_t previousBegin, size_t begin) {
