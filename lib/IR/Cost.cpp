@@ -16,8 +16,7 @@
 using namespace stg;
 
 Expr stg::getLocalBytes(const Value &value) {
-  const TensorType &type = value.getType();
-  return type.getLocalNumElements() * getElementTypeBytes(type.getElementType());
+  return value.getType().getLocalBytes();
 }
 
 Expr stg::getBytesAccessed(const Op &op) {

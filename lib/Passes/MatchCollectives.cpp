@@ -119,11 +119,9 @@ LogicalResult MatchCollectivesPass::run(Module &m, DiagnosticEngine &d) {
   model->walk([&](Op &op) {
     if (!op.getInfo().has(Collective))
       return;
-    const TensorType &in = op.getOperand(0)->getType();
-    op.setAttr("bytes", Attribute::getExpr(
-                            AttrKind::Expr,
-                            in.getLocalNumElements() *
-                                getElementTypeBytes(in.getElementType())));
+    op.setAttr("bytes",
+               Attribute::getExpr(AttrKind::Expr,
+                                  op.getOperand(0)->getType().getLocalBytes()));
   });
   return success(d.getNumErrors() == errorsBefore);
 }

@@ -59,10 +59,6 @@ static TensorType splitFirstDim(const TensorType &type,
   return type.withDistribution(layout);
 }
 
-static Expr localBytes(const TensorType &type) {
-  return type.getLocalNumElements() * getElementTypeBytes(type.getElementType());
-}
-
 void ShardOptimizerPass::shard(Op &step, Op &allReduce) {
   Graph &graph = *step.getParent();
   SourceLoc loc = step.getLoc();
@@ -72,7 +68,7 @@ void ShardOptimizerPass::shard(Op &step, Op &allReduce) {
   auto setCollectiveAttrs = [&](Op &op, const TensorType &input) {
     op.setAttr("dim", Attribute::getExpr(AttrKind::Int, 0));
     op.setAttr("axes", Attribute::getAxes(axes));
-    op.setAttr("bytes", Attribute::getExpr(AttrKind::Expr, localBytes(input)));
+    op.setAttr("bytes", Attribute::getExpr(AttrKind::Expr, input.getLocalBytes()));
   };
 
   // The gradient: reduce-scattered where it was all-reduced.

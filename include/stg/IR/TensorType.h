@@ -110,6 +110,10 @@ public:
   Expr getLocalDim(unsigned i) const;
   /// Number of elements on one rank.
   Expr getLocalNumElements() const;
+  /// Bytes on one rank.
+  Expr getLocalBytes() const {
+    return getLocalNumElements() * getElementTypeBytes(elementType);
+  }
   /// The same element type and shape, laid out as `layout`.
   TensorType withDistribution(Distribution layout) const {
     return TensorType(elementType, shape, std::move(layout));
