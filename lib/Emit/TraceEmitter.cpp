@@ -9,6 +9,7 @@
 #include "llvm/Support/Threading.h"
 
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 using namespace stg;
@@ -25,6 +26,15 @@ std::optional<TraceFormat> stg::parseTraceFormat(llvm::StringRef name) {
 }
 
 llvm::StringRef stg::getToolVersion() { return STG_VERSION_STRING; }
+
+std::vector<unsigned> stg::getSelectedRanks(const EmitOptions &options,
+                                            unsigned numRanks) {
+  if (!options.ranks.empty())
+    return options.ranks;
+  std::vector<unsigned> ranks(numRanks);
+  std::iota(ranks.begin(), ranks.end(), 0u);
+  return ranks;
+}
 
 std::string stg::getTraceFileName(const EmitOptions &options, unsigned rank) {
   const char *extension = ".et";
@@ -200,10 +210,8 @@ llvm::Error stg::emitTraces(const ProgramSet &programs,
                             const CommGroups &groups,
                             llvm::StringRef directory,
                             const EmitOptions &options) {
-  std::vector<unsigned> ranks = options.ranks;
-  if (ranks.empty())
-    for (unsigned rank = 0; rank < programs.mesh.getNumRanks(); ++rank)
-      ranks.push_back(rank);
+  std::vector<unsigned> ranks =
+      getSelectedRanks(options, programs.mesh.getNumRanks());
 
   std::vector<StageTemplate> templates;
   if (options.format == TraceFormat::Chakra)

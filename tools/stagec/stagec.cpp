@@ -231,10 +231,8 @@ int main(int argc, char **argv) {
   inputs.toolVersion = getToolVersion().str();
   inputs.options = options.describe();
   inputs.commGroupsFile = emitOptions.prefix + ".json";
-  std::vector<unsigned> ranks = options.ranks;
-  if (ranks.empty())
-    for (unsigned rank = 0; rank < mesh.getNumRanks(); ++rank)
-      ranks.push_back(rank);
+  std::vector<unsigned> ranks =
+      getSelectedRanks(emitOptions, mesh.getNumRanks());
   for (unsigned rank : ranks)
     inputs.files.push_back(getTraceFileName(emitOptions, rank));
   llvm::json::Value manifest = buildManifest(

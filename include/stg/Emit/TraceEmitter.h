@@ -60,6 +60,10 @@ std::optional<TraceFormat> parseTraceFormat(llvm::StringRef name);
 /// This build's version, as the manifest and GlobalMetadata record it.
 llvm::StringRef getToolVersion();
 
+/// The ranks `options` selects among `numRanks`: its list, or all of them.
+std::vector<unsigned> getSelectedRanks(const EmitOptions &options,
+                                       unsigned numRanks);
+
 /// The file name of `rank`'s trace: `P.{rank}.et`, `.et.gz`, `.json`, `.dot`.
 std::string getTraceFileName(const EmitOptions &options, unsigned rank);
 
