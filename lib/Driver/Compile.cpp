@@ -54,39 +54,25 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
   parseOptions.templateDirs = getDefaultTemplateDirs();
   parseOptions.overrides = options.overrides;
   parseOptions.elementType = options.elementType;
+  // FSDP shards the weights the model partitions over its `fsdp` alias.
+  if (options.fsdp)
+    parseOptions.switches.push_back({"weight_sharded", true});
+  // One new token cannot be split over the sequence: decode turns the
+  // shipped templates' sequence parallelism off.
+  if (options.mode == "decode")
+    parseOptions.switches.push_back({"sequence_parallel", false});
   std::unique_ptr<Module> module =
       parseFile(options.input, parseOptions, diags);
   if (!module)
     return std::nullopt;
-  // Switches that set a model option. Axes are resolved while parsing, so
-  // a changed option means parsing again.
-  bool reparse = false;
-  if (options.fsdp) {
-    // FSDP shards the weights the model partitions over its `fsdp` alias.
-    const Option *sharded = module->lookupOption("weight_sharded");
-    if (!sharded || !sharded->isBool()) {
-      diags.error(module->getModelLoc(),
-                  "--fsdp sets the option 'weight_sharded', which the model "
-                  "does not declare; declare `option weight_sharded = false;` "
-                  "and `axis fsdp = dp if weight_sharded;`, and split weights "
-                  "over fsdp");
-      return std::nullopt;
-    }
-    parseOptions.overrides.push_back({"weight_sharded", "true"});
-    reparse = true;
-  }
-  // One new token cannot be split over the sequence: decode turns the
-  // shipped templates' sequence parallelism off.
-  const Option *sequenceParallel = module->lookupOption("sequence_parallel");
-  if (options.mode == "decode" && sequenceParallel &&
-      sequenceParallel->isBool() && std::get<bool>(sequenceParallel->value)) {
-    parseOptions.overrides.push_back({"sequence_parallel", "false"});
-    reparse = true;
-  }
-  if (reparse) {
-    module = parseFile(options.input, parseOptions, diags);
-    if (!module)
-      return std::nullopt;
+  const Option *sharded = module->lookupOption("weight_sharded");
+  if (options.fsdp && (!sharded || !sharded->isBool())) {
+    diags.error(module->getModelLoc(),
+                "--fsdp sets the option 'weight_sharded', which the model "
+                "does not declare; declare `option weight_sharded = false;` "
+                "and `axis fsdp = dp if weight_sharded;`, and split weights "
+                "over fsdp");
+    return std::nullopt;
   }
   if (!module->getModel()) {
     diags.error({}, options.input + " declares no model");

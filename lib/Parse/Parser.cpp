@@ -468,6 +468,9 @@ void ModuleBuilder::applyOverrides() {
                           ": no dim, option or axis named '" + name + "'");
     }
   }
+  for (const auto &[name, on] : options.switches)
+    if (Option *option = module->lookupOption(name); option && option->isBool())
+      option->value = on;
 }
 
 void ModuleBuilder::resolveAxes() {

@@ -111,6 +111,25 @@ TEST(Parser, RejectsAnUnknownOverride) {
             "stagec: error: --set Q=1: no dim, option or axis named 'Q'\n");
 }
 
+TEST(Parser, SwitchesSetDeclaredBoolOptionsBeforeAxesResolve) {
+  ParseOptions options;
+  options.overrides = {{"weight_sharded", "false"}};
+  options.switches = {{"weight_sharded", true}, {"absent", true},
+                      {"label", false}};
+  auto result = parse(R"(
+    axis dp;
+    option weight_sharded = false;
+    option label = "x";
+    axis fsdp = dp if weight_sharded;
+  )",
+                      options);
+  ASSERT_TRUE(result.module) << result.diagnostics;
+  EXPECT_TRUE(result.module->lookupAxis("fsdp")->active); // after overrides
+  EXPECT_FALSE(result.module->lookupOption("absent"));    // not declared
+  EXPECT_EQ(std::get<std::string>(result.module->lookupOption("label")->value),
+            "x"); // not a bool: left alone
+}
+
 TEST(Parser, RepeatCarriesReboundNames) {
   auto result = parse(R"(
     dim D = 8, L = 3;

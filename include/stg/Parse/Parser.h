@@ -29,6 +29,10 @@ struct ParseOptions {
   /// `--set NAME=VALUE` overrides of dims and options, applied after the
   /// files' own `set` statements.
   std::vector<std::pair<std::string, std::string>> overrides;
+  /// Bool options a driver sets when the model declares them (stagec's
+  /// --fsdp sets `weight_sharded`), after `overrides`; a model without such
+  /// an option is left as it is, for the driver to report or accept.
+  std::vector<std::pair<std::string, bool>> switches;
   /// The element type of every tensor whose type does not name one
   /// (`stagec --dtype`), over the files' `option dtype`. Unlike an
   /// override, it applies while the types are built.
