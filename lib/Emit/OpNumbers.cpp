@@ -5,7 +5,6 @@
 #include "stg/IR/Cost.h"
 
 #include <cmath>
-#include <set>
 
 using namespace stg;
 
@@ -21,12 +20,8 @@ std::optional<int64_t> OpNumberCache::evaluate(const Expr &e, SourceLoc loc,
     if (real >= 0 && real < 9.2e18)
       return int64_t(std::ceil(real));
   }
-  std::set<std::string> unbound;
-  for (auto it = bound.preorder_begin(); it != bound.preorder_end(); ++it)
-    if (GiNaC::is_a<GiNaC::symbol>(*it))
-      unbound.insert(GiNaC::ex_to<GiNaC::symbol>(*it).get_name());
   std::string names;
-  for (const std::string &name : unbound)
+  for (const std::string &name : getSymbolNames(bound))
     names += (names.empty() ? "" : ", ") + name;
   diags.error(loc, "cannot instantiate the " + what + " " +
                        module.getPrinter().str(bound) +

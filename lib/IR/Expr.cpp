@@ -282,3 +282,11 @@ std::optional<long long> stg::getIntegerValue(const Expr &e) {
     return std::nullopt;
   return n.to_long();
 }
+
+std::set<std::string> stg::getSymbolNames(const Expr &e) {
+  std::set<std::string> names;
+  for (auto it = e.preorder_begin(); it != e.preorder_end(); ++it)
+    if (GiNaC::is_a<GiNaC::symbol>(*it))
+      names.insert(GiNaC::ex_to<GiNaC::symbol>(*it).get_name());
+  return names;
+}

@@ -46,13 +46,9 @@ private:
 
 std::set<const Dim *> KVCachePass::findDims(const Expr &e) const {
   std::set<const Dim *> dims;
-  for (auto it = e.preorder_begin(); it != e.preorder_end(); ++it) {
-    if (!GiNaC::is_a<GiNaC::symbol>(*it))
-      continue;
-    std::string name = GiNaC::ex_to<GiNaC::symbol>(*it).get_name();
+  for (const std::string &name : getSymbolNames(e))
     if (const Dim *dim = module->lookupDim(name))
       dims.insert(dim);
-  }
   return dims;
 }
 

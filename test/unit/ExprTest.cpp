@@ -45,6 +45,12 @@ TEST_F(ExprPrinterTest, NumbersAreExact) {
   EXPECT_EQ(print(-d), "-D");
 }
 
+TEST_F(ExprPrinterTest, SymbolNamesAreSortedAndDistinct) {
+  EXPECT_EQ(getSymbolNames(2 * b * s * d / (tp * b + 1) + s),
+            (std::set<std::string>{"B", "D", "S", "tp"}));
+  EXPECT_TRUE(getSymbolNames(Expr(42)).empty());
+}
+
 TEST(SymbolTable, ReturnsTheSameSymbolForTheSameName) {
   SymbolTable symbols;
   GiNaC::symbol first = symbols.getOrCreate("D");

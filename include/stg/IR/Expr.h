@@ -21,6 +21,7 @@
 #include <ginac/ginac.h>
 
 #include <optional>
+#include <set>
 #include <string>
 
 namespace stg {
@@ -70,6 +71,9 @@ std::optional<Expr> parseDecimal(llvm::StringRef text);
 
 /// The integer value of `e` if it is an integer constant.
 std::optional<long long> getIntegerValue(const Expr &e);
+
+/// The names of the symbols `e` mentions, sorted, each once.
+std::set<std::string> getSymbolNames(const Expr &e);
 
 } // namespace stg
 
