@@ -30,16 +30,20 @@ using namespace stg;
 
 static std::atomic<bool> interrupted{false};
 
+/// Loads --device (and --measured) into `device` and fills the kernel
+/// durations; reports a bad device or table.
 static LogicalResult applyDevice(const StagecOptions &options,
                                  ProgramSet &programs,
+                                 std::optional<DeviceSpec> &device,
                                  DiagnosticEngine &diags) {
   if (options.device.empty())
     return success();
-  llvm::Expected<DeviceSpec> device = loadDevice(options.device);
-  if (!device) {
-    diags.error({}, "--device: " + llvm::toString(device.takeError()));
+  llvm::Expected<DeviceSpec> loaded = loadDevice(options.device);
+  if (!loaded) {
+    diags.error({}, "--device: " + llvm::toString(loaded.takeError()));
     return failure();
   }
+  device = *loaded;
   std::optional<MeasuredKernels> measured;
   if (!options.measured.empty()) {
     llvm::Expected<MeasuredKernels> table =
@@ -163,7 +167,8 @@ int main(int argc, char **argv) {
   if (!compiled)
     return 1;
   const Module &module = *compiled->module;
-  if (failed(applyDevice(options, compiled->programs, diags)))
+  std::optional<DeviceSpec> device;
+  if (failed(applyDevice(options, compiled->programs, device, diags)))
     return 1;
   const ProgramSet &programs = compiled->programs;
   const Mesh &mesh = programs.mesh;
@@ -178,8 +183,8 @@ int main(int argc, char **argv) {
 
   std::vector<StageSummary> summaries = summarize(programs);
   std::optional<StepEstimate> estimate;
-  if (!options.device.empty())
-    estimate = estimateStep(programs, cantFail(loadDevice(options.device)));
+  if (device)
+    estimate = estimateStep(programs, *device);
   if (options.report)
     printReport(llvm::outs(), module, programs, summaries,
                 estimate ? &*estimate : nullptr);
@@ -204,13 +209,10 @@ int main(int argc, char **argv) {
     };
 
   std::optional<PerturbationSpec> perturbation;
-  std::optional<DeviceSpec> device;
   if (!options.perturb.empty()) {
     perturbation = loadPerturbation(options, programs, diags);
     if (!perturbation)
       return 1;
-    if (!options.device.empty())
-      device = cantFail(loadDevice(options.device));
   }
 
   auto output = OutputDirectory::create(options.outputDir);
