@@ -15,8 +15,8 @@
 
 #include "stg/Driver/Compile.h"
 #include "stg/Emit/Manifest.h"
-#include "stg/Emit/Perturbation.h"
 #include "stg/Emit/TraceEmitter.h"
+#include "stg/Perturb/Perturbation.h"
 
 #include "CLI/CLI.hpp"
 #include "llvm/Support/FileSystem.h"

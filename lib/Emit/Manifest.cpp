@@ -30,8 +30,7 @@ std::vector<StageSummary> stg::summarize(const ProgramSet &programs) {
         summary.computeMicros += node.durationMicros;
         break;
       case ProgramNodeKind::Collective:
-        summary.commBytes[ChakraProtoMsg::CollectiveCommType_Name(
-                              node.commType) +
+        summary.commBytes[getCollectiveName(node.commType).str() +
                           " over " +
                           programs.mesh.describeMask(node.group)] +=
             node.commBytes;

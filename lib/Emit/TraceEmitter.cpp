@@ -25,8 +25,6 @@ std::optional<TraceFormat> stg::parseTraceFormat(llvm::StringRef name) {
   return std::nullopt;
 }
 
-llvm::StringRef stg::getToolVersion() { return STG_VERSION_STRING; }
-
 std::vector<unsigned> stg::getSelectedRanks(const EmitOptions &options,
                                             unsigned numRanks) {
   if (!options.ranks.empty())
@@ -45,6 +43,21 @@ std::string stg::getTraceFileName(const EmitOptions &options, unsigned rank) {
   else if (options.gzip)
     extension = ".et.gz";
   return options.prefix + "." + std::to_string(rank) + extension;
+}
+
+static ChakraProtoMsg::CollectiveCommType
+getChakraCommType(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return ChakraProtoMsg::ALL_REDUCE;
+  case CollectiveKind::AllGather:
+    return ChakraProtoMsg::ALL_GATHER;
+  case CollectiveKind::ReduceScatter:
+    return ChakraProtoMsg::REDUCE_SCATTER;
+  case CollectiveKind::AllToAll:
+    return ChakraProtoMsg::ALL_TO_ALL;
+  }
+  llvm_unreachable("unknown collective kind");
 }
 
 ChakraProtoMsg::NodeType stg::getChakraNodeType(ProgramNodeKind kind) {
@@ -90,7 +103,7 @@ void stg::fillSharedPart(const ProgramNode &node, uint64_t id,
     *out.add_attr() = opTypeAttr(node.opType);
     break;
   case ProgramNodeKind::Collective:
-    *out.add_attr() = commTypeAttr(node.commType);
+    *out.add_attr() = commTypeAttr(getChakraCommType(node.commType));
     *out.add_attr() = commSizeAttr(node.commBytes);
     break;
   case ProgramNodeKind::Send:

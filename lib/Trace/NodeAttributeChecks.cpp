@@ -12,7 +12,7 @@
 
 #include "RankTraceChecker.h"
 
-#include "stg/Emit/ChakraAttributes.h"
+#include "stg/Chakra/ChakraAttributes.h"
 #include "stg/Trace/TraceFormat.h"
 
 #include "llvm/ADT/STLExtras.h"

@@ -24,7 +24,7 @@
 
 #include "RankTraceChecker.h"
 
-#include "stg/Emit/ChakraTrace.h"
+#include "stg/Chakra/ChakraTrace.h"
 
 #include <unordered_map>
 

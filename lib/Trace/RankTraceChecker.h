@@ -13,7 +13,7 @@
 #include "stg/Trace/TraceFiles.h"
 #include "stg/Trace/TraceVerifier.h"
 
-#include "stg/Emit/et_def.pb.h"
+#include "stg/Chakra/et_def.pb.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/Twine.h"

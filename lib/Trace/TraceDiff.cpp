@@ -10,7 +10,7 @@
 
 #include "stg/Trace/TraceDiff.h"
 
-#include "stg/Emit/ChakraTrace.h"
+#include "stg/Chakra/ChakraTrace.h"
 #include "stg/Trace/TraceFiles.h"
 #include "stg/Trace/TraceFormat.h"
 

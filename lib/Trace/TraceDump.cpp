@@ -8,7 +8,7 @@
 
 #include "stg/Trace/TraceDump.h"
 
-#include "stg/Emit/ChakraTrace.h"
+#include "stg/Chakra/ChakraTrace.h"
 #include "stg/Trace/TraceFormat.h"
 
 #include <google/protobuf/util/json_util.h>

@@ -8,7 +8,7 @@
 
 #include "stg/Trace/TraceStats.h"
 
-#include "stg/Emit/ChakraTrace.h"
+#include "stg/Chakra/ChakraTrace.h"
 #include "stg/Trace/TraceFormat.h"
 
 #include "llvm/Support/Path.h"

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "stg/Emit/ChakraTrace.h"
+#include "stg/Chakra/ChakraTrace.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "stg/Emit/ChakraTrace.h"
+#include "stg/Chakra/ChakraTrace.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"

@@ -1,6 +1,6 @@
 //===- DeviceModelTest.cpp - Roofline durations and measured kernels ------===//
 
-#include "stg/Emit/DeviceModel.h"
+#include "stg/Perf/DeviceModel.h"
 
 #include "ScratchDirectoryTest.h"
 

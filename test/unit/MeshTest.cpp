@@ -1,6 +1,6 @@
 //===- MeshTest.cpp - Ranks, coordinates and communicator groups ----------===//
 
-#include "stg/Emit/Mesh.h"
+#include "stg/Instantiate/Mesh.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"

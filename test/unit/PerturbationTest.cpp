@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "stg/Emit/Perturbation.h"
+#include "stg/Perturb/Perturbation.h"
 
 #include "gtest/gtest.h"
 

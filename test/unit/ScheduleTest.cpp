@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "stg/Emit/Schedule.h"
+#include "stg/Instantiate/Schedule.h"
 
 #include "gtest/gtest.h"
 

@@ -1,6 +1,6 @@
 //===- StepEstimateTest.cpp - Replaying programs for a step time ----------===//
 
-#include "stg/Emit/StepEstimate.h"
+#include "stg/Perf/StepEstimate.h"
 
 #include "gtest/gtest.h"
 
@@ -33,11 +33,11 @@ TEST(StepEstimateTest, CollectiveTimesFollowTheRingAlgorithm) {
   ProgramNode node;
   node.kind = ProgramNodeKind::Collective;
   node.commBytes = 4000;
-  node.commType = ChakraProtoMsg::ALL_REDUCE;
+  node.commType = CollectiveKind::AllReduce;
   EXPECT_DOUBLE_EQ(getCommunicationMicros(node, 4, Device), 6.0); // 2*3/4
-  node.commType = ChakraProtoMsg::REDUCE_SCATTER;
+  node.commType = CollectiveKind::ReduceScatter;
   EXPECT_DOUBLE_EQ(getCommunicationMicros(node, 4, Device), 3.0); // 3/4
-  node.commType = ChakraProtoMsg::ALL_GATHER;
+  node.commType = CollectiveKind::AllGather;
   EXPECT_DOUBLE_EQ(getCommunicationMicros(node, 4, Device), 12.0); // 3
   node.kind = ProgramNodeKind::Send;
   EXPECT_DOUBLE_EQ(getCommunicationMicros(node, 2, Device), 4.0);
@@ -54,7 +54,7 @@ TEST(StepEstimateTest, StagesWaitForTheirMessages) {
       compute(10, {}), message(ProgramNodeKind::Send, 1, 5000, {0})};
   ProgramNode reduce;
   reduce.kind = ProgramNodeKind::Collective;
-  reduce.commType = ChakraProtoMsg::ALL_REDUCE;
+  reduce.commType = CollectiveKind::AllReduce;
   reduce.commBytes = 3000;
   reduce.group = 1;
   reduce.dataDeps = {1};
@@ -78,7 +78,7 @@ TEST(StepEstimateTest, OneKernelAtATimeLowestIdFirst) {
   programs.stages.resize(1);
   ProgramNode reduce;
   reduce.kind = ProgramNodeKind::Collective;
-  reduce.commType = ChakraProtoMsg::ALL_REDUCE;
+  reduce.commType = CollectiveKind::AllReduce;
   reduce.commBytes = 8000;
   reduce.group = 1;
   programs.stages[0].nodes = {compute(4, {}), compute(6, {}), reduce};

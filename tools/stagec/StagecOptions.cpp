@@ -2,7 +2,7 @@
 
 #include "StagecOptions.h"
 
-#include "stg/Emit/Instantiate.h"
+#include "stg/Instantiate/Instantiate.h"
 
 #include "CLI/CLI.hpp"
 #include "llvm/ADT/StringRef.h"

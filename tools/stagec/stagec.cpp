@@ -10,12 +10,13 @@
 #include "StagecOptions.h"
 
 #include "stg/Driver/Compile.h"
-#include "stg/Emit/DeviceModel.h"
-#include "stg/Emit/Perturbation.h"
-#include "stg/Support/LogicalResult.h"
 #include "stg/Emit/Manifest.h"
 #include "stg/Emit/OutputDirectory.h"
 #include "stg/Emit/TraceEmitter.h"
+#include "stg/Perf/DeviceModel.h"
+#include "stg/Perturb/Perturbation.h"
+#include "stg/Support/LogicalResult.h"
+#include "stg/Support/Version.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"

@@ -12,8 +12,8 @@
 #ifndef STG_DRIVER_COMPILE_H
 #define STG_DRIVER_COMPILE_H
 
-#include "stg/Emit/Instantiate.h"
 #include "stg/IR/Module.h"
+#include "stg/Instantiate/Instantiate.h"
 #include "stg/Support/Diagnostics.h"
 
 #include <memory>

@@ -13,9 +13,9 @@
 #ifndef STG_EMIT_MANIFEST_H
 #define STG_EMIT_MANIFEST_H
 
-#include "stg/Emit/Program.h"
-#include "stg/Emit/StepEstimate.h"
 #include "stg/IR/Module.h"
+#include "stg/Instantiate/Program.h"
+#include "stg/Perf/StepEstimate.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"

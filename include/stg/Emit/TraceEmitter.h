@@ -16,8 +16,8 @@
 #ifndef STG_EMIT_TRACEEMITTER_H
 #define STG_EMIT_TRACEEMITTER_H
 
-#include "stg/Emit/ChakraTrace.h"
-#include "stg/Emit/Program.h"
+#include "stg/Chakra/ChakraTrace.h"
+#include "stg/Instantiate/Program.h"
 
 #include "llvm/Support/Error.h"
 
@@ -56,9 +56,6 @@ struct EmitOptions {
 };
 
 std::optional<TraceFormat> parseTraceFormat(llvm::StringRef name);
-
-/// This build's version, as the manifest and GlobalMetadata record it.
-llvm::StringRef getToolVersion();
 
 /// The ranks `options` selects among `numRanks`: its list, or all of them.
 std::vector<unsigned> getSelectedRanks(const EmitOptions &options,

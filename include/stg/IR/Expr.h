@@ -19,6 +19,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <ginac/ginac.h>
+// CLN, under GiNaC, defines a function-like macro `Mutable` that no header
+// uses but that breaks protobuf's headers (Chakra) included after this one.
+#undef Mutable
 
 #include <optional>
 #include <set>

@@ -12,7 +12,7 @@
 #ifndef STG_TRACE_TRACEFORMAT_H
 #define STG_TRACE_TRACEFORMAT_H
 
-#include "stg/Emit/et_def.pb.h"
+#include "stg/Chakra/et_def.pb.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"

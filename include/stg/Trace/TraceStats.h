@@ -10,7 +10,7 @@
 #ifndef STG_TRACE_TRACESTATS_H
 #define STG_TRACE_TRACESTATS_H
 
-#include "stg/Emit/et_def.pb.h"
+#include "stg/Chakra/et_def.pb.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"

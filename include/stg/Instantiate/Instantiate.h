@@ -1,0 +1,77 @@
+//===- Instantiate.h - Symbolic IR to numeric stage programs ----*- C++ -*-===//
+//
+// Instantiation binds every dim and axis degree to its number and lays the
+// training step (or inference pass) out in time, per pipeline stage:
+//
+//  - pipeline split: the repetitions of the model's `repeat`s are divided
+//    evenly over the `pp` stages, the remainder going to the first stages;
+//    ops before the first repeat run on the first stage, ops after it on the
+//    last; the backward repeat mirrors the forward one;
+//  - every data edge between stages becomes a SEND on the producing stage
+//    and a RECV on the consuming one, with a tag both derive alike;
+//  - micro-batches: forward and backward work is replayed per micro-batch;
+//    gradient synchronization and the optimizer step run once, in the last
+//    micro-batch's backward, after the gradients of all micro-batches
+//    (accumulation is fused into the weight-gradient kernel, as Megatron-LM
+//    does, so it adds no node);
+//  - the schedule (1F1B or GPipe) orders the micro-batch steps of a stage
+//    with control dependencies, and the collectives of each group are
+//    chained in program order so every member issues them alike.
+//
+// Each op's numbers are evaluated once and shared by all its instances.
+// Layouts, reshapes, local slices and declarations emit no node; their
+// consumers depend on what produced their operands.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_INSTANTIATE_INSTANTIATE_H
+#define STG_INSTANTIATE_INSTANTIATE_H
+
+#include "stg/IR/Module.h"
+#include "stg/Instantiate/Program.h"
+#include "stg/Support/Diagnostics.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stg {
+
+/// Megatron-LM's rank order, fastest-varying axis first.
+inline const char *const DefaultRankOrder = "tp,cp,ep,dp,pp";
+
+/// The mesh of a run: the axes of `rankOrder` (comma-separated), each with
+/// its degree from `degrees` or else from the module's axis of that name
+/// (1 if neither has one). Every axis the module uses with a degree above 1
+/// must be in the order.
+std::optional<Mesh> buildMesh(const Module &module, llvm::StringRef rankOrder,
+                              const llvm::StringMap<unsigned> &degrees,
+                              DiagnosticEngine &diags);
+
+struct InstantiateOptions {
+  unsigned numMicrobatches = 1;
+  /// Model chunks per pipeline stage (Megatron-LM's virtual stages); more
+  /// than one interleaves them in the 1F1B schedule.
+  unsigned numVirtualStages = 1;
+  /// Gradient reductions of consecutive weights are issued together, as
+  /// data-parallel frameworks do, up to this many bytes; 0 issues one per
+  /// weight.
+  uint64_t gradientBucketBytes = 0;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  /// The mesh axis whose coordinate is the pipeline stage.
+  std::string pipelineAxis = "pp";
+};
+
+/// Builds one program per pipeline stage of `module`, which has been
+/// through the passes and has every dim bound. Reports what cannot be
+/// instantiated (an unbound symbol, more stages than repetitions) at its
+/// source location.
+std::optional<ProgramSet> instantiate(const Module &module, const Mesh &mesh,
+                                      const InstantiateOptions &options,
+                                      DiagnosticEngine &diags);
+
+} // namespace stg
+
+#endif // STG_INSTANTIATE_INSTANTIATE_H

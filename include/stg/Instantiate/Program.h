@@ -1,0 +1,116 @@
+//===- Program.h - Numeric per-stage programs -------------------*- C++ -*-===//
+//
+// What instantiation produces and emission consumes: for each pipeline
+// stage, the ordered list of nodes every rank of that stage runs, with all
+// numbers computed (FLOPs, bytes, message sizes) and every dependency
+// resolved. Ranks of one stage differ only in their communicator groups and
+// pipeline peers, which a node records as a mesh-axis mask or a peer stage;
+// the emitter turns those into group ids and ranks while it stamps each
+// rank's file (architecture.md, "Scale").
+//
+// Nodes are listed in a topological order and refer to each other by index,
+// which is also the node id written to the trace.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_INSTANTIATE_PROGRAM_H
+#define STG_INSTANTIATE_PROGRAM_H
+
+#include "stg/IR/Graph.h"
+#include "stg/Instantiate/Mesh.h"
+#include "stg/Instantiate/Schedule.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stg {
+
+enum class ProgramNodeKind : uint8_t { Compute, Collective, Send, Recv };
+
+/// The collectives a program issues. Instantiation knows nothing of the
+/// Chakra schema; the emitter maps these to its `CollectiveCommType`.
+enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter,
+                                      AllToAll };
+
+/// The collective's name as Chakra spells it (`ALL_REDUCE`, ...), which the
+/// manifest, reports and perturbation selectors use.
+llvm::StringRef getCollectiveName(CollectiveKind kind);
+
+struct ProgramNode {
+  ProgramNodeKind kind = ProgramNodeKind::Compute;
+  std::string name;
+  /// Compute: `einsum`, `attention`, `elementwise`, ... (Chakra `op_type`).
+  std::string opType;
+  int64_t numOps = 0;       ///< Compute: floating-point operations.
+  uint64_t tensorBytes = 0; ///< Compute: bytes read and written.
+  /// Collective: bytes of this rank's input buffer; send/recv: message bytes.
+  int64_t commBytes = 0;
+  CollectiveKind commType = CollectiveKind::AllReduce;
+  AxisMask group = 0;     ///< Collective: the axes of its group.
+  unsigned peerStage = 0; ///< Send: destination stage; recv: source stage.
+  int32_t tag = 0;        ///< Send/recv: equal on both ends.
+  uint64_t durationMicros = 0; ///< Compute, with a device model.
+
+  // Where the node comes from: reports and perturbation selectors use it.
+  Phase phase = Phase::Forward;
+  int32_t layer = -1;      ///< Repetition index of the repeat, or -1.
+  int32_t microbatch = -1; ///< -1 for once-per-step work (gradient sync).
+
+  llvm::SmallVector<uint32_t, 4> dataDeps;
+  llvm::SmallVector<uint32_t, 2> ctrlDeps;
+};
+
+/// What one rank of a stage holds in device memory at its peak, in bytes.
+struct StageMemory {
+  uint64_t weights = 0;     ///< Local shards of the weights the stage uses.
+  uint64_t gradients = 0;   ///< One per local weight element (training).
+  uint64_t optimizer = 0;   ///< Adam: fp32 master copy and two moments.
+  uint64_t activations = 0; ///< Saved for backward, times in-flight steps.
+  uint64_t state = 0;       ///< `state` tensors (KV cache).
+  double inFlightMicrobatches = 1; ///< Fractional with virtual stages.
+
+  uint64_t total() const {
+    return weights + gradients + optimizer + activations + state;
+  }
+};
+
+struct StageProgram {
+  unsigned stage = 0;
+  /// The repetitions this stage runs, ascending (with virtual stages, not
+  /// contiguous).
+  std::vector<unsigned> layers;
+  std::vector<ProgramNode> nodes;
+  std::vector<ScheduleStep> schedule;
+  StageMemory memory;
+};
+
+/// Everything emission needs: the mesh, one program per pipeline stage.
+struct ProgramSet {
+  Mesh mesh;
+  int pipelineAxis = -1; ///< Mesh axis whose coordinate is the stage, or -1.
+  unsigned numMicrobatches = 1;
+  unsigned numVirtualStages = 1; ///< Model chunks per stage (interleaving).
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  bool training = false;
+  unsigned numLayers = 0; ///< Repetitions of all forward repeats.
+  std::vector<StageProgram> stages;
+
+  unsigned getStageOfRank(unsigned rank) const {
+    return pipelineAxis < 0 ? 0 : mesh.getCoordinate(rank, pipelineAxis);
+  }
+  /// The rank of stage `stage` with `rank`'s other coordinates.
+  unsigned getPeerRank(unsigned rank, unsigned stage) const {
+    return pipelineAxis < 0 ? rank
+                            : mesh.withCoordinate(rank, pipelineAxis, stage);
+  }
+  /// Every group mask some collective uses.
+  std::vector<AxisMask> getUsedMasks() const;
+};
+
+} // namespace stg
+
+#endif // STG_INSTANTIATE_PROGRAM_H

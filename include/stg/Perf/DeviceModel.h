@@ -1,0 +1,88 @@
+//===- DeviceModel.h - Kernel durations from a device's numbers -*- C++ -*-===//
+//
+// With a device model, stagec fills each compute node's `duration_micros`,
+// so ASTRA-sim's replay mode works as well as its roofline mode. The
+// duration is a roofline: the larger of the time at the device's achievable
+// FLOP rate and the time at its achievable memory bandwidth,
+//
+//   micros = max(num_ops / (peak_flops * compute_efficiency),
+//                tensor_size / (memory_bandwidth * memory_efficiency)) * 1e6
+//
+// rounded up to a whole microsecond (the schema's unit). A measured table
+// (CSV, as collected with a profiler on a real GPU) overrides the roofline
+// wherever it has an entry for the kernel (the STAGE paper's section IV-E:
+// real values plugged into the symbolic graph).
+//
+// Devices come built in (A100, H100, H200, B200, MI300X) or from a YAML
+// file with the same fields; see docs/devices.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_PERF_DEVICEMODEL_H
+#define STG_PERF_DEVICEMODEL_H
+
+#include "stg/Instantiate/Program.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <string>
+#include <tuple>
+
+namespace stg {
+
+struct DeviceSpec {
+  std::string name;
+  double peakFlops = 0;          ///< Dense bf16 FLOP/s.
+  double memoryBandwidth = 0;    ///< HBM bytes/s.
+  double linkBandwidth = 0;      ///< Scale-up bytes/s per direction.
+  double computeEfficiency = 0.7; ///< Fraction of peak large kernels reach.
+  double memoryEfficiency = 0.8;
+
+  /// The roofline duration of a kernel, in whole microseconds (at least 1
+  /// for any work).
+  uint64_t getKernelMicros(int64_t flops, uint64_t bytes) const;
+};
+
+/// The built-in devices, by name.
+llvm::ArrayRef<DeviceSpec> getBuiltinDevices();
+const DeviceSpec *lookupBuiltinDevice(llvm::StringRef name);
+
+/// A built-in device's name, or a YAML file of a DeviceSpec's fields:
+///   name: my-gpu
+///   peak_tflops: 989        # dense bf16
+///   memory_bandwidth_gbps: 3350
+///   link_bandwidth_gbps: 450
+///   compute_efficiency: 0.7 # optional
+///   memory_efficiency: 0.8  # optional
+llvm::Expected<DeviceSpec> loadDevice(llvm::StringRef nameOrFile);
+
+/// Measured kernel durations: `op_type,num_ops,tensor_size,micros` rows
+/// (a header line is allowed; `*` in num_ops or tensor_size matches any).
+class MeasuredKernels {
+public:
+  static llvm::Expected<MeasuredKernels> load(llvm::StringRef path);
+
+  /// The measured duration of a kernel, or 0 if the table has none.
+  uint64_t lookup(llvm::StringRef opType, int64_t flops, uint64_t bytes) const;
+  size_t size() const {
+    return exact.size() + byFlops.size() + byBytes.size() + byType.size();
+  }
+
+private:
+  std::map<std::tuple<std::string, int64_t, uint64_t>, uint64_t> exact;
+  std::map<std::string, uint64_t> byType; ///< Rows with both wildcards.
+  std::map<std::pair<std::string, int64_t>, uint64_t> byFlops;
+  std::map<std::pair<std::string, uint64_t>, uint64_t> byBytes;
+};
+
+/// Fills `durationMicros` of every compute node: from `measured` where it
+/// has the kernel, else from the device's roofline.
+void applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
+                      const MeasuredKernels *measured);
+
+} // namespace stg
+
+#endif // STG_PERF_DEVICEMODEL_H

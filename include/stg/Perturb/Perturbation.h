@@ -1,0 +1,132 @@
+//===- Perturbation.h - Reproducible stragglers and slow links --*- C++ -*-===//
+//
+// MLSynth-style what-ifs written into the traces themselves, so any
+// simulator can study variability without changes (spec: docs/
+// perturbation.md). A spec (YAML) lists rules:
+//
+//   gpu_slowdown  multiplies matched compute nodes' num_ops (and
+//                 duration_micros) by 1 + slowdown;
+//   nic_slowdown  puts a delay node before each matched communication node,
+//                 which then depends on it: a COMP node whose duration is
+//                 slowdown x the communication's modelled time (size / link
+//                 bandwidth) and whose num_ops is that delay at peak FLOP/s,
+//                 so replay and roofline simulation charge the same delay;
+//
+// selected by rank, layer (the repetition index), pass, micro-batch and
+// collective type, each (rank, layer) unit drawn with probability `chance`.
+// A global `scale` multiplies FLOPs, bytes and message sizes (scale-down).
+//
+// Draws are reproducible and independent of threads: rule r on rank n in
+// variant k draws from a std::mt19937_64 seeded with
+// std::seed_seq{seed & 0xffffffff, seed >> 32, k, r, n}, three uniforms per
+// unit, units in order (top level, then the stage's layers ascending). The
+// distributions are computed here from those uniforms (Box-Muller for the
+// normal), not by the standard library, whose algorithms differ between
+// implementations.
+//
+// Only perturbed ranks get their own program; the others are stamped from
+// their stage's shared one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_PERTURB_PERTURBATION_H
+#define STG_PERTURB_PERTURBATION_H
+
+#include "stg/Instantiate/Program.h"
+#include "stg/Perf/DeviceModel.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace stg {
+
+struct SlowdownDistribution {
+  enum class Kind { Constant, Normal, LogNormal, Uniform };
+  Kind kind = Kind::Constant;
+  double value = 0;        ///< Constant.
+  double mean = 0, std = 0; ///< Normal; LogNormal of the underlying normal.
+  double low = 0, high = 0; ///< Uniform.
+
+  /// The slowdown for uniforms `u1`, `u2` in [0, 1); never below 0.
+  double sample(double u1, double u2) const;
+};
+
+struct PerturbationRule {
+  enum class Kind { GpuSlowdown, NicSlowdown };
+  enum class Pass { Forward, Backward, Optimizer, Any };
+  Kind kind = Kind::GpuSlowdown;
+  std::optional<std::set<unsigned>> ranks;      ///< Unset: all.
+  std::optional<std::set<int>> layers;          ///< Unset: all (and top level).
+  Pass pass = Pass::Any;
+  std::optional<std::set<int>> microbatches;    ///< Unset: all.
+  double chance = 1.0;
+  SlowdownDistribution slowdown;
+  /// nic_slowdown: ALL_REDUCE, ..., SEND, RECV; unset: every communication.
+  std::optional<std::set<std::string>> collectives;
+  unsigned line = 0; ///< Where the rule starts in the spec, for messages.
+};
+
+struct PerturbationSpec {
+  std::string path;
+  uint64_t seed = 0;
+  double scale = 1.0;
+  std::vector<PerturbationRule> rules;
+
+  bool needsDevice() const;
+};
+
+/// Reads and checks a spec against the run: ranks below `numRanks`,
+/// layers below `numLayers`, micro-batches below `numMicrobatches`. Errors
+/// name the file, line, column and key.
+llvm::Expected<PerturbationSpec> loadPerturbationSpec(llvm::StringRef path,
+                                                      unsigned numRanks,
+                                                      unsigned numLayers,
+                                                      unsigned numMicrobatches);
+
+/// One changed node of a variant, for `perturbations.json`.
+struct PerturbationRecord {
+  unsigned rank = 0;
+  uint64_t node = 0; ///< Id in the variant's file.
+  std::string name;
+  unsigned rule = 0;
+  double factor = 1.0;      ///< gpu_slowdown: num_ops multiplier.
+  uint64_t delayMicros = 0; ///< nic_slowdown.
+  uint64_t delayNode = 0;   ///< nic_slowdown: the inserted node's id.
+};
+
+/// `programs` with every FLOP count, byte count and message size times
+/// `scale` (rounded, and at least 1 where it was not 0).
+ProgramSet scalePrograms(const ProgramSet &programs, double scale);
+
+class Perturber {
+public:
+  Perturber(const PerturbationSpec &spec, const ProgramSet &programs,
+            unsigned variant, const DeviceSpec *device)
+      : spec(spec), programs(programs), variant(variant), device(device) {}
+
+  /// `rank`'s own program if a rule changes it (appending what changed to
+  /// `records`), else nothing. Thread-safe.
+  std::optional<StageProgram>
+  perturb(unsigned rank, std::vector<PerturbationRecord> &records) const;
+
+private:
+  const PerturbationSpec &spec;
+  const ProgramSet &programs;
+  unsigned variant;
+  const DeviceSpec *device;
+};
+
+/// Writes `perturbations.json`: the spec, seed, variant and every change.
+void writePerturbationRecords(
+    llvm::raw_ostream &os, const PerturbationSpec &spec, unsigned variant,
+    const std::vector<std::vector<PerturbationRecord>> &recordsByRank);
+
+} // namespace stg
+
+#endif // STG_PERTURB_PERTURBATION_H

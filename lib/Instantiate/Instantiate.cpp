@@ -1,0 +1,186 @@
+//===- Instantiate.cpp - Symbolic IR to numeric stage programs ------------===//
+//
+// The cross-stage edges are found first, for all stages at once, so that a
+// producing stage knows to whom it must send before the consuming stage is
+// built (StageBuilder.cpp); each edge gets a number from which both ends
+// derive the same message tag.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Instantiate/Instantiate.h"
+
+#include "StageBuilder.h"
+#include "StageMemory.h"
+
+#include "stg/Support/LogicalResult.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace stg;
+
+std::optional<Mesh> stg::buildMesh(const Module &module,
+                                   llvm::StringRef rankOrder,
+                                   const llvm::StringMap<unsigned> &degrees,
+                                   DiagnosticEngine &diags) {
+  std::vector<Mesh::AxisInfo> axes;
+  llvm::SmallVector<llvm::StringRef, 8> names;
+  rankOrder.split(names, ',');
+  for (llvm::StringRef name : names) {
+    name = name.trim();
+    if (name.empty() || llvm::any_of(axes, [&](const Mesh::AxisInfo &axis) {
+          return axis.name == name;
+        })) {
+      diags.error({}, "--rank-order must name each axis once, found '" +
+                          rankOrder + "'");
+      return std::nullopt;
+    }
+    unsigned degree = 1;
+    if (degrees.count(name))
+      degree = degrees.lookup(name);
+    else if (const Axis *axis = module.lookupAxis(name); axis && axis->size)
+      degree = *axis->size;
+    axes.push_back({name.str(), degree});
+  }
+  if (axes.size() > 32) {
+    diags.error({}, "a mesh has at most 32 axes");
+    return std::nullopt;
+  }
+  Mesh mesh(std::move(axes));
+  for (const std::unique_ptr<Axis> &axis : module.getAxes()) {
+    const Axis *base = axis->resolve();
+    if (base && base->size.value_or(1) > 1 && mesh.findAxis(base->name) < 0) {
+      diags.error(axis->loc, "axis '" + base->name + "' has degree " +
+                                 llvm::Twine(*base->size) +
+                                 " but is not in the rank order '" +
+                                 rankOrder + "'");
+      return std::nullopt;
+    }
+  }
+  return mesh;
+}
+
+llvm::StringRef stg::getCollectiveName(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return "ALL_REDUCE";
+  case CollectiveKind::AllGather:
+    return "ALL_GATHER";
+  case CollectiveKind::ReduceScatter:
+    return "REDUCE_SCATTER";
+  case CollectiveKind::AllToAll:
+    return "ALL_TO_ALL";
+  }
+  llvm_unreachable("unknown collective kind");
+}
+
+std::vector<AxisMask> ProgramSet::getUsedMasks() const {
+  llvm::DenseSet<AxisMask> seen;
+  std::vector<AxisMask> masks;
+  for (const StageProgram &program : stages)
+    for (const ProgramNode &node : program.nodes)
+      if (node.kind == ProgramNodeKind::Collective &&
+          seen.insert(node.group).second)
+        masks.push_back(node.group);
+  llvm::sort(masks);
+  return masks;
+}
+
+/// Finds every data edge whose ends run on different stages and numbers the
+/// edges in program order. Fails if the tags would not fit an int32.
+static LogicalResult findStageEdges(SharedState &shared) {
+  const Placement &placement = shared.placement;
+  unsigned next = 0;
+  auto visit = [&](const Op &op, int layer, unsigned consumerStage) {
+    for (const Value *operand : op.getOperands()) {
+      ValueInstance source = placement.resolve(operand, layer);
+      const Op *def = source.value->getDefiningOp();
+      if (!def || placement.isFloating(def) ||
+          placement.getStage(def, source.layer) == consumerStage)
+        continue;
+      auto &edges = shared.edges[{source.value, source.layer}];
+      auto edge = llvm::find_if(edges, [&](const StageEdge &candidate) {
+        return candidate.stage == consumerStage;
+      });
+      if (edge == edges.end())
+        edges.push_back({consumerStage, next++, isOncePerStep(op)});
+      else // Any per-micro-batch consumer needs every micro-batch's value.
+        edge->once &= isOncePerStep(op);
+    }
+  };
+  forEachInstance(shared.module, placement, [&](const Op &op, int layer) {
+    visit(op, layer, placement.getStage(&op, layer));
+  });
+  if (uint64_t(next) * shared.options.numMicrobatches > INT32_MAX) {
+    shared.diags.error(shared.module.getModelLoc(),
+                       llvm::Twine(next) + " values cross stages in " +
+                           llvm::Twine(shared.options.numMicrobatches) +
+                           " micro-batches: too many for int32 message tags");
+    return failure();
+  }
+  return success();
+}
+
+std::optional<ProgramSet> stg::instantiate(const Module &module,
+                                           const Mesh &mesh,
+                                           const InstantiateOptions &options,
+                                           DiagnosticEngine &diags) {
+  if (!module.getModel()) {
+    diags.error({}, "the input declares no model to instantiate");
+    return std::nullopt;
+  }
+  ProgramSet set;
+  set.mesh = mesh;
+  set.pipelineAxis = mesh.findAxis(options.pipelineAxis);
+  set.numMicrobatches = std::max(1u, options.numMicrobatches);
+  set.schedule = options.schedule;
+  unsigned numStages =
+      set.pipelineAxis < 0 ? 1 : mesh.getDegree(set.pipelineAxis);
+  unsigned numChunks = std::max(1u, options.numVirtualStages);
+  if (numChunks > 1 &&
+      (numStages < 2 || options.schedule != PipelineSchedule::OneFOneB ||
+       set.numMicrobatches % numStages)) {
+    diags.error(module.getModelLoc(),
+                "virtual stages interleave the 1F1B schedule of a pipeline: "
+                "they need pp > 1, --schedule 1f1b and a micro-batch count "
+                "that is a multiple of pp (" +
+                    llvm::Twine(set.numMicrobatches) + " over " +
+                    llvm::Twine(numStages) + " stages)");
+    return std::nullopt;
+  }
+  set.numVirtualStages = numChunks;
+  std::optional<Placement> placement =
+      Placement::create(module, numStages, numChunks, diags);
+  if (!placement)
+    return std::nullopt;
+  set.numLayers = placement->getNumLayers();
+  bool training = false;
+  module.getModel()->walk(
+      [&](Op &op) { training |= op.getPhase() != Phase::Forward; });
+  set.training = training;
+
+  InstantiateOptions stepOptions = options;
+  stepOptions.numMicrobatches = set.numMicrobatches;
+  OpNumberCache numbers(module, diags);
+  SharedState shared(module, mesh, *placement, stepOptions, numbers, diags,
+                     training);
+  if (failed(findStageEdges(shared)))
+    return std::nullopt;
+  set.stages.resize(numStages);
+  for (unsigned stage = 0; stage < numStages; ++stage) {
+    StageBuilder builder(shared, stage);
+    if (!builder.build(set.stages[stage]))
+      return std::nullopt;
+    double inFlight =
+        training ? getMaxInFlightMicrobatches(options.schedule, stage,
+                                              numStages, set.numMicrobatches,
+                                              numChunks)
+                 : 1;
+    std::optional<StageMemory> memory = computeStageMemory(
+        module, *placement, numbers, stage, inFlight, training);
+    if (!memory)
+      return std::nullopt;
+    set.stages[stage].memory = *memory;
+  }
+  return set;
+}

@@ -1,0 +1,52 @@
+//===- OpNumbers.h - An op's costs, evaluated once -----------------*- C++ -*-===//
+//
+// The symbolic cost of an op (lib/IR/Cost.h) bound to numbers. Every
+// instance of an op (each layer, each micro-batch, each rank) has the same
+// costs, so they are evaluated once per op and cached: GiNaC substitution
+// costs microseconds, and a 32K-rank run has billions of node instances.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_LIB_INSTANTIATE_OPNUMBERS_H
+#define STG_LIB_INSTANTIATE_OPNUMBERS_H
+
+#include "stg/IR/Module.h"
+#include "stg/Support/Diagnostics.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace stg {
+
+struct OpNumbers {
+  int64_t flops = 0;
+  uint64_t bytesAccessed = 0;
+  int64_t commBytes = 0; ///< Collectives: the `bytes` attribute.
+};
+
+class OpNumberCache {
+public:
+  OpNumberCache(const Module &module, DiagnosticEngine &diags)
+      : module(module), diags(diags) {}
+
+  /// The numbers of `op`, or null after reporting a cost that does not
+  /// evaluate to a number.
+  const OpNumbers *get(const Op &op);
+  /// Bytes of `value` on one rank (a message between stages).
+  std::optional<int64_t> getLocalBytes(const Value &value, SourceLoc loc);
+
+private:
+  std::optional<int64_t> evaluate(const Expr &e, SourceLoc loc,
+                                  llvm::StringRef what);
+
+  const Module &module;
+  DiagnosticEngine &diags;
+  llvm::DenseMap<const Op *, std::optional<OpNumbers>> ops;
+  llvm::DenseMap<const Value *, std::optional<int64_t>> values;
+};
+
+} // namespace stg
+
+#endif // STG_LIB_INSTANTIATE_OPNUMBERS_H

@@ -1,0 +1,107 @@
+//===- Placement.h - Where and how often each op of a module runs -*- C++ -*-===//
+//
+// The numbering instantiation works with: every repetition of every repeat
+// gets a global layer index (forward repeats in program order; a backward
+// repeat shares its forward repeat's indices), layers are split over the
+// pipeline stages, and every top-level op is given a stage. An op instance
+// is an op and a layer (-1 at top level); `resolve` follows loop-carried
+// arguments and repeat results to the instance that really computes a
+// value, so that cross-layer and cross-stage edges are plain edges.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_LIB_INSTANTIATE_PLACEMENT_H
+#define STG_LIB_INSTANTIATE_PLACEMENT_H
+
+#include "stg/IR/Module.h"
+#include "stg/Support/Diagnostics.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <optional>
+#include <vector>
+
+namespace stg {
+
+/// A value as computed in one repetition (layer -1: at top level).
+struct ValueInstance {
+  const Value *value = nullptr;
+  int layer = -1;
+};
+
+class Placement {
+public:
+  struct RepeatInfo {
+    bool backward = false;
+    unsigned offset = 0; ///< Global index of repetition 0.
+    unsigned count = 0;
+  };
+
+  /// Numbers the repeats of `module` and splits them into `numStages` x
+  /// `numChunks` model chunks, chunk c on stage c mod numStages (Megatron-
+  /// LM's interleaving; one chunk per stage without it). Reports (and
+  /// returns null for) what cannot be split.
+  static std::optional<Placement> create(const Module &module,
+                                         unsigned numStages,
+                                         unsigned numChunks,
+                                         DiagnosticEngine &diags);
+
+  unsigned getNumLayers() const { return numLayers; }
+  unsigned getNumStages() const { return numStages; }
+  unsigned getStageOfLayer(unsigned layer) const {
+    return layerStages[layer];
+  }
+  /// The stage's model chunk (0 .. numChunks-1) a layer belongs to.
+  unsigned getChunkOfLayer(unsigned layer) const { return layerChunks[layer]; }
+  /// The layers `stage` runs, ascending.
+  std::vector<unsigned> getLayersOf(unsigned stage) const;
+  /// The chunk of an op instance (top-level ops: their assigned chunk).
+  unsigned getChunk(const Op *op, int layer) const {
+    return layer >= 0 ? layerChunks[layer] : topChunks.lookup(op);
+  }
+
+  const RepeatInfo &getRepeat(const Op *repeat) const {
+    return repeats.find(repeat)->second;
+  }
+  /// The stage of an op instance (top-level ops: their assigned stage).
+  unsigned getStage(const Op *op, int layer) const {
+    return layer >= 0 ? layerStages[layer] : topStages.lookup(op);
+  }
+  /// True if `op`'s results need no computation on any stage: parameters,
+  /// inputs, state, and layouts or reshapes of only those.
+  bool isFloating(const Op *op) const { return floating.count(op); }
+
+  /// The instance that computes `value` as used in `layer`.
+  ValueInstance resolve(const Value *value, int layer) const;
+
+private:
+  Placement() = default;
+  void assignTopLevelStages(const Graph &model);
+
+  unsigned numLayers = 0;
+  unsigned numStages = 1;
+  std::vector<unsigned> layerStages, layerChunks;
+  llvm::DenseMap<const Op *, RepeatInfo> repeats;
+  /// Body argument -> (its repeat, its index).
+  llvm::DenseMap<const Value *, std::pair<const Op *, unsigned>> bodyArgs;
+  llvm::DenseMap<const Op *, unsigned> topStages, topChunks;
+  llvm::DenseMap<const Op *, bool> floating;
+};
+
+/// Calls `fn(op, layer)` for every instance of a non-repeat op, in program
+/// order: top-level ops, and each repeat's body ops once per repetition
+/// (ascending, yields left out).
+void forEachInstance(const Module &module, const Placement &placement,
+                     llvm::function_ref<void(const Op &, int)> fn);
+/// The same for the instances placed on `stage`.
+void forEachInstanceOnStage(const Module &module, const Placement &placement,
+                            unsigned stage,
+                            llvm::function_ref<void(const Op &, int)> fn);
+
+/// True for ops that emit no node: declarations, yields, repeats, layouts,
+/// reshapes and local slices (views of data the rank already holds).
+bool isElided(const Op &op);
+
+} // namespace stg
+
+#endif // STG_LIB_INSTANTIATE_PLACEMENT_H

@@ -1,0 +1,403 @@
+//===- StageBuilder.cpp - One pipeline stage's program, node by node ------===//
+
+#include "StageBuilder.h"
+
+#include "stg/IR/GradOp.h"
+
+using namespace stg;
+
+namespace {
+
+/// `layer.decoder.h` in repetition 12 of `layer`, micro-batch 3:
+/// `layer.12.decoder.h.mb3`.
+std::string instanceName(llvm::StringRef name, llvm::StringRef loop,
+                         int index, int microbatch) {
+  std::string text;
+  if (index >= 0) {
+    if (name.startswith(loop) && name.substr(loop.size()).startswith("."))
+      text = (loop + "." + llvm::Twine(index) + name.substr(loop.size())).str();
+    else
+      text = (loop + "." + llvm::Twine(index) + "." + name).str();
+  } else {
+    text = name.str();
+  }
+  if (microbatch >= 0)
+    text += ".mb" + std::to_string(microbatch);
+  return text;
+}
+
+std::string getOpType(const Op &op) {
+  OpKind kind = op.getKind();
+  const char *suffix = "";
+  if (kind == OpKind::Grad) {
+    kind = getGradForwardKind(op);
+    suffix = "_backward";
+  }
+  if (kind == OpKind::Adam)
+    return "optimizer";
+  if (getOpInfo(kind).has(Elementwise))
+    return std::string("elementwise") + suffix;
+  return (getOpInfo(kind).name + suffix).str();
+}
+
+std::optional<CollectiveKind> getCommType(OpKind kind) {
+  switch (kind) {
+  case OpKind::AllReduce:
+    return CollectiveKind::AllReduce;
+  case OpKind::AllGather:
+    return CollectiveKind::AllGather;
+  case OpKind::ReduceScatter:
+    return CollectiveKind::ReduceScatter;
+  case OpKind::AllToAll:
+    return CollectiveKind::AllToAll;
+  default:
+    return std::nullopt;
+  }
+}
+
+} // namespace
+
+std::string StageBuilder::getInstanceName(const Op &op,
+                                          llvm::StringRef valueName, int layer,
+                                          int microbatch) const {
+  if (layer < 0)
+    return instanceName(valueName, "", -1, microbatch);
+  // Repetitions are numbered within their repeat in names.
+  const Graph &body = *op.getParent();
+  int offset = placement.getRepeat(body.getParentOp()).offset;
+  return instanceName(valueName, body.getName(), layer - offset, microbatch);
+}
+
+uint32_t StageBuilder::addNode(ProgramNode node) {
+  uint32_t id = nodes->size();
+  llvm::sort(node.dataDeps);
+  node.dataDeps.erase(std::unique(node.dataDeps.begin(), node.dataDeps.end()),
+                      node.dataDeps.end());
+  if (node.kind == ProgramNodeKind::Collective) {
+    // One communicator stream per group: every member issues the group's
+    // collectives in this program's order.
+    auto [it, first] = lastCollective.try_emplace(node.group, id);
+    if (!first) {
+      if (!llvm::is_contained(node.dataDeps, it->second))
+        node.ctrlDeps.push_back(it->second);
+      it->second = id;
+    }
+  }
+  nodes->push_back(std::move(node));
+  return id;
+}
+
+void StageBuilder::collectOperand(const Value *operand, int layer,
+                                  int microbatch, bool allMicrobatches,
+                                  llvm::SmallVectorImpl<uint32_t> &deps) {
+  ValueInstance source = placement.resolve(operand, layer);
+  const Op *def = source.value->getDefiningOp();
+  if (!def || placement.isFloating(def))
+    return;
+  int first = microbatch, last = microbatch;
+  if (isOncePerStep(*def)) {
+    first = last = -1;
+  } else if (allMicrobatches) {
+    first = 0;
+    last = shared.options.numMicrobatches - 1;
+  }
+  unsigned sourceStage = placement.getStage(def, source.layer);
+  InstanceKey key{source.value, source.layer};
+  const StageEdge *edge = nullptr;
+  if (sourceStage != stage) {
+    auto edges = shared.edges.find(key);
+    if (edges != shared.edges.end())
+      for (const StageEdge &candidate : edges->second)
+        if (candidate.stage == stage)
+          edge = &candidate;
+    if (!edge) {
+      shared.diags.error(def->getLoc(),
+                         "internal error: '%" + source.value->getName() +
+                             "' crosses stages without a numbered edge");
+      failed = true;
+      return;
+    }
+    // Once-per-step work receives the accumulated value once, after the
+    // last micro-batch.
+    if (edge->once)
+      first = last;
+  }
+  for (int mb = first; mb <= last; ++mb) {
+    if (llvm::is_contained(bucket.members, std::make_pair(key, mb)))
+      flushBucket();
+    auto found = holders.find({key, mb});
+    if (found != holders.end()) {
+      deps.append(found->second.begin(), found->second.end());
+      continue;
+    }
+    if (!edge) {
+      // Produced on this stage by a step not run yet: a schedule error.
+      shared.diags.error(def->getLoc(),
+                         "internal error: '%" + source.value->getName() +
+                             "' used before the step that computes it");
+      failed = true;
+      return;
+    }
+    std::optional<int64_t> bytes =
+        shared.numbers.getLocalBytes(*source.value, def->getLoc());
+    if (!bytes) {
+      failed = true;
+      return;
+    }
+    ProgramNode recv;
+    recv.kind = ProgramNodeKind::Recv;
+    recv.name = getInstanceName(*source.value, source.layer, mb) + ".recv";
+    recv.commBytes = *bytes;
+    recv.peerStage = sourceStage;
+    recv.tag = getTag(edge->number, mb);
+    recv.phase = def->getPhase();
+    recv.layer = source.layer;
+    recv.microbatch = mb;
+    uint32_t id = addNode(std::move(recv));
+    holders[{key, mb}] = {id};
+    deps.push_back(id);
+  }
+}
+
+void StageBuilder::sendResult(ValueInstance producer, int microbatch,
+                              llvm::ArrayRef<uint32_t> deps) {
+  auto found = shared.edges.find({producer.value, producer.layer});
+  if (found == shared.edges.end())
+    return;
+  const Op &def = *producer.value->getDefiningOp();
+  std::optional<int64_t> bytes =
+      shared.numbers.getLocalBytes(*producer.value, def.getLoc());
+  if (!bytes) {
+    failed = true;
+    return;
+  }
+  int lastMicrobatch = int(shared.options.numMicrobatches) - 1;
+  for (const StageEdge &edge : found->second) {
+    if (edge.once && microbatch >= 0 && microbatch != lastMicrobatch)
+      continue;
+    ProgramNode send;
+    send.kind = ProgramNodeKind::Send;
+    send.name = getInstanceName(*producer.value, producer.layer, microbatch) +
+                ".send";
+    send.commBytes = *bytes;
+    send.peerStage = edge.stage;
+    send.tag = getTag(edge.number, microbatch);
+    send.phase = def.getPhase();
+    send.layer = producer.layer;
+    send.microbatch = microbatch;
+    send.dataDeps.assign(deps.begin(), deps.end());
+    addNode(std::move(send));
+  }
+}
+
+void StageBuilder::addToBucket(ProgramNode node, const Op &op, int layer) {
+  if (bucket.node && (bucket.node->commType != node.commType ||
+                      bucket.node->group != node.group))
+    flushBucket();
+  if (!bucket.node) {
+    bucket.node = std::move(node);
+    bucket.node->name += ".bucket";
+  } else {
+    bucket.node->commBytes += node.commBytes;
+    bucket.node->dataDeps.append(node.dataDeps.begin(), node.dataDeps.end());
+  }
+  ++bucket.size;
+  bucket.members.push_back({{op.getResult(), layer}, -1});
+  if (uint64_t(bucket.node->commBytes) >= shared.options.gradientBucketBytes)
+    flushBucket();
+}
+
+void StageBuilder::flushBucket() {
+  if (!bucket.node)
+    return;
+  bucket.node->name += std::to_string(bucket.size);
+  uint32_t id = addNode(std::move(*bucket.node));
+  for (const auto &member : bucket.members)
+    holders[member] = {id};
+  bucket = Bucket();
+}
+
+void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
+  bool once = isOncePerStep(op);
+  int mb = once ? -1 : microbatch;
+  llvm::SmallVector<uint32_t, 4> deps;
+  for (const Value *operand : op.getOperands())
+    collectOperand(operand, layer, mb, once, deps);
+  if (failed)
+    return;
+
+  llvm::SmallVector<uint32_t, 4> held;
+  if (isElided(op)) {
+    held.assign(deps.begin(), deps.end());
+  } else {
+    const OpNumbers *numbers = shared.numbers.get(op);
+    if (!numbers) {
+      failed = true;
+      return;
+    }
+    ProgramNode node;
+    llvm::StringRef valueName =
+        op.getResults().empty() ? op.getKindName() : op.getResult()->getName();
+    node.name = getInstanceName(op, valueName, layer, mb);
+    node.phase = op.getPhase();
+    node.layer = layer;
+    node.microbatch = mb;
+    node.dataDeps = deps;
+    if (op.getInfo().has(Collective)) {
+      node.kind = ProgramNodeKind::Collective;
+      node.commBytes = numbers->commBytes;
+      AxisMask mask = 0;
+      for (const Axis *axis : op.getAttr("axes")->axes) {
+        const Axis *base = axis->resolve();
+        int index = base ? shared.mesh.findAxis(base->name) : -1;
+        if (index >= 0 && shared.mesh.getDegree(index) > 1)
+          mask |= 1u << index;
+      }
+      std::optional<CollectiveKind> type =
+          getCommType(op.getKind());
+      if (!type) {
+        shared.diags.error(op.getLoc(),
+                           "'" + op.getKindName() +
+                               "' has no Chakra collective that ASTRA-sim "
+                               "simulates; use allreduce, allgather, "
+                               "reducescatter or alltoall");
+        failed = true;
+        return;
+      }
+      node.commType = *type;
+      node.group = mask;
+      bool bucketed = shared.options.gradientBucketBytes && mask &&
+                      node.phase == Phase::GradientSync &&
+                      (node.commType == CollectiveKind::AllReduce ||
+                       node.commType == CollectiveKind::ReduceScatter) &&
+                      !shared.edges.count({op.getResult(), layer});
+      if (bucketed) {
+        addToBucket(std::move(node), op, layer);
+        return;
+      }
+      // A collective over one rank does nothing.
+      if (!mask)
+        held.assign(deps.begin(), deps.end());
+      else
+        held = {addNode(std::move(node))};
+    } else {
+      node.kind = ProgramNodeKind::Compute;
+      node.opType = getOpType(op);
+      node.numOps = numbers->flops;
+      node.tensorBytes = numbers->bytesAccessed;
+      held = {addNode(std::move(node))};
+    }
+  }
+  for (const Value *result : op.getResults()) {
+    holders[{{result, layer}, mb}].assign(held.begin(), held.end());
+    sendResult({result, layer}, mb, held);
+  }
+}
+
+void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
+  auto runs = [&](const Op &op) {
+    if (step.backward)
+      return op.getPhase() == Phase::Backward ||
+             (lastBackward && op.getPhase() == Phase::GradientSync);
+    return op.getPhase() == Phase::Forward;
+  };
+  int mb = step.microbatch;
+  auto here = [&](const Op &op, int layer) {
+    return placement.getStage(&op, layer) == stage &&
+           placement.getChunk(&op, layer) == step.chunk;
+  };
+  for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
+    if (op->getKind() != OpKind::Repeat) {
+      if (here(*op, -1) && runs(*op))
+        buildOp(*op, -1, mb);
+      continue;
+    }
+    const Placement::RepeatInfo &info = placement.getRepeat(op.get());
+    if (info.backward != step.backward)
+      continue;
+    for (unsigned i = 0; i < info.count; ++i) {
+      int layer = info.offset + (info.backward ? info.count - 1 - i : i);
+      if (placement.getStageOfLayer(layer) != stage ||
+          placement.getChunkOfLayer(layer) != step.chunk)
+        continue;
+      for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
+        if (inner->getKind() != OpKind::Yield && runs(*inner))
+          buildOp(*inner, layer, mb);
+    }
+    if (failed)
+      return;
+  }
+}
+
+void StageBuilder::buildOptimizerStep() {
+  int last = int(shared.options.numMicrobatches) - 1;
+  forEachInstanceOnStage(shared.module, placement, stage,
+                         [&](const Op &op, int layer) {
+                           if (!failed && op.getPhase() == Phase::Optimizer)
+                             buildOp(op, layer, last);
+                         });
+}
+
+void StageBuilder::chainSteps(size_t previousBegin, size_t begin) {
+  // The previous step's last nodes (no consumer inside the step) must finish
+  // before this step's first nodes (no producer inside it) start.
+  std::vector<bool> consumed(begin - previousBegin);
+  for (size_t id = previousBegin; id < begin; ++id)
+    for (auto deps : {llvm::ArrayRef<uint32_t>((*nodes)[id].dataDeps),
+                      llvm::ArrayRef<uint32_t>((*nodes)[id].ctrlDeps)})
+      for (uint32_t dep : deps)
+        if (dep >= previousBegin)
+          consumed[dep - previousBegin] = true;
+  llvm::SmallVector<uint32_t, 8> exits;
+  for (size_t id = previousBegin; id < begin; ++id)
+    if (!consumed[id - previousBegin])
+      exits.push_back(id);
+  for (size_t id = begin; id < nodes->size(); ++id) {
+    ProgramNode &node = (*nodes)[id];
+    auto inStep = [&](uint32_t dep) { return dep >= begin; };
+    if (llvm::any_of(node.dataDeps, inStep) ||
+        llvm::any_of(node.ctrlDeps, inStep))
+      continue;
+    for (uint32_t exit : exits)
+      if (!llvm::is_contained(node.dataDeps, exit) &&
+          !llvm::is_contained(node.ctrlDeps, exit))
+        node.ctrlDeps.push_back(exit);
+  }
+}
+
+bool StageBuilder::build(StageProgram &program) {
+  nodes = &program.nodes;
+  program.stage = stage;
+  program.layers = placement.getLayersOf(stage);
+  program.schedule = getStageSchedule(
+      shared.options.schedule, stage, placement.getNumStages(),
+      shared.options.numMicrobatches, shared.training,
+      shared.options.numVirtualStages);
+  size_t previousBegin = 0;
+  bool firstStep = true;
+  auto runStep = [&](llvm::function_ref<void()> buildNodes) {
+    size_t begin = nodes->size();
+    buildNodes();
+    flushBucket();
+    if (failed)
+      return false;
+    if (!firstStep && begin > previousBegin)
+      chainSteps(previousBegin, begin);
+    if (nodes->size() > begin) {
+      previousBegin = begin;
+      firstStep = false;
+    }
+    return true;
+  };
+  for (ScheduleStep step : program.schedule) {
+    bool lastBackward =
+        step.backward && step.microbatch + 1 == shared.options.numMicrobatches;
+    if (!runStep([&] { buildStep(step, lastBackward); }))
+      return false;
+  }
+  // The optimizer steps once all gradients are reduced, after the last
+  // backward, as frameworks do; the reductions themselves overlap the
+  // backward of the layers below.
+  return !shared.training || runStep([&] { buildOptimizerStep(); });
+}
+

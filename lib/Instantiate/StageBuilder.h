@@ -1,0 +1,118 @@
+//===- StageBuilder.h - One pipeline stage's program, node by node -*- C++ -*-===//
+//
+// The builder instantiation runs once per stage: it walks the model once per
+// schedule step and appends a node per op instance, receiving operands from
+// other stages, sending results to them, and chaining steps and each group's
+// collectives with control dependencies. What the stages share (the
+// placement, the numbers, the cross-stage edges) is in SharedState.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_LIB_INSTANTIATE_STAGEBUILDER_H
+#define STG_LIB_INSTANTIATE_STAGEBUILDER_H
+
+#include "stg/Instantiate/Instantiate.h"
+
+#include "OpNumbers.h"
+#include "Placement.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+namespace stg {
+
+using InstanceKey = std::pair<const Value *, int>;
+
+/// Work done once per training step, not per micro-batch: gradient
+/// synchronization and the optimizer.
+inline bool isOncePerStep(const Op &op) {
+  return op.getPhase() == Phase::GradientSync ||
+         op.getPhase() == Phase::Optimizer;
+}
+
+/// A cross-stage edge: the consuming stage and the edge's number. An edge
+/// into once-per-step work (summing a tied weight's gradients) carries the
+/// value once, after the last micro-batch accumulated it.
+struct StageEdge {
+  unsigned stage;
+  unsigned number;
+  bool once = false;
+};
+
+/// What every stage's builder shares.
+struct SharedState {
+  SharedState(const Module &module, const Mesh &mesh,
+              const Placement &placement, const InstantiateOptions &options,
+              OpNumberCache &numbers, DiagnosticEngine &diags, bool training)
+      : module(module), mesh(mesh), placement(placement), options(options),
+        numbers(numbers), diags(diags), training(training) {}
+
+  const Module &module;
+  const Mesh &mesh;
+  const Placement &placement;
+  const InstantiateOptions &options;
+  OpNumberCache &numbers;
+  DiagnosticEngine &diags;
+  bool training;
+  /// Producer instance -> the stages that consume it.
+  llvm::DenseMap<InstanceKey, llvm::SmallVector<StageEdge, 1>> edges;
+};
+
+/// Builds the program of one stage. Stages are built independently: the
+/// shared edges tell each what it sends and receives, and with which tag.
+class StageBuilder {
+public:
+  StageBuilder(SharedState &shared, unsigned stage)
+      : shared(shared), placement(shared.placement), stage(stage) {}
+
+  /// Fills `program`; false after reporting an error.
+  bool build(StageProgram &program);
+
+private:
+  void buildStep(ScheduleStep step, bool lastBackward);
+  /// The optimizer's work of the stage, after the schedule's last step.
+  void buildOptimizerStep();
+  void buildOp(const Op &op, int layer, int microbatch);
+  /// Node ids holding `operand` of an op instance; receives it first if it
+  /// comes from another stage.
+  void collectOperand(const Value *operand, int layer, int microbatch,
+                      bool allMicrobatches, llvm::SmallVectorImpl<uint32_t> &deps);
+  void sendResult(ValueInstance producer, int microbatch,
+                  llvm::ArrayRef<uint32_t> deps);
+  uint32_t addNode(ProgramNode node);
+  /// Adds a gradient reduction to the pending bucket (issued as one
+  /// collective when full, when another kind or group comes, when a member
+  /// is needed, or at the end of the step).
+  void addToBucket(ProgramNode node, const Op &op, int layer);
+  void flushBucket();
+  void chainSteps(size_t previousBegin, size_t begin);
+  int32_t getTag(unsigned edge, int microbatch) const {
+    return int32_t(edge * shared.options.numMicrobatches +
+                   std::max(microbatch, 0));
+  }
+  std::string getInstanceName(const Op &op, llvm::StringRef valueName,
+                              int layer, int microbatch) const;
+  std::string getInstanceName(const Value &value, int layer,
+                              int microbatch) const {
+    return getInstanceName(*value.getDefiningOp(), value.getName(), layer,
+                           microbatch);
+  }
+
+  SharedState &shared;
+  const Placement &placement;
+  unsigned stage;
+  std::vector<ProgramNode> *nodes = nullptr;
+  /// (instance, micro-batch) -> the nodes that hold it on this stage.
+  llvm::DenseMap<std::pair<InstanceKey, int>, llvm::SmallVector<uint32_t, 1>>
+      holders;
+  llvm::DenseMap<AxisMask, uint32_t> lastCollective;
+  struct Bucket {
+    std::optional<ProgramNode> node;
+    unsigned size = 0;
+    llvm::SmallVector<std::pair<InstanceKey, int>, 8> members;
+  } bucket;
+  bool failed = false;
+};
+
+} // namespace stg
+
+#endif // STG_LIB_INSTANTIATE_STAGEBUILDER_H

@@ -1,0 +1,35 @@
+//===- StageMemory.h - Peak memory of one rank of a stage ---------*- C++ -*-===//
+//
+// What a rank of one pipeline stage holds, from the instances placed on it:
+// the local shards of the weights its ops read (a repeat's weights once per
+// repetition it runs), for training a gradient per weight element and
+// Adam's 12 bytes per element it steps (fp32 master weights and two
+// moments; a slice of the shard with a distributed optimizer), its
+// `state` tensors, and the forward values its backward ops read, for as
+// many micro-batches as the schedule keeps in flight. Recomputation lowers
+// the last (the backward reads replayed values); FSDP shrinks the shards.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_LIB_INSTANTIATE_STAGEMEMORY_H
+#define STG_LIB_INSTANTIATE_STAGEMEMORY_H
+
+// Protobuf's headers first: GiNaC's CLN defines a `Mutable` macro that
+// breaks them.
+#include "stg/Instantiate/Program.h"
+
+#include "OpNumbers.h"
+#include "Placement.h"
+
+namespace stg {
+
+std::optional<StageMemory> computeStageMemory(const Module &module,
+                                              const Placement &placement,
+                                              OpNumberCache &numbers,
+                                              unsigned stage,
+                                              double inFlightMicrobatches,
+                                              bool training);
+
+} // namespace stg
+
+#endif // STG_LIB_INSTANTIATE_STAGEMEMORY_H

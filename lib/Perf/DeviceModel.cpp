@@ -1,0 +1,204 @@
+//===- DeviceModel.cpp - Kernel durations from a device's numbers ---------===//
+//
+// Built-in figures are the vendors' dense (not sparse) bf16 peaks and HBM
+// bandwidths of the SXM/OAM parts; link bandwidth is the scale-up fabric per
+// direction (NVLink 3/4/5, Infinity Fabric). The efficiencies are typical of
+// large GEMMs and streaming kernels, not of any one library.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Perf/DeviceModel.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <set>
+
+using namespace stg;
+
+uint64_t DeviceSpec::getKernelMicros(int64_t flops, uint64_t bytes) const {
+  double computeSeconds = flops / (peakFlops * computeEfficiency);
+  double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
+  double micros = std::max(computeSeconds, memorySeconds) * 1e6;
+  if (micros <= 0)
+    return 0;
+  return std::max<uint64_t>(1, uint64_t(std::ceil(micros)));
+}
+
+llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
+  static const DeviceSpec devices[] = {
+      {"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8},
+      {"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8},
+      {"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8},
+      {"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8},
+      {"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8},
+  };
+  return devices;
+}
+
+const DeviceSpec *stg::lookupBuiltinDevice(llvm::StringRef name) {
+  for (const DeviceSpec &device : getBuiltinDevices())
+    if (name.equals_insensitive(device.name))
+      return &device;
+  return nullptr;
+}
+
+static llvm::Error deviceError(llvm::StringRef file, const YAML::Mark &mark,
+                               const llvm::Twine &message) {
+  return llvm::createStringError(std::errc::invalid_argument, "%s:%d:%d: %s",
+                                 file.str().c_str(), mark.line + 1,
+                                 mark.column + 1, message.str().c_str());
+}
+
+llvm::Expected<DeviceSpec> stg::loadDevice(llvm::StringRef nameOrFile) {
+  if (const DeviceSpec *builtin = lookupBuiltinDevice(nameOrFile))
+    return *builtin;
+  if (!nameOrFile.endswith(".yaml") && !nameOrFile.endswith(".yml")) {
+    std::string names;
+    for (const DeviceSpec &device : getBuiltinDevices())
+      names += (names.empty() ? "" : ", ") + device.name;
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "unknown device '%s' (built in: %s; or a "
+                                   ".yaml file)",
+                                   nameOrFile.str().c_str(), names.c_str());
+  }
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(nameOrFile.str());
+  } catch (const YAML::BadFile &) {
+    return llvm::createStringError(std::errc::no_such_file_or_directory,
+                                   "cannot read %s", nameOrFile.str().c_str());
+  } catch (const YAML::Exception &e) {
+    return deviceError(nameOrFile, e.mark, e.msg);
+  }
+  if (!root.IsMap())
+    return deviceError(nameOrFile, root.Mark(),
+                       "expected a map of device fields");
+  DeviceSpec device;
+  device.name = "custom";
+  struct Field {
+    const char *key;
+    double *value;
+    double scale;
+    bool required;
+  };
+  Field fields[] = {
+      {"peak_tflops", &device.peakFlops, 1e12, true},
+      {"memory_bandwidth_gbps", &device.memoryBandwidth, 1e9, true},
+      {"link_bandwidth_gbps", &device.linkBandwidth, 1e9, true},
+      {"compute_efficiency", &device.computeEfficiency, 1, false},
+      {"memory_efficiency", &device.memoryEfficiency, 1, false},
+  };
+  std::set<std::string> seen;
+  for (const auto &entry : root) {
+    std::string key = entry.first.as<std::string>("");
+    seen.insert(key);
+    if (key == "name") {
+      device.name = entry.second.as<std::string>("");
+      continue;
+    }
+    auto field = llvm::find_if(fields, [&](const Field &f) {
+      return key == f.key;
+    });
+    if (field == std::end(fields))
+      return deviceError(nameOrFile, entry.first.Mark(),
+                         "unknown key '" + key + "'");
+    double value;
+    try {
+      value = entry.second.as<double>();
+    } catch (const YAML::Exception &) {
+      return deviceError(nameOrFile, entry.second.Mark(),
+                         "'" + key + "' must be a number");
+    }
+    bool isEfficiency = field->scale == 1;
+    if (value <= 0 || (isEfficiency && value > 1))
+      return deviceError(nameOrFile, entry.second.Mark(),
+                         "'" + key + "' must be " +
+                             (isEfficiency ? "in (0, 1]" : "positive"));
+    *field->value = value * field->scale;
+  }
+  for (const Field &field : fields)
+    if (field.required && !seen.count(field.key))
+      return deviceError(nameOrFile, root.Mark(),
+                         "missing '" + llvm::Twine(field.key) + "'");
+  return device;
+}
+
+llvm::Expected<MeasuredKernels> MeasuredKernels::load(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(), "cannot read %s: %s",
+                                   path.str().c_str(),
+                                   buffer.getError().message().c_str());
+  MeasuredKernels table;
+  llvm::SmallVector<llvm::StringRef, 64> lines;
+  (*buffer)->getBuffer().split(lines, '\n');
+  for (size_t index = 0; index < lines.size(); ++index) {
+    llvm::StringRef line = lines[index].trim();
+    if (line.empty() || line.startswith("#") ||
+        (index == 0 && line.startswith("op_type")))
+      continue;
+    llvm::SmallVector<llvm::StringRef, 4> cells;
+    line.split(cells, ',');
+    auto bad = [&](const llvm::Twine &why) {
+      return llvm::createStringError(
+          std::errc::invalid_argument, "%s:%zu: %s", path.str().c_str(),
+          index + 1, why.str().c_str());
+    };
+    if (cells.size() != 4)
+      return bad("expected op_type,num_ops,tensor_size,micros");
+    std::string opType = cells[0].trim().str();
+    llvm::StringRef flopsText = cells[1].trim(), bytesText = cells[2].trim();
+    int64_t flops = 0;
+    uint64_t bytes = 0, micros = 0;
+    if (flopsText != "*" && flopsText.getAsInteger(10, flops))
+      return bad("num_ops '" + flopsText + "' is not an integer or *");
+    if (bytesText != "*" && bytesText.getAsInteger(10, bytes))
+      return bad("tensor_size '" + bytesText + "' is not an integer or *");
+    if (cells[3].trim().getAsInteger(10, micros))
+      return bad("micros '" + cells[3].trim() + "' is not an integer");
+    if (flopsText == "*" && bytesText == "*")
+      table.byType[opType] = micros;
+    else if (bytesText == "*")
+      table.byFlops[{opType, flops}] = micros;
+    else if (flopsText == "*")
+      table.byBytes[{opType, bytes}] = micros;
+    else
+      table.exact[{opType, flops, bytes}] = micros;
+  }
+  return table;
+}
+
+uint64_t MeasuredKernels::lookup(llvm::StringRef opType, int64_t flops,
+                                 uint64_t bytes) const {
+  std::string type = opType.str();
+  if (auto it = exact.find({type, flops, bytes}); it != exact.end())
+    return it->second;
+  if (auto it = byFlops.find({type, flops}); it != byFlops.end())
+    return it->second;
+  if (auto it = byBytes.find({type, bytes}); it != byBytes.end())
+    return it->second;
+  if (auto it = byType.find(type); it != byType.end())
+    return it->second;
+  return 0;
+}
+
+void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
+                           const MeasuredKernels *measured) {
+  for (StageProgram &program : programs.stages)
+    for (ProgramNode &node : program.nodes) {
+      if (node.kind != ProgramNodeKind::Compute)
+        continue;
+      uint64_t micros = measured ? measured->lookup(node.opType, node.numOps,
+                                                    node.tensorBytes)
+                                 : 0;
+      node.durationMicros =
+          micros ? micros
+                 : device.getKernelMicros(node.numOps, node.tensorBytes);
+    }
+}

@@ -1,0 +1,268 @@
+//===- PerturbationSpec.cpp - Reading a perturbation spec (YAML) ----------===//
+//
+// yaml-cpp parses; this file checks every key against what it may hold and
+// against the run (ranks, layers, micro-batches), so a bad spec is reported
+// at its line before anything is written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Perturb/Perturbation.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+
+using namespace stg;
+
+namespace {
+
+/// An error at a YAML node: `spec.yaml:4:12: 'chance' must be in [0, 1]`.
+class SpecError {
+public:
+  SpecError(std::string path, YAML::Mark mark, std::string message)
+      : text(path + ":" + std::to_string(mark.line + 1) + ":" +
+             std::to_string(mark.column + 1) + ": " + message) {}
+  std::string text;
+};
+
+class SpecReader {
+public:
+  SpecReader(std::string path, unsigned numRanks, unsigned numLayers,
+             unsigned numMicrobatches)
+      : path(std::move(path)), numRanks(numRanks), numLayers(numLayers),
+        numMicrobatches(numMicrobatches) {}
+
+  PerturbationSpec read(const YAML::Node &root);
+
+private:
+  [[noreturn]] void fail(const YAML::Node &node, const std::string &message) {
+    throw SpecError(path, node.Mark(), message);
+  }
+  double readNumber(const YAML::Node &node, const std::string &key);
+  std::set<int> readIndices(const YAML::Node &node, const std::string &key,
+                            unsigned limit, const char *what);
+  std::optional<std::set<int>> readSelector(const YAML::Node &map,
+                                            const std::string &key,
+                                            unsigned limit, const char *what);
+  SlowdownDistribution readSlowdown(const YAML::Node &node);
+  PerturbationRule readRule(const YAML::Node &node);
+
+  std::string path;
+  unsigned numRanks, numLayers, numMicrobatches;
+};
+
+} // namespace
+
+double SpecReader::readNumber(const YAML::Node &node, const std::string &key) {
+  try {
+    double value = node.as<double>();
+    if (std::isfinite(value))
+      return value;
+  } catch (const YAML::Exception &) {
+  }
+  fail(node, "'" + key + "' must be a number");
+}
+
+std::set<int> SpecReader::readIndices(const YAML::Node &node,
+                                      const std::string &key, unsigned limit,
+                                      const char *what) {
+  if (!node.IsSequence())
+    fail(node, "'" + key + "' must be a list of " + what + "s");
+  std::set<int> indices;
+  for (const YAML::Node &item : node) {
+    double value = readNumber(item, key);
+    if (value < 0 || value >= limit || value != std::floor(value))
+      fail(item, "'" + key + "': " + what + " " + item.Scalar() +
+                     " is not in 0.." + std::to_string(int(limit) - 1));
+    indices.insert(int(value));
+  }
+  return indices;
+}
+
+/// `ranks: [3]`, `ranks: all`, or `rank_range: [0, 7]` (inclusive).
+std::optional<std::set<int>>
+SpecReader::readSelector(const YAML::Node &map, const std::string &key,
+                         unsigned limit, const char *what) {
+  std::string singular = key.substr(0, key.size() - 1);
+  if (const YAML::Node range = map[singular + "_range"]) {
+    if (map[key])
+      fail(range, "give '" + key + "' or '" + singular + "_range', not both");
+    readIndices(range, singular + "_range", limit, what); // Both in range.
+    if (range.size() != 2)
+      fail(range, "'" + singular + "_range' must be [first, last]");
+    int first = readNumber(range[0], singular + "_range");
+    int last = readNumber(range[1], singular + "_range");
+    if (first > last)
+      fail(range, "'" + singular + "_range' is empty: first > last");
+    std::set<int> indices;
+    for (int i = first; i <= last; ++i)
+      indices.insert(i);
+    return indices;
+  }
+  const YAML::Node node = map[key];
+  if (!node || (node.IsScalar() && node.Scalar() == "all"))
+    return std::nullopt;
+  return readIndices(node, key, limit, what);
+}
+
+SlowdownDistribution SpecReader::readSlowdown(const YAML::Node &node) {
+  if (!node.IsMap())
+    fail(node, "'slowdown' must be a map like {type: constant, value: 0.1}");
+  SlowdownDistribution dist;
+  std::string type = node["type"] ? node["type"].Scalar() : "";
+  std::set<std::string> allowed = {"type"};
+  auto number = [&](const char *key) {
+    allowed.insert(key);
+    if (!node[key])
+      fail(node, "slowdown of type '" + type + "' needs '" + key + "'");
+    return readNumber(node[key], key);
+  };
+  using K = SlowdownDistribution::Kind;
+  if (type == "constant") {
+    dist.kind = K::Constant;
+    dist.value = number("value");
+  } else if (type == "normal" || type == "lognormal") {
+    dist.kind = type == "normal" ? K::Normal : K::LogNormal;
+    dist.mean = number("mean");
+    dist.std = number("std");
+    if (dist.std < 0)
+      fail(node["std"], "'std' must not be negative");
+  } else if (type == "uniform") {
+    dist.kind = K::Uniform;
+    dist.low = number("low");
+    dist.high = number("high");
+    if (dist.high < dist.low)
+      fail(node["high"], "'high' must not be below 'low'");
+  } else {
+    fail(node["type"] ? node["type"] : node,
+         "'type' must be constant, normal, lognormal or uniform");
+  }
+  for (const auto &entry : node)
+    if (!allowed.count(entry.first.Scalar()))
+      fail(entry.first, "unknown key '" + entry.first.Scalar() +
+                            "' in a " + type + " slowdown");
+  return dist;
+}
+
+PerturbationRule SpecReader::readRule(const YAML::Node &node) {
+  if (!node.IsMap())
+    fail(node, "a rule must be a map with a 'kind'");
+  static const std::set<std::string> keys = {
+      "kind",  "ranks",        "rank_range", "layers",   "layer_range",
+      "pass",  "microbatches", "chance",     "slowdown", "collectives"};
+  for (const auto &entry : node)
+    if (!keys.count(entry.first.Scalar()))
+      fail(entry.first, "unknown key '" + entry.first.Scalar() + "' in a rule");
+  PerturbationRule rule;
+  rule.line = node.Mark().line + 1;
+  std::string kind = node["kind"] ? node["kind"].Scalar() : "";
+  if (kind == "gpu_slowdown")
+    rule.kind = PerturbationRule::Kind::GpuSlowdown;
+  else if (kind == "nic_slowdown")
+    rule.kind = PerturbationRule::Kind::NicSlowdown;
+  else
+    fail(node["kind"] ? node["kind"] : node,
+         "'kind' must be gpu_slowdown or nic_slowdown");
+
+  if (auto ranks = readSelector(node, "ranks", numRanks, "rank"))
+    rule.ranks = std::set<unsigned>(ranks->begin(), ranks->end());
+  rule.layers = readSelector(node, "layers", numLayers, "layer");
+  if (const YAML::Node micro = node["microbatches"])
+    rule.microbatches = readIndices(micro, "microbatches", numMicrobatches,
+                                    "micro-batch");
+  if (const YAML::Node pass = node["pass"]) {
+    std::string text = pass.Scalar();
+    using P = PerturbationRule::Pass;
+    if (text == "forward")
+      rule.pass = P::Forward;
+    else if (text == "backward")
+      rule.pass = P::Backward;
+    else if (text == "optimizer")
+      rule.pass = P::Optimizer;
+    else if (text == "any")
+      rule.pass = P::Any;
+    else
+      fail(pass, "'pass' must be forward, backward, optimizer or any");
+  }
+  if (const YAML::Node chance = node["chance"]) {
+    rule.chance = readNumber(chance, "chance");
+    if (rule.chance < 0 || rule.chance > 1)
+      fail(chance, "'chance' must be a probability in [0, 1]");
+  }
+  if (!node["slowdown"])
+    fail(node, "a rule needs a 'slowdown'");
+  rule.slowdown = readSlowdown(node["slowdown"]);
+  if (const YAML::Node collectives = node["collectives"]) {
+    if (rule.kind != PerturbationRule::Kind::NicSlowdown)
+      fail(collectives, "'collectives' filters nic_slowdown rules only");
+    if (!collectives.IsSequence())
+      fail(collectives, "'collectives' must be a list");
+    static const std::set<std::string> names = {
+        "ALL_REDUCE", "ALL_GATHER", "REDUCE_SCATTER", "ALL_TO_ALL",
+        "SEND",       "RECV"};
+    rule.collectives.emplace();
+    for (const YAML::Node &item : collectives) {
+      if (!names.count(item.Scalar()))
+        fail(item, "'collectives': '" + item.Scalar() +
+                       "' is not ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, "
+                       "ALL_TO_ALL, SEND or RECV");
+      rule.collectives->insert(item.Scalar());
+    }
+  }
+  return rule;
+}
+
+PerturbationSpec SpecReader::read(const YAML::Node &root) {
+  if (!root.IsMap())
+    fail(root, "a perturbation spec is a map with 'rules'");
+  PerturbationSpec spec;
+  spec.path = path;
+  for (const auto &entry : root) {
+    std::string key = entry.first.Scalar();
+    if (key == "seed") {
+      double seed = readNumber(entry.second, "seed");
+      if (seed < 0 || seed != std::floor(seed) || seed > 1.8e19)
+        fail(entry.second, "'seed' must be a non-negative integer");
+      spec.seed = entry.second.as<uint64_t>();
+    } else if (key == "scale") {
+      spec.scale = readNumber(entry.second, "scale");
+      if (spec.scale <= 0)
+        fail(entry.second, "'scale' must be positive");
+    } else if (key == "rules") {
+      if (!entry.second.IsSequence())
+        fail(entry.second, "'rules' must be a list");
+      for (const YAML::Node &rule : entry.second)
+        spec.rules.push_back(readRule(rule));
+    } else {
+      fail(entry.first, "unknown key '" + key + "'");
+    }
+  }
+  return spec;
+}
+
+bool PerturbationSpec::needsDevice() const {
+  for (const PerturbationRule &rule : rules)
+    if (rule.kind == PerturbationRule::Kind::NicSlowdown)
+      return true;
+  return false;
+}
+
+llvm::Expected<PerturbationSpec>
+stg::loadPerturbationSpec(llvm::StringRef path, unsigned numRanks,
+                          unsigned numLayers, unsigned numMicrobatches) {
+  try {
+    YAML::Node root = YAML::LoadFile(path.str());
+    SpecReader reader(path.str(), numRanks, numLayers, numMicrobatches);
+    return reader.read(root);
+  } catch (const SpecError &e) {
+    return llvm::createStringError(std::errc::invalid_argument, "%s",
+                                   e.text.c_str());
+  } catch (const YAML::BadFile &) {
+    return llvm::createStringError(std::errc::no_such_file_or_directory,
+                                   "cannot read %s", path.str().c_str());
+  } catch (const YAML::Exception &e) {
+    return llvm::createStringError(std::errc::invalid_argument, "%s",
+                                   SpecError(path.str(), e.mark, e.msg)
+                                       .text.c_str());
+  }
+}

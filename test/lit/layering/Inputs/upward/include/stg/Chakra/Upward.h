@@ -1,0 +1,2 @@
+#include "stg/Support/Diagnostics.h"
+#include "stg/Instantiate/Program.h"

@@ -1,0 +1,3 @@
+#include "stg/Chakra/ChakraTrace.h"
+#include "stg/IR/Graph.h"
+#include "stg/Instantiate/Program.h"

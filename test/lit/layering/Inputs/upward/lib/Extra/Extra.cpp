@@ -1,0 +1,1 @@
+// a library nobody put in the table

@@ -1,0 +1,2 @@
+#include "stg/IR/Expr.h"
+#include "stg/Emit/TraceEmitter.h"
