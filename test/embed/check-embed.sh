@@ -4,7 +4,8 @@
 # Usage: check-embed.sh BUILD_DIR SOURCE_DIR
 # Installs the build into a scratch prefix, configures and builds the
 # out-of-tree example with find_package(STG), runs it on the Llama template
-# and checks that its own pass ran after the built-in ones.
+# and checks that its own pass ran after the built-in ones; builds plan-time
+# (the driver and the performance model) and checks its step estimate.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -28,4 +29,16 @@ if grep -q allreduce <<<"$out"; then
   echo "unexpected allreduce with sequence parallelism" >&2
   exit 1
 fi
+
+# The driver and the performance model through the installed package: a
+# two-stage pipeline of the small Llama on H100 gives two stages, each with
+# compute and communication, and a step no shorter than either stage's work.
+out="$("$work/build/plan-time" "$src/templates/llama.stg" H100 tp=2 pp=2 \
+       L=4 S=256 D=512 F=1024 NH=8 KVH=4 V=1024)"
+echo "$out"
+grep -qx 'ranks: 4' <<<"$out"
+grep -qE '^stage 1: compute [0-9.]+ ms, communication [0-9.]+ ms$' <<<"$out"
+awk '/^stage/ { if ($4 + 0 > busy) busy = $4 + 0 }
+     /^step:/ { step = $2 + 0 }
+     END { exit !(step > 0 && step >= busy) }' <<<"$out"
 echo "embed example: OK"
