@@ -30,10 +30,18 @@ public:
     std::map<std::string, std::pair<Expr, Expr>> census;
     count(*model, 1, census);
     ExprPrinter printer = module.getPrinter();
-    // Bind the dims to their values; axis degrees stay symbolic.
-    for (const auto &[key, entry] : census)
-      os << key << ": " << printer.str(module.bindDims(entry.first)) << " x, "
-         << printer.str(module.bindDims(entry.second)) << " bytes per rank\n";
+    // Bind the dims to their values; axis degrees stay symbolic. Binding
+    // fails only if some dim divides by zero.
+    for (const auto &[key, entry] : census) {
+      std::optional<Expr> count = module.bindDims(entry.first);
+      std::optional<Expr> bytes = module.bindDims(entry.second);
+      if (!count || !bytes) {
+        diags.error({}, "collective-census: a dim divides by zero");
+        return failure();
+      }
+      os << key << ": " << printer.str(*count) << " x, " << printer.str(*bytes)
+         << " bytes per rank\n";
+    }
     return success();
   }
 

@@ -50,7 +50,8 @@ std::vector<StageSummary> stg::summarize(const ProgramSet &programs) {
 
 /// The model's parameter count, if its dims are bound.
 static std::optional<long long> getParameterCount(const Module &module) {
-  return getIntegerValue(module.bindDims(countParameters(module)));
+  std::optional<Expr> count = module.bindDims(countParameters(module));
+  return count ? getIntegerValue(*count) : std::nullopt;
 }
 
 /// `0..4` for layers 0-3, `0..2, 4..6` for interleaved chunks (half-open).
@@ -94,11 +95,13 @@ llvm::json::Value stg::buildManifest(const Module &module,
                                      const StepEstimate *estimate) {
   llvm::json::Object bindings;
   for (const std::unique_ptr<Dim> &dim : module.getDims()) {
-    Expr value = module.bindAll(dim->symbol);
-    if (std::optional<long long> number = getIntegerValue(value))
+    // Instantiation checked that every dim binds to a positive integer.
+    std::optional<Expr> value = module.bindAll(dim->symbol);
+    if (std::optional<long long> number =
+            value ? getIntegerValue(*value) : std::nullopt)
       bindings[dim->name] = int64_t(*number);
     else
-      bindings[dim->name] = module.getPrinter().str(value);
+      bindings[dim->name] = module.getPrinter().str(value.value_or(dim->symbol));
   }
   llvm::json::Object moduleOptions;
   for (const std::unique_ptr<Option> &option : module.getOptions()) {

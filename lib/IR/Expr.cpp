@@ -274,6 +274,17 @@ std::optional<Expr> stg::parseDecimal(llvm::StringRef text) {
   return Expr(value);
 }
 
+std::optional<Expr> stg::trySubstitute(const Expr &e,
+                                       const GiNaC::exmap &values) {
+  try {
+    return e.subs(values);
+  } catch (const std::domain_error &) {
+    return std::nullopt; // GiNaC::pole_error: a symbolic pole became real.
+  } catch (const std::overflow_error &) {
+    return std::nullopt; // numeric::div by an exact zero.
+  }
+}
+
 std::optional<long long> stg::getIntegerValue(const Expr &e) {
   if (!GiNaC::is_a<GiNaC::numeric>(e))
     return std::nullopt;

@@ -83,7 +83,7 @@ std::string Module::makeUniqueName(llvm::StringRef base) {
   }
 }
 
-Expr Module::bindDims(const Expr &e) const {
+std::optional<Expr> Module::bindDims(const Expr &e) const {
   GiNaC::exmap values;
   for (const auto &dim : dims)
     if (dim->value)
@@ -91,10 +91,12 @@ Expr Module::bindDims(const Expr &e) const {
   // Each dim refers only to earlier ones, so dims.size() rounds suffice.
   Expr bound = e;
   for (size_t i = 0; i <= dims.size(); ++i) {
-    Expr next = bound.subs(values);
-    if (next.is_equal(bound))
+    std::optional<Expr> next = trySubstitute(bound, values);
+    if (!next)
+      return std::nullopt;
+    if (next->is_equal(bound))
       break;
-    bound = next;
+    bound = *next;
   }
   return bound;
 }
@@ -107,11 +109,31 @@ void Module::replaceUsesOf(Value *from, Value *to, const Op *except) {
       entry.second = to;
 }
 
-Expr Module::bindAll(const Expr &e) const {
+std::optional<Expr> Module::bindAll(const Expr &e) const {
   GiNaC::exmap degrees;
   for (const auto &axis : axes) {
     const Axis *ranks = axis->resolve();
     degrees[axis->degree] = ranks && ranks->size ? *ranks->size : 1;
   }
-  return bindDims(e).subs(degrees);
+  std::optional<Expr> bound = bindDims(e);
+  return bound ? trySubstitute(*bound, degrees) : std::nullopt;
+}
+
+std::string Module::describeBindings(const Expr &e) const {
+  std::set<std::string> names = getSymbolNames(e);
+  std::string text;
+  auto add = [&](llvm::StringRef name, const Expr &value) {
+    text += (text.empty() ? "" : ", ") + name.str() + " = " +
+            getPrinter().str(value);
+  };
+  for (const auto &dim : dims)
+    if (names.count(dim->name) && dim->value)
+      if (std::optional<Expr> value = bindDims(dim->symbol))
+        add(dim->name, *value);
+  for (const auto &axis : axes)
+    if (names.count(axis->degree.get_name())) {
+      const Axis *ranks = axis->resolve();
+      add(axis->degree.get_name(), ranks && ranks->size ? *ranks->size : 1);
+    }
+  return text;
 }

@@ -10,24 +10,31 @@ using namespace stg;
 
 std::optional<int64_t> OpNumberCache::evaluate(const Expr &e, SourceLoc loc,
                                                llvm::StringRef what) {
-  Expr bound = module.bindAll(e);
-  if (std::optional<long long> value = getIntegerValue(bound))
-    return *value;
-  if (GiNaC::is_a<GiNaC::numeric>(bound)) {
+  ExprPrinter printer = module.getPrinter();
+  std::optional<Expr> bound = module.bindAll(e);
+  auto fail = [&](const llvm::Twine &why) {
+    diags.error(loc, "cannot instantiate the " + what + " " + printer.str(e) +
+                         ": " + why);
+    return std::nullopt;
+  };
+  if (!bound)
+    return fail("it divides by zero with " + module.describeBindings(e));
+  if (GiNaC::is_a<GiNaC::numeric>(*bound)) {
+    const auto &number = GiNaC::ex_to<GiNaC::numeric>(*bound);
     // Fractional costs (half the scores of a causal mask over an odd
     // length) round up: a kernel does whole operations.
-    double real = GiNaC::ex_to<GiNaC::numeric>(bound).to_double();
-    if (real >= 0 && real < 9.2e18)
+    double real = number.to_double();
+    if (number.is_real() && real >= 0 && real < 9.2e18)
       return int64_t(std::ceil(real));
+    std::string value = printer.str(*bound);
+    return fail(llvm::Twine(real < 0 ? "it is negative, " : "it is ") + value +
+                (real < 0 ? "" : ", more than 2^63") + ", with " +
+                module.describeBindings(e));
   }
   std::string names;
-  for (const std::string &name : getSymbolNames(bound))
+  for (const std::string &name : getSymbolNames(*bound))
     names += (names.empty() ? "" : ", ") + name;
-  diags.error(loc, "cannot instantiate the " + what + " " +
-                       module.getPrinter().str(bound) +
-                       (names.empty() ? llvm::Twine(": not a finite number")
-                                      : ": no value for " + names));
-  return std::nullopt;
+  return fail("no value for " + names);
 }
 
 const OpNumbers *OpNumberCache::get(const Op &op) {

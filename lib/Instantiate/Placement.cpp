@@ -2,6 +2,8 @@
 
 #include "Placement.h"
 
+#include "stg/Instantiate/Limits.h"
+
 using namespace stg;
 
 bool stg::isElided(const Op &op) {
@@ -44,12 +46,28 @@ std::optional<Placement> Placement::create(const Module &module,
       info = placement.repeats.lookup(forward);
       info.backward = true;
     } else {
-      Expr count = module.bindAll(op->getAttr("count")->expr);
-      std::optional<long long> value = getIntegerValue(count);
-      if (!value || *value < 0) {
-        diags.error(op->getLoc(), "the repeat count " +
-                                      module.getPrinter().str(count) +
-                                      " is not a non-negative integer");
+      const Expr &formula = op->getAttr("count")->expr;
+      std::optional<Expr> count = module.bindAll(formula);
+      std::optional<long long> value =
+          count ? getIntegerValue(*count) : std::nullopt;
+      if (!value || *value < 0 || *value > MaxLayers) {
+        std::string shown = module.getPrinter().str(formula);
+        if (count && !count->is_equal(formula))
+          shown += " = " + module.getPrinter().str(*count);
+        diags.error(op->getLoc(),
+                    "the repeat count " + shown +
+                        (!count ? " divides by zero with " +
+                                      module.describeBindings(formula)
+                         : value && *value > MaxLayers
+                             ? " exceeds the limit of " +
+                                   std::to_string(MaxLayers) + " layers"
+                             : std::string(" is not a non-negative integer")));
+        ok = false;
+        continue;
+      }
+      if (placement.numLayers + *value > MaxLayers) {
+        diags.error(op->getLoc(), "the repeats add up to more than the limit "
+                                  "of " + llvm::Twine(MaxLayers) + " layers");
         ok = false;
         continue;
       }

@@ -218,6 +218,8 @@ void StageBuilder::flushBucket() {
 }
 
 void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
+  if (failed)
+    return; // One error, not its cascade through every consumer.
   bool once = isOncePerStep(op);
   int mb = once ? -1 : microbatch;
   llvm::SmallVector<uint32_t, 4> deps;

@@ -30,6 +30,7 @@ public:
 
 private:
   void checkValue(const Value &value, SourceLoc loc);
+  void checkSlice(const Op &op);
 
   Module *module = nullptr;
   DiagnosticEngine *diags = nullptr;
@@ -48,9 +49,37 @@ void CheckDivisibilityPass::checkValue(const Value &value, SourceLoc loc) {
   const TensorType &type = value.getType();
   ExprPrinter printer = module->getPrinter();
   for (unsigned d = 0; d < type.getRank(); ++d) {
-    auto size = getIntegerValue(module->bindAll(type.getDim(d)));
+    std::optional<Expr> bound = module->bindAll(type.getDim(d));
+    if (!bound) {
+      // A dim that divides by zero itself is reported at its declaration.
+      std::string extent = printer.str(type.getDim(d));
+      bool dimFails = llvm::any_of(
+          getSymbolNames(type.getDim(d)), [&](const std::string &name) {
+            const Dim *dim = module->lookupDim(name);
+            return dim && !module->bindDims(Expr(dim->symbol));
+          });
+      if (!dimFails && reported.insert(extent).second)
+        diags->error(loc, "dimension " + llvm::Twine(d) + " of '%" +
+                              value.getName() + "' is " + extent +
+                              ", which divides by zero with " +
+                              module->describeBindings(type.getDim(d)));
+      continue;
+    }
+    auto size = getIntegerValue(*bound);
     if (!size)
       continue; // A dim without a value is reported at its declaration.
+    if (*size < 1) {
+      // A dim is reported at its declaration; a formula over dims here.
+      std::string extent = printer.str(type.getDim(d));
+      if (!GiNaC::is_a<GiNaC::symbol>(type.getDim(d)) &&
+          reported.insert(extent).second)
+        diags->error(loc, "dimension " + llvm::Twine(d) + " of '%" +
+                              value.getName() + "' is " + extent + " = " +
+                              llvm::Twine(*size) +
+                              ", not a positive integer, with " +
+                              module->describeBindings(type.getDim(d)));
+      continue;
+    }
     long long degree = 1;
     std::string axes;
     for (const Axis *axis : type.getDistribution().getPartition(d))
@@ -80,6 +109,32 @@ void CheckDivisibilityPass::checkValue(const Value &value, SourceLoc loc) {
   }
 }
 
+void CheckDivisibilityPass::checkSlice(const Op &slice) {
+  // The window [offset, offset + size) must lie inside the extent, which
+  // only numbers can tell.
+  const TensorType &type = slice.getOperand(0)->getType();
+  long long dim = *getIntegerValue(slice.getAttr("dim")->expr);
+  if (dim < 0)
+    dim += type.getRank();
+  auto number = [&](const Expr &e) -> std::optional<long long> {
+    std::optional<Expr> bound = module->bindAll(e);
+    return bound ? getIntegerValue(*bound) : std::nullopt;
+  };
+  std::optional<long long> extent = number(type.getDim(dim));
+  std::optional<long long> size = number(slice.getAttr("size")->expr);
+  std::optional<long long> offset = number(slice.getAttr("offset")->expr);
+  if (!extent || !size || !offset)
+    return; // Reported with the dims or the types.
+  if (*size >= 1 && *offset >= 0 && *offset + *size <= *extent)
+    return;
+  diags->error(slice.getLoc(),
+               "slice [" + llvm::Twine(*offset) + ", " +
+                   llvm::Twine(*offset + *size) + ") of dimension " +
+                   llvm::Twine(dim) + " is not inside its extent " +
+                   module->getPrinter().str(type.getDim(dim)) + " = " +
+                   llvm::Twine(*extent));
+}
+
 LogicalResult CheckDivisibilityPass::run(Module &m, DiagnosticEngine &d) {
   module = &m;
   diags = &d;
@@ -93,12 +148,19 @@ LogicalResult CheckDivisibilityPass::run(Module &m, DiagnosticEngine &d) {
                         "with `set` or --set " + dim->name + "=N");
       continue;
     }
-    Expr value = m.bindAll(Expr(dim->symbol));
-    auto integer = getIntegerValue(value);
+    std::optional<Expr> value = m.bindAll(Expr(dim->symbol));
+    if (!value) {
+      d.error(dim->loc, "dim '" + dim->name + "' is " +
+                            printer.str(*dim->value) +
+                            ", which divides by zero with " +
+                            m.describeBindings(*dim->value));
+      continue;
+    }
+    auto integer = getIntegerValue(*value);
     if (!integer || *integer < 1)
       d.error(dim->loc, "dim '" + dim->name + "' is " +
                             printer.str(*dim->value) + " = " +
-                            printer.str(value) +
+                            printer.str(*value) +
                             ", not a positive integer");
   }
   if (Graph *model = m.getModel()) {
@@ -109,6 +171,10 @@ LogicalResult CheckDivisibilityPass::run(Module &m, DiagnosticEngine &d) {
       for (unsigned d = 0; d < type.getRank(); ++d)
         if (!type.getDistribution().getPartition(d).empty())
           replicable.insert(printer.str(type.getDim(d)));
+    });
+    model->walk([&](Op &op) {
+      if (op.getKind() == OpKind::Slice && op.getOperand(0)->hasType())
+        checkSlice(op);
     });
     model->walkValues([&](const Value *value) {
       const Op *def = value->getDefiningOp();

@@ -130,8 +130,15 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
                                      "length; declare `dim CTX`");
       return failure();
     }
+    std::optional<Expr> length = m.bindDims(Expr(sequence->symbol));
+    if (!length) {
+      diags.error(sequence->loc, "kv-cache: dim '" + sequence->name +
+                                     "' divides by zero with " +
+                                     m.describeBindings(*sequence->value));
+      return failure();
+    }
     context = m.addDim("CTX", sequence->loc);
-    context->value = m.bindDims(Expr(sequence->symbol));
+    context->value = *length;
   }
   sequence->value = Expr(1);
 

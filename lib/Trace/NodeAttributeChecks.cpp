@@ -51,7 +51,7 @@ public:
     return attr;
   }
 
-  /// Reports a negative `name` (a byte count).
+  /// Reports a negative `name` (a byte or operation count).
   void requireNonNegative(const AttributeProto *attr, int64_t value) {
     if (attr && value < 0)
       report(TraceProblemKind::Attribute,
@@ -116,7 +116,9 @@ void checkCommonAttributes(const Node &node, AttributeChecker &attrs,
 }
 
 void checkCompute(AttributeChecker &attrs) {
-  attrs.get(chakra::attr::NumOps, AttributeProto::kInt64Val, "int64");
+  const AttributeProto *numOps =
+      attrs.get(chakra::attr::NumOps, AttributeProto::kInt64Val, "int64");
+  attrs.requireNonNegative(numOps, numOps ? numOps->int64_val() : 0);
   attrs.get(chakra::attr::TensorSize, AttributeProto::kUint64Val, "uint64");
   attrs.get(chakra::attr::OpType, AttributeProto::kStringVal, "string");
 }

@@ -25,6 +25,7 @@ config.substitutions.append(('%check-layering', os.path.join(
 config.substitutions.append(('%src-root', config.stg_src_root))
 config.substitutions.append(('FileCheck', config.filecheck))
 config.substitutions.append(('%not', config.llvm_not))
+config.substitutions.append(('%count', config.llvm_count))
 config.substitutions.append(('%protobuf-python', config.protobuf_python))
 config.substitutions.append(('%python', config.python))
 

@@ -89,7 +89,7 @@ TEST(Cost, ATrainingStepCostsThreeForwardPassesOfMatmuls) {
     GiNaC::exmap degrees;
     degrees[*module.getSymbols().lookup("dp")] = 2;
     degrees[*module.getSymbols().lookup("tp")] = 4;
-    return module.bindDims(e).subs(degrees);
+    return module.bindDims(e).value().subs(degrees);
   };
   Expr ratio = (numeric(*training, stepFlops) /
                 numeric(*forward, forwardFlops)).normal();
@@ -151,7 +151,7 @@ TEST(Cost, RecomputeAddsExactlyOneForwardOfTheRecomputedLayers) {
     GiNaC::exmap degrees;
     degrees[*module.getSymbols().lookup("dp")] = 2;
     degrees[*module.getSymbols().lookup("tp")] = 4;
-    return module.bindDims(e).subs(degrees);
+    return module.bindDims(e).value().subs(degrees);
   };
   Expr extra = numeric(*replayed, totalFlops(*replayed->getModel(), all)) -
                numeric(*plain, totalFlops(*plain->getModel(), all));

@@ -110,6 +110,8 @@ const FlawCase flawCases[] = {
      "missing attribute 'tensor_size' (uint64)"},
     {"wrong-attr-type", TraceProblemKind::Attribute, "toy.0.et", 0,
      "attribute 'num_ops' is uint64 1000, expected int64"},
+    {"negative-num-ops", TraceProblemKind::Attribute, "toy.0.et", 0,
+     "attribute 'num_ops' is negative: -5"},
     {"float-attr", TraceProblemKind::Attribute, "toy.0.et", 0,
      "numeric attributes must be integers"},
     {"cpu-op", TraceProblemKind::Attribute, "toy.0.et", 1,

@@ -90,10 +90,15 @@ int main(int argc, char **argv) {
     printOptions.printLocations = printLocations;
     printModule(llvm::outs(), *module, printOptions);
   }
-  if (printParamCount)
+  if (printParamCount) {
+    Expr count = countParameters(*module);
+    std::optional<Expr> bound = module->bindDims(count);
     llvm::outs() << "// parameters: "
-                 << module->getPrinter().str(
-                        module->bindDims(countParameters(*module)))
+                 << (bound ? module->getPrinter().str(*bound)
+                           : module->getPrinter().str(count) +
+                                 " (divides by zero with " +
+                                 module->describeBindings(count) + ")")
                  << "\n";
+  }
   return 0;
 }

@@ -62,6 +62,9 @@ public:
 
   Dim *addDim(llvm::StringRef name, SourceLoc loc);
   Dim *lookupDim(llvm::StringRef name);
+  const Dim *lookupDim(llvm::StringRef name) const {
+    return const_cast<Module *>(this)->lookupDim(name);
+  }
   llvm::ArrayRef<std::unique_ptr<Dim>> getDims() const { return dims; }
 
   Axis *addAxis(llvm::StringRef name, SourceLoc loc);
@@ -103,7 +106,12 @@ public:
 
   /// `e` with dims bound (bindDims) and every axis degree replaced by its
   /// size: an alias by its target's, an unset or inactive axis by 1.
-  Expr bindAll(const Expr &e) const;
+  /// Nothing if the numbers divide by zero, as bindDims.
+  std::optional<Expr> bindAll(const Expr &e) const;
+
+  /// The values of the dims and axis degrees `e` mentions, as a message
+  /// says which binding made an expression fail: "D = 4, tp = 8".
+  std::string describeBindings(const Expr &e) const;
 
   /// The per-rank memory the `memory` pass computed, if it ran.
   const std::optional<MemoryBreakdown> &getMemory() const { return memory; }
@@ -115,8 +123,11 @@ public:
   void replaceUsesOf(Value *from, Value *to, const Op *except = nullptr);
 
   /// `e` with every dim that has a value replaced by it, repeatedly, so
-  /// derived dims reach numbers once their inputs have them.
-  Expr bindDims(const Expr &e) const;
+  /// derived dims reach numbers once their inputs have them. Nothing if the
+  /// numbers divide by zero (`D / (D - 4)` with D = 4): symbolic
+  /// expressions that are fine become poles only once bound, so every
+  /// caller reports that at its own location.
+  std::optional<Expr> bindDims(const Expr &e) const;
 
   /// Returns `base` if no value has that name yet, else `base_1`, `base_2`...
   std::string makeUniqueName(llvm::StringRef base);
