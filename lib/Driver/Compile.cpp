@@ -87,17 +87,18 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
       context = module->addDim("CTX", module->getModelLoc());
     context->value = Expr(*options.context);
   }
-  PassManager passes;
-  if (failed(passes.addPipeline(getPassPipeline(options), diags)) ||
-      failed(passes.run(*module, diags)))
-    return std::nullopt;
-
+  // The mesh first: a plan too large to instantiate fails before the passes.
   llvm::StringMap<unsigned> degrees;
   for (const auto &[name, degree] : options.degrees)
     degrees[name] = degree;
   std::optional<Mesh> mesh =
       buildMesh(*module, options.rankOrder, degrees, diags);
   if (!mesh)
+    return std::nullopt;
+
+  PassManager passes;
+  if (failed(passes.addPipeline(getPassPipeline(options), diags)) ||
+      failed(passes.run(*module, diags)))
     return std::nullopt;
   InstantiateOptions instantiateOptions;
   int pipelineAxis = mesh->findAxis(instantiateOptions.pipelineAxis);

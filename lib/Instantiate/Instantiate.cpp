@@ -12,6 +12,7 @@
 #include "StageBuilder.h"
 #include "StageMemory.h"
 
+#include "stg/Instantiate/Limits.h"
 #include "stg/Support/LogicalResult.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -44,6 +45,25 @@ std::optional<Mesh> stg::buildMesh(const Module &module,
   }
   if (axes.size() > 32) {
     diags.error({}, "a mesh has at most 32 axes");
+    return std::nullopt;
+  }
+  // Checked before the Mesh multiplies its degrees in 32 bits.
+  uint64_t numRanks = 1;
+  std::string product;
+  for (const Mesh::AxisInfo &axis : axes) {
+    if (axis.degree == 0) {
+      diags.error({}, "axis '" + axis.name + "' has degree 0");
+      return std::nullopt;
+    }
+    numRanks = std::min<uint64_t>(numRanks * axis.degree, MaxRanks + 1);
+    if (axis.degree > 1)
+      product += (product.empty() ? "" : " x ") + axis.name + " " +
+                 std::to_string(axis.degree);
+  }
+  if (numRanks > MaxRanks) {
+    diags.error({}, "the mesh (" + product + ") has more than " +
+                        llvm::Twine(MaxRanks) +
+                        " ranks, the most stagec instantiates");
     return std::nullopt;
   }
   Mesh mesh(std::move(axes));

@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommandLine.h"
+
 #include "stg/Trace/TraceDiff.h"
 #include "stg/Trace/TraceDump.h"
 #include "stg/Trace/TraceFiles.h"
@@ -143,8 +145,10 @@ int main(int argc, char **argv) {
   verify->add_option("--comm-groups", verifyOptions.commGroupsPath,
                      "the communicator-group file (default: DIR/P.json)");
   verify->add_option("--max-problems", verifyOptions.maxProblemsPerKind,
-                     "problems printed per kind (default: 10)");
+                     "problems printed per kind (default: 10)")
+      ->check(wholeNumber(0, 1000000));
 
+  useToolErrorFormat(app, "stage-et");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

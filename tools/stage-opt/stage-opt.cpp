@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommandLine.h"
+
 #include "stg/IR/ParamCount.h"
 #include "stg/IR/Printer.h"
 #include "stg/Parse/Parser.h"
@@ -48,6 +50,7 @@ int main(int argc, char **argv) {
   app.add_flag("--print-param-count", printParamCount,
                "print the model's trainable parameter count (dims bound)");
   app.footer(describePasses());
+  useToolErrorFormat(app, "stage-opt");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

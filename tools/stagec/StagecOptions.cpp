@@ -2,10 +2,15 @@
 
 #include "StagecOptions.h"
 
+#include "CommandLine.h"
+
 #include "stg/Instantiate/Instantiate.h"
+#include "stg/Instantiate/Limits.h"
 
 #include "CLI/CLI.hpp"
 #include "llvm/ADT/StringRef.h"
+
+#include <climits>
 
 using namespace stg;
 
@@ -29,16 +34,17 @@ static bool parseRanks(const std::string &text, std::vector<unsigned> &ranks) {
   llvm::StringRef(text).split(parts, ',');
   for (llvm::StringRef part : parts) {
     auto [first, last] = part.trim().split('-');
-    unsigned low, high;
+    uint64_t low, high;
     if (first.getAsInteger(10, low))
       return false;
     high = low;
     if (!last.empty() && last.getAsInteger(10, high))
       return false;
-    if (high < low || high - low > (1u << 24))
+    // Every rank is below MaxRanks, so the list stays bounded.
+    if (high < low || high >= MaxRanks)
       return false;
-    for (unsigned rank = low; rank <= high; ++rank)
-      ranks.push_back(rank);
+    for (uint64_t rank = low; rank <= high; ++rank)
+      ranks.push_back(unsigned(rank));
   }
   llvm::sort(ranks);
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
@@ -66,13 +72,21 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       ->group(model);
 
   const char *plan = "Parallel plan";
-  app.add_option("--dp", dp, "data-parallel degree")->group(plan);
+  CLI::Validator degree = wholeNumber(1, MaxRanks);
+  app.add_option("--dp", dp, "data-parallel degree")->check(degree)->group(plan);
   app.add_option("--tp", tp, "tensor-parallel degree (with sequence "
                              "parallelism when the model enables it)")
+      ->check(degree)
       ->group(plan);
-  app.add_option("--pp", pp, "pipeline-parallel stages")->group(plan);
-  app.add_option("--cp", cp, "context-parallel degree")->group(plan);
-  app.add_option("--ep", ep, "expert-parallel degree")->group(plan);
+  app.add_option("--pp", pp, "pipeline-parallel stages")
+      ->check(degree)
+      ->group(plan);
+  app.add_option("--cp", cp, "context-parallel degree")
+      ->check(degree)
+      ->group(plan);
+  app.add_option("--ep", ep, "expert-parallel degree")
+      ->check(degree)
+      ->group(plan);
   app.add_flag("--fsdp", options.compile.fsdp,
                "shard weights, gradients and optimizer state over dp "
                "(sets the model's option weight_sharded)")
@@ -95,11 +109,11 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   app.add_option("--context", options.compile.context,
                  "decode: tokens already in the KV cache (default: the "
                  "model's CTX, else its sequence length)")
-      ->check(CLI::PositiveNumber)
+      ->check(wholeNumber(1, INT32_MAX))
       ->group(step);
   app.add_option("--microbatches", options.compile.microbatches,
                  "micro-batches per step (default: the pipeline stages)")
-      ->check(CLI::PositiveNumber)
+      ->check(wholeNumber(1, MaxMicrobatches))
       ->group(step);
   app.add_option("--schedule", options.schedule, "pipeline schedule")
       ->check(CLI::IsMember({"1f1b", "gpipe"}))
@@ -107,12 +121,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   app.add_option("--grad-bucket-mb", options.compile.gradientBucketMB,
                  "issue data-parallel gradient reductions in buckets of this "
                  "many MB, as DDP and Megatron do (default 0: one per weight)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finiteNumber(0, 1e6))
       ->group(step);
   app.add_option("--virtual-stages", options.compile.virtualStages,
                  "model chunks per pipeline stage: Megatron's interleaved "
                  "1F1B (micro-batches a multiple of pp)")
-      ->check(CLI::PositiveNumber)
+      ->check(wholeNumber(1, 1024))
       ->group(step);
   app.add_option("--recompute", options.compile.recompute,
                  "activation recomputation: none, full or selective "
@@ -140,10 +154,11 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "directories beside the clean traces")
       ->group(whatIf);
   app.add_option("--seed", options.seed, "overrides the spec's seed")
+      ->check(wholeNumber(0, UINT64_MAX))
       ->group(whatIf);
   app.add_option("--variants", options.variants,
                  "number of perturbed variants (default 1)")
-      ->check(CLI::PositiveNumber)
+      ->check(wholeNumber(1, 100000))
       ->group(whatIf);
 
   const char *output = "Output";
@@ -166,6 +181,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       ->group(output);
   app.add_option("-j,--jobs", options.jobs,
                  "threads writing traces (default: one per core)")
+      ->check(wholeNumber(0, 1024))
       ->group(output);
   app.add_flag("--report", options.report,
                "print FLOPs, communication and memory per rank class")
@@ -173,6 +189,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   app.add_flag("-q,--quiet", options.quiet, "no progress or summary on stderr")
       ->group(output);
 
+  useToolErrorFormat(app, "stagec");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -184,8 +201,9 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     return 1;
   }
   if (!ranks.empty() && !parseRanks(ranks, options.ranks)) {
-    std::fprintf(stderr, "stagec: error: --ranks expects a list like 0-7,12, "
-                         "found '%s'\n", ranks.c_str());
+    std::fprintf(stderr, "stagec: error: --ranks expects a list like 0-7,12 "
+                         "of ranks below %llu, found '%s'\n",
+                 (unsigned long long)MaxRanks, ranks.c_str());
     return 1;
   }
   for (const std::string &set : sets) {
