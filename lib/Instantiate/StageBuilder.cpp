@@ -340,27 +340,41 @@ void StageBuilder::buildOptimizerStep() {
                          });
 }
 
-void StageBuilder::chainSteps(size_t previousBegin, size_t begin) {
-  // The previous step's last nodes (no consumer inside the step) must finish
-  // before this step's first nodes (no producer inside it) start.
-  std::vector<bool> consumed(begin - previousBegin);
-  for (size_t id = previousBegin; id < begin; ++id)
+llvm::SmallVector<uint32_t, 8> StageBuilder::findExits(size_t begin,
+                                                       size_t end) const {
+  std::vector<bool> consumed(end - begin);
+  for (size_t id = begin; id < end; ++id)
     for (auto deps : {llvm::ArrayRef<uint32_t>((*nodes)[id].dataDeps),
                       llvm::ArrayRef<uint32_t>((*nodes)[id].ctrlDeps)})
       for (uint32_t dep : deps)
-        if (dep >= previousBegin)
-          consumed[dep - previousBegin] = true;
+        if (dep >= begin)
+          consumed[dep - begin] = true;
   llvm::SmallVector<uint32_t, 8> exits;
-  for (size_t id = previousBegin; id < begin; ++id)
-    if (!consumed[id - previousBegin])
+  for (size_t id = begin; id < end; ++id)
+    if (!consumed[id - begin])
       exits.push_back(id);
+  return exits;
+}
+
+uint32_t StageBuilder::addStepBarrier(llvm::ArrayRef<uint32_t> exits,
+                                      llvm::StringRef stepName,
+                                      int microbatch) {
+  ProgramNode barrier;
+  barrier.name = ("barrier." + stepName).str();
+  barrier.opType = "barrier";
+  barrier.microbatch = microbatch;
+  barrier.ctrlDeps.assign(exits.begin(), exits.end());
+  return addNode(std::move(barrier));
+}
+
+void StageBuilder::chainEntries(size_t begin, llvm::ArrayRef<uint32_t> exits) {
   for (size_t id = begin; id < nodes->size(); ++id) {
     ProgramNode &node = (*nodes)[id];
     auto inStep = [&](uint32_t dep) { return dep >= begin; };
     if (llvm::any_of(node.dataDeps, inStep) ||
         llvm::any_of(node.ctrlDeps, inStep))
       continue;
-    for (uint32_t exit : exits)
+    for (uint32_t exit : exits) // One exit or a few: the scan is short.
       if (!llvm::is_contained(node.dataDeps, exit) &&
           !llvm::is_contained(node.ctrlDeps, exit))
         node.ctrlDeps.push_back(exit);
@@ -375,31 +389,47 @@ bool StageBuilder::build(StageProgram &program) {
       shared.options.schedule, stage, placement.getNumStages(),
       shared.options.numMicrobatches, shared.training,
       shared.options.numVirtualStages);
+  // Each step's first nodes wait for the previous step's last ones, through
+  // one barrier node when both are several: linear in the step sizes.
   size_t previousBegin = 0;
   bool firstStep = true;
-  auto runStep = [&](llvm::function_ref<void()> buildNodes) {
+  auto runStep = [&](llvm::StringRef stepName, int microbatch,
+                     llvm::function_ref<void()> buildNodes) {
     size_t begin = nodes->size();
+    llvm::SmallVector<uint32_t, 8> exits;
+    if (!firstStep) {
+      exits = findExits(previousBegin, begin);
+      if (exits.size() > 1)
+        exits = {addStepBarrier(exits, stepName, microbatch)};
+    }
+    size_t stepBegin = nodes->size();
     buildNodes();
     flushBucket();
     if (failed)
       return false;
-    if (!firstStep && begin > previousBegin)
-      chainSteps(previousBegin, begin);
-    if (nodes->size() > begin) {
-      previousBegin = begin;
-      firstStep = false;
+    if (nodes->size() == stepBegin) {
+      nodes->resize(begin); // An empty step: no barrier either.
+      return true;
     }
+    chainEntries(stepBegin, exits);
+    previousBegin = begin;
+    firstStep = false;
     return true;
   };
-  for (ScheduleStep step : program.schedule) {
+  for (size_t index = 0; index < program.schedule.size(); ++index) {
+    ScheduleStep step = program.schedule[index];
     bool lastBackward =
         step.backward && step.microbatch + 1 == shared.options.numMicrobatches;
-    if (!runStep([&] { buildStep(step, lastBackward); }))
+    std::string name = "step" + std::to_string(index);
+    if (!runStep(name, step.microbatch,
+                 [&] { buildStep(step, lastBackward); }))
       return false;
   }
   // The optimizer steps once all gradients are reduced, after the last
   // backward, as frameworks do; the reductions themselves overlap the
   // backward of the layers below.
-  return !shared.training || runStep([&] { buildOptimizerStep(); });
+  return !shared.training ||
+         runStep("optimizer", int(shared.options.numMicrobatches) - 1,
+                 [&] { buildOptimizerStep(); });
 }
 

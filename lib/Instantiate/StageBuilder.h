@@ -84,7 +84,15 @@ private:
   /// is needed, or at the end of the step).
   void addToBucket(ProgramNode node, const Op &op, int layer);
   void flushBucket();
-  void chainSteps(size_t previousBegin, size_t begin);
+  /// The nodes of [begin, end) that no node of that range consumes.
+  llvm::SmallVector<uint32_t, 8> findExits(size_t begin, size_t end) const;
+  /// A node of no cost that waits for all of `exits`, so that a step boundary
+  /// costs one edge per node, not exits x entries.
+  uint32_t addStepBarrier(llvm::ArrayRef<uint32_t> exits,
+                          llvm::StringRef stepName, int microbatch);
+  /// Makes the nodes of [begin, end) that wait for nothing in that range
+  /// wait for `exits`.
+  void chainEntries(size_t begin, llvm::ArrayRef<uint32_t> exits);
   int32_t getTag(unsigned edge, int microbatch) const {
     return int32_t(edge * shared.options.numMicrobatches +
                    std::max(microbatch, 0));
