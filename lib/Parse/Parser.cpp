@@ -16,6 +16,7 @@
 #include "SourceFile.h"
 
 #include "stg/IR/Verifier.h"
+#include "stg/Support/InputFile.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
@@ -213,10 +214,10 @@ void ModuleBuilder::processImport(STGParser::ImportDeclContext *ctx,
   if (loaded.count(canonical))
     return; // Imported before through another path: declarations exist.
 
-  auto buffer = llvm::MemoryBuffer::getFile(found, /*IsText=*/true);
+  auto buffer = readInputFile(found, MaxSourceBytes, "model source");
   if (!buffer) {
-    diags.error(loc, "cannot read import '" + found +
-                         "': " + buffer.getError().message());
+    diags.error(loc, "cannot read import: " +
+                         llvm::toString(buffer.takeError()));
     return;
   }
   loadAndProcess((*buffer)->getBuffer(), found, canonical);
@@ -559,11 +560,11 @@ std::unique_ptr<Module> stg::parseSource(llvm::StringRef source,
 std::unique_ptr<Module> stg::parseFile(llvm::StringRef path,
                                        const ParseOptions &options,
                                        DiagnosticEngine &diags) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto buffer = readInputFile(path, MaxSourceBytes, "model source");
   if (!buffer) {
-    diags.error({}, "cannot open '" + path + "': " +
-                        buffer.getError().message());
+    diags.error({}, llvm::toString(buffer.takeError()));
     return nullptr;
   }
-  return parseSource((*buffer)->getBuffer(), path, options, diags);
+  return parseSource((*buffer)->getBuffer(), path == "-" ? "<stdin>" : path,
+                     options, diags);
 }

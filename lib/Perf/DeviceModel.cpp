@@ -9,9 +9,14 @@
 
 #include "stg/Perf/DeviceModel.h"
 
+#include "stg/Support/CheckedMath.h"
+#include "stg/Support/InputFile.h"
+#include "stg/Support/YAMLInput.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <yaml-cpp/yaml.h>
@@ -25,9 +30,9 @@ uint64_t DeviceSpec::getKernelMicros(int64_t flops, uint64_t bytes) const {
   double computeSeconds = flops / (peakFlops * computeEfficiency);
   double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
   double micros = std::max(computeSeconds, memorySeconds) * 1e6;
-  if (micros <= 0)
+  if (!(micros > 0))
     return 0;
-  return std::max<uint64_t>(1, uint64_t(std::ceil(micros)));
+  return std::max<uint64_t>(1, toCount(micros));
 }
 
 llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
@@ -67,18 +72,21 @@ llvm::Expected<DeviceSpec> stg::loadDevice(llvm::StringRef nameOrFile) {
                                    ".yaml file)",
                                    nameOrFile.str().c_str(), names.c_str());
   }
+  auto text = readInputFile(nameOrFile, MaxSpecBytes, "device file");
+  if (!text)
+    return text.takeError();
   YAML::Node root;
   try {
-    root = YAML::LoadFile(nameOrFile.str());
-  } catch (const YAML::BadFile &) {
-    return llvm::createStringError(std::errc::no_such_file_or_directory,
-                                   "cannot read %s", nameOrFile.str().c_str());
+    root = YAML::Load((*text)->getBuffer().str());
   } catch (const YAML::Exception &e) {
     return deviceError(nameOrFile, e.mark, e.msg);
   }
   if (!root.IsMap())
     return deviceError(nameOrFile, root.Mark(),
                        "expected a map of device fields");
+  if (std::optional<YAML::Node> duplicate = findDuplicateKey(root))
+    return deviceError(nameOrFile, duplicate->Mark(),
+                       "key '" + duplicate->Scalar() + "' is given twice");
   DeviceSpec device;
   device.name = "custom";
   struct Field {
@@ -115,11 +123,17 @@ llvm::Expected<DeviceSpec> stg::loadDevice(llvm::StringRef nameOrFile) {
       return deviceError(nameOrFile, entry.second.Mark(),
                          "'" + key + "' must be a number");
     }
+    // Finite and in a range real hardware spans: no NaN, infinity or
+    // denormal reaches a duration.
     bool isEfficiency = field->scale == 1;
-    if (value <= 0 || (isEfficiency && value > 1))
+    double low = isEfficiency ? 0.01 : 1e-3, high = isEfficiency ? 1 : 1e6;
+    if (!std::isfinite(value) || value < low || value > high) {
+      std::string range;
+      llvm::raw_string_ostream(range) << llvm::format("%g to %g", low, high);
       return deviceError(nameOrFile, entry.second.Mark(),
-                         "'" + key + "' must be " +
-                             (isEfficiency ? "in (0, 1]" : "positive"));
+                         "'" + key + "' must be a number from " + range +
+                             ", found " + entry.second.Scalar());
+    }
     *field->value = value * field->scale;
   }
   for (const Field &field : fields)
@@ -130,11 +144,9 @@ llvm::Expected<DeviceSpec> stg::loadDevice(llvm::StringRef nameOrFile) {
 }
 
 llvm::Expected<MeasuredKernels> MeasuredKernels::load(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
+  auto buffer = readInputFile(path, MaxTableBytes, "measured-kernel table");
   if (!buffer)
-    return llvm::createStringError(buffer.getError(), "cannot read %s: %s",
-                                   path.str().c_str(),
-                                   buffer.getError().message().c_str());
+    return buffer.takeError();
   MeasuredKernels table;
   llvm::SmallVector<llvm::StringRef, 64> lines;
   (*buffer)->getBuffer().split(lines, '\n');

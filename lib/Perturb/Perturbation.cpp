@@ -2,6 +2,8 @@
 
 #include "stg/Perturb/Perturbation.h"
 
+#include "stg/Support/CheckedMath.h"
+
 #include "llvm/Support/JSON.h"
 
 #include <cmath>
@@ -30,13 +32,15 @@ double SlowdownDistribution::sample(double u1, double u2) const {
     slowdown = low + (high - low) * u1;
     break;
   }
-  return std::max(0.0, slowdown);
+  // At most 1000 (1001x slower): a lognormal tail must not become an
+  // infinite duration.
+  return std::clamp(slowdown, 0.0, MaxSlowdown);
 }
 
-static uint64_t scaled(uint64_t value, double scale) {
-  if (!value)
+static int64_t scaled(int64_t value, double scale) {
+  if (value <= 0)
     return 0;
-  return std::max<uint64_t>(1, std::llround(value * scale));
+  return std::max<int64_t>(1, scaleCount(value, scale));
 }
 
 ProgramSet stg::scalePrograms(const ProgramSet &programs, double scale) {
@@ -146,7 +150,10 @@ Perturber::perturb(unsigned rank,
         continue;
       }
       double commMicros = node.commBytes / device->linkBandwidth * 1e6;
-      delays[id] += uint64_t(std::ceil(draw.slowdown * commMicros));
+      delays[id] = std::min<uint64_t>(
+          uint64_t(toCount(double(delays[id]) +
+                           toCount(draw.slowdown * commMicros))),
+          uint64_t(std::numeric_limits<int64_t>::max()));
     }
   }
   if (!changed)
@@ -174,7 +181,7 @@ Perturber::perturb(unsigned rank,
       delay.name = node.name + ".delay";
       delay.opType = "delay";
       delay.durationMicros = delays[id];
-      delay.numOps = int64_t(delays[id] * 1e-6 * device->peakFlops);
+      delay.numOps = toCount(delays[id] * 1e-6 * device->peakFlops);
       delay.tensorBytes = 1; // Compute-bound at any roofline.
       delay.phase = node.phase;
       delay.layer = node.layer;
@@ -187,8 +194,8 @@ Perturber::perturb(unsigned rank,
       records.push_back({rank, delayId + 1ull, node.name, ruleOf[id], 1.0,
                          delays[id], delayId});
     } else if (factors[id] != 1.0) {
-      node.numOps = std::llround(node.numOps * factors[id]);
-      node.durationMicros = std::llround(node.durationMicros * factors[id]);
+      node.numOps = scaleCount(node.numOps, factors[id]);
+      node.durationMicros = scaleCount(node.durationMicros, factors[id]);
       records.push_back(
           {rank, program.nodes.size(), node.name, ruleOf[id], factors[id], 0, 0});
     }

@@ -8,9 +8,14 @@
 
 #include "stg/Perturb/Perturbation.h"
 
+#include "stg/Support/InputFile.h"
+#include "stg/Support/YAMLInput.h"
+
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 
 using namespace stg;
 
@@ -38,7 +43,9 @@ private:
   [[noreturn]] void fail(const YAML::Node &node, const std::string &message) {
     throw SpecError(path, node.Mark(), message);
   }
-  double readNumber(const YAML::Node &node, const std::string &key);
+  /// A finite number in [low, high], or a located error.
+  double readNumber(const YAML::Node &node, const std::string &key,
+                    double low, double high);
   std::set<int> readIndices(const YAML::Node &node, const std::string &key,
                             unsigned limit, const char *what);
   std::optional<std::set<int>> readSelector(const YAML::Node &map,
@@ -53,14 +60,17 @@ private:
 
 } // namespace
 
-double SpecReader::readNumber(const YAML::Node &node, const std::string &key) {
+double SpecReader::readNumber(const YAML::Node &node, const std::string &key,
+                              double low, double high) {
   try {
     double value = node.as<double>();
-    if (std::isfinite(value))
+    if (std::isfinite(value) && value >= low && value <= high)
       return value;
   } catch (const YAML::Exception &) {
   }
-  fail(node, "'" + key + "' must be a number");
+  std::ostringstream range;
+  range << "'" << key << "' must be a number from " << low << " to " << high;
+  fail(node, range.str());
 }
 
 std::set<int> SpecReader::readIndices(const YAML::Node &node,
@@ -70,7 +80,7 @@ std::set<int> SpecReader::readIndices(const YAML::Node &node,
     fail(node, "'" + key + "' must be a list of " + what + "s");
   std::set<int> indices;
   for (const YAML::Node &item : node) {
-    double value = readNumber(item, key);
+    double value = readNumber(item, key, -1e15, 1e15);
     if (value < 0 || value >= limit || value != std::floor(value))
       fail(item, "'" + key + "': " + what + " " + item.Scalar() +
                      " is not in 0.." + std::to_string(int(limit) - 1));
@@ -90,8 +100,8 @@ SpecReader::readSelector(const YAML::Node &map, const std::string &key,
     readIndices(range, singular + "_range", limit, what); // Both in range.
     if (range.size() != 2)
       fail(range, "'" + singular + "_range' must be [first, last]");
-    int first = readNumber(range[0], singular + "_range");
-    int last = readNumber(range[1], singular + "_range");
+    int first = readNumber(range[0], singular + "_range", 0, limit);
+    int last = readNumber(range[1], singular + "_range", 0, limit);
     if (first > last)
       fail(range, "'" + singular + "_range' is empty: first > last");
     std::set<int> indices;
@@ -111,11 +121,13 @@ SlowdownDistribution SpecReader::readSlowdown(const YAML::Node &node) {
   SlowdownDistribution dist;
   std::string type = node["type"] ? node["type"].Scalar() : "";
   std::set<std::string> allowed = {"type"};
-  auto number = [&](const char *key) {
+  // Wide enough for any real study; MaxSlowdown clamps each draw.
+  auto number = [&](const char *key, double low = -MaxSlowdown,
+                    double high = MaxSlowdown) {
     allowed.insert(key);
     if (!node[key])
       fail(node, "slowdown of type '" + type + "' needs '" + key + "'");
-    return readNumber(node[key], key);
+    return readNumber(node[key], key, low, high);
   };
   using K = SlowdownDistribution::Kind;
   if (type == "constant") {
@@ -124,9 +136,7 @@ SlowdownDistribution SpecReader::readSlowdown(const YAML::Node &node) {
   } else if (type == "normal" || type == "lognormal") {
     dist.kind = type == "normal" ? K::Normal : K::LogNormal;
     dist.mean = number("mean");
-    dist.std = number("std");
-    if (dist.std < 0)
-      fail(node["std"], "'std' must not be negative");
+    dist.std = number("std", 0, 100);
   } else if (type == "uniform") {
     dist.kind = K::Uniform;
     dist.low = number("low");
@@ -185,9 +195,7 @@ PerturbationRule SpecReader::readRule(const YAML::Node &node) {
       fail(pass, "'pass' must be forward, backward, optimizer or any");
   }
   if (const YAML::Node chance = node["chance"]) {
-    rule.chance = readNumber(chance, "chance");
-    if (rule.chance < 0 || rule.chance > 1)
-      fail(chance, "'chance' must be a probability in [0, 1]");
+    rule.chance = readNumber(chance, "chance", 0, 1);
   }
   if (!node["slowdown"])
     fail(node, "a rule needs a 'slowdown'");
@@ -215,19 +223,21 @@ PerturbationRule SpecReader::readRule(const YAML::Node &node) {
 PerturbationSpec SpecReader::read(const YAML::Node &root) {
   if (!root.IsMap())
     fail(root, "a perturbation spec is a map with 'rules'");
+  if (std::optional<YAML::Node> duplicate = findDuplicateKey(root))
+    fail(*duplicate, "key '" + duplicate->Scalar() + "' is given twice");
   PerturbationSpec spec;
   spec.path = path;
   for (const auto &entry : root) {
     std::string key = entry.first.Scalar();
     if (key == "seed") {
-      double seed = readNumber(entry.second, "seed");
-      if (seed < 0 || seed != std::floor(seed) || seed > 1.8e19)
-        fail(entry.second, "'seed' must be a non-negative integer");
-      spec.seed = entry.second.as<uint64_t>();
+      // Digits only: yaml-cpp would read -1 as 2^64 - 1.
+      const std::string &text = entry.second.Scalar();
+      if (text.empty() || text.size() > 20 ||
+          !std::all_of(text.begin(), text.end(), ::isdigit) ||
+          !YAML::convert<uint64_t>::decode(entry.second, spec.seed))
+        fail(entry.second, "'seed' must be a whole number from 0 to 2^64-1");
     } else if (key == "scale") {
-      spec.scale = readNumber(entry.second, "scale");
-      if (spec.scale <= 0)
-        fail(entry.second, "'scale' must be positive");
+      spec.scale = readNumber(entry.second, "scale", 1e-6, 1e3);
     } else if (key == "rules") {
       if (!entry.second.IsSequence())
         fail(entry.second, "'rules' must be a list");
@@ -250,16 +260,16 @@ bool PerturbationSpec::needsDevice() const {
 llvm::Expected<PerturbationSpec>
 stg::loadPerturbationSpec(llvm::StringRef path, unsigned numRanks,
                           unsigned numLayers, unsigned numMicrobatches) {
+  auto text = readInputFile(path, MaxSpecBytes, "perturbation spec");
+  if (!text)
+    return text.takeError();
   try {
-    YAML::Node root = YAML::LoadFile(path.str());
+    YAML::Node root = YAML::Load((*text)->getBuffer().str());
     SpecReader reader(path.str(), numRanks, numLayers, numMicrobatches);
     return reader.read(root);
   } catch (const SpecError &e) {
     return llvm::createStringError(std::errc::invalid_argument, "%s",
                                    e.text.c_str());
-  } catch (const YAML::BadFile &) {
-    return llvm::createStringError(std::errc::no_such_file_or_directory,
-                                   "cannot read %s", path.str().c_str());
   } catch (const YAML::Exception &e) {
     return llvm::createStringError(std::errc::invalid_argument, "%s",
                                    SpecError(path.str(), e.mark, e.msg)

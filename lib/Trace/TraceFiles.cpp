@@ -8,6 +8,8 @@
 
 #include "stg/Trace/TraceFiles.h"
 
+#include "stg/Support/InputFile.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -77,6 +79,12 @@ llvm::Expected<CommGroups> stg::parseCommGroups(llvm::StringRef text,
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    name + ": " + message);
   };
+  // LLVM's JSON parser recurses once per level: refuse what would overflow
+  // the stack. A group file is two levels deep.
+  constexpr unsigned MaxDepth = 64;
+  if (getJSONNestingDepth(text) > MaxDepth)
+    return fail("nested more than " + llvm::Twine(MaxDepth) +
+                " levels deep; expected {\"1\": [0, 1], ...}");
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
   if (!value)
     return fail("not valid JSON: " + llvm::toString(value.takeError()));
@@ -102,10 +110,8 @@ llvm::Expected<CommGroups> stg::parseCommGroups(llvm::StringRef text,
 }
 
 llvm::Expected<CommGroups> stg::readCommGroups(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto buffer = readInputFile(path, MaxTableBytes, "group file");
   if (!buffer)
-    return llvm::createStringError(buffer.getError(), "%s: cannot read: %s",
-                                   path.str().c_str(),
-                                   buffer.getError().message().c_str());
+    return buffer.takeError();
   return parseCommGroups((*buffer)->getBuffer(), path);
 }

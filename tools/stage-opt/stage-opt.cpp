@@ -74,17 +74,7 @@ int main(int argc, char **argv) {
   if (failed(passes.addPipeline(pipeline, diags)) || diags.hasErrors())
     return 1;
 
-  std::unique_ptr<Module> module;
-  if (input == "-") {
-    auto buffer = llvm::MemoryBuffer::getSTDIN();
-    if (!buffer) {
-      diags.error({}, "cannot read stdin: " + buffer.getError().message());
-      return 1;
-    }
-    module = parseSource((*buffer)->getBuffer(), "<stdin>", options, diags);
-  } else {
-    module = parseFile(input, options, diags);
-  }
+  std::unique_ptr<Module> module = parseFile(input, options, diags);
   if (!module || failed(passes.run(*module, diags)))
     return 1;
 

@@ -46,6 +46,10 @@
 
 namespace stg {
 
+/// The largest slowdown a sample takes (1001x slower); larger draws are
+/// clamped, so no duration overflows.
+constexpr double MaxSlowdown = 1000;
+
 struct SlowdownDistribution {
   enum class Kind { Constant, Normal, LogNormal, Uniform };
   Kind kind = Kind::Constant;
@@ -53,7 +57,7 @@ struct SlowdownDistribution {
   double mean = 0, std = 0; ///< Normal; LogNormal of the underlying normal.
   double low = 0, high = 0; ///< Uniform.
 
-  /// The slowdown for uniforms `u1`, `u2` in [0, 1); never below 0.
+  /// The slowdown for uniforms `u1`, `u2` in [0, 1); in [0, MaxSlowdown].
   double sample(double u1, double u2) const;
 };
 
