@@ -114,15 +114,30 @@ Perturber::perturb(unsigned rank,
   std::vector<uint64_t> delays(numNodes, 0);
   std::vector<unsigned> ruleOf(numNodes, 0);
   bool changed = false;
-  // Unit 0 is the top level (layer -1), unit i the stage's i-th layer.
-  auto unitOf = [&](int layer) {
+  // Unit 0 is the top level (layer -1), unit i the stage's i-th layer; then
+  // the other stages' layers that some node here names (the receive of a
+  // neighbour's activation or gradient), ascending.
+  std::vector<unsigned> unitLayers = base.layers;
+  for (const ProgramNode &node : base.nodes)
+    if (node.layer >= 0 &&
+        !std::binary_search(base.layers.begin(), base.layers.end(),
+                            unsigned(node.layer)))
+      unitLayers.push_back(node.layer);
+  llvm::sort(unitLayers.begin() + base.layers.size(), unitLayers.end());
+  unitLayers.erase(std::unique(unitLayers.begin() + base.layers.size(),
+                               unitLayers.end()),
+                   unitLayers.end());
+  auto unitOf = [&](int layer) -> size_t {
     if (layer < 0)
-      return size_t(0);
-    return size_t(llvm::lower_bound(base.layers, unsigned(layer)) -
-                  base.layers.begin()) +
-           1;
+      return 0;
+    auto own = llvm::lower_bound(base.layers, unsigned(layer));
+    if (own != base.layers.end() && *own == unsigned(layer))
+      return own - base.layers.begin() + 1;
+    auto foreign = std::lower_bound(unitLayers.begin() + base.layers.size(),
+                                    unitLayers.end(), unsigned(layer));
+    return foreign - unitLayers.begin() + 1;
   };
-  std::vector<UnitDraw> units(base.layers.size() + 1);
+  std::vector<UnitDraw> units(unitLayers.size() + 1);
   for (unsigned r = 0; r < spec.rules.size(); ++r) {
     const Rule &rule = spec.rules[r];
     if (rule.ranks && !rule.ranks->count(rank))
@@ -133,7 +148,7 @@ Perturber::perturb(unsigned rank,
     auto uniform = [&] { return (stream() >> 11) * 0x1.0p-53; };
     for (unsigned u = 0; u < units.size(); ++u) {
       double chance = uniform(), u1 = uniform(), u2 = uniform();
-      int layer = u == 0 ? -1 : int(base.layers[u - 1]);
+      int layer = u == 0 ? -1 : int(unitLayers[u - 1]);
       bool inLayers = !rule.layers || (layer >= 0 && rule.layers->count(layer));
       units[u] = {inLayers && chance < rule.chance,
                   rule.slowdown.sample(u1, u2)};
