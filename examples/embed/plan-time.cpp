@@ -48,10 +48,10 @@ int main(int argc, char **argv) {
   if (!compiled)
     return 1;
   stg::applyDeviceModel(compiled->programs, *device, /*measured=*/nullptr);
-  std::optional<stg::StepEstimate> step =
+  llvm::Expected<stg::StepEstimate> step =
       stg::estimateStep(compiled->programs, *device);
   if (!step) {
-    llvm::errs() << "plan-time: the step never completes\n";
+    llvm::errs() << "plan-time: " << llvm::toString(step.takeError()) << "\n";
     return 1;
   }
   llvm::outs() << "ranks: " << compiled->programs.mesh.getNumRanks() << "\n";

@@ -300,7 +300,8 @@ void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
   auto runs = [&](const Op &op) {
     if (step.backward)
       return op.getPhase() == Phase::Backward ||
-             (lastBackward && op.getPhase() == Phase::GradientSync);
+             (lastBackward && op.getPhase() == Phase::GradientSync &&
+              !deferredSync.count(&op));
     return op.getPhase() == Phase::Forward;
   };
   int mb = step.microbatch;
@@ -331,11 +332,30 @@ void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
   }
 }
 
+void StageBuilder::findDeferredSync() {
+  for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
+    if (op->getPhase() != Phase::GradientSync ||
+        placement.getStage(op.get(), -1) != stage)
+      continue;
+    bool waits = llvm::any_of(op->getOperands(), [&](const Value *operand) {
+      ValueInstance source = placement.resolve(operand, -1);
+      const Op *def = source.value->getDefiningOp();
+      if (!def || placement.isFloating(def))
+        return false;
+      return placement.getStage(def, source.layer) != stage ||
+             deferredSync.count(def);
+    });
+    if (waits)
+      deferredSync.insert(op.get());
+  }
+}
+
 void StageBuilder::buildOptimizerStep() {
   int last = int(shared.options.numMicrobatches) - 1;
   forEachInstanceOnStage(shared.module, placement, stage,
                          [&](const Op &op, int layer) {
-                           if (!failed && op.getPhase() == Phase::Optimizer)
+                           if (!failed && (op.getPhase() == Phase::Optimizer ||
+                                           deferredSync.count(&op)))
                              buildOp(op, layer, last);
                          });
 }
@@ -384,6 +404,7 @@ void StageBuilder::chainEntries(size_t begin, llvm::ArrayRef<uint32_t> exits) {
 bool StageBuilder::build(StageProgram &program) {
   nodes = &program.nodes;
   program.stage = stage;
+  findDeferredSync();
   program.layers = placement.getLayersOf(stage);
   program.schedule = getStageSchedule(
       shared.options.schedule, stage, placement.getNumStages(),

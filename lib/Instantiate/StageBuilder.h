@@ -17,6 +17,7 @@
 #include "Placement.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace stg {
 
@@ -69,6 +70,11 @@ public:
 
 private:
   void buildStep(ScheduleStep step, bool lastBackward);
+  /// Finds the top-level gradient synchronization that waits for another
+  /// stage (a tied weight's gradient) or for such work: it runs after the
+  /// schedule's last step, since with interleaving the last micro-batch's
+  /// backward here may precede the other stage's, which would deadlock.
+  void findDeferredSync();
   /// The optimizer's work of the stage, after the schedule's last step.
   void buildOptimizerStep();
   void buildOp(const Op &op, int layer, int microbatch);
@@ -113,6 +119,7 @@ private:
   llvm::DenseMap<std::pair<InstanceKey, int>, llvm::SmallVector<uint32_t, 1>>
       holders;
   llvm::DenseMap<AxisMask, uint32_t> lastCollective;
+  llvm::DenseSet<const Op *> deferredSync;
   struct Bucket {
     std::optional<ProgramNode> node;
     unsigned size = 0;

@@ -65,7 +65,7 @@ public:
   Replay(const ProgramSet &programs, const DeviceSpec &device)
       : programs(programs), device(device), states(programs.stages.size()) {}
 
-  std::optional<StepEstimate> run();
+  llvm::Expected<StepEstimate> run();
 
 private:
   using MessageKey = std::tuple<unsigned, unsigned, int32_t>;
@@ -168,7 +168,7 @@ void Replay::complete(const Event &event) {
   issue(event.stage, event.time);
 }
 
-std::optional<StepEstimate> Replay::run() {
+llvm::Expected<StepEstimate> Replay::run() {
   estimate.stages.resize(programs.stages.size());
   size_t total = 0;
   for (unsigned stage = 0; stage < programs.stages.size(); ++stage) {
@@ -197,14 +197,34 @@ std::optional<StepEstimate> Replay::run() {
     events.pop();
     complete(event);
   }
-  if (completed != total)
-    return std::nullopt;
+  if (completed != total) {
+    std::string stuck;
+    for (unsigned stage = 0; stage < states.size(); ++stage) {
+      const std::vector<uint32_t> &pending = states[stage].pending;
+      auto first = llvm::find_if(pending, [](uint32_t n) { return n > 0; });
+      auto waitingRecv = llvm::find_if(waiting, [&](const auto &entry) {
+        return entry.second.first == stage;
+      });
+      if (waitingRecv != waiting.end())
+        stuck += "; stage " + std::to_string(stage) + " waits in '" +
+                 node(stage, waitingRecv->second.second).name +
+                 "' for a send that never comes";
+      else if (first != pending.end())
+        stuck += "; stage " + std::to_string(stage) + " waits before '" +
+                 node(stage, first - pending.begin()).name + "'";
+    }
+    return llvm::createStringError(
+        std::errc::resource_deadlock_would_occur,
+        "the step cannot complete: %zu of %zu nodes never become ready%s "
+        "(the trace set would deadlock a simulator too)",
+        total - completed, total, stuck.c_str());
+  }
   for (const StageTime &stage : estimate.stages)
     estimate.stepMicros = std::max(estimate.stepMicros, stage.finishMicros);
   return estimate;
 }
 
-std::optional<StepEstimate> stg::estimateStep(const ProgramSet &programs,
-                                              const DeviceSpec &device) {
+llvm::Expected<StepEstimate> stg::estimateStep(const ProgramSet &programs,
+                                               const DeviceSpec &device) {
   return Replay(programs, device).run();
 }

@@ -184,8 +184,14 @@ int main(int argc, char **argv) {
 
   std::vector<StageSummary> summaries = summarize(programs);
   std::optional<StepEstimate> estimate;
-  if (device)
-    estimate = estimateStep(programs, *device);
+  if (device) {
+    llvm::Expected<StepEstimate> replayed = estimateStep(programs, *device);
+    if (!replayed) {
+      diags.error({}, llvm::toString(replayed.takeError()));
+      return 1;
+    }
+    estimate = std::move(*replayed);
+  }
   if (options.report)
     printReport(llvm::outs(), module, programs, summaries,
                 estimate ? &*estimate : nullptr);

@@ -22,6 +22,8 @@
 #include "stg/Instantiate/Program.h"
 #include "stg/Perf/DeviceModel.h"
 
+#include "llvm/Support/Error.h"
+
 #include <optional>
 #include <vector>
 
@@ -39,10 +41,10 @@ struct StepEstimate {
 };
 
 /// Replays `programs` (with durations from a device model) on `device`'s
-/// links. Returns nothing if some node never becomes ready (a dependency
-/// cycle across stages, which a valid trace set does not have).
-std::optional<StepEstimate> estimateStep(const ProgramSet &programs,
-                                         const DeviceSpec &device);
+/// links. Fails, naming the first node of each stuck stage, if some node
+/// never becomes ready: the trace set would deadlock in a simulator too.
+llvm::Expected<StepEstimate> estimateStep(const ProgramSet &programs,
+                                          const DeviceSpec &device);
 
 /// The modelled time of a communication node, in microseconds.
 double getCommunicationMicros(const ProgramNode &node, unsigned groupSize,
