@@ -148,9 +148,6 @@ llvm::json::Value stg::buildManifest(const Module &module,
   llvm::json::Object options;
   for (const auto &[name, value] : inputs.options)
     options[name] = value;
-  llvm::json::Array files;
-  for (const std::string &file : inputs.files)
-    files.push_back(file);
   llvm::json::Value step = nullptr;
   if (estimate) {
     llvm::json::Array stages;
@@ -188,9 +185,19 @@ llvm::json::Value stg::buildManifest(const Module &module,
            {"schedule", getPipelineScheduleName(programs.schedule)},
            {"training", programs.training}}},
       {"comm_groups", inputs.commGroupsFile},
-      {"files", std::move(files)},
+      {"files", llvm::json::Array()},
       {"rank_classes", std::move(classes)},
       {"rank_coordinates", std::move(coordinates)}};
+}
+
+void stg::setManifestFiles(llvm::json::Value &manifest,
+                           llvm::ArrayRef<WrittenFile> written) {
+  llvm::json::Array files;
+  for (const WrittenFile &file : written)
+    files.push_back(llvm::json::Object{{"name", file.name},
+                                       {"nodes", int64_t(file.nodes)},
+                                       {"bytes", int64_t(file.bytes)}});
+  (*manifest.getAsObject())["files"] = std::move(files);
 }
 
 /// `1.23 T` style: three significant digits and an SI prefix.

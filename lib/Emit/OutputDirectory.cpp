@@ -21,6 +21,21 @@ OutputDirectory::create(llvm::StringRef target) {
   if (std::error_code ec = fs::make_absolute(absolute))
     return makeError(ec, "cannot resolve " + target);
   llvm::sys::path::remove_dots(absolute, true);
+  fs::file_status status;
+  if (!fs::status(absolute, status, /*Follow=*/false) &&
+      status.type() == fs::file_type::symlink_file)
+    return llvm::createStringError(
+        std::errc::file_exists,
+        "%s is a symbolic link; give -o the directory itself, so that "
+        "replacing it cannot empty another",
+        absolute.c_str());
+  // The parents that do not exist yet, deepest first: created now, removed
+  // again if the run fails.
+  std::vector<std::string> createdParents;
+  for (llvm::StringRef parent = llvm::sys::path::parent_path(absolute);
+       !parent.empty() && !fs::exists(parent);
+       parent = llvm::sys::path::parent_path(parent))
+    createdParents.push_back(parent.str());
   llvm::StringRef parent = llvm::sys::path::parent_path(absolute);
   if (!parent.empty())
     if (std::error_code ec = fs::create_directories(parent))
@@ -37,8 +52,8 @@ OutputDirectory::create(llvm::StringRef target) {
     if (ec != std::errc::file_exists || attempt == 100)
       return makeError(ec, "cannot create " + temporary);
   }
-  return std::unique_ptr<OutputDirectory>(
-      new OutputDirectory(absolute.str().str(), temporary.str().str()));
+  return std::unique_ptr<OutputDirectory>(new OutputDirectory(
+      absolute.str().str(), temporary.str().str(), std::move(createdParents)));
 }
 
 OutputDirectory::~OutputDirectory() { discard(); }
@@ -48,6 +63,8 @@ void OutputDirectory::discard() {
     return;
   done = true;
   fs::remove_directories(temporary);
+  for (const std::string &parent : createdParents)
+    fs::remove(parent); // Only if still empty: another process may use it.
 }
 
 /// True if `path` may be replaced: an empty directory or an earlier output.

@@ -5,6 +5,7 @@
 #include "RankFormats.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Threading.h"
 
@@ -222,9 +223,12 @@ llvm::Error ChakraStamper::write(unsigned rank, llvm::StringRef path,
 llvm::Error stg::emitTraces(const ProgramSet &programs,
                             const CommGroups &groups,
                             llvm::StringRef directory,
-                            const EmitOptions &options) {
+                            const EmitOptions &options,
+                            std::vector<WrittenFile> *written) {
   std::vector<unsigned> ranks =
       getSelectedRanks(options, programs.mesh.getNumRanks());
+  if (written)
+    written->assign(ranks.size(), WrittenFile());
 
   std::vector<StageTemplate> templates;
   if (options.format == TraceFormat::Chakra)
@@ -263,6 +267,16 @@ llvm::Error stg::emitTraces(const ProgramSet &programs,
       else
         err = writeReadableRank(programs, groups, rank, path, options,
                                 own ? &*own : nullptr);
+      if (!err && written) {
+        WrittenFile &file = (*written)[index];
+        file.name = getTraceFileName(options, rank);
+        file.nodes = own ? own->nodes.size()
+                         : programs.stages[programs.getStageOfRank(rank)]
+                               .nodes.size();
+        if (std::error_code ec = llvm::sys::fs::file_size(path, file.bytes))
+          err = llvm::createStringError(ec, "cannot stat %s: %s",
+                                        path.c_str(), ec.message().c_str());
+      }
       if (err) {
         std::lock_guard<std::mutex> lock(errorMutex);
         std::string message = llvm::toString(std::move(err));

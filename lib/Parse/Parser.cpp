@@ -431,7 +431,10 @@ void ModuleBuilder::applyOverrides() {
     if (Dim *dim = module->lookupDim(name)) {
       if (!std::holds_alternative<Expr>(value)) {
         diags.error({}, "--set " + name + "=" + text + ": dim '" + name +
-                            "' takes a number");
+                            "' takes a positive number, such as 8" +
+                            (llvm::StringRef(text).startswith("-")
+                                 ? "; dims are never negative"
+                                 : ""));
         continue;
       }
       dim->value = std::get<Expr>(value);

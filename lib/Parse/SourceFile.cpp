@@ -244,10 +244,30 @@ SourceLoc SourceFile::loc(antlr4::Token *token) const {
           static_cast<unsigned>(token->getCharPositionInLine() + 1)};
 }
 
-std::unique_ptr<SourceFile> SourceFile::parse(llvm::StringRef text,
+/// `text` with CR LF and lone CR line endings made LF, as the lexer and
+/// SourceMgr count lines by LF only (a CR-only file was one long line, and
+/// lost every location).
+static std::string normalizeLineEndings(llvm::StringRef text) {
+  std::string result;
+  result.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\r') {
+      result += text[i];
+      continue;
+    }
+    result += '\n';
+    if (i + 1 < text.size() && text[i + 1] == '\n')
+      ++i;
+  }
+  return result;
+}
+
+std::unique_ptr<SourceFile> SourceFile::parse(llvm::StringRef original,
                                               llvm::StringRef path,
                                               DiagnosticEngine &diags) {
   std::unique_ptr<SourceFile> file(new SourceFile());
+  file->text = normalizeLineEndings(original);
+  llvm::StringRef text = file->text;
   file->path = diags.addSource(
       llvm::MemoryBuffer::getMemBufferCopy(text, path), path);
   unsigned errorsBefore = diags.getNumErrors();

@@ -16,6 +16,7 @@
 #include "STGParser.h"
 
 #include <memory>
+#include <string>
 
 namespace stg {
 
@@ -43,6 +44,7 @@ private:
   SourceFile() = default;
 
   llvm::StringRef path;
+  std::string text; ///< The source with LF line endings.
   std::unique_ptr<antlr4::ANTLRInputStream> input;
   std::unique_ptr<STGLexer> lexer;
   std::unique_ptr<antlr4::CommonTokenStream> tokens;

@@ -34,10 +34,17 @@ LogicalResult OptimizerPass::run(Module &module, DiagnosticEngine &diags) {
   if (!model)
     return success();
   if (module.getGradients().empty()) {
+    bool hasWeights = false;
+    model->walk([&](Op &op) { hasWeights |= op.getKind() == OpKind::Param; });
+    // Said in the model's terms: the pipeline is the tool's business.
     diags.error(module.getModelLoc(),
-                "'optimizer' needs weight gradients: run autodiff first "
-                "(--passes=shape-infer,autodiff,distribute,match-collectives,"
-                "optimizer)");
+                hasWeights
+                    ? llvm::Twine("the optimizer needs weight gradients, so "
+                                  "the autodiff pass must run before it")
+                    : "model '" + model->getName() +
+                          "' has no parameters to train: declare weights "
+                          "with `param`, or compile an inference step "
+                          "(--mode prefill)");
     return failure();
   }
   // Weights in program order, for a deterministic placement of the steps.

@@ -11,6 +11,10 @@
 // - per (src, dst, tag, size) tuple, how many SENDs and RECVs carry it and
 //   where the first of each is, to match them one-to-one at the end.
 //
+// When the directory has stagec's `P.manifest.json`, each file's node count
+// and size must be what the manifest recorded: a file cut exactly at a node
+// boundary decodes cleanly and would otherwise pass.
+//
 //===----------------------------------------------------------------------===//
 
 #include "stg/Trace/TraceVerifier.h"
@@ -20,6 +24,10 @@
 #include "stg/Trace/TraceFormat.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "stg/Support/InputFile.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 
 #include <set>
@@ -53,6 +61,9 @@ private:
   /// ranks; returns the prefix P of the set.
   std::string checkFileNames();
   void loadCommGroups(llvm::StringRef prefix);
+  /// Reads the files' node counts and sizes from P.manifest.json, if any.
+  void loadManifest(llvm::StringRef prefix);
+  void checkAgainstManifest(const TraceFileName &file, uint64_t numNodes);
   void checkGroupMembers();
   void compareCollectives(int64_t rank, uint32_t fileIndex,
                           RankTraceSummary &summary);
@@ -75,6 +86,8 @@ private:
   std::set<int64_t> incompleteRanks;
   std::map<std::string, GroupReference> references;
   std::map<std::array<int64_t, 4>, PointToPointTally> pointToPoint;
+  /// File name -> (nodes, bytes) from the manifest.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> recorded;
 };
 
 } // namespace
@@ -94,11 +107,13 @@ TraceVerifyReport TraceSetVerifier::run() {
   }
   std::string prefix = checkFileNames();
   loadCommGroups(prefix);
+  loadManifest(prefix);
   for (uint32_t i = 0; i < files.size(); ++i) {
     RankTraceSummary summary =
         checkRankTrace(files[i], groups ? &*groups : nullptr, report);
     ++report.numFiles;
     report.numNodes += summary.numNodes;
+    checkAgainstManifest(files[i], summary.numNodes);
     if (!crossRank[i])
       continue;
     if (!summary.complete) {
@@ -110,7 +125,60 @@ TraceVerifyReport TraceSetVerifier::run() {
   }
   checkGroupMembers();
   matchPointToPoint();
+  for (const auto &[name, counts] : recorded)
+    report.add(TraceProblemKind::FileSet, name,
+               "listed in the manifest, but there is no such file");
   return std::move(report);
+}
+
+void TraceSetVerifier::loadManifest(llvm::StringRef prefix) {
+  llvm::SmallString<128> path(dir);
+  llvm::sys::path::append(path, prefix + ".manifest.json");
+  if (prefix.empty() || !llvm::sys::fs::exists(path))
+    return; // Another generator's set: nothing to compare with.
+  auto fail = [&](const llvm::Twine &why) {
+    report.add(TraceProblemKind::FileSet, (prefix + ".manifest.json").str(),
+               why);
+  };
+  auto buffer = readInputFile(path, MaxTableBytes, "manifest");
+  if (!buffer)
+    return fail(llvm::toString(buffer.takeError()));
+  if (getJSONNestingDepth((*buffer)->getBuffer()) > 64)
+    return fail("nested too deeply to be a manifest");
+  llvm::Expected<llvm::json::Value> manifest =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!manifest)
+    return fail("not valid JSON: " + llvm::toString(manifest.takeError()));
+  const llvm::json::Object *object = manifest->getAsObject();
+  const llvm::json::Array *list = object ? object->getArray("files") : nullptr;
+  if (!list)
+    return fail("has no 'files' list");
+  for (const llvm::json::Value &entry : *list) {
+    const llvm::json::Object *file = entry.getAsObject();
+    auto name = file ? file->getString("name") : llvm::None;
+    auto nodes = file ? file->getInteger("nodes") : llvm::None;
+    auto bytes = file ? file->getInteger("bytes") : llvm::None;
+    if (!name || !nodes || !bytes || *nodes < 0 || *bytes < 0)
+      return fail("a 'files' entry is not {\"name\", \"nodes\", \"bytes\"}");
+    recorded[name->str()] = {uint64_t(*nodes), uint64_t(*bytes)};
+  }
+}
+
+void TraceSetVerifier::checkAgainstManifest(const TraceFileName &file,
+                                            uint64_t numNodes) {
+  auto found = recorded.find(file.fileName);
+  if (found == recorded.end())
+    return;
+  auto [nodes, bytes] = found->second;
+  recorded.erase(found);
+  uint64_t size = 0;
+  llvm::sys::fs::file_size(file.path, size);
+  if (numNodes != nodes || size != bytes)
+    report.add(TraceProblemKind::CorruptFile, file.fileName,
+               "has " + llvm::Twine(numNodes) + " nodes in " +
+                   llvm::Twine(size) + " bytes, but the manifest records " +
+                   llvm::Twine(nodes) + " nodes in " + llvm::Twine(bytes) +
+                   " bytes (cut short, or changed since it was written)");
 }
 
 std::string TraceSetVerifier::checkFileNames() {

@@ -8,6 +8,7 @@
 #include "stg/Instantiate/Limits.h"
 
 #include "CLI/CLI.hpp"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <climits>
@@ -198,6 +199,19 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   if (options.outputDir.empty() && !options.report) {
     std::fprintf(stderr, "stagec: error: give -o DIR to write traces, or "
                          "--report to print a summary\n");
+    return 1;
+  }
+  // A prefix names files inside -o: no path separators, no dot files, so
+  // nothing can be written beside or above the output directory.
+  if (!options.prefix.empty() &&
+      (options.prefix.front() == '.' || options.prefix.size() > 200 ||
+       !llvm::all_of(options.prefix, [](char c) {
+         return llvm::isAlnum(c) || c == '_' || c == '-' || c == '.';
+       }))) {
+    std::fprintf(stderr, "stagec: error: --prefix %s: a prefix is a file name "
+                         "of letters, digits, '_', '-' and '.' that does not "
+                         "start with '.' (files go inside -o)\n",
+                 options.prefix.c_str());
     return 1;
   }
   if (!ranks.empty() && !parseRanks(ranks, options.ranks)) {

@@ -65,9 +65,12 @@ static llvm::Error writeTraceSet(llvm::StringRef directory,
                                  const ProgramSet &programs,
                                  const CommGroups &groups,
                                  const EmitOptions &emitOptions,
-                                 const llvm::json::Value &manifest) {
-  if (llvm::Error err = emitTraces(programs, groups, directory, emitOptions))
+                                 llvm::json::Value manifest) {
+  std::vector<WrittenFile> written;
+  if (llvm::Error err =
+          emitTraces(programs, groups, directory, emitOptions, &written))
     return err;
+  setManifestFiles(manifest, written);
   if (llvm::Error err = writeTextFile(
           directory, emitOptions.prefix + ".json",
           [&](llvm::raw_ostream &os) { groups.writeJson(os); }))
@@ -242,8 +245,6 @@ int main(int argc, char **argv) {
   inputs.commGroupsFile = emitOptions.prefix + ".json";
   std::vector<unsigned> ranks =
       getSelectedRanks(emitOptions, mesh.getNumRanks());
-  for (unsigned rank : ranks)
-    inputs.files.push_back(getTraceFileName(emitOptions, rank));
   llvm::json::Value manifest = buildManifest(
       module, programs, summaries, inputs, estimate ? &*estimate : nullptr);
   if (llvm::Error err = writeTraceSet((*output)->getPath(), programs, groups,

@@ -13,6 +13,7 @@
 #ifndef STG_EMIT_MANIFEST_H
 #define STG_EMIT_MANIFEST_H
 
+#include "stg/Emit/TraceEmitter.h"
 #include "stg/IR/Module.h"
 #include "stg/Instantiate/Program.h"
 #include "stg/Perf/StepEstimate.h"
@@ -46,7 +47,6 @@ struct ManifestInputs {
   std::string input;
   std::string prefix;
   std::string toolVersion;
-  std::vector<std::string> files;
   /// `--dp 8`, `--schedule 1f1b`, ...: the options as given.
   std::vector<std::pair<std::string, std::string>> options;
   std::string commGroupsFile;
@@ -57,6 +57,11 @@ llvm::json::Value buildManifest(const Module &module,
                                 llvm::ArrayRef<StageSummary> summaries,
                                 const ManifestInputs &inputs,
                                 const StepEstimate *estimate = nullptr);
+
+/// Sets the manifest's `files`: each written file's name, node count and
+/// size in bytes.
+void setManifestFiles(llvm::json::Value &manifest,
+                      llvm::ArrayRef<WrittenFile> written);
 
 /// The `--report` table, with the step-time estimate when there is one.
 void printReport(llvm::raw_ostream &os, const Module &module,

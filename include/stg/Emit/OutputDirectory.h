@@ -5,7 +5,10 @@
 // or an interrupt never leaves a half-written trace set where a simulator
 // could pick it up. An existing directory is replaced only if it is empty
 // or holds an earlier stagec output (a `*.manifest.json`); anything else is
-// left alone and reported.
+// left alone and reported. A symbolic link is never followed (replacing
+// through it would empty the link's target), and the parent directories
+// `-o` made are removed again if the run fails, so a failed run leaves the
+// file system as it found it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +22,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace stg {
 
@@ -43,11 +47,15 @@ public:
   void discard();
 
 private:
-  OutputDirectory(std::string target, std::string temporary)
-      : target(std::move(target)), temporary(std::move(temporary)) {}
+  OutputDirectory(std::string target, std::string temporary,
+                  std::vector<std::string> createdParents)
+      : target(std::move(target)), temporary(std::move(temporary)),
+        createdParents(std::move(createdParents)) {}
 
   std::string target;
   std::string temporary;
+  /// Parents of the target this run created, deepest first.
+  std::vector<std::string> createdParents;
   bool done = false;
 };
 

@@ -64,11 +64,22 @@ std::vector<unsigned> getSelectedRanks(const EmitOptions &options,
 /// The file name of `rank`'s trace: `P.{rank}.et`, `.et.gz`, `.json`, `.dot`.
 std::string getTraceFileName(const EmitOptions &options, unsigned rank);
 
-/// Writes the files of the selected ranks into `directory`, which exists.
+/// What was written for one rank: the manifest records it, and `stage-et
+/// verify` checks each file against it (a file cut at a node boundary
+/// still decodes).
+struct WrittenFile {
+  std::string name;
+  uint64_t nodes = 0;
+  uint64_t bytes = 0;
+};
+
+/// Writes the files of the selected ranks into `directory`, which exists,
+/// and, if `written` is given, fills it in the order of the selected ranks.
 /// On error, files already written stay (the caller writes into a
 /// temporary directory).
 llvm::Error emitTraces(const ProgramSet &programs, const CommGroups &groups,
-                       llvm::StringRef directory, const EmitOptions &options);
+                       llvm::StringRef directory, const EmitOptions &options,
+                       std::vector<WrittenFile> *written = nullptr);
 
 } // namespace stg
 
