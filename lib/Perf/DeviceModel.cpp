@@ -75,9 +75,14 @@ llvm::Expected<DeviceSpec> stg::loadDevice(llvm::StringRef nameOrFile) {
   auto text = readInputFile(nameOrFile, MaxSpecBytes, "device file");
   if (!text)
     return text.takeError();
+  return parseDevice((*text)->getBuffer(), nameOrFile);
+}
+
+llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
+                                            llvm::StringRef nameOrFile) {
   YAML::Node root;
   try {
-    root = YAML::Load((*text)->getBuffer().str());
+    root = YAML::Load(text.str());
   } catch (const YAML::Exception &e) {
     return deviceError(nameOrFile, e.mark, e.msg);
   }
@@ -147,9 +152,14 @@ llvm::Expected<MeasuredKernels> MeasuredKernels::load(llvm::StringRef path) {
   auto buffer = readInputFile(path, MaxTableBytes, "measured-kernel table");
   if (!buffer)
     return buffer.takeError();
+  return parse((*buffer)->getBuffer(), path);
+}
+
+llvm::Expected<MeasuredKernels> MeasuredKernels::parse(llvm::StringRef text,
+                                                       llvm::StringRef path) {
   MeasuredKernels table;
   llvm::SmallVector<llvm::StringRef, 64> lines;
-  (*buffer)->getBuffer().split(lines, '\n');
+  text.split(lines, '\n');
   for (size_t index = 0; index < lines.size(); ++index) {
     llvm::StringRef line = lines[index].trim();
     if (line.empty() || line.startswith("#") ||
@@ -168,12 +178,17 @@ llvm::Expected<MeasuredKernels> MeasuredKernels::load(llvm::StringRef path) {
     llvm::StringRef flopsText = cells[1].trim(), bytesText = cells[2].trim();
     int64_t flops = 0;
     uint64_t bytes = 0, micros = 0;
-    if (flopsText != "*" && flopsText.getAsInteger(10, flops))
-      return bad("num_ops '" + flopsText + "' is not an integer or *");
+    if (flopsText != "*" && (flopsText.getAsInteger(10, flops) || flops < 0))
+      return bad("num_ops '" + flopsText +
+                 "' is not a non-negative integer or *");
     if (bytesText != "*" && bytesText.getAsInteger(10, bytes))
-      return bad("tensor_size '" + bytesText + "' is not an integer or *");
-    if (cells[3].trim().getAsInteger(10, micros))
-      return bad("micros '" + cells[3].trim() + "' is not an integer");
+      return bad("tensor_size '" + bytesText +
+                 "' is not a non-negative integer or *");
+    // A day of one kernel is far past any measurement.
+    constexpr uint64_t MaxMicros = 86400ull * 1000000;
+    if (cells[3].trim().getAsInteger(10, micros) || micros > MaxMicros)
+      return bad("micros '" + cells[3].trim() +
+                 "' is not an integer from 0 to " + llvm::Twine(MaxMicros));
     if (flopsText == "*" && bytesText == "*")
       table.byType[opType] = micros;
     else if (bytesText == "*")

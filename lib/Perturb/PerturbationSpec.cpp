@@ -263,8 +263,16 @@ stg::loadPerturbationSpec(llvm::StringRef path, unsigned numRanks,
   auto text = readInputFile(path, MaxSpecBytes, "perturbation spec");
   if (!text)
     return text.takeError();
+  return parsePerturbationSpec((*text)->getBuffer(), path, numRanks, numLayers,
+                               numMicrobatches);
+}
+
+llvm::Expected<PerturbationSpec>
+stg::parsePerturbationSpec(llvm::StringRef text, llvm::StringRef path,
+                           unsigned numRanks, unsigned numLayers,
+                           unsigned numMicrobatches) {
   try {
-    YAML::Node root = YAML::Load((*text)->getBuffer().str());
+    YAML::Node root = YAML::Load(text.str());
     SpecReader reader(path.str(), numRanks, numLayers, numMicrobatches);
     return reader.read(root);
   } catch (const SpecError &e) {

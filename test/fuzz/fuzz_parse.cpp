@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzSupport.h"
+
 #include "stg/IR/Printer.h"
 #include "stg/Parse/Parser.h"
 
@@ -20,12 +22,6 @@
 
 #include <cstddef>
 #include <cstdint>
-
-// CLN (GiNaC's number library) leaks 26 bytes in a static initializer, before
-// main; any program linked with it reports that under LeakSanitizer.
-extern "C" const char *__lsan_default_suppressions() {
-  return "leak:libcln.so\n";
-}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef source(reinterpret_cast<const char *>(data), size);

@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-#===- run-fuzzer.sh - Build and run the front-end fuzzer -------------------===#
+#===- run-fuzzer.sh - Build and run a libFuzzer target ---------------------===#
 #
-# Usage: test/fuzz/run-fuzzer.sh SECONDS [JOBS] [LIBFUZZER-FLAG...]
+# Usage: test/fuzz/run-fuzzer.sh [--target NAME] SECONDS [JOBS] [FLAG...]
 #
+#   NAME     parse (default), perturb-spec, device, measured, comm-groups or
+#            command-line: the target stg-fuzz-NAME.
 #   SECONDS  how long to fuzz (libFuzzer -max_total_time).
 #   JOBS     parallel fuzzing processes (default 1; >1 uses -fork=JOBS).
 #   Further arguments are passed to libFuzzer as they are (e.g. -seed=1).
 #
 # Configures build-fuzz/ (once; clang-14, -DSTG_ENABLE_FUZZER=ON, every
 # library instrumented with -fsanitize=fuzzer-no-link,address,undefined),
-# builds stg-fuzz-parse and runs it with the seed corpus test/fuzz/corpus/
-# and the dictionary test/fuzz/stg.dict. New inputs go to a scratch corpus,
-# build-fuzz/corpus-work/ (kept between runs, so later runs resume from it;
-# the committed corpus is only read). Crash, leak, timeout and OOM inputs are
-# written to build-fuzz/artifacts/. The full log is build-fuzz/fuzz-<time>.log.
+# builds the target and runs it with its seed corpus (test/fuzz/corpus/ for
+# parse, with the dictionary test/fuzz/stg.dict; test/fuzz/corpora/NAME/
+# for the others). New inputs go to a scratch corpus,
+# build-fuzz/corpus-work[-NAME]/ (kept between runs, so later runs resume
+# from it; the committed corpus is only read). Crash, leak, timeout and OOM
+# inputs are written to build-fuzz/artifacts/. The full log is
+# build-fuzz/fuzz-[NAME-]<time>.log.
 #
 # Exits 0 after a clean run and non-zero if libFuzzer found anything (or the
 # build failed). To reproduce or minimise an artifact:
@@ -35,10 +39,19 @@
 set -euo pipefail
 
 usage() {
-  sed -n '3,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,11p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
+TARGET=parse
+if [[ $# -ge 2 && $1 == --target ]]; then
+  TARGET=$2
+  shift 2
+fi
+case $TARGET in
+  parse|perturb-spec|device|measured|comm-groups|command-line) ;;
+  *) echo "run-fuzzer: unknown target '$TARGET'" >&2; usage ;;
+esac
 [[ $# -ge 1 ]] || usage
 SECONDS_TO_RUN=$1
 shift
@@ -57,11 +70,19 @@ BUILD_JOBS=${STG_FUZZ_BUILD_JOBS:-2}
 TIMEOUT=${STG_FUZZ_TIMEOUT:-10}
 MAX_LEN=${STG_FUZZ_MAX_LEN:-4096}
 
-SEED_CORPUS=$FUZZ_DIR/corpus
-DICT=$FUZZ_DIR/stg.dict
-WORK_CORPUS=$BUILD_DIR/corpus-work
+if [[ $TARGET == parse ]]; then
+  SEED_CORPUS=$FUZZ_DIR/corpus
+  DICT=$FUZZ_DIR/stg.dict
+  WORK_CORPUS=$BUILD_DIR/corpus-work
+  LOG_NAME=fuzz
+else
+  SEED_CORPUS=$FUZZ_DIR/corpora/$TARGET
+  DICT=
+  WORK_CORPUS=$BUILD_DIR/corpus-work-$TARGET
+  LOG_NAME=fuzz-$TARGET
+fi
 ARTIFACTS=$BUILD_DIR/artifacts
-FUZZER=$BUILD_DIR/test/fuzz/stg-fuzz-parse
+FUZZER=$BUILD_DIR/test/fuzz/stg-fuzz-$TARGET
 
 # Configure once; later runs only rebuild what changed.
 if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
@@ -75,21 +96,23 @@ if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
     -DSTG_ENABLE_FUZZER=ON \
     -DSTG_BUILD_TESTS=OFF
 fi
-cmake --build "$BUILD_DIR" --target stg-fuzz-parse -j "$BUILD_JOBS"
+cmake --build "$BUILD_DIR" --target "stg-fuzz-$TARGET" -j "$BUILD_JOBS"
 
 mkdir -p "$WORK_CORPUS" "$ARTIFACTS"
-LOG=$BUILD_DIR/fuzz-$(date +%Y%m%d-%H%M%S).log
+LOG=$BUILD_DIR/$LOG_NAME-$(date +%Y%m%d-%H%M%S).log
 MARKER=$(mktemp "$BUILD_DIR/.fuzz-start.XXXXXX")
 trap 'rm -f "$MARKER"' EXIT
 
 FLAGS=(
-  -dict="$DICT"
   -max_total_time="$SECONDS_TO_RUN"
   -timeout="$TIMEOUT"
   -max_len="$MAX_LEN"
-  -artifact_prefix="$ARTIFACTS/"
+  -artifact_prefix="$ARTIFACTS/$TARGET-"
   -print_final_stats=1
 )
+if [[ -n $DICT ]]; then
+  FLAGS+=(-dict="$DICT")
+fi
 if [[ $JOBS -gt 1 ]]; then
   FLAGS+=(-fork="$JOBS")
 fi
@@ -106,8 +129,9 @@ status=0
 
 # Anything libFuzzer wrote to artifacts/ during this run is a finding.
 mapfile -t found < <(find "$ARTIFACTS" -type f -newer "$MARKER" \
-  \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
-     -o -name 'oom-*' -o -name 'slow-unit-*' \) | sort)
+  \( -name "$TARGET-crash-*" -o -name "$TARGET-leak-*" \
+     -o -name "$TARGET-timeout-*" -o -name "$TARGET-oom-*" \
+     -o -name "$TARGET-slow-unit-*" \) | sort)
 if [[ ${#found[@]} -gt 0 ]]; then
   echo "run-fuzzer: libFuzzer wrote ${#found[@]} artifact(s):" >&2
   printf '  %s\n' "${found[@]}" >&2

@@ -58,12 +58,19 @@ const DeviceSpec *lookupBuiltinDevice(llvm::StringRef name);
 ///   compute_efficiency: 0.7 # optional
 ///   memory_efficiency: 0.8  # optional
 llvm::Expected<DeviceSpec> loadDevice(llvm::StringRef nameOrFile);
+/// The device of a YAML text, as loadDevice reads a file; errors name
+/// `name`, line and column.
+llvm::Expected<DeviceSpec> parseDevice(llvm::StringRef text,
+                                       llvm::StringRef name);
 
 /// Measured kernel durations: `op_type,num_ops,tensor_size,micros` rows
 /// (a header line is allowed; `*` in num_ops or tensor_size matches any).
 class MeasuredKernels {
 public:
   static llvm::Expected<MeasuredKernels> load(llvm::StringRef path);
+  /// The table of a CSV text; errors name `name` and the line.
+  static llvm::Expected<MeasuredKernels> parse(llvm::StringRef text,
+                                               llvm::StringRef name);
 
   /// The measured duration of a kernel, or 0 if the table has none.
   uint64_t lookup(llvm::StringRef opType, int64_t flops, uint64_t bytes) const;

@@ -92,6 +92,11 @@ llvm::Expected<PerturbationSpec> loadPerturbationSpec(llvm::StringRef path,
                                                       unsigned numRanks,
                                                       unsigned numLayers,
                                                       unsigned numMicrobatches);
+/// The spec of a YAML text, as loadPerturbationSpec reads a file.
+llvm::Expected<PerturbationSpec>
+parsePerturbationSpec(llvm::StringRef text, llvm::StringRef path,
+                      unsigned numRanks, unsigned numLayers,
+                      unsigned numMicrobatches);
 
 /// One changed node of a variant, for `perturbations.json`.
 struct PerturbationRecord {

@@ -1,0 +1,83 @@
+//===- fuzz_command_line.cpp - libFuzzer target for stagec's flags --------===//
+//
+// The input is a command line, one argument per line, after
+// `stagec MODEL`: MODEL is a small two-layer MLP written once to a
+// temporary file. The flags are parsed as stagec parses them; when they
+// parse, the model is compiled with them (no file is ever written: -o is
+// dropped) and, with --device, priced. Errors are expected; the fuzzer looks
+// for crashes, sanitizer reports, leaks and hangs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FuzzSupport.h"
+#include "StagecOptions.h"
+
+#include "stg/Driver/Compile.h"
+#include "stg/Perf/DeviceModel.h"
+#include "stg/Perf/StepEstimate.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+using namespace stg;
+
+static const char *const Model = R"(dim B = 8, S = 16, D = 32, F = 64, L = 2;
+axis dp, tp, pp;
+block mlp(x: [B/dp, S, D]) -> [B/dp, S, D] {
+  param w1: [D, F/tp];
+  param w2: [F/tp, D];
+  y: [B/dp, S, D] = einsum[bsf,fd->bsd](gelu(einsum[bsd,df->bsf](x, w1)), w2);
+  return add(x, y);
+}
+model stack {
+  x: [B/dp, S, D] = input();
+  repeat L { x = mlp(x); }
+  loss = cross_entropy(x);
+}
+)";
+
+static std::string writeModel() {
+  llvm::SmallString<128> path;
+  int fd = -1;
+  if (llvm::sys::fs::createTemporaryFile("stg-fuzz-cli", "stg", fd, path))
+    abort();
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << Model;
+  return path.str().str();
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static const std::string model = writeModel();
+  llvm::SmallVector<llvm::StringRef, 16> lines;
+  fuzz::asText(data, size).split(lines, '\n', /*MaxSplit=*/31);
+  std::vector<std::string> arguments = {"stagec", model};
+  for (llvm::StringRef line : lines)
+    arguments.push_back(line.str());
+  std::vector<char *> argv;
+  for (std::string &argument : arguments)
+    argv.push_back(argument.data());
+  argv.push_back(nullptr);
+
+  StagecOptions options;
+  if (parseStagecOptions(int(argv.size()) - 1, argv.data(), options))
+    return 0; // --help, or an error it reported.
+  options.compile.input = model; // A second positional argument is ignored.
+  DiagnosticEngine diags(llvm::nulls());
+  std::optional<CompiledModel> compiled = compileModel(options.compile, diags);
+  if (!compiled || options.device.empty())
+    return 0;
+  llvm::Expected<DeviceSpec> device = loadDevice(options.device);
+  if (!device) {
+    llvm::consumeError(device.takeError());
+    return 0;
+  }
+  applyDeviceModel(compiled->programs, *device, nullptr);
+  llvm::Expected<StepEstimate> step = estimateStep(compiled->programs, *device);
+  if (!step)
+    llvm::consumeError(step.takeError());
+  return 0;
+}
