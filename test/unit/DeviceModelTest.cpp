@@ -68,9 +68,20 @@ TEST_F(MeasuredKernelsTest, BadRowsNameTheLine) {
                                                 "einsum,lots,20,7\n"));
   ASSERT_FALSE(bool(table));
   std::string message = llvm::toString(table.takeError());
-  EXPECT_NE(message.find("kernels.csv:2: num_ops 'lots' is not an integer"),
+  EXPECT_NE(message.find("kernels.csv:2: num_ops 'lots' is not a "
+                         "non-negative integer or *"),
             std::string::npos)
       << message;
+}
+
+TEST_F(MeasuredKernelsTest, NumbersOutOfRangeAreErrors) {
+  for (const char *row : {"einsum,-5,20,7", "einsum,5,20,-7",
+                          "einsum,5,20,99999999999999"}) {
+    auto table = MeasuredKernels::load(writeTable(std::string(row) + "\n"));
+    ASSERT_FALSE(bool(table)) << row;
+    std::string message = llvm::toString(table.takeError());
+    EXPECT_NE(message.find("kernels.csv:1: "), std::string::npos) << message;
+  }
 }
 
 TEST(DeviceModelTest, ApplyFillsEveryComputeNodeByRoofline) {
