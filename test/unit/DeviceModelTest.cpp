@@ -77,7 +77,8 @@ TEST_F(MeasuredKernelsTest, BadRowsNameTheLine) {
 TEST_F(MeasuredKernelsTest, NumbersOutOfRangeAreErrors) {
   for (const char *row : {"einsum,-5,20,7", "einsum,5,20,-7",
                           "einsum,5,20,99999999999999"}) {
-    auto table = MeasuredKernels::load(writeTable(std::string(row) + "\n"));
+    std::string text = std::string(row) + "\n";
+    auto table = MeasuredKernels::load(writeTable(text.c_str()));
     ASSERT_FALSE(bool(table)) << row;
     std::string message = llvm::toString(table.takeError());
     EXPECT_NE(message.find("kernels.csv:1: "), std::string::npos) << message;
