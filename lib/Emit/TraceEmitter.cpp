@@ -220,6 +220,31 @@ llvm::Error ChakraStamper::write(unsigned rank, llvm::StringRef path,
   return (*writer)->close();
 }
 
+uint64_t stg::estimateTraceBytes(const ProgramSet &programs,
+                                 const EmitOptions &options) {
+  // Per node: the shared bytes, a length prefix, and for communication the
+  // rank's own attributes (a group name, or source and destination).
+  std::vector<uint64_t> stageBytes;
+  for (const StageProgram &program : programs.stages) {
+    StageTemplate shared(program, options.orderingAsDataDeps);
+    uint64_t bytes = shared.bytes.size() + 3 * program.nodes.size();
+    for (const ProgramNode &node : program.nodes)
+      if (node.kind != ProgramNodeKind::Compute)
+        bytes += 24;
+    // Readable formats are several times larger than the binary.
+    if (options.format != TraceFormat::Chakra)
+      bytes *= 4;
+    else if (options.gzip)
+      bytes /= 10;
+    stageBytes.push_back(bytes);
+  }
+  uint64_t total = 0;
+  for (unsigned rank :
+       getSelectedRanks(options, programs.mesh.getNumRanks()))
+    total += stageBytes[programs.getStageOfRank(rank)];
+  return total;
+}
+
 llvm::Error stg::emitTraces(const ProgramSet &programs,
                             const CommGroups &groups,
                             llvm::StringRef directory,

@@ -121,6 +121,23 @@ static llvm::Error writeVariants(llvm::StringRef directory,
   return llvm::Error::success();
 }
 
+/// Refuses a run whose files would not fit where they go: better at once
+/// than "No space left" after minutes of writing.
+static llvm::Error checkDiskSpace(llvm::StringRef directory, uint64_t needed) {
+  llvm::ErrorOr<llvm::sys::fs::space_info> space =
+      llvm::sys::fs::disk_space(directory);
+  if (!space || needed <= space->available)
+    return llvm::Error::success();
+  auto gigabytes = [](uint64_t bytes) {
+    return llvm::formatv("{0:F1} GB", bytes / 1e9).str();
+  };
+  return llvm::createStringError(
+      std::errc::no_space_on_device,
+      "the traces need about %s, but the file system of -o has %s free; "
+      "write fewer ranks (--ranks), use --gzip, or choose another -o",
+      gigabytes(needed).c_str(), gigabytes(space->available).c_str());
+}
+
 /// Reads --perturb's spec, checked against the run.
 static std::optional<PerturbationSpec>
 loadPerturbation(const StagecOptions &options, const ProgramSet &programs,
@@ -225,12 +242,21 @@ int main(int argc, char **argv) {
       return 1;
   }
 
+  // From here on an interrupt stops the writers and removes what they
+  // wrote; before, nothing is on disk and the default action is right.
+  llvm::sys::SetInterruptFunction([] { interrupted = true; });
   auto output = OutputDirectory::create(options.outputDir);
   if (!output) {
     diags.error({}, llvm::toString(output.takeError()));
     return 1;
   }
-  llvm::sys::SetInterruptFunction([] { interrupted = true; });
+  if (llvm::Error err = checkDiskSpace(
+          (*output)->getPath(),
+          estimateTraceBytes(programs, emitOptions) *
+              (1 + (perturbation ? options.variants : 0)))) {
+    diags.error({}, llvm::toString(std::move(err)));
+    return 1;
+  }
   auto fail = [&](llvm::Error err) {
     diags.error({}, llvm::toString(std::move(err)));
     (*output)->discard();

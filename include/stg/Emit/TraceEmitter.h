@@ -73,6 +73,13 @@ struct WrittenFile {
   uint64_t bytes = 0;
 };
 
+/// About how many bytes emitTraces will write for `options` (Chakra files
+/// exactly but for the length prefixes and rank attributes; gzip assumed to
+/// shrink at most tenfold), so a run that cannot fit on the disk is refused
+/// before it starts.
+uint64_t estimateTraceBytes(const ProgramSet &programs,
+                            const EmitOptions &options);
+
 /// Writes the files of the selected ranks into `directory`, which exists,
 /// and, if `written` is given, fills it in the order of the selected ranks.
 /// On error, files already written stay (the caller writes into a
