@@ -10,7 +10,9 @@
 // Every way a file can be wrong is checked before it can do harm: a length
 // prefix is bounded by MaxMessageBytes and, for a plain file, by the bytes
 // left in it, before anything is allocated; a gzip stream must end with its
-// trailer; the first message must be a GlobalMetadata with a version.
+// trailer; the first message must be a GlobalMetadata with a version; no
+// node message is empty (zeros, which a small gzip can inflate to
+// gigabytes of, stop the reader at the first).
 // Protobuf reports failures by return value, so nothing here throws.
 //
 //===----------------------------------------------------------------------===//
@@ -294,9 +296,22 @@ llvm::Expected<bool> ChakraTraceReader::readNode(ChakraProtoMsg::Node &node) {
                                    "%s: reading past an error", name.c_str());
   uint64_t start = offset;
   std::string what = "node " + std::to_string(numNodes);
+  if (numNodes >= MaxNodes) {
+    llvm::Expected<bool> more = readFrame(what);
+    if (!more || !*more)
+      return more;
+    return formatError("more than " + llvm::Twine(MaxNodes) +
+                       " nodes, the most a trace may have");
+  }
   llvm::Expected<bool> gotFrame = readFrame(what);
   if (!gotFrame || !*gotFrame)
     return gotFrame;
+  // Every node has a type, so its message is never empty; a run of zero
+  // bytes (what a small gzip inflates to gigabytes of) is not nodes.
+  if (payload.empty())
+    return formatError("empty message: " + what + " " + at(start) +
+                       " has 0 bytes, which no node has; corrupt, or not a "
+                       "Chakra trace");
   if (!node.ParseFromString(payload))
     return formatError("malformed message: " + what + " " + at(start) + " (" +
                        llvm::Twine(payload.size()) +

@@ -2,6 +2,8 @@
 
 #include "StageBuilder.h"
 
+#include "stg/Instantiate/Limits.h"
+
 #include "stg/IR/GradOp.h"
 
 using namespace stg;
@@ -69,6 +71,16 @@ std::string StageBuilder::getInstanceName(const Op &op,
 }
 
 uint32_t StageBuilder::addNode(ProgramNode node) {
+  if (nodes->size() >= MaxStageNodes) {
+    if (!failed)
+      shared.diags.error(shared.module.getModelLoc(),
+                         "stage " + llvm::Twine(stage) + " needs more than " +
+                             llvm::Twine(MaxStageNodes) +
+                             " nodes, the most a stage program may have; use "
+                             "fewer micro-batches or layers per stage");
+    failed = true;
+    return 0;
+  }
   uint32_t id = nodes->size();
   llvm::sort(node.dataDeps);
   node.dataDeps.erase(std::unique(node.dataDeps.begin(), node.dataDeps.end()),
@@ -404,6 +416,24 @@ void StageBuilder::chainEntries(size_t begin, llvm::ArrayRef<uint32_t> exits) {
 bool StageBuilder::build(StageProgram &program) {
   nodes = &program.nodes;
   program.stage = stage;
+  // Fail in milliseconds, not after minutes of building: the nodes the
+  // stage's op instances make, per micro-batch and once per step.
+  uint64_t perMicrobatch = 0, perStep = 0;
+  forEachInstanceOnStage(shared.module, placement, stage,
+                         [&](const Op &op, int layer) {
+                           if (!isElided(op))
+                             ++(isOncePerStep(op) ? perStep : perMicrobatch);
+                         });
+  uint64_t expected = perMicrobatch * shared.options.numMicrobatches + perStep;
+  if (expected > MaxStageNodes) {
+    shared.diags.error(shared.module.getModelLoc(),
+                       "stage " + llvm::Twine(stage) + " needs about " +
+                           llvm::Twine(expected) + " nodes, more than the " +
+                           llvm::Twine(MaxStageNodes) +
+                           " a stage program may have; use fewer "
+                           "micro-batches or layers per stage");
+    return false;
+  }
   findDeferredSync();
   program.layers = placement.getLayersOf(stage);
   program.schedule = getStageSchedule(

@@ -133,6 +133,9 @@ public:
   /// larger length prefix means a corrupt file or one that is not a trace,
   /// and is rejected before any memory is allocated for it.
   static constexpr uint32_t MaxMessageBytes = 256u << 20;
+  /// Nodes per file: 2^25, as many as stagec puts in one stage's program,
+  /// so that no input makes a reader's bookkeeping outgrow memory.
+  static constexpr uint64_t MaxNodes = uint64_t(1) << 25;
 
   static llvm::Expected<std::unique_ptr<ChakraTraceReader>>
   open(llvm::StringRef path);
