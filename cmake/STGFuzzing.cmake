@@ -39,3 +39,14 @@ if(NOT _stg_vocab_pos EQUAL -1)
                              "$<BUILD_INTERFACE:${_stg_antlr_copy}>")
   message(STATUS "Fuzzing: ANTLR headers patched for clang in ${_stg_antlr_copy}")
 endif()
+
+# clang 14 with libstdc++ 12 in C++20 mode rejects llvm::json::Array (a
+# std::vector of the then incomplete json::Value, whose members C++20 makes
+# constexpr). The libraries that use LLVM's JSON compile as C++17 in the
+# fuzzing build only; they need nothing newer. Called once the libraries
+# exist.
+function(stg_fuzzing_compile_json_users_as_cxx17)
+  foreach(target STGPerturb STGTrace STGEmit)
+    set_target_properties(${target} PROPERTIES CXX_STANDARD 17)
+  endforeach()
+endfunction()

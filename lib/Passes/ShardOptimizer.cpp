@@ -137,7 +137,9 @@ LogicalResult ShardOptimizerPass::run(Module &m, DiagnosticEngine &diags) {
                                  "run it after 'optimizer'");
     return failure();
   }
-  for (auto [step, reduce] : steps) {
+  for (auto &entry : steps) {
+    // Named, not a structured binding: the lambda captures them.
+    Op *step = entry.first, *reduce = entry.second;
     // Only the step reads the reduced gradient; it can be a shard.
     bool onlyUse = true;
     model->walk([&](Op &op) {

@@ -273,8 +273,10 @@ void TraceSetVerifier::compareCollectives(int64_t rank, uint32_t fileIndex,
   if (!groups)
     return;
   const std::string &file = files[fileIndex].fileName;
-  for (const auto &[id, members] : *groups) {
-    if (!llvm::is_contained(members, rank))
+  for (const auto &group : *groups) {
+    // Named, not a structured binding: the lambda below captures it.
+    const std::string &id = group.first;
+    if (!llvm::is_contained(group.second, rank))
       continue;
     std::vector<CollectiveRecord> sequence;
     if (auto it = summary.collectives.find(id); it != summary.collectives.end())
