@@ -20,6 +20,13 @@
 // top of any tensor-parallel split). Steps whose gradient is already sharded
 // (FSDP) or never reduced (one data-parallel rank) are left alone.
 //
+// When the bound numbers do not divide (a first dimension of 4096 over 48
+// data-parallel ranks), the shards pad it up to the next multiple, as
+// Megatron-LM pads its gradient buffer: every rank holds ceil(4096/48) = 86
+// rows, the reduce-scatter and all-gather move the padded buffer, and the
+// optimizer state counts the padding. Dims without values stay symbolic and
+// unpadded.
+//
 //===----------------------------------------------------------------------===//
 
 #include "stg/IR/DistributionRules.h"
@@ -44,9 +51,11 @@ private:
 
 } // namespace
 
-/// `type` with dimension 0 also split over `axes`.
+/// `type` with dimension 0 also split over `axes`, and padded to `extent`
+/// if given.
 static TensorType splitFirstDim(const TensorType &type,
-                                llvm::ArrayRef<const Axis *> axes) {
+                                llvm::ArrayRef<const Axis *> axes,
+                                std::optional<Expr> extent = std::nullopt) {
   Distribution layout(type.getRank());
   const Distribution &from = type.getDistribution();
   for (unsigned d = 0; d < type.getRank(); ++d)
@@ -56,7 +65,32 @@ static TensorType splitFirstDim(const TensorType &type,
     layout.addPartition(0, axis);
   for (const Axis *axis : from.getPartialSum())
     layout.addPartialSum(axis);
-  return type.withDistribution(layout);
+  llvm::SmallVector<Expr, 4> shape(type.getShape().begin(),
+                                   type.getShape().end());
+  if (extent)
+    shape[0] = *extent;
+  return TensorType(type.getElementType(), std::move(shape), layout);
+}
+
+/// Dimension 0 of `type` rounded up to a multiple of its existing split
+/// times the degrees of `axes`, when the numbers are bound and do not
+/// divide; nothing when they divide or are symbolic.
+static std::optional<Expr> getPaddedFirstDim(const Module &module,
+                                             const TensorType &type,
+                                             llvm::ArrayRef<const Axis *> axes) {
+  std::optional<Expr> extent = module.bindAll(type.getDim(0));
+  std::optional<long long> rows = extent ? getIntegerValue(*extent)
+                                         : std::nullopt;
+  long long degree = 1;
+  auto multiply = [&](const Axis *axis) {
+    if (const Axis *ranks = axis->resolve())
+      degree *= ranks->size.value_or(1);
+  };
+  llvm::for_each(type.getDistribution().getPartition(0), multiply);
+  llvm::for_each(axes, multiply);
+  if (!rows || *rows <= 0 || degree <= 1 || *rows % degree == 0)
+    return std::nullopt;
+  return Expr((*rows + degree - 1) / degree * degree);
 }
 
 void ShardOptimizerPass::shard(Op &step, Op &allReduce) {
@@ -71,16 +105,23 @@ void ShardOptimizerPass::shard(Op &step, Op &allReduce) {
     op.setAttr("bytes", Attribute::getExpr(AttrKind::Expr, input.getLocalBytes()));
   };
 
-  // The gradient: reduce-scattered where it was all-reduced.
+  // The gradient: reduce-scattered where it was all-reduced, from a buffer
+  // padded to split evenly.
+  std::optional<Expr> padded =
+      getPaddedFirstDim(*module, weight->getType(), axes);
+  TensorType scattered = partial->getType();
+  if (padded)
+    scattered = splitFirstDim(scattered, {}, padded);
   Op *scatter = graph.createOpBefore(&allReduce, OpKind::ReduceScatter,
                                      allReduce.getLoc());
   scatter->setPhase(allReduce.getPhase());
   scatter->addOperand(partial);
-  setCollectiveAttrs(*scatter, partial->getType());
+  setCollectiveAttrs(*scatter, scattered);
   Value *gradShard = graph.createResult(
       scatter, module->makeUniqueName(partial->getName().str() +
                                       ".reducescatter"));
-  gradShard->setType(splitFirstDim(allReduce.getResult()->getType(), axes));
+  gradShard->setType(
+      splitFirstDim(allReduce.getResult()->getType(), axes, padded));
 
   // The step on the local shard, then the updated shards gathered.
   Op *view = graph.createOpBefore(&step, OpKind::Shard, loc);
@@ -90,7 +131,7 @@ void ShardOptimizerPass::shard(Op &step, Op &allReduce) {
   view->setAttr("axes", Attribute::getAxes(axes));
   Value *weightShard = graph.createResult(
       view, module->makeUniqueName(weight->getName().str() + ".shard"));
-  weightShard->setType(splitFirstDim(weight->getType(), axes));
+  weightShard->setType(splitFirstDim(weight->getType(), axes, padded));
 
   Op *shardStep = graph.createOpBefore(&step, OpKind::Adam, loc);
   shardStep->setPhase(Phase::Optimizer);
