@@ -31,11 +31,13 @@ Expr ExtentComparator::expand(const Expr &a) const {
   Expr e = a;
   // Derived dims may refer to other derived dims; the chain is acyclic
   // (a dim refers only to earlier ones), so this terminates.
+  // A substitution that divides by zero leaves the extent as it was: the
+  // comparison then fails, and check-divisibility reports the pole.
   for (size_t i = 0; i <= derived.size(); ++i) {
-    Expr next = e.subs(derived);
-    if (next.is_equal(e))
+    std::optional<Expr> next = trySubstitute(e, derived);
+    if (!next || next->is_equal(e))
       break;
-    e = next;
+    e = *next;
   }
   return e;
 }
@@ -43,7 +45,11 @@ Expr ExtentComparator::expand(const Expr &a) const {
 bool ExtentComparator::equal(const Expr &a, const Expr &b) const {
   if (a.is_equal(b))
     return true;
-  return (expand(a) - expand(b)).normal().is_zero();
+  try {
+    return (expand(a) - expand(b)).normal().is_zero();
+  } catch (const std::domain_error &) {
+    return false; // A pole: not provably equal.
+  }
 }
 
 std::string stg::formatShape(llvm::ArrayRef<Expr> shape,
