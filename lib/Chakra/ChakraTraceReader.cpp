@@ -158,6 +158,11 @@ ChakraTraceReader::open(llvm::StringRef path) {
   if (status.type() == llvm::sys::fs::file_type::directory_file)
     return llvm::createStringError(std::errc::is_a_directory,
                                    "%s: is a directory", path.str().c_str());
+  // A pipe or a device may never end, and has no size to check prefixes by.
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "%s: is not a regular file",
+                                   path.str().c_str());
   int fd = -1;
   if (std::error_code ec = llvm::sys::fs::openFileForRead(path, fd))
     return llvm::createStringError(ec, "%s: cannot open: %s",
@@ -167,10 +172,7 @@ ChakraTraceReader::open(llvm::StringRef path) {
   file->SetCloseOnDelete(true);
   std::unique_ptr<ChakraTraceReader> reader(new ChakraTraceReader(path));
   reader->fileSource = file.get();
-  std::optional<uint64_t> size;
-  if (status.type() == llvm::sys::fs::file_type::regular_file)
-    size = status.getSize();
-  if (llvm::Error err = reader->start(std::move(file), size))
+  if (llvm::Error err = reader->start(std::move(file), status.getSize()))
     return err;
   return reader;
 }
