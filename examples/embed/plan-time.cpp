@@ -48,8 +48,10 @@ int main(int argc, char **argv) {
   if (!compiled)
     return 1;
   stg::applyDeviceModel(compiled->programs, *device, /*measured=*/nullptr);
+  stg::SystemSpec system = stg::makeSingleDomainSystem(
+      *device, compiled->programs.mesh.getNumRanks());
   llvm::Expected<stg::StepEstimate> step =
-      stg::estimateStep(compiled->programs, *device);
+      stg::estimateStep(compiled->programs, system);
   if (!step) {
     llvm::errs() << "plan-time: " << llvm::toString(step.takeError()) << "\n";
     return 1;

@@ -190,6 +190,24 @@ llvm::json::Value stg::buildManifest(const Module &module,
       {"rank_coordinates", std::move(coordinates)}};
 }
 
+llvm::json::Value stg::describeSystem(const SystemSpec &system) {
+  auto tier = [](const NetworkTier &tier) {
+    return llvm::json::Object{
+        {"bandwidth_gbps", tier.bandwidth / 1e9},
+        {"latency_ns", tier.latency * 1e9},
+        {"topology", getTopologyName(tier.topology)},
+        {"algorithm", getAlgorithmName(tier.algorithm)}};
+  };
+  return llvm::json::Object{
+      {"name", system.name},
+      {"accelerator", system.device.name},
+      {"peak_tflops", system.device.peakFlops / 1e12},
+      {"memory_bandwidth_gbps", system.device.memoryBandwidth / 1e9},
+      {"gpus_per_node", int64_t(system.gpusPerNode)},
+      {"scale_up", tier(system.scaleUp)},
+      {"scale_out", tier(system.scaleOut)}};
+}
+
 void stg::setManifestFiles(llvm::json::Value &manifest,
                            llvm::ArrayRef<WrittenFile> written) {
   llvm::json::Array files;
@@ -290,8 +308,9 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
   if (!estimate)
     return;
   os << "\nestimated step: " << duration(estimate->stepMicros)
-     << " (one compute and one communication stream per rank, ring "
-        "collectives at the device's link bandwidth)\n";
+     << " (streams per rank: compute, forward/backward collectives, "
+        "gradient collectives, pipeline sends; alpha-beta collectives by "
+        "where each group sits)\n";
   for (unsigned stage = 0; stage < estimate->stages.size(); ++stage) {
     const StageTime &time = estimate->stages[stage];
     double idle = estimate->stepMicros - time.computeMicros;

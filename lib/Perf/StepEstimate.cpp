@@ -1,4 +1,4 @@
-//===- StepEstimate.cpp - A first estimate of the step time ---------------===//
+//===- StepEstimate.cpp - The step time of a plan on a system -------------===//
 //
 // A discrete-event replay: events are node completions, ordered by time and
 // then by stage and id so the result does not depend on container order.
@@ -7,36 +7,126 @@
 
 #include "stg/Perf/StepEstimate.h"
 
+#include <array>
+#include <cmath>
 #include <map>
 #include <queue>
 #include <tuple>
 
 using namespace stg;
 
-double stg::getCommunicationMicros(const ProgramNode &node, unsigned groupSize,
-                                   const DeviceSpec &device) {
-  double bytes = double(node.commBytes);
-  double n = groupSize;
-  double factor = 1;
-  if (node.kind == ProgramNodeKind::Collective) {
-    switch (node.commType) {
+/// Algorithm steps of one phase (a reduce-scatter or an all-gather) over
+/// `n` ranks: each step costs the tier's latency once.
+static double getSteps(const NetworkTier &tier, unsigned n) {
+  if (n <= 1)
+    return 0;
+  switch (tier.algorithm) {
+  case CollectiveAlgorithm::Ring:
+    return n - 1;
+  case CollectiveAlgorithm::Direct:
+    return 1;
+  case CollectiveAlgorithm::HalvingDoubling:
+    return std::ceil(std::log2(double(n)));
+  }
+  return n - 1;
+}
+
+/// Seconds of a collective over `n` ranks of one tier; `bytes` is the
+/// per-rank input buffer (an all-gather's output is n times it).
+static double getFlatSeconds(CollectiveKind kind, double bytes, unsigned n,
+                             const NetworkTier &tier) {
+  if (n <= 1)
+    return 0;
+  double share = double(n - 1) / n;
+  double steps = getSteps(tier, n);
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return 2 * share * bytes / tier.bandwidth + 2 * steps * tier.latency;
+  case CollectiveKind::AllGather:
+    return (n - 1) * bytes / tier.bandwidth + steps * tier.latency;
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllToAll:
+    return share * bytes / tier.bandwidth + steps * tier.latency;
+  }
+  return 0;
+}
+
+double stg::getCollectiveMicros(CollectiveKind kind, double bytes,
+                                const GroupSpan &span,
+                                const SystemSpec &system) {
+  const NetworkTier &up = system.scaleUp, &out = system.scaleOut;
+  unsigned m = span.perNode, k = span.nodes;
+  double seconds = 0;
+  if (k <= 1) {
+    seconds = getFlatSeconds(kind, bytes, span.members, up);
+  } else if (m <= 1) {
+    seconds = getFlatSeconds(kind, bytes, span.members, out);
+  } else {
+    // Hierarchical: NCCL's tree of rings, a phase per tier.
+    switch (kind) {
     case CollectiveKind::AllReduce:
-      factor = 2 * (n - 1) / n;
+      seconds = getFlatSeconds(CollectiveKind::ReduceScatter, bytes, m, up) +
+                getFlatSeconds(CollectiveKind::AllReduce, bytes / m, k, out) +
+                getFlatSeconds(CollectiveKind::AllGather, bytes / m, m, up);
+      break;
+    case CollectiveKind::ReduceScatter:
+      seconds = getFlatSeconds(CollectiveKind::ReduceScatter, bytes, m, up) +
+                getFlatSeconds(CollectiveKind::ReduceScatter, bytes / m, k,
+                               out);
       break;
     case CollectiveKind::AllGather:
-      factor = n - 1;
+      seconds = getFlatSeconds(CollectiveKind::AllGather, bytes, k, out) +
+                getFlatSeconds(CollectiveKind::AllGather, bytes * k, m, up);
       break;
-    default: // ReduceScatter, AllToAll.
-      factor = (n - 1) / n;
+    case CollectiveKind::AllToAll: {
+      // Each rank's share for ranks of its node goes over scale-up, the
+      // rest over its NIC, at the same time.
+      double n = span.members;
+      double inside = bytes * (m - 1) / n / up.bandwidth +
+                      getSteps(up, m) * up.latency;
+      double across = bytes * (n - m) / n / out.bandwidth +
+                      getSteps(out, k) * out.latency;
+      seconds = std::max(inside, across);
       break;
     }
+    }
   }
-  return factor * bytes / device.linkBandwidth * 1e6;
+  return seconds * 1e6;
+}
+
+double stg::getMessageMicros(double bytes, bool acrossNodes,
+                             const SystemSpec &system) {
+  const NetworkTier &tier = acrossNodes ? system.scaleOut : system.scaleUp;
+  return (bytes / tier.bandwidth + tier.latency) * 1e6;
 }
 
 namespace {
 
-enum class Stream : uint8_t { None, Compute, Communication };
+/// Where a node runs; None for a receive, which only waits.
+enum class Stream : uint8_t {
+  Compute,
+  Activation, ///< Forward and backward collectives (tp, cp, ep).
+  Gradient,   ///< Gradient synchronization and optimizer collectives (dp).
+  Pipeline,   ///< Sends to other stages.
+  None
+};
+constexpr unsigned NumStreams = 4;
+
+Stream getStream(const ProgramNode &node) {
+  switch (node.kind) {
+  case ProgramNodeKind::Compute:
+    return Stream::Compute;
+  case ProgramNodeKind::Send:
+    return Stream::Pipeline;
+  case ProgramNodeKind::Recv:
+    return Stream::None;
+  case ProgramNodeKind::Collective:
+    return node.phase == Phase::GradientSync || node.phase == Phase::Optimizer
+               ? Stream::Gradient
+               : Stream::Activation;
+  }
+  return Stream::None;
+}
 
 struct Event {
   double time;
@@ -56,14 +146,17 @@ using MinHeap = std::priority_queue<uint32_t, std::vector<uint32_t>,
 struct StageState {
   std::vector<unsigned> pending;
   std::vector<std::vector<uint32_t>> children;
-  MinHeap readyCompute, readyCommunication;
-  bool computeBusy = false, communicationBusy = false;
+  std::array<MinHeap, NumStreams> ready;
+  std::array<bool, NumStreams> busy{};
+  unsigned rank = 0; ///< The rank that stands for the stage.
+  /// Group mask -> how its group sits on the nodes, for this stage's rank.
+  std::map<AxisMask, GroupSpan> spans;
 };
 
 class Replay {
 public:
-  Replay(const ProgramSet &programs, const DeviceSpec &device)
-      : programs(programs), device(device), states(programs.stages.size()) {}
+  Replay(const ProgramSet &programs, const SystemSpec &system)
+      : programs(programs), system(system), states(programs.stages.size()) {}
 
   llvm::Expected<StepEstimate> run();
 
@@ -76,9 +169,10 @@ private:
   void makeReady(unsigned stage, uint32_t id, double now);
   void issue(unsigned stage, double now);
   void complete(const Event &event);
+  double getMicros(unsigned stage, const ProgramNode &node);
 
   const ProgramSet &programs;
-  const DeviceSpec &device;
+  const SystemSpec &system;
   std::vector<StageState> states;
   StepEstimate estimate;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
@@ -95,11 +189,9 @@ void Replay::makeReady(unsigned stage, uint32_t id, double now) {
   const ProgramNode &ready = node(stage, id);
   switch (ready.kind) {
   case ProgramNodeKind::Compute:
-    states[stage].readyCompute.push(id);
-    return;
   case ProgramNodeKind::Collective:
   case ProgramNodeKind::Send:
-    states[stage].readyCommunication.push(id);
+    states[stage].ready[unsigned(getStream(ready))].push(id);
     return;
   case ProgramNodeKind::Recv: {
     MessageKey key{ready.peerStage, stage, ready.tag};
@@ -115,37 +207,49 @@ void Replay::makeReady(unsigned stage, uint32_t id, double now) {
   }
 }
 
+double Replay::getMicros(unsigned stage, const ProgramNode &work) {
+  StageState &state = states[stage];
+  switch (work.kind) {
+  case ProgramNodeKind::Compute:
+    return double(work.durationMicros);
+  case ProgramNodeKind::Collective: {
+    auto [it, inserted] = state.spans.try_emplace(work.group);
+    if (inserted)
+      it->second = getGroupSpan(programs.mesh, system, state.rank, work.group);
+    return getCollectiveMicros(work.commType, double(work.commBytes),
+                               it->second, system);
+  }
+  case ProgramNodeKind::Send:
+  case ProgramNodeKind::Recv: {
+    unsigned peer = programs.getPeerRank(state.rank, work.peerStage);
+    return getMessageMicros(double(work.commBytes),
+                            system.getNode(peer) != system.getNode(state.rank),
+                            system);
+  }
+  }
+  return 0;
+}
+
 void Replay::issue(unsigned stage, double now) {
   StageState &state = states[stage];
   StageTime &time = estimate.stages[stage];
-  if (!state.computeBusy && !state.readyCompute.empty()) {
-    uint32_t id = state.readyCompute.top();
-    state.readyCompute.pop();
-    double micros = double(node(stage, id).durationMicros);
-    time.computeMicros += micros;
-    state.computeBusy = true;
-    events.push({now + micros, stage, id, Stream::Compute});
-  }
-  if (!state.communicationBusy && !state.readyCommunication.empty()) {
-    uint32_t id = state.readyCommunication.top();
-    state.readyCommunication.pop();
-    const ProgramNode &comm = node(stage, id);
-    unsigned groupSize = comm.kind == ProgramNodeKind::Collective
-                             ? programs.mesh.getGroupSize(comm.group)
-                             : 2;
-    double micros = getCommunicationMicros(comm, groupSize, device);
-    time.communicationMicros += micros;
-    state.communicationBusy = true;
-    events.push({now + micros, stage, id, Stream::Communication});
+  for (unsigned stream = 0; stream < NumStreams; ++stream) {
+    if (state.busy[stream] || state.ready[stream].empty())
+      continue;
+    uint32_t id = state.ready[stream].top();
+    state.ready[stream].pop();
+    double micros = getMicros(stage, node(stage, id));
+    (Stream(stream) == Stream::Compute ? time.computeMicros
+                                       : time.communicationMicros) += micros;
+    state.busy[stream] = true;
+    events.push({now + micros, stage, id, Stream(stream)});
   }
 }
 
 void Replay::complete(const Event &event) {
   StageState &state = states[event.stage];
-  if (event.stream == Stream::Compute)
-    state.computeBusy = false;
-  else if (event.stream == Stream::Communication)
-    state.communicationBusy = false;
+  if (event.stream != Stream::None)
+    state.busy[unsigned(event.stream)] = false;
   ++completed;
   StageTime &time = estimate.stages[event.stage];
   time.finishMicros = std::max(time.finishMicros, event.time);
@@ -174,6 +278,7 @@ llvm::Expected<StepEstimate> Replay::run() {
   for (unsigned stage = 0; stage < programs.stages.size(); ++stage) {
     const std::vector<ProgramNode> &nodes = programs.stages[stage].nodes;
     StageState &state = states[stage];
+    state.rank = programs.getPeerRank(0, stage);
     state.pending.assign(nodes.size(), 0);
     state.children.resize(nodes.size());
     total += nodes.size();
@@ -225,6 +330,6 @@ llvm::Expected<StepEstimate> Replay::run() {
 }
 
 llvm::Expected<StepEstimate> stg::estimateStep(const ProgramSet &programs,
-                                               const DeviceSpec &device) {
-  return Replay(programs, device).run();
+                                               const SystemSpec &system) {
+  return Replay(programs, system).run();
 }

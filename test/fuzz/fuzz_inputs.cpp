@@ -1,9 +1,9 @@
 //===- fuzz_inputs.cpp - libFuzzer targets for the data inputs ------------===//
 //
-// One source, four targets, chosen by STG_FUZZ_INPUT at compile time: the
+// One source, five targets, chosen by STG_FUZZ_INPUT at compile time: the
 // bytes are the text of a perturbation spec (YAML), a device file (YAML),
-// a measured-kernel table (CSV) or a communicator-group file (JSON), parsed
-// as stagec and stage-et parse them. A spec that parses is also applied to
+// a measured-kernel table (CSV), a communicator-group file (JSON) or a
+// system (cluster) file (YAML), parsed as stagec and stage-et parse them. A spec that parses is also applied to
 // a small two-stage program set, so the draws and the arithmetic on what
 // they change run too. Errors are expected; the fuzzer looks for crashes,
 // sanitizer reports, leaks and hangs.
@@ -14,6 +14,9 @@
 
 #if STG_FUZZ_INPUT == 4
 #include "stg/Trace/TraceFiles.h"
+#elif STG_FUZZ_INPUT == 5
+#include "stg/Perf/StepEstimate.h"
+#include "stg/Perf/System.h"
 #else
 #include "stg/Perf/DeviceModel.h"
 #include "stg/Perturb/Perturbation.h"
@@ -106,8 +109,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::Expected<CommGroups> groups = parseCommGroups(text, "groups.json");
   if (!groups)
     llvm::consumeError(groups.takeError());
+#elif STG_FUZZ_INPUT == 5
+  llvm::Expected<SystemSpec> system = parseSystem(text, "/nonexistent/c.yaml");
+  if (!system) {
+    llvm::consumeError(system.takeError());
+    return 0;
+  }
+  // Price a collective over a group that spans nodes, and one inside.
+  for (CollectiveKind kind :
+       {CollectiveKind::AllReduce, CollectiveKind::AllGather,
+        CollectiveKind::ReduceScatter, CollectiveKind::AllToAll}) {
+    (void)getCollectiveMicros(kind, 1e9, {16, 2, 8}, *system);
+    (void)getCollectiveMicros(kind, 1e9, {8, 1, 8}, *system);
+  }
+  (void)getMessageMicros(1e6, true, *system);
 #else
-#error "STG_FUZZ_INPUT must be 1 (spec), 2 (device), 3 (CSV) or 4 (groups)"
+#error "STG_FUZZ_INPUT must be 1 (spec), 2 (device), 3 (CSV), 4 (groups) or 5 (system)"
 #endif
   return 0;
 }

@@ -3,8 +3,8 @@
 #
 # Usage: test/fuzz/run-fuzzer.sh [--target NAME] SECONDS [JOBS] [FLAG...]
 #
-#   NAME     parse (default), perturb-spec, device, measured, comm-groups or
-#            command-line: the target stg-fuzz-NAME.
+#   NAME     parse (default), perturb-spec, device, measured, comm-groups,
+#            system or command-line: the target stg-fuzz-NAME.
 #   SECONDS  how long to fuzz (libFuzzer -max_total_time).
 #   JOBS     parallel fuzzing processes (default 1; >1 uses -fork=JOBS).
 #   Further arguments are passed to libFuzzer as they are (e.g. -seed=1).
@@ -49,7 +49,7 @@ if [[ $# -ge 2 && $1 == --target ]]; then
   shift 2
 fi
 case $TARGET in
-  parse|perturb-spec|device|measured|comm-groups|command-line) ;;
+  parse|perturb-spec|device|measured|comm-groups|system|command-line) ;;
   *) echo "run-fuzzer: unknown target '$TARGET'" >&2; usage ;;
 esac
 [[ $# -ge 1 ]] || usage

@@ -28,19 +28,85 @@ ProgramNode message(ProgramNodeKind kind, unsigned peer, int64_t bytes,
 
 // Links of 1 GB/s: 1000 bytes per microsecond.
 const DeviceSpec Device{"test", 1e12, 1e12, 1e9, 1.0, 1.0};
+const SystemSpec OneDomain = makeSingleDomainSystem(Device, 4);
+
+/// Two nodes of two GPUs: scale-up 1 GB/s with 1 us a step, scale-out
+/// 0.1 GB/s with 10 us a step.
+SystemSpec makeTwoTier() {
+  SystemSpec system = OneDomain;
+  system.gpusPerNode = 2;
+  system.scaleUp = {1e9, 1e-6, NetworkTopology::Switch,
+                    CollectiveAlgorithm::Ring};
+  system.scaleOut = {1e8, 10e-6, NetworkTopology::Switch,
+                     CollectiveAlgorithm::Ring};
+  return system;
+}
 
 TEST(StepEstimateTest, CollectiveTimesFollowTheRingAlgorithm) {
-  ProgramNode node;
-  node.kind = ProgramNodeKind::Collective;
-  node.commBytes = 4000;
-  node.commType = CollectiveKind::AllReduce;
-  EXPECT_DOUBLE_EQ(getCommunicationMicros(node, 4, Device), 6.0); // 2*3/4
-  node.commType = CollectiveKind::ReduceScatter;
-  EXPECT_DOUBLE_EQ(getCommunicationMicros(node, 4, Device), 3.0); // 3/4
-  node.commType = CollectiveKind::AllGather;
-  EXPECT_DOUBLE_EQ(getCommunicationMicros(node, 4, Device), 12.0); // 3
-  node.kind = ProgramNodeKind::Send;
-  EXPECT_DOUBLE_EQ(getCommunicationMicros(node, 2, Device), 4.0);
+  GroupSpan four{4, 1, 4};
+  auto micros = [&](CollectiveKind kind) {
+    return getCollectiveMicros(kind, 4000, four, OneDomain);
+  };
+  EXPECT_DOUBLE_EQ(micros(CollectiveKind::AllReduce), 6.0);      // 2*3/4
+  EXPECT_DOUBLE_EQ(micros(CollectiveKind::ReduceScatter), 3.0);  // 3/4
+  EXPECT_DOUBLE_EQ(micros(CollectiveKind::AllGather), 12.0);     // 3
+  EXPECT_DOUBLE_EQ(micros(CollectiveKind::AllToAll), 3.0);       // 3/4
+  EXPECT_DOUBLE_EQ(getMessageMicros(4000, false, OneDomain), 4.0);
+}
+
+TEST(StepEstimateTest, EachAlgorithmStepCostsTheLatency) {
+  SystemSpec system = makeTwoTier();
+  GroupSpan inNode{2, 1, 2}, acrossNodes{2, 2, 1};
+  // 2*(1/2)*1000/1e9 s + 2 steps of 1 us; across: 0.1 GB/s, 10 us steps.
+  EXPECT_DOUBLE_EQ(
+      getCollectiveMicros(CollectiveKind::AllReduce, 1000, inNode, system),
+      1.0 + 2.0);
+  EXPECT_DOUBLE_EQ(getCollectiveMicros(CollectiveKind::AllReduce, 1000,
+                                       acrossNodes, system),
+                   10.0 + 20.0);
+  EXPECT_DOUBLE_EQ(getMessageMicros(1000, true, system), 10.0 + 10.0);
+  // Halving-doubling takes log2(n) steps a phase, a direct exchange one.
+  system.scaleUp.algorithm = CollectiveAlgorithm::HalvingDoubling;
+  GroupSpan eight{8, 1, 8};
+  system.gpusPerNode = 8;
+  EXPECT_DOUBLE_EQ(
+      getCollectiveMicros(CollectiveKind::ReduceScatter, 8000, eight, system),
+      7.0 + 3.0);
+  system.scaleUp.algorithm = CollectiveAlgorithm::Direct;
+  EXPECT_DOUBLE_EQ(
+      getCollectiveMicros(CollectiveKind::ReduceScatter, 8000, eight, system),
+      7.0 + 1.0);
+}
+
+TEST(StepEstimateTest, AGroupAcrossNodesIsHierarchical) {
+  // Four ranks on two nodes: reduce-scatter in the node (1000 us of
+  // bandwidth at 1 GB/s for half of 2 MB, 1 step), all-reduce across
+  // nodes on the 1 MB share (1 MB at 0.1 GB/s, 2 steps of 10 us), then
+  // all-gather in the node (1 MB, 1 step).
+  SystemSpec system = makeTwoTier();
+  GroupSpan span{4, 2, 2};
+  EXPECT_DOUBLE_EQ(
+      getCollectiveMicros(CollectiveKind::AllReduce, 2e6, span, system),
+      (1000.0 + 1.0) + (10000.0 + 20.0) + (1000.0 + 1.0));
+  // All-to-all: a quarter stays in the node, half crosses it, at once.
+  EXPECT_DOUBLE_EQ(
+      getCollectiveMicros(CollectiveKind::AllToAll, 4e6, span, system),
+      std::max(1000.0 + 1.0, 20000.0 + 10.0));
+}
+
+TEST(StepEstimateTest, GroupsAreSpannedByRankOrder) {
+  Mesh mesh({{"tp", 2}, {"dp", 4}});
+  SystemSpec system = makeTwoTier(); // Ranks 0-1 node 0, 2-3 node 1, ...
+  GroupSpan tp = getGroupSpan(mesh, system, 0, 1u << 0);
+  EXPECT_EQ(tp.members, 2u);
+  EXPECT_EQ(tp.nodes, 1u);
+  GroupSpan dp = getGroupSpan(mesh, system, 0, 1u << 1);
+  EXPECT_EQ(dp.members, 4u);
+  EXPECT_EQ(dp.nodes, 4u);
+  EXPECT_EQ(dp.perNode, 1u);
+  GroupSpan both = getGroupSpan(mesh, system, 0, 3u);
+  EXPECT_EQ(both.nodes, 4u);
+  EXPECT_EQ(both.perNode, 2u);
 }
 
 TEST(StepEstimateTest, StagesWaitForTheirMessages) {
@@ -60,7 +126,7 @@ TEST(StepEstimateTest, StagesWaitForTheirMessages) {
   reduce.dataDeps = {1};
   programs.stages[1].nodes = {message(ProgramNodeKind::Recv, 0, 5000, {}),
                               compute(20, {0}), reduce};
-  llvm::Expected<StepEstimate> estimate = estimateStep(programs, Device);
+  llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
   if (!estimate)
     FAIL() << llvm::toString(estimate.takeError());
   EXPECT_DOUBLE_EQ(estimate->stepMicros, 38.0);
@@ -83,11 +149,34 @@ TEST(StepEstimateTest, OneKernelAtATimeLowestIdFirst) {
   reduce.commBytes = 8000;
   reduce.group = 1;
   programs.stages[0].nodes = {compute(4, {}), compute(6, {}), reduce};
-  llvm::Expected<StepEstimate> estimate = estimateStep(programs, Device);
+  llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
   if (!estimate)
     FAIL() << llvm::toString(estimate.takeError());
   EXPECT_DOUBLE_EQ(estimate->stepMicros, 10.0); // 4 + 6; the 8 us overlaps
   EXPECT_DOUBLE_EQ(estimate->stages[0].communicationMicros, 8.0);
+}
+
+TEST(StepEstimateTest, GradientReductionsOverlapActivationCollectives) {
+  // A backward collective and a data-parallel gradient reduction, both
+  // ready at once, run on streams of their own.
+  ProgramSet programs;
+  programs.mesh = Mesh({{"tp", 2}, {"dp", 2}});
+  programs.stages.resize(1);
+  ProgramNode activation;
+  activation.kind = ProgramNodeKind::Collective;
+  activation.commType = CollectiveKind::AllReduce;
+  activation.commBytes = 8000;
+  activation.group = 1;
+  activation.phase = Phase::Backward;
+  ProgramNode gradient = activation;
+  gradient.group = 2;
+  gradient.phase = Phase::GradientSync;
+  programs.stages[0].nodes = {activation, gradient};
+  llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
+  if (!estimate)
+    FAIL() << llvm::toString(estimate.takeError());
+  EXPECT_DOUBLE_EQ(estimate->stepMicros, 8.0);
+  EXPECT_DOUBLE_EQ(estimate->stages[0].communicationMicros, 16.0);
 }
 
 TEST(StepEstimateTest, AReceiveWithoutItsSendNeverCompletes) {
@@ -97,7 +186,7 @@ TEST(StepEstimateTest, AReceiveWithoutItsSendNeverCompletes) {
   programs.stages.resize(2);
   programs.stages[1].nodes = {message(ProgramNodeKind::Recv, 0, 10, {})};
   programs.stages[1].nodes[0].name = "lonely.recv";
-  llvm::Expected<StepEstimate> estimate = estimateStep(programs, Device);
+  llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
   if (estimate)
     FAIL() << "a receive without its send completed";
   EXPECT_EQ(llvm::toString(estimate.takeError()),

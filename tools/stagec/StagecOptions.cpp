@@ -139,7 +139,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "fp8)")
       ->group(step);
 
-  const char *timing = "Kernel durations";
+  const char *timing = "Time (kernel durations, step estimate)";
+  app.add_option("--system", options.system,
+                 "the cluster: dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, "
+                 "mi300x or a system .yaml file (accelerator, GPUs per node, "
+                 "scale-up and scale-out networks)")
+      ->group(timing);
   app.add_option("--device", options.device,
                  "fill duration_micros by a roofline: A100, H100, H200, B200, "
                  "MI300X or a device .yaml file")
@@ -266,9 +271,16 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     std::fprintf(stderr, "stagec: error: --perturb needs -o DIR\n");
     return 1;
   }
-  if (!options.measured.empty() && options.device.empty()) {
-    std::fprintf(stderr, "stagec: error: --measured needs --device for the "
-                         "kernels the table does not have\n");
+  if (!options.measured.empty() && options.device.empty() &&
+      options.system.empty()) {
+    std::fprintf(stderr, "stagec: error: --measured needs --device or "
+                         "--system for the kernels the table does not have\n");
+    return 1;
+  }
+  if (!options.device.empty() && !options.system.empty()) {
+    std::fprintf(stderr, "stagec: error: give --system (which names its "
+                         "accelerator) or --device (one scale-up domain of "
+                         "that GPU), not both\n");
     return 1;
   }
   options.compile.schedule = *parsePipelineSchedule(options.schedule);
@@ -305,6 +317,8 @@ StagecOptions::describe() const {
   given.push_back({"ordering_deps", orderingDeps});
   if (!device.empty())
     given.push_back({"device", device});
+  if (!system.empty())
+    given.push_back({"system", system});
   if (!measured.empty())
     given.push_back({"measured", measured});
   if (!perturb.empty()) {

@@ -24,6 +24,7 @@ struct StagecOptions {
   std::string schedule = "1f1b";
   std::string dtype;
   std::string device;   ///< Built-in name or YAML file; empty: no durations.
+  std::string system;   ///< Built-in name or YAML file: the cluster.
   std::string measured; ///< CSV of measured kernel durations.
 
   std::string perturb;           ///< Perturbation spec (YAML).

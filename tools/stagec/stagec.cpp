@@ -10,15 +10,18 @@
 #include "StagecOptions.h"
 
 #include "stg/Driver/Compile.h"
+#include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/Manifest.h"
 #include "stg/Emit/OutputDirectory.h"
 #include "stg/Emit/TraceEmitter.h"
 #include "stg/Perf/DeviceModel.h"
+#include "stg/Perf/System.h"
 #include "stg/Perturb/Perturbation.h"
 #include "stg/Support/LogicalResult.h"
 #include "stg/Support/Version.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Signals.h"
@@ -31,20 +34,30 @@ using namespace stg;
 
 static std::atomic<bool> interrupted{false};
 
-/// Loads --device (and --measured) into `device` and fills the kernel
-/// durations; reports a bad device or table.
-static LogicalResult applyDevice(const StagecOptions &options,
+/// Loads --system or --device (and --measured) into `system` and fills the
+/// kernel durations; reports a bad system, device or table. `--device`
+/// alone is one scale-up domain holding every rank.
+static LogicalResult applySystem(const StagecOptions &options,
                                  ProgramSet &programs,
-                                 std::optional<DeviceSpec> &device,
+                                 std::optional<SystemSpec> &system,
                                  DiagnosticEngine &diags) {
-  if (options.device.empty())
+  if (!options.system.empty()) {
+    llvm::Expected<SystemSpec> loaded = loadSystem(options.system);
+    if (!loaded) {
+      diags.error({}, "--system: " + llvm::toString(loaded.takeError()));
+      return failure();
+    }
+    system = std::move(*loaded);
+  } else if (!options.device.empty()) {
+    llvm::Expected<DeviceSpec> loaded = loadDevice(options.device);
+    if (!loaded) {
+      diags.error({}, "--device: " + llvm::toString(loaded.takeError()));
+      return failure();
+    }
+    system = makeSingleDomainSystem(*loaded, programs.mesh.getNumRanks());
+  } else {
     return success();
-  llvm::Expected<DeviceSpec> loaded = loadDevice(options.device);
-  if (!loaded) {
-    diags.error({}, "--device: " + llvm::toString(loaded.takeError()));
-    return failure();
   }
-  device = *loaded;
   std::optional<MeasuredKernels> measured;
   if (!options.measured.empty()) {
     llvm::Expected<MeasuredKernels> table =
@@ -55,7 +68,7 @@ static LogicalResult applyDevice(const StagecOptions &options,
     }
     measured = std::move(*table);
   }
-  applyDeviceModel(programs, *device, measured ? &*measured : nullptr);
+  applyDeviceModel(programs, system->device, measured ? &*measured : nullptr);
   return success();
 }
 
@@ -138,6 +151,26 @@ static llvm::Error checkDiskSpace(llvm::StringRef directory, uint64_t needed) {
       gigabytes(needed).c_str(), gigabytes(space->available).c_str());
 }
 
+/// Writes DIR/astra/ for --system and records the command in the manifest;
+/// ranks that do not fill whole nodes get a note instead.
+static llvm::Error writeAstraSetup(const std::unique_ptr<OutputDirectory> &output,
+                                   const SystemSpec &system, unsigned numRanks,
+                                   llvm::StringRef prefix,
+                                   llvm::json::Object &manifest) {
+  llvm::SmallString<256> directory(output->getPath());
+  llvm::sys::path::append(directory, "astra");
+  if (std::error_code ec = llvm::sys::fs::create_directory(directory))
+    return llvm::createStringError(ec, "cannot create %s", directory.c_str());
+  if (llvm::Error err = writeAstraConfigs(directory, system, numRanks)) {
+    manifest["astra_sim"] = llvm::json::Object{
+        {"note", "no configs: " + llvm::toString(std::move(err))}};
+    return llvm::Error::success();
+  }
+  manifest["astra_sim"] = llvm::json::Object{
+      {"command", getAstraCommand(output->getTarget(), prefix)}};
+  return llvm::Error::success();
+}
+
 /// Reads --perturb's spec, checked against the run.
 static std::optional<PerturbationSpec>
 loadPerturbation(const StagecOptions &options, const ProgramSet &programs,
@@ -151,9 +184,9 @@ loadPerturbation(const StagecOptions &options, const ProgramSet &programs,
   }
   if (options.seed)
     spec->seed = *options.seed;
-  if (spec->needsDevice() && options.device.empty()) {
-    diags.error({}, "--perturb: nic_slowdown rules need --device: a delay is "
-                    "a share of the message's time on the device's links");
+  if (spec->needsDevice() && options.device.empty() && options.system.empty()) {
+    diags.error({}, "--perturb: nic_slowdown rules need --device or --system: "
+                    "a delay is a share of the message's time on the links");
     return std::nullopt;
   }
   return std::move(*spec);
@@ -188,8 +221,8 @@ int main(int argc, char **argv) {
   if (!compiled)
     return 1;
   const Module &module = *compiled->module;
-  std::optional<DeviceSpec> device;
-  if (failed(applyDevice(options, compiled->programs, device, diags)))
+  std::optional<SystemSpec> system;
+  if (failed(applySystem(options, compiled->programs, system, diags)))
     return 1;
   const ProgramSet &programs = compiled->programs;
   const Mesh &mesh = programs.mesh;
@@ -204,8 +237,8 @@ int main(int argc, char **argv) {
 
   std::vector<StageSummary> summaries = summarize(programs);
   std::optional<StepEstimate> estimate;
-  if (device) {
-    llvm::Expected<StepEstimate> replayed = estimateStep(programs, *device);
+  if (system) {
+    llvm::Expected<StepEstimate> replayed = estimateStep(programs, *system);
     if (!replayed) {
       diags.error({}, llvm::toString(replayed.takeError()));
       return 1;
@@ -273,6 +306,16 @@ int main(int argc, char **argv) {
       getSelectedRanks(emitOptions, mesh.getNumRanks());
   llvm::json::Value manifest = buildManifest(
       module, programs, summaries, inputs, estimate ? &*estimate : nullptr);
+  if (system) {
+    llvm::json::Object &fields = *manifest.getAsObject();
+    fields["system"] = describeSystem(*system);
+    if (!options.system.empty()) {
+      if (llvm::Error err = writeAstraSetup(*output, *system,
+                                            mesh.getNumRanks(),
+                                            emitOptions.prefix, fields))
+        return fail(std::move(err));
+    }
+  }
   if (llvm::Error err = writeTraceSet((*output)->getPath(), programs, groups,
                                       emitOptions, manifest))
     return fail(std::move(err));
@@ -281,7 +324,7 @@ int main(int argc, char **argv) {
     if (llvm::Error err =
             writeVariants((*output)->getPath(), programs, groups, emitOptions,
                           manifest, *perturbation, options.variants,
-                          device ? &*device : nullptr))
+                          system ? &system->device : nullptr))
       return fail(std::move(err));
 
   if (interrupted)

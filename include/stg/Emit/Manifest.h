@@ -17,6 +17,7 @@
 #include "stg/IR/Module.h"
 #include "stg/Instantiate/Program.h"
 #include "stg/Perf/StepEstimate.h"
+#include "stg/Perf/System.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -57,6 +58,10 @@ llvm::json::Value buildManifest(const Module &module,
                                 llvm::ArrayRef<StageSummary> summaries,
                                 const ManifestInputs &inputs,
                                 const StepEstimate *estimate = nullptr);
+
+/// The system's figures, for the manifest: accelerator, GPUs per node and
+/// each network tier.
+llvm::json::Value describeSystem(const SystemSpec &system);
 
 /// Sets the manifest's `files`: each written file's name, node count and
 /// size in bytes.

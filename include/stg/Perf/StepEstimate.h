@@ -1,18 +1,24 @@
-//===- StepEstimate.h - A first estimate of the step time -------*- C++ -*-===//
+//===- StepEstimate.h - The step time of a plan on a system -----*- C++ -*-===//
 //
-// Before handing the traces to a network simulator, a user wants to know
-// roughly how long a step takes and where the time goes. This replays the
-// programs the way ASTRA-sim's workload layer issues them, with a simple
-// network: per rank one compute stream and one communication stream, each
-// running the ready node with the lowest id; a compute node takes its
-// duration_micros (from the device model); a collective over n ranks of a
-// per-rank buffer S takes a ring algorithm's time on the device's link
-// bandwidth B (AllReduce 2(n-1)/n S/B, ReduceScatter (n-1)/n S/B, AllGather
-// (n-1) S/B, AllToAll (n-1)/n S/B); a send takes S/B, and its receive
-// completes when both the send is done and the receive's dependencies are.
-// Ranks of one stage run the same program, so one rank stands for each
-// stage. No contention, no latency, one link speed for every group: an
-// estimate for orientation, not a substitute for the simulator.
+// A discrete-event replay of the stage programs, the way ASTRA-sim's
+// workload layer issues them, on a two-tier cluster (System.h). Per rank
+// there are four streams, as the frameworks run them: compute; the
+// collectives of the forward and backward passes (tensor, context and
+// expert parallelism, on the critical path through their dependencies);
+// the gradient collectives of data parallelism and the optimizer, which
+// overlap the backward; and the pipeline's sends. Each stream runs its
+// ready node with the lowest id.
+//
+// A compute node takes its duration_micros (from the device model). A
+// collective is priced by where its group sits, with an alpha-beta model
+// per tier (alpha per algorithm step, beta the per-GPU bandwidth): inside a
+// node at scale-up speed, across nodes at NIC speed, and a group that spans
+// both hierarchically, as NCCL does (all-reduce: reduce-scatter in the
+// node, all-reduce across nodes on a 1/m share, all-gather in the node). A
+// send takes S/B + alpha of the tier between the two ranks; its receive
+// completes when the send is done and the receive's dependencies are.
+// Ranks of one stage run the same program, so the stage's first rank
+// stands for it. docs/cluster.md has the formulas.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +27,7 @@
 
 #include "stg/Instantiate/Program.h"
 #include "stg/Perf/DeviceModel.h"
+#include "stg/Perf/System.h"
 
 #include "llvm/Support/Error.h"
 
@@ -31,7 +38,7 @@ namespace stg {
 
 struct StageTime {
   double computeMicros = 0;       ///< Busy time of the compute stream.
-  double communicationMicros = 0; ///< Busy time of the communication stream.
+  double communicationMicros = 0; ///< Busy time of the communication streams.
   double finishMicros = 0;        ///< When the stage's last node finished.
 };
 
@@ -40,15 +47,20 @@ struct StepEstimate {
   std::vector<StageTime> stages;
 };
 
-/// Replays `programs` (with durations from a device model) on `device`'s
-/// links. Fails, naming the first node of each stuck stage, if some node
-/// never becomes ready: the trace set would deadlock in a simulator too.
+/// Replays `programs` (with durations from a device model) on `system`.
+/// Fails, naming the first node of each stuck stage, if some node never
+/// becomes ready: the trace set would deadlock a simulator too.
 llvm::Expected<StepEstimate> estimateStep(const ProgramSet &programs,
-                                          const DeviceSpec &device);
+                                          const SystemSpec &system);
 
-/// The modelled time of a communication node, in microseconds.
-double getCommunicationMicros(const ProgramNode &node, unsigned groupSize,
-                              const DeviceSpec &device);
+/// The time of a collective of `kind` on a per-rank buffer of `bytes` over
+/// a group laid out as `span`, in microseconds.
+double getCollectiveMicros(CollectiveKind kind, double bytes,
+                           const GroupSpan &span, const SystemSpec &system);
+
+/// The time of a message of `bytes` inside a node or between nodes.
+double getMessageMicros(double bytes, bool acrossNodes,
+                        const SystemSpec &system);
 
 } // namespace stg
 

@@ -1,0 +1,36 @@
+//===- AstraConfig.h - ASTRA-sim configs for a system -----------*- C++ -*-===//
+//
+// With `--system`, `-o DIR` also gets `DIR/astra/`: the analytical
+// backend's network.yml (a dimension per tier: GPUs per node, then nodes),
+// system.json (the collective algorithm per dimension) and memory.json,
+// describing the same cluster and placement the estimate used, so that
+// ASTRA-sim runs on the traces as they are. The manifest and --report give
+// the exact command (docs/astra-sim.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_EMIT_ASTRACONFIG_H
+#define STG_EMIT_ASTRACONFIG_H
+
+#include "stg/Perf/System.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace stg {
+
+/// Writes network.yml, system.json and memory.json into `directory` (which
+/// exists) for `numRanks` ranks on `system`. Fails if the ranks do not fill
+/// whole nodes, which ASTRA-sim's dimensions cannot express.
+llvm::Error writeAstraConfigs(llvm::StringRef directory,
+                              const SystemSpec &system, unsigned numRanks);
+
+/// The ASTRA-sim command line for the trace set `P` in `outputDir`, with
+/// the configs in `outputDir/astra`.
+std::string getAstraCommand(llvm::StringRef outputDir, llvm::StringRef prefix);
+
+} // namespace stg
+
+#endif // STG_EMIT_ASTRACONFIG_H

@@ -1,0 +1,268 @@
+//===- System.cpp - Built-in systems, the YAML format, group spans --------===//
+
+#include "stg/Perf/System.h"
+
+#include "stg/Support/InputFile.h"
+#include "stg/Support/YAMLInput.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+using namespace stg;
+
+llvm::StringRef stg::getTopologyName(NetworkTopology topology) {
+  switch (topology) {
+  case NetworkTopology::Switch:
+    return "switch";
+  case NetworkTopology::Ring:
+    return "ring";
+  case NetworkTopology::FullyConnected:
+    return "fully_connected";
+  }
+  llvm_unreachable("unknown topology");
+}
+
+llvm::StringRef stg::getAlgorithmName(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+  case CollectiveAlgorithm::Ring:
+    return "ring";
+  case CollectiveAlgorithm::Direct:
+    return "direct";
+  case CollectiveAlgorithm::HalvingDoubling:
+    return "halving_doubling";
+  }
+  llvm_unreachable("unknown algorithm");
+}
+
+static SystemSpec makeSystem(const char *name, const char *device,
+                             unsigned gpusPerNode, double upGBps,
+                             double upNs, NetworkTopology upTopology,
+                             double outGBps, double outNs) {
+  SystemSpec system;
+  system.name = name;
+  system.device = *lookupBuiltinDevice(device);
+  system.gpusPerNode = gpusPerNode;
+  system.scaleUp = {upGBps * 1e9, upNs * 1e-9, upTopology,
+                    upTopology == NetworkTopology::FullyConnected
+                        ? CollectiveAlgorithm::Direct
+                        : CollectiveAlgorithm::Ring};
+  system.scaleOut = {outGBps * 1e9, outNs * 1e-9, NetworkTopology::Switch,
+                     CollectiveAlgorithm::Ring};
+  return system;
+}
+
+llvm::ArrayRef<SystemSpec> stg::getBuiltinSystems() {
+  // Per GPU and direction (docs/cluster.md has the sources). Scale-out is
+  // the node's NICs shared by its GPUs: eight 200 Gb/s HDR or 400 Gb/s NDR
+  // ports for eight GPUs.
+  using T = NetworkTopology;
+  static const SystemSpec systems[] = {
+      makeSystem("dgx-a100", "A100", 8, 300, 700, T::Switch, 25, 2000),
+      makeSystem("dgx-h100", "H100", 8, 450, 700, T::Switch, 50, 2000),
+      makeSystem("dgx-b200", "B200", 8, 900, 700, T::Switch, 50, 2000),
+      makeSystem("gb200-nvl72", "B200", 72, 900, 700, T::Switch, 50, 2000),
+      makeSystem("mi300x", "MI300X", 8, 448, 700, T::FullyConnected, 50,
+                 2000),
+  };
+  return systems;
+}
+
+SystemSpec stg::makeSingleDomainSystem(const DeviceSpec &device,
+                                       unsigned ranks) {
+  SystemSpec system;
+  system.name = device.name;
+  system.device = device;
+  system.gpusPerNode = std::max(1u, ranks);
+  system.scaleUp = {device.linkBandwidth, 0, NetworkTopology::Switch,
+                    CollectiveAlgorithm::Ring};
+  system.scaleOut = system.scaleUp;
+  return system;
+}
+
+GroupSpan stg::getGroupSpan(const Mesh &mesh, const SystemSpec &system,
+                            unsigned rank, AxisMask mask) {
+  llvm::SmallVector<unsigned, 16> members;
+  mesh.getGroupMembers(rank, mask, members);
+  std::map<unsigned, unsigned> perNode;
+  for (unsigned member : members)
+    ++perNode[system.getNode(member)];
+  GroupSpan span;
+  span.members = members.size();
+  span.nodes = perNode.size();
+  for (const auto &entry : perNode)
+    span.perNode = std::max(span.perNode, entry.second);
+  return span;
+}
+
+//===----------------------------------------------------------------------===//
+// The YAML format
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// An error at a YAML node: `cluster.yaml:4:12: message`.
+struct SystemError {
+  YAML::Mark mark;
+  std::string message;
+};
+
+class SystemReader {
+public:
+  explicit SystemReader(llvm::StringRef path) : path(path) {}
+  SystemSpec read(const YAML::Node &root);
+
+private:
+  [[noreturn]] void fail(const YAML::Node &node, const std::string &message) {
+    throw SystemError{node.Mark(), message};
+  }
+  double readNumber(const YAML::Node &map, const char *key, double low,
+                    double high);
+  NetworkTier readTier(const YAML::Node &node, const char *key);
+  void checkKeys(const YAML::Node &map, std::set<std::string> allowed,
+                 const char *what);
+
+  llvm::StringRef path;
+};
+
+} // namespace
+
+void SystemReader::checkKeys(const YAML::Node &map,
+                             std::set<std::string> allowed, const char *what) {
+  for (const auto &entry : map)
+    if (!allowed.count(entry.first.Scalar()))
+      fail(entry.first, "unknown key '" + entry.first.Scalar() + "' in " +
+                            what);
+}
+
+double SystemReader::readNumber(const YAML::Node &map, const char *key,
+                                double low, double high) {
+  const YAML::Node node = map[key];
+  if (!node)
+    fail(map, std::string("missing '") + key + "'");
+  try {
+    double value = node.as<double>();
+    if (std::isfinite(value) && value >= low && value <= high)
+      return value;
+  } catch (const YAML::Exception &) {
+  }
+  std::string range;
+  llvm::raw_string_ostream(range) << llvm::format("%g to %g", low, high);
+  fail(node, std::string("'") + key + "' must be a number from " + range +
+                 ", found " + node.Scalar());
+}
+
+NetworkTier SystemReader::readTier(const YAML::Node &root, const char *key) {
+  const YAML::Node node = root[key];
+  if (!node)
+    fail(root, std::string("missing '") + key + "'");
+  if (!node.IsMap())
+    fail(node, std::string("'") + key +
+                   "' is a map: {bandwidth_gbps, latency_ns, topology, "
+                   "algorithm}");
+  checkKeys(node, {"bandwidth_gbps", "latency_ns", "topology", "algorithm"},
+            key);
+  NetworkTier tier;
+  tier.bandwidth = readNumber(node, "bandwidth_gbps", 1e-3, 1e6) * 1e9;
+  tier.latency = readNumber(node, "latency_ns", 0, 1e9) * 1e-9;
+  if (const YAML::Node topology = node["topology"]) {
+    std::string name = topology.Scalar();
+    if (name == "switch")
+      tier.topology = NetworkTopology::Switch;
+    else if (name == "ring")
+      tier.topology = NetworkTopology::Ring;
+    else if (name == "fully_connected")
+      tier.topology = NetworkTopology::FullyConnected;
+    else
+      fail(topology, "'topology' must be switch, ring or fully_connected");
+  }
+  if (const YAML::Node algorithm = node["algorithm"]) {
+    std::string name = algorithm.Scalar();
+    if (name == "ring")
+      tier.algorithm = CollectiveAlgorithm::Ring;
+    else if (name == "direct")
+      tier.algorithm = CollectiveAlgorithm::Direct;
+    else if (name == "halving_doubling")
+      tier.algorithm = CollectiveAlgorithm::HalvingDoubling;
+    else
+      fail(algorithm,
+           "'algorithm' must be ring, direct or halving_doubling");
+  }
+  return tier;
+}
+
+SystemSpec SystemReader::read(const YAML::Node &root) {
+  if (!root.IsMap())
+    fail(root, "a system is a map: name, accelerator, gpus_per_node, "
+               "scale_up, scale_out");
+  if (std::optional<YAML::Node> duplicate = findDuplicateKey(root))
+    fail(*duplicate, "key '" + duplicate->Scalar() + "' is given twice");
+  checkKeys(root,
+            {"name", "accelerator", "gpus_per_node", "scale_up", "scale_out"},
+            "a system");
+  SystemSpec system;
+  system.name = root["name"] ? root["name"].Scalar() : "custom";
+  const YAML::Node accelerator = root["accelerator"];
+  if (!accelerator || !accelerator.IsScalar())
+    fail(accelerator ? accelerator : root,
+         "'accelerator' names a built-in device or a device .yaml file");
+  // A device file is found beside the system file.
+  llvm::SmallString<256> devicePath(accelerator.Scalar());
+  if (!lookupBuiltinDevice(devicePath) && llvm::sys::path::is_relative(devicePath)) {
+    llvm::SmallString<256> beside = llvm::sys::path::parent_path(path);
+    llvm::sys::path::append(beside, devicePath);
+    devicePath = beside;
+  }
+  llvm::Expected<DeviceSpec> device = loadDevice(devicePath);
+  if (!device)
+    fail(accelerator, "'accelerator': " + llvm::toString(device.takeError()));
+  system.device = *device;
+  system.gpusPerNode = unsigned(readNumber(root, "gpus_per_node", 1, 4096));
+  if (root["gpus_per_node"].as<double>() != system.gpusPerNode)
+    fail(root["gpus_per_node"], "'gpus_per_node' must be a whole number");
+  system.scaleUp = readTier(root, "scale_up");
+  system.scaleOut = readTier(root, "scale_out");
+  return system;
+}
+
+llvm::Expected<SystemSpec> stg::parseSystem(llvm::StringRef text,
+                                            llvm::StringRef name) {
+  try {
+    YAML::Node root = YAML::Load(text.str());
+    return SystemReader(name).read(root);
+  } catch (const SystemError &e) {
+    return llvm::createStringError(std::errc::invalid_argument, "%s:%d:%d: %s",
+                                   name.str().c_str(), e.mark.line + 1,
+                                   e.mark.column + 1, e.message.c_str());
+  } catch (const YAML::Exception &e) {
+    return llvm::createStringError(std::errc::invalid_argument, "%s:%d:%d: %s",
+                                   name.str().c_str(), e.mark.line + 1,
+                                   e.mark.column + 1, e.msg.c_str());
+  }
+}
+
+llvm::Expected<SystemSpec> stg::loadSystem(llvm::StringRef nameOrFile) {
+  for (const SystemSpec &system : getBuiltinSystems())
+    if (nameOrFile.equals_insensitive(system.name))
+      return system;
+  if (!nameOrFile.endswith(".yaml") && !nameOrFile.endswith(".yml")) {
+    std::string names;
+    for (const SystemSpec &system : getBuiltinSystems())
+      names += (names.empty() ? "" : ", ") + system.name;
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "unknown system '%s' (built in: %s; or a "
+                                   ".yaml file)",
+                                   nameOrFile.str().c_str(), names.c_str());
+  }
+  auto text = readInputFile(nameOrFile, MaxSpecBytes, "system file");
+  if (!text)
+    return text.takeError();
+  return parseSystem((*text)->getBuffer(), nameOrFile);
+}

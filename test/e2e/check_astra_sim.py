@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+#===- check_astra_sim.py - stagec's clock against ASTRA-sim ---------------===#
+#
+# Usage: check_astra_sim.py STAGEC TEMPLATES ASTRA_DIR WORKDIR [--table]
+#
+# Compiles a matrix of small plans (dp, tp, pp, interleaved, cp, ep, FSDP,
+# distributed optimizer) for a two-tier cluster (two nodes of four GPUs,
+# test/e2e/two-node.yaml) with `--system`, runs ASTRA-sim's analytical
+# backend on each trace set with the configs stagec wrote (DIR/astra/), and
+# compares ASTRA-sim's step (the last rank to finish) with the manifest's
+# estimate. Every rank must finish, and the estimate must be within the
+# plan's tolerance. Exits 77 (skipped) when ASTRA_DIR has no runner.
+# --table prints the comparison as the Markdown table of docs/validation.md.
+#
+#===----------------------------------------------------------------------===#
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SYSTEM = os.path.join(HERE, "two-node.yaml")
+
+SMALL = ["--set", "L=4", "--set", "S=256"]
+
+# name, template, flags, tolerance (fraction of ASTRA-sim's step). Plans in
+# one node are held to 5 %, plans across nodes to 10 %; a larger tolerance
+# names the reason in docs/validation.md ("Where the two differ").
+PLANS = [
+    ("tp4", "llama3-8b.stg", ["--tp", "4"], 0.05),
+    # ASTRA-sim overlaps none of the gradient all-reduce with the backward
+    # here; DDP and Megatron do, as stagec does (docs/validation.md).
+    ("dp4", "llama3-8b.stg", ["--dp", "4"], 0.15),
+    ("tp4-pp2", "llama3-8b.stg", ["--tp", "4", "--pp", "2",
+                                  "--microbatches", "4"], 0.10),
+    ("tp2-pp2-vs2", "llama3-8b.stg", ["--tp", "2", "--pp", "2",
+                                      "--microbatches", "4",
+                                      "--virtual-stages", "2"], 0.05),
+    ("tp4-dp2", "llama3-8b.stg", ["--tp", "4", "--dp", "2"], 0.10),
+    ("dp8", "llama3-8b.stg", ["--dp", "8"], 0.10),
+    ("cp2-tp4", "llama3-8b.stg", ["--cp", "2", "--tp", "4"], 0.10),
+    ("fsdp8", "llama3-8b.stg", ["--dp", "8", "--fsdp"], 0.10),
+    ("zero1-tp4-dp2", "llama3-8b.stg", ["--tp", "4", "--dp", "2",
+                                        "--distributed-optimizer"], 0.10),
+    # ASTRA-sim runs a group smaller than the whole set as a ring at
+    # scale-up speed even across nodes; stagec charges the NICs.
+    ("ep4-tp2", "mixtral-8x7b.stg", ["--ep", "4", "--tp", "2",
+                                     "--set", "B=16"], 0.35),
+]
+
+
+def run(command, env=None):
+    result = subprocess.run(command, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+    return result.returncode, result.stdout
+
+
+def read_manifest(out):
+    for name in os.listdir(out):
+        if name.endswith(".manifest.json"):
+            return json.load(open(os.path.join(out, name)))
+    raise SystemExit("no manifest in " + out)
+
+
+def main():
+    stagec, templates, astra, workdir = sys.argv[1:5]
+    table = "--table" in sys.argv[5:]
+    runner = os.path.join(astra, "run-astra-sim")
+    if not os.access(runner, os.X_OK):
+        print("skipped: no ASTRA-sim runner at " + runner)
+        return 77
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    failures = 0
+    rows = []
+    for name, template, flags, tolerance in PLANS:
+        out = os.path.join(workdir, name)
+        status, output = run([stagec, os.path.join(templates, template),
+                              "--system", SYSTEM, "-q", "-o", out] +
+                             SMALL + flags)
+        if status != 0:
+            failures += 1
+            print("FAIL %s: stagec\n%s" % (name, output))
+            continue
+        manifest = read_manifest(out)
+        prefix = os.path.join(out, manifest["prefix"])
+        ranks = manifest["mesh"]["ranks"]
+        env = dict(os.environ)
+        env.update({"ASTRA_NETWORK": os.path.join(out, "astra", "network.yml"),
+                    "ASTRA_SYSTEM": os.path.join(out, "astra", "system.json"),
+                    "ASTRA_MEMORY": os.path.join(out, "astra", "memory.json"),
+                    "ASTRA_WORKDIR": os.path.join(out, "astra-run")})
+        status, output = run([runner, prefix, prefix + ".json", str(ranks),
+                              "600"], env)
+        match = re.search(r"ASTRA OK ranks=(\d+)/(\d+) max_cycles=(\d+)",
+                          output)
+        if not match:
+            failures += 1
+            print("FAIL %s: ASTRA-sim did not finish every rank\n%s" %
+                  (name, output[-2000:]))
+            continue
+        astra_micros = int(match.group(3)) / 1000.0
+        estimate = manifest["step_estimate"]["step_micros"]
+        ratio = estimate / astra_micros
+        ok = abs(ratio - 1) <= tolerance
+        rows.append((name, " ".join(flags), ranks, astra_micros, estimate,
+                     ratio, tolerance))
+        if not ok:
+            failures += 1
+        print("%s %-14s ASTRA-sim %10.1f us  stagec %10.1f us  ratio %.3f "
+              "(within %.0f %%)" % ("ok  " if ok else "FAIL", name,
+                                    astra_micros, estimate, ratio,
+                                    100 * tolerance))
+    if table:
+        print("\n| plan | flags | ranks | ASTRA-sim (ms) | stagec (ms) | "
+              "stagec / ASTRA-sim |")
+        print("|---|---|---|---|---|---|")
+        for name, flags, ranks, astra_micros, estimate, ratio, _ in rows:
+            print("| %s | `%s` | %d | %.3f | %.3f | %.3f |" %
+                  (name, flags, ranks, astra_micros / 1000, estimate / 1000,
+                   ratio))
+    print("%d of %d plans agree" % (len(PLANS) - failures, len(PLANS)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
