@@ -83,10 +83,12 @@ llvm::Error stg::writeAstraConfigs(llvm::StringRef directory,
            << "npus_count: [ " << list([&](size_t i) { return sizes[i]; })
            << " ]\n"
            << "bandwidth: [ " << list([&](size_t i) {
-                return llvm::formatv("{0:F3}", tiers[i]->bandwidth / GiB)
+                return llvm::formatv("{0:F3}",
+                                     tiers[i]->getEffectiveBandwidth() / GiB)
                     .str();
               })
-           << " ]  # GiB/s per NPU (ASTRA-sim's \"GB/s\" is 2^30 bytes)\n"
+           << " ]  # GiB/s per NPU, as collectives reach it (ASTRA-sim's "
+              "\"GB/s\" is 2^30 bytes)\n"
            << "latency: [ " << list([&](size_t i) {
                 return llvm::formatv("{0:F3}", getLinkLatency(*tiers[i]) * 1e9)
                     .str();

@@ -194,6 +194,7 @@ llvm::json::Value stg::describeSystem(const SystemSpec &system) {
   auto tier = [](const NetworkTier &tier) {
     return llvm::json::Object{
         {"bandwidth_gbps", tier.bandwidth / 1e9},
+        {"efficiency", tier.efficiency},
         {"latency_ns", tier.latency * 1e9},
         {"topology", getTopologyName(tier.topology)},
         {"algorithm", getAlgorithmName(tier.algorithm)}};

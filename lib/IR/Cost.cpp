@@ -6,6 +6,13 @@
 // built by autodiff as `grad[of=KIND]` cost their forward op times a factor
 // (2.5 for fused attention, which recomputes the scores; 2 otherwise).
 //
+// Bytes are the operands and results, read and written once; an unfused
+// attention (`attention[kernel=unfused]`, as frameworks ran before fused
+// kernels) also moves its score matrix through memory: in the forward pass
+// the scores are written, read and written by softmax, read and written by
+// dropout with a one-byte mask, and read by the product with V, 6.5 passes
+// over the b*heads*s*t scores; the backward pass twice that.
+//
 //===----------------------------------------------------------------------===//
 
 #include "stg/IR/Cost.h"
@@ -19,12 +26,48 @@ Expr stg::getLocalBytes(const Value &value) {
   return value.getType().getLocalBytes();
 }
 
+namespace {
+
+/// Score-matrix entries of an attention op on one rank: b * heads * s * t.
+Expr attentionScores(const Op &op) {
+  const TensorType &q = op.getOperand(0)->getType();
+  const TensorType &k = op.getOperand(1)->getType();
+  // [batch..., seq, heads, size]; rank 2 is [seq, size].
+  unsigned r = q.getRank();
+  unsigned seq = r >= 3 ? r - 3 : 0;
+  Expr scores = q.getLocalDim(seq) * k.getLocalDim(seq);
+  for (unsigned d = 0; d < seq; ++d)
+    scores = scores * q.getLocalDim(d);
+  if (r >= 3)
+    scores = scores * q.getLocalDim(r - 2);
+  return scores;
+}
+
+/// The extra bytes of an unfused attention's score matrix, or 0.
+Expr unfusedScoreBytes(const Op &attention) {
+  if (attention.getAttr("kernel")->text != "unfused")
+    return 0;
+  // 6.5 passes of 2-byte scores (a 1-byte dropout mask in one).
+  unsigned element =
+      getElementTypeBytes(attention.getOperand(0)->getType().getElementType());
+  return Expr(13) / 2 * element * attentionScores(attention);
+}
+
+} // namespace
+
 Expr stg::getBytesAccessed(const Op &op) {
   Expr bytes = 0;
   for (const Value *operand : op.getOperands())
     bytes = bytes + getLocalBytes(*operand);
   for (const Value *result : op.getResults())
     bytes = bytes + getLocalBytes(*result);
+  if (op.getKind() == OpKind::Attention)
+    bytes = bytes + unfusedScoreBytes(op);
+  if (op.getKind() == OpKind::Grad &&
+      getGradForwardKind(op) == OpKind::Attention) {
+    ForwardStandIn forward(op);
+    bytes = bytes + 2 * unfusedScoreBytes(forward.get());
+  }
   return bytes;
 }
 
@@ -83,18 +126,10 @@ Expr einsumFlops(const Op &op) {
 Expr attentionFlops(const Op &op) {
   // QK^T and PV: 2*S*T*E + 2*S*T*F per head and batch; causal halves it.
   const TensorType &q = op.getOperand(0)->getType();
-  const TensorType &k = op.getOperand(1)->getType();
   const TensorType &v = op.getOperand(2)->getType();
-  // [batch..., seq, heads, size]; rank 2 is [seq, size].
   unsigned r = q.getRank();
-  unsigned seq = r >= 3 ? r - 3 : 0;
-  Expr batchHeads = 1;
-  for (unsigned d = 0; d < seq; ++d)
-    batchHeads = batchHeads * q.getLocalDim(d);
-  if (r >= 3)
-    batchHeads = batchHeads * q.getLocalDim(r - 2);
-  Expr s = q.getLocalDim(seq), t = k.getLocalDim(seq);
-  Expr flops = 2 * batchHeads * s * t * (q.getLocalDim(r - 1) + v.getLocalDim(r - 1));
+  Expr flops = 2 * attentionScores(op) *
+               (q.getLocalDim(r - 1) + v.getLocalDim(r - 1));
   if (op.getAttr("mask")->text == "causal")
     flops = flops / 2;
   return flops;

@@ -17,7 +17,8 @@ namespace {
 using K = AttrKind;
 const AttrSpec kNoAttrs[] = {{nullptr, K::Int}};
 const AttrSpec kEinsum[] = {{"spec", K::Einsum}};
-const AttrSpec kAttention[] = {{"mask", K::Ident, "none", "causal|none"}};
+const AttrSpec kAttention[] = {{"mask", K::Ident, "none", "causal|none"},
+                               {"kernel", K::Ident, "fused", "fused|unfused"}};
 const AttrSpec kSoftmax[] = {{"dim", K::Int, "-1"}};
 const AttrSpec kReduce[] = {{"kind", K::Ident, nullptr, "sum|max|mean"},
                             {"dim", K::Int, "-1"}};

@@ -39,14 +39,15 @@ static double getFlatSeconds(CollectiveKind kind, double bytes, unsigned n,
     return 0;
   double share = double(n - 1) / n;
   double steps = getSteps(tier, n);
+  double bandwidth = tier.getEffectiveBandwidth();
   switch (kind) {
   case CollectiveKind::AllReduce:
-    return 2 * share * bytes / tier.bandwidth + 2 * steps * tier.latency;
+    return 2 * share * bytes / bandwidth + 2 * steps * tier.latency;
   case CollectiveKind::AllGather:
-    return (n - 1) * bytes / tier.bandwidth + steps * tier.latency;
+    return (n - 1) * bytes / bandwidth + steps * tier.latency;
   case CollectiveKind::ReduceScatter:
   case CollectiveKind::AllToAll:
-    return share * bytes / tier.bandwidth + steps * tier.latency;
+    return share * bytes / bandwidth + steps * tier.latency;
   }
   return 0;
 }
@@ -82,9 +83,9 @@ double stg::getCollectiveMicros(CollectiveKind kind, double bytes,
       // Each rank's share for ranks of its node goes over scale-up, the
       // rest over its NIC, at the same time.
       double n = span.members;
-      double inside = bytes * (m - 1) / n / up.bandwidth +
+      double inside = bytes * (m - 1) / n / up.getEffectiveBandwidth() +
                       getSteps(up, m) * up.latency;
-      double across = bytes * (n - m) / n / out.bandwidth +
+      double across = bytes * (n - m) / n / out.getEffectiveBandwidth() +
                       getSteps(out, k) * out.latency;
       seconds = std::max(inside, across);
       break;
@@ -97,7 +98,7 @@ double stg::getCollectiveMicros(CollectiveKind kind, double bytes,
 double stg::getMessageMicros(double bytes, bool acrossNodes,
                              const SystemSpec &system) {
   const NetworkTier &tier = acrossNodes ? system.scaleOut : system.scaleUp;
-  return (bytes / tier.bandwidth + tier.latency) * 1e6;
+  return (bytes / tier.getEffectiveBandwidth() + tier.latency) * 1e6;
 }
 
 namespace {

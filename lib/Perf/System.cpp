@@ -50,12 +50,16 @@ static SystemSpec makeSystem(const char *name, const char *device,
   system.name = name;
   system.device = *lookupBuiltinDevice(device);
   system.gpusPerNode = gpusPerNode;
+  // Collectives reach about 80 % of NVLink's and Infinity Fabric's
+  // bandwidth and 90 % of InfiniBand's (nccl-tests bus bandwidth on DGX
+  // systems); docs/cluster.md has the calibration.
   system.scaleUp = {upGBps * 1e9, upNs * 1e-9, upTopology,
                     upTopology == NetworkTopology::FullyConnected
                         ? CollectiveAlgorithm::Direct
-                        : CollectiveAlgorithm::Ring};
+                        : CollectiveAlgorithm::Ring,
+                    0.8};
   system.scaleOut = {outGBps * 1e9, outNs * 1e-9, NetworkTopology::Switch,
-                     CollectiveAlgorithm::Ring};
+                     CollectiveAlgorithm::Ring, 0.9};
   return system;
 }
 
@@ -68,7 +72,7 @@ llvm::ArrayRef<SystemSpec> stg::getBuiltinSystems() {
       makeSystem("dgx-a100", "A100", 8, 300, 700, T::Switch, 25, 2000),
       makeSystem("dgx-h100", "H100", 8, 450, 700, T::Switch, 50, 2000),
       makeSystem("dgx-b200", "B200", 8, 900, 700, T::Switch, 50, 2000),
-      makeSystem("gb200-nvl72", "B200", 72, 900, 700, T::Switch, 50, 2000),
+      makeSystem("gb200-nvl72", "GB200", 72, 900, 700, T::Switch, 50, 2000),
       makeSystem("mi300x", "MI300X", 8, 448, 700, T::FullyConnected, 50,
                  2000),
   };
@@ -167,11 +171,15 @@ NetworkTier SystemReader::readTier(const YAML::Node &root, const char *key) {
     fail(node, std::string("'") + key +
                    "' is a map: {bandwidth_gbps, latency_ns, topology, "
                    "algorithm}");
-  checkKeys(node, {"bandwidth_gbps", "latency_ns", "topology", "algorithm"},
+  checkKeys(node,
+            {"bandwidth_gbps", "latency_ns", "topology", "algorithm",
+             "efficiency"},
             key);
   NetworkTier tier;
   tier.bandwidth = readNumber(node, "bandwidth_gbps", 1e-3, 1e6) * 1e9;
   tier.latency = readNumber(node, "latency_ns", 0, 1e9) * 1e-9;
+  if (node["efficiency"])
+    tier.efficiency = readNumber(node, "efficiency", 0.01, 1);
   if (const YAML::Node topology = node["topology"]) {
     std::string name = topology.Scalar();
     if (name == "switch")

@@ -4,7 +4,7 @@
 // `stagec MODEL`: MODEL is a small two-layer MLP written once to a
 // temporary file. The flags are parsed as stagec parses them; when they
 // parse, the model is compiled with them (no file is ever written: -o is
-// dropped) and, with --device, priced. Errors are expected; the fuzzer looks
+// dropped) and, with --device or --system, priced. Errors are expected; the fuzzer looks
 // for crashes, sanitizer reports, leaks and hangs.
 //
 //===----------------------------------------------------------------------===//
@@ -15,6 +15,7 @@
 #include "stg/Driver/Compile.h"
 #include "stg/Perf/DeviceModel.h"
 #include "stg/Perf/StepEstimate.h"
+#include "stg/Perf/System.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FileSystem.h"
@@ -68,15 +69,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.compile.input = model; // A second positional argument is ignored.
   DiagnosticEngine diags(llvm::nulls());
   std::optional<CompiledModel> compiled = compileModel(options.compile, diags);
-  if (!compiled || options.device.empty())
+  if (!compiled || (options.device.empty() && options.system.empty()))
     return 0;
-  llvm::Expected<DeviceSpec> device = loadDevice(options.device);
-  if (!device) {
-    llvm::consumeError(device.takeError());
-    return 0;
+  std::optional<SystemSpec> system;
+  if (!options.system.empty()) {
+    llvm::Expected<SystemSpec> loaded = loadSystem(options.system);
+    if (!loaded) {
+      llvm::consumeError(loaded.takeError());
+      return 0;
+    }
+    system = std::move(*loaded);
+  } else {
+    llvm::Expected<DeviceSpec> device = loadDevice(options.device);
+    if (!device) {
+      llvm::consumeError(device.takeError());
+      return 0;
+    }
+    system = makeSingleDomainSystem(*device,
+                                    compiled->programs.mesh.getNumRanks());
   }
-  applyDeviceModel(compiled->programs, *device, nullptr);
-  llvm::Expected<StepEstimate> step = estimateStep(compiled->programs, *device);
+  applyDeviceModel(compiled->programs, system->device, nullptr);
+  llvm::Expected<StepEstimate> step = estimateStep(compiled->programs, *system);
   if (!step)
     llvm::consumeError(step.takeError());
   return 0;

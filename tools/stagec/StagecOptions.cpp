@@ -146,8 +146,9 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "scale-up and scale-out networks)")
       ->group(timing);
   app.add_option("--device", options.device,
-                 "fill duration_micros by a roofline: A100, H100, H200, B200, "
-                 "MI300X or a device .yaml file")
+                 "one scale-up domain of this GPU: A100, H100, H200, B200, "
+                 "GB200, MI300X or a device .yaml file (kernel durations by a "
+                 "roofline; every link at the device's link bandwidth)")
       ->group(timing);
   app.add_option("--measured", options.measured,
                  "CSV of measured kernels (op_type,num_ops,tensor_size,micros) "

@@ -13,7 +13,7 @@
 // wherever it has an entry for the kernel (the STAGE paper's section IV-E:
 // real values plugged into the symbolic graph).
 //
-// Devices come built in (A100, H100, H200, B200, MI300X) or from a YAML
+// Devices come built in (A100, H100, H200, B200, GB200, MI300X) or from a YAML
 // file with the same fields; see docs/devices.md.
 //
 //===----------------------------------------------------------------------===//

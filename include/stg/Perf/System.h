@@ -33,10 +33,15 @@ llvm::StringRef getTopologyName(NetworkTopology topology);
 llvm::StringRef getAlgorithmName(CollectiveAlgorithm algorithm);
 
 struct NetworkTier {
-  double bandwidth = 0; ///< Bytes/s per GPU and direction.
+  double bandwidth = 0; ///< Bytes/s per GPU and direction (the datasheet).
   double latency = 0;   ///< Seconds per algorithm step (alpha).
   NetworkTopology topology = NetworkTopology::Switch;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
+  /// The fraction of `bandwidth` collectives reach (NCCL's bus bandwidth
+  /// over the link's): 0.8 on NVLink, 0.9 on InfiniBand.
+  double efficiency = 1;
+
+  double getEffectiveBandwidth() const { return bandwidth * efficiency; }
 };
 
 struct SystemSpec {
