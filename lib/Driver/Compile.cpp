@@ -109,6 +109,7 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
   instantiateOptions.numVirtualStages = options.virtualStages;
   instantiateOptions.gradientBucketBytes =
       uint64_t(options.gradientBucketMB * 1e6);
+  instantiateOptions.memoryAccounting = options.memoryAccounting;
   std::optional<ProgramSet> programs =
       instantiate(*module, *mesh, instantiateOptions, diags);
   if (!programs)

@@ -80,6 +80,15 @@ std::optional<Mesh> stg::buildMesh(const Module &module,
   return mesh;
 }
 
+std::optional<MemoryAccounting>
+stg::parseMemoryAccounting(llvm::StringRef name) {
+  if (name == "megatron")
+    return MemoryAccounting::Megatron;
+  if (name == "zero")
+    return MemoryAccounting::ZeRO;
+  return std::nullopt;
+}
+
 llvm::StringRef stg::getCollectiveName(CollectiveKind kind) {
   switch (kind) {
   case CollectiveKind::AllReduce:
@@ -196,8 +205,9 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
                                               numStages, set.numMicrobatches,
                                               numChunks)
                  : 1;
-    std::optional<StageMemory> memory = computeStageMemory(
-        module, *placement, numbers, stage, inFlight, training);
+    std::optional<StageMemory> memory =
+        computeStageMemory(module, *placement, numbers, stage, inFlight,
+                           training, options.memoryAccounting);
     if (!memory)
       return std::nullopt;
     set.stages[stage].memory = *memory;

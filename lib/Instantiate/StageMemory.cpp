@@ -26,7 +26,8 @@ static void findDeclarations(const Value *value,
 std::optional<StageMemory>
 stg::computeStageMemory(const Module &module, const Placement &placement,
                         OpNumberCache &numbers, unsigned stage,
-                        double inFlightMicrobatches, bool training) {
+                        double inFlightMicrobatches, bool training,
+                        MemoryAccounting accounting) {
   using Key = std::pair<const Value *, int>;
   llvm::DenseSet<Key> declarations, saved, steps;
   llvm::SmallVector<const Op *, 2> found;
@@ -63,8 +64,15 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
       continue;
     }
     memory.weights += *bytes;
-    if (training)
-      memory.gradients += *bytes;
+    if (!training)
+      continue;
+    // Megatron-LM accumulates 16-bit weights' gradients in fp32 main
+    // gradients; ZeRO's accounting keeps them in the weights' type.
+    unsigned elementBytes =
+        getElementTypeBytes(key.first->getType().getElementType());
+    bool mainGradients =
+        accounting == MemoryAccounting::Megatron && elementBytes < 4;
+    memory.gradients += mainGradients ? *bytes / elementBytes * 4 : *bytes;
   }
   // Adam keeps 12 bytes per element it steps (fp32 master and two moments):
   // the local weight shard, or a slice of it with a distributed optimizer.

@@ -18,6 +18,8 @@
 // breaks them.
 #include "stg/Instantiate/Program.h"
 
+#include "stg/Instantiate/Instantiate.h"
+
 #include "OpNumbers.h"
 #include "Placement.h"
 
@@ -28,7 +30,8 @@ std::optional<StageMemory> computeStageMemory(const Module &module,
                                               OpNumberCache &numbers,
                                               unsigned stage,
                                               double inFlightMicrobatches,
-                                              bool training);
+                                              bool training,
+                                              MemoryAccounting accounting);
 
 } // namespace stg
 

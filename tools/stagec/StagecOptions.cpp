@@ -134,6 +134,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "(attention core only)")
       ->check(CLI::IsMember({"none", "full", "selective"}))
       ->group(step);
+  app.add_option("--memory-accounting", options.memoryAccounting,
+                 "model state of mixed-precision training: megatron (fp32 "
+                 "main gradients, 18 bytes a parameter; default) or zero "
+                 "(16-bit gradients, 16 bytes)")
+      ->check(CLI::IsMember({"megatron", "zero"}))
+      ->group(step);
   app.add_option("--dtype", options.dtype,
                  "element type of activations and weights (bf16, fp16, fp32, "
                  "fp8)")
@@ -285,6 +291,8 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     return 1;
   }
   options.compile.schedule = *parsePipelineSchedule(options.schedule);
+  options.compile.memoryAccounting =
+      *parseMemoryAccounting(options.memoryAccounting);
   return std::nullopt;
 }
 
@@ -309,6 +317,7 @@ StagecOptions::describe() const {
   if (compile.virtualStages > 1)
     given.push_back({"virtual_stages", std::to_string(compile.virtualStages)});
   given.push_back({"recompute", compile.recompute});
+  given.push_back({"memory_accounting", memoryAccounting});
   if (compile.distributedOptimizer)
     given.push_back({"distributed_optimizer", "true"});
   if (!dtype.empty())

@@ -22,6 +22,7 @@ namespace stg {
 struct StagecOptions {
   CompileOptions compile;
   std::string schedule = "1f1b";
+  std::string memoryAccounting = "megatron";
   std::string dtype;
   std::string device;   ///< Built-in name or YAML file; empty: no durations.
   std::string system;   ///< Built-in name or YAML file: the cluster.

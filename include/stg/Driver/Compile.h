@@ -45,6 +45,7 @@ struct CompileOptions {
   unsigned microbatches = 0;      ///< 0: one per pipeline stage.
   unsigned virtualStages = 1;     ///< Model chunks per stage (interleaving).
   double gradientBucketMB = 0;    ///< Gradient-reduction buckets; 0: none.
+  MemoryAccounting memoryAccounting = MemoryAccounting::Megatron;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
 };
 

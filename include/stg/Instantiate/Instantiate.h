@@ -50,8 +50,16 @@ std::optional<Mesh> buildMesh(const Module &module, llvm::StringRef rankOrder,
                               const llvm::StringMap<unsigned> &degrees,
                               DiagnosticEngine &diags);
 
+/// How model state is counted for mixed-precision training (16-bit
+/// weights): Megatron-LM keeps fp32 main gradients (2 + 4 + 12 = 18 bytes a
+/// parameter); ZeRO's accounting keeps 16-bit gradients (16 bytes).
+enum class MemoryAccounting { Megatron, ZeRO };
+
+std::optional<MemoryAccounting> parseMemoryAccounting(llvm::StringRef name);
+
 struct InstantiateOptions {
   unsigned numMicrobatches = 1;
+  MemoryAccounting memoryAccounting = MemoryAccounting::Megatron;
   /// Model chunks per pipeline stage (Megatron-LM's virtual stages); more
   /// than one interleaves them in the 1F1B schedule.
   unsigned numVirtualStages = 1;
