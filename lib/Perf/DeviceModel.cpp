@@ -16,7 +16,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <yaml-cpp/yaml.h>
@@ -122,24 +121,15 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
     if (field == std::end(fields))
       return deviceError(nameOrFile, entry.first.Mark(),
                          "unknown key '" + key + "'");
-    double value;
-    try {
-      value = entry.second.as<double>();
-    } catch (const YAML::Exception &) {
-      return deviceError(nameOrFile, entry.second.Mark(),
-                         "'" + key + "' must be a number");
-    }
     // Finite and in a range real hardware spans: no NaN, infinity or
     // denormal reaches a duration.
     bool isEfficiency = field->scale == 1;
     double low = isEfficiency ? 0.01 : 1e-3, high = isEfficiency ? 1 : 1e6;
-    if (!std::isfinite(value) || value < low || value > high) {
-      std::string range;
-      llvm::raw_string_ostream(range) << llvm::format("%g to %g", low, high);
+    std::optional<double> number = getNumberInRange(entry.second, low, high);
+    if (!number)
       return deviceError(nameOrFile, entry.second.Mark(),
-                         "'" + key + "' must be a number from " + range +
-                             ", found " + entry.second.Scalar());
-    }
+                         describeNumberError(key, entry.second, low, high));
+    double value = *number;
     *field->value = value * field->scale;
   }
   for (const Field &field : fields)

@@ -7,7 +7,6 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 
 #include <yaml-cpp/yaml.h>
@@ -151,16 +150,9 @@ double SystemReader::readNumber(const YAML::Node &map, const char *key,
   const YAML::Node node = map[key];
   if (!node)
     fail(map, std::string("missing '") + key + "'");
-  try {
-    double value = node.as<double>();
-    if (std::isfinite(value) && value >= low && value <= high)
-      return value;
-  } catch (const YAML::Exception &) {
-  }
-  std::string range;
-  llvm::raw_string_ostream(range) << llvm::format("%g to %g", low, high);
-  fail(node, std::string("'") + key + "' must be a number from " + range +
-                 ", found " + node.Scalar());
+  if (std::optional<double> value = getNumberInRange(node, low, high))
+    return *value;
+  fail(node, describeNumberError(key, node, low, high));
 }
 
 NetworkTier SystemReader::readTier(const YAML::Node &root, const char *key) {

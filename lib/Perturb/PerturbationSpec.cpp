@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 using namespace stg;
 
@@ -62,15 +61,9 @@ private:
 
 double SpecReader::readNumber(const YAML::Node &node, const std::string &key,
                               double low, double high) {
-  try {
-    double value = node.as<double>();
-    if (std::isfinite(value) && value >= low && value <= high)
-      return value;
-  } catch (const YAML::Exception &) {
-  }
-  std::ostringstream range;
-  range << "'" << key << "' must be a number from " << low << " to " << high;
-  fail(node, range.str());
+  if (std::optional<double> value = getNumberInRange(node, low, high))
+    return *value;
+  fail(node, describeNumberError(key, node, low, high));
 }
 
 std::set<int> SpecReader::readIndices(const YAML::Node &node,

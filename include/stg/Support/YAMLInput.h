@@ -2,8 +2,10 @@
 //
 // yaml-cpp keeps one of two equal keys of a map and says nothing, so a
 // spec that sets `slowdown` twice would silently lose one. Every YAML input
-// (device files, perturbation specs) is checked for that once loaded.
-// Header-only, so that Support itself does not link yaml-cpp.
+// (device, system and perturbation files) is checked for that once loaded,
+// and reads its numbers through getNumberInRange, so that no NaN, infinity
+// or out-of-range figure gets in. Header-only, so that Support itself does
+// not link yaml-cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
+#include <cstdio>
 #include <optional>
 #include <set>
 #include <string>
@@ -35,6 +39,28 @@ inline std::optional<YAML::Node> findDuplicateKey(const YAML::Node &node) {
     }
   }
   return std::nullopt;
+}
+
+/// The number `node` holds if it is finite and in [low, high].
+inline std::optional<double> getNumberInRange(const YAML::Node &node,
+                                              double low, double high) {
+  try {
+    double value = node.as<double>();
+    if (std::isfinite(value) && value >= low && value <= high)
+      return value;
+  } catch (const YAML::Exception &) {
+  }
+  return std::nullopt;
+}
+
+/// "'key' must be a number from LOW to HIGH, found TEXT".
+inline std::string describeNumberError(const std::string &key,
+                                       const YAML::Node &node, double low,
+                                       double high) {
+  char range[64];
+  std::snprintf(range, sizeof range, "%g to %g", low, high);
+  return "'" + key + "' must be a number from " + range + ", found " +
+         (node.IsScalar() ? node.Scalar() : std::string("a non-number"));
 }
 
 } // namespace stg
