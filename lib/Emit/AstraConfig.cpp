@@ -136,7 +136,6 @@ std::string stg::getAstraCommand(llvm::StringRef outputDir,
           outputDir + "/" + prefix + " --comm-group-configuration=" +
           outputDir + "/" + prefix + ".json --system-configuration=" + astra +
           "system.json --network-configuration=" + astra +
-          "network.yml --remote-memory-configuration=" + astra +
-          "memory.json")
+          "network.yml --remote-memory-configuration=" + astra + "memory.json")
       .str();
 }

@@ -21,7 +21,6 @@
 namespace stg {
 namespace distribution {
 
-
 /// Where PartialSum operands may pass through an op.
 enum class Linearity {
   None,  ///< Nonlinear: partial operands are reduced first.
@@ -48,8 +47,8 @@ public:
        DiagnosticEngine &diags, OpDistribution &out)
       : op(op), module(module), declared(declared), diags(diags), out(out) {
     for (const Value *operand : op.getOperands())
-      current.push_back(resolveDistribution(
-          operand->getType().getDistribution()));
+      current.push_back(
+          resolveDistribution(operand->getType().getDistribution()));
   }
 
   LogicalResult run();

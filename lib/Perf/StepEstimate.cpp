@@ -71,9 +71,9 @@ double stg::getCollectiveMicros(CollectiveKind kind, double bytes,
                 getFlatSeconds(CollectiveKind::AllGather, bytes / m, m, up);
       break;
     case CollectiveKind::ReduceScatter:
-      seconds = getFlatSeconds(CollectiveKind::ReduceScatter, bytes, m, up) +
-                getFlatSeconds(CollectiveKind::ReduceScatter, bytes / m, k,
-                               out);
+      seconds =
+          getFlatSeconds(CollectiveKind::ReduceScatter, bytes, m, up) +
+          getFlatSeconds(CollectiveKind::ReduceScatter, bytes / m, k, out);
       break;
     case CollectiveKind::AllGather:
       seconds = getFlatSeconds(CollectiveKind::AllGather, bytes, k, out) +
@@ -136,8 +136,8 @@ struct Event {
   Stream stream;
 
   bool operator>(const Event &other) const {
-    return std::tie(time, stage, id) > std::tie(other.time, other.stage,
-                                                other.id);
+    return std::tie(time, stage, id) >
+           std::tie(other.time, other.stage, other.id);
   }
 };
 
@@ -265,8 +265,8 @@ void Replay::complete(const Event &event) {
     auto receiver = waiting.find(key);
     if (receiver != waiting.end()) {
       auto [stage, id] = receiver->second;
-      events.push({std::max(event.time, waitingSince[key]), stage, id,
-                   Stream::None});
+      events.push(
+          {std::max(event.time, waitingSince[key]), stage, id, Stream::None});
       waiting.erase(receiver);
     }
   }

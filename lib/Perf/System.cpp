@@ -42,9 +42,9 @@ llvm::StringRef stg::getAlgorithmName(CollectiveAlgorithm algorithm) {
 }
 
 static SystemSpec makeSystem(const char *name, const char *device,
-                             unsigned gpusPerNode, double upGBps,
-                             double upNs, NetworkTopology upTopology,
-                             double outGBps, double outNs) {
+                             unsigned gpusPerNode, double upGBps, double upNs,
+                             NetworkTopology upTopology, double outGBps,
+                             double outNs) {
   SystemSpec system;
   system.name = name;
   system.device = *lookupBuiltinDevice(device);
@@ -72,8 +72,7 @@ llvm::ArrayRef<SystemSpec> stg::getBuiltinSystems() {
       makeSystem("dgx-h100", "H100", 8, 450, 700, T::Switch, 50, 2000),
       makeSystem("dgx-b200", "B200", 8, 900, 700, T::Switch, 50, 2000),
       makeSystem("gb200-nvl72", "GB200", 72, 900, 700, T::Switch, 50, 2000),
-      makeSystem("mi300x", "MI300X", 8, 448, 700, T::FullyConnected, 50,
-                 2000),
+      makeSystem("mi300x", "MI300X", 8, 448, 700, T::FullyConnected, 50, 2000),
   };
   return systems;
 }
@@ -141,8 +140,8 @@ void SystemReader::checkKeys(const YAML::Node &map,
                              std::set<std::string> allowed, const char *what) {
   for (const auto &entry : map)
     if (!allowed.count(entry.first.Scalar()))
-      fail(entry.first, "unknown key '" + entry.first.Scalar() + "' in " +
-                            what);
+      fail(entry.first,
+           "unknown key '" + entry.first.Scalar() + "' in " + what);
 }
 
 double SystemReader::readNumber(const YAML::Node &map, const char *key,
@@ -163,10 +162,10 @@ NetworkTier SystemReader::readTier(const YAML::Node &root, const char *key) {
     fail(node, std::string("'") + key +
                    "' is a map: {bandwidth_gbps, latency_ns, topology, "
                    "algorithm}");
-  checkKeys(node,
-            {"bandwidth_gbps", "latency_ns", "topology", "algorithm",
-             "efficiency"},
-            key);
+  checkKeys(
+      node,
+      {"bandwidth_gbps", "latency_ns", "topology", "algorithm", "efficiency"},
+      key);
   NetworkTier tier;
   tier.bandwidth = readNumber(node, "bandwidth_gbps", 1e-3, 1e6) * 1e9;
   tier.latency = readNumber(node, "latency_ns", 0, 1e9) * 1e-9;
@@ -192,8 +191,7 @@ NetworkTier SystemReader::readTier(const YAML::Node &root, const char *key) {
     else if (name == "halving_doubling")
       tier.algorithm = CollectiveAlgorithm::HalvingDoubling;
     else
-      fail(algorithm,
-           "'algorithm' must be ring, direct or halving_doubling");
+      fail(algorithm, "'algorithm' must be ring, direct or halving_doubling");
   }
   return tier;
 }
@@ -215,7 +213,8 @@ SystemSpec SystemReader::read(const YAML::Node &root) {
          "'accelerator' names a built-in device or a device .yaml file");
   // A device file is found beside the system file.
   llvm::SmallString<256> devicePath(accelerator.Scalar());
-  if (!lookupBuiltinDevice(devicePath) && llvm::sys::path::is_relative(devicePath)) {
+  if (!lookupBuiltinDevice(devicePath) &&
+      llvm::sys::path::is_relative(devicePath)) {
     llvm::SmallString<256> beside = llvm::sys::path::parent_path(path);
     llvm::sys::path::append(beside, devicePath);
     devicePath = beside;

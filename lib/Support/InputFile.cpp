@@ -9,8 +9,9 @@
 
 using namespace stg;
 
-static llvm::Error inputError(llvm::StringRef path, const llvm::Twine &why,
-                              std::error_code code = llvm::inconvertibleErrorCode()) {
+static llvm::Error
+inputError(llvm::StringRef path, const llvm::Twine &why,
+           std::error_code code = llvm::inconvertibleErrorCode()) {
   return llvm::createStringError(code, (path + ": " + why).str());
 }
 
@@ -29,10 +30,10 @@ readStandardInput(uint64_t maxBytes, llvm::StringRef what) {
     if (got < 0) {
       if (errno == EINTR)
         continue;
-      return inputError("<stdin>", "cannot read: " +
-                                       std::error_code(errno,
-                                                       std::generic_category())
-                                           .message());
+      return inputError(
+          "<stdin>",
+          "cannot read: " +
+              std::error_code(errno, std::generic_category()).message());
     }
     if (got == 0)
       break;

@@ -4,8 +4,8 @@
 // `stagec MODEL`: MODEL is a small two-layer MLP written once to a
 // temporary file. The flags are parsed as stagec parses them; when they
 // parse, the model is compiled with them (no file is ever written: -o is
-// dropped) and, with --device or --system, priced. Errors are expected; the fuzzer looks
-// for crashes, sanitizer reports, leaks and hangs.
+// dropped) and, with --device or --system, priced. Errors are expected; the
+// fuzzer looks for crashes, sanitizer reports, leaks and hangs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   StagecOptions options;
   if (parseStagecOptions(int(argv.size()) - 1, argv.data(), options))
-    return 0; // --help, or an error it reported.
+    return 0;                    // --help, or an error it reported.
   options.compile.input = model; // A second positional argument is ignored.
   DiagnosticEngine diags(llvm::nulls());
   std::optional<CompiledModel> compiled = compileModel(options.compile, diags);
@@ -85,8 +85,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       llvm::consumeError(device.takeError());
       return 0;
     }
-    system = makeSingleDomainSystem(*device,
-                                    compiled->programs.mesh.getNumRanks());
+    system =
+        makeSingleDomainSystem(*device, compiled->programs.mesh.getNumRanks());
   }
   applyDeviceModel(compiled->programs, system->device, nullptr);
   llvm::Expected<StepEstimate> step = estimateStep(compiled->programs, *system);

@@ -3,10 +3,10 @@
 // One source, five targets, chosen by STG_FUZZ_INPUT at compile time: the
 // bytes are the text of a perturbation spec (YAML), a device file (YAML),
 // a measured-kernel table (CSV), a communicator-group file (JSON) or a
-// system (cluster) file (YAML), parsed as stagec and stage-et parse them. A spec that parses is also applied to
-// a small two-stage program set, so the draws and the arithmetic on what
-// they change run too. Errors are expected; the fuzzer looks for crashes,
-// sanitizer reports, leaks and hangs.
+// system (cluster) file (YAML), parsed as stagec and stage-et parse them. A
+// spec that parses is also applied to a small two-stage program set, so the
+// draws and the arithmetic on what they change run too. Errors are expected;
+// the fuzzer looks for crashes, sanitizer reports, leaks and hangs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,7 +124,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   (void)getMessageMicros(1e6, true, *system);
 #else
-#error "STG_FUZZ_INPUT must be 1 (spec), 2 (device), 3 (CSV), 4 (groups) or 5 (system)"
+#error                                                                         \
+    "STG_FUZZ_INPUT must be 1 (spec), 2 (device), 3 (CSV), 4 (groups) or 5 (system)"
 #endif
   return 0;
 }

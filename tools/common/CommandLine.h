@@ -16,8 +16,8 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace stg {
@@ -33,8 +33,8 @@ inline CLI::Validator wholeNumber(uint64_t min, uint64_t max) {
         if (digits && !text.getAsInteger(10, value) && value >= min &&
             value <= max)
           return "";
-        return "expects a whole number from " + std::to_string(min) +
-               " to " + std::to_string(max) + ", found '" + input + "'";
+        return "expects a whole number from " + std::to_string(min) + " to " +
+               std::to_string(max) + ", found '" + input + "'";
       },
       "N");
 }

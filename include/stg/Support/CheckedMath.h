@@ -22,7 +22,7 @@ namespace stg {
 /// `x` rounded up to an integer in [0, INT64_MAX].
 inline int64_t toCount(double x) {
   constexpr double Max = 9.2233720368547748e18; // Below 2^63, exact.
-  if (!(x > 0)) // Also NaN.
+  if (!(x > 0))                                 // Also NaN.
     return 0;
   if (x >= Max)
     return std::numeric_limits<int64_t>::max();
