@@ -342,5 +342,12 @@ int main(int argc, char **argv) {
                    << (options.variants == 1 ? "" : "s");
     llvm::errs() << "\n";
   }
+  // The report ends with how to check the estimate in the simulator.
+  if (options.report && !options.system.empty())
+    if (const llvm::json::Object *astra =
+            manifest.getAsObject()->getObject("astra_sim"))
+      if (auto command = astra->getString("command"))
+        llvm::outs() << "\nASTRA-sim on these traces and this cluster:\n  "
+                     << *command << "\n";
   return 0;
 }
