@@ -69,7 +69,7 @@ private:
   Value *takeGradient(Value *value, Graph &backward, Grads &grads,
                       SourceLoc loc);
   void accumulate(Value *value, Value *gradient, Graph &backward, Grads &grads,
-                  SourceLoc loc);
+                  SourceLoc loc, bool hintPrimalLayout = true);
   /// Creates an op at the end of `backward` and types its results.
   Op *create(Graph &backward, OpKind kind, SourceLoc loc,
              llvm::ArrayRef<Value *> operands,
@@ -150,10 +150,12 @@ static void typeResults(Op &op, const Module &module,
 }
 
 void AutodiffPass::accumulate(Value *value, Value *gradient, Graph &backward,
-                              Grads &grads, SourceLoc loc) {
+                              Grads &grads, SourceLoc loc,
+                              bool hintPrimalLayout) {
   // A gradient would rather share its primal's layout; `distribute` weighs
   // that (for FSDP it keeps dX batch-split and gathers the weight).
-  if (!gradient->getLayoutHint() && !gradient->isAnnotated() &&
+  if (hintPrimalLayout && !gradient->getLayoutHint() &&
+      !gradient->isAnnotated() &&
       gradient->getDefiningOp() &&
       gradient->getDefiningOp()->getKind() != OpKind::Input)
     gradient->setLayoutHint(value);
@@ -294,10 +296,51 @@ void AutodiffPass::differentiateOp(Op &op, Graph &backward, Grads &grads) {
       return sameShape(op.getOperand(k), dy) &&
              !(op.getKind() == OpKind::Sub && k == 1);
     });
-    if (!passes)
+    // A bias (an operand of lower rank matching dy's trailing dimensions)
+    // gets dy summed over the leading ones: reductions of dy alone, so the
+    // forward operands need not be kept for the backward pass.
+    auto isBias = [&](unsigned k) {
+      const TensorType &bias = op.getOperand(k)->getType();
+      const TensorType &full = dy->getType();
+      if (op.getKind() != OpKind::Add || bias.getRank() >= full.getRank())
+        return false;
+      unsigned lead = full.getRank() - bias.getRank();
+      for (unsigned d = 0; d < bias.getRank(); ++d)
+        if (!extents->equal(bias.getDim(d), full.getDim(lead + d)))
+          return false;
+      return true;
+    };
+    bool biasAdd = op.getKind() == OpKind::Add &&
+                   llvm::all_of(wrt, [&](unsigned k) {
+                     return sameShape(op.getOperand(k), dy) || isBias(k);
+                   });
+    if (!passes && !biasAdd)
       break;
-    for (unsigned k : wrt)
-      accumulate(op.getOperand(k), dy, backward, grads, loc);
+    for (unsigned k : wrt) {
+      if (sameShape(op.getOperand(k), dy)) {
+        accumulate(op.getOperand(k), dy, backward, grads, loc);
+        continue;
+      }
+      Value *sum = dy;
+      unsigned lead =
+          dy->getType().getRank() - op.getOperand(k)->getType().getRank();
+      for (unsigned d = 0; d < lead; ++d) {
+        Op *reduce = create(backward, OpKind::Reduce, loc, {sum},
+                            {d + 1 == lead ? gradName(op.getOperand(k))
+                                           : module->makeUniqueName(
+                                                 dy->getName().str() + ".sum")});
+        reduce->setAttr("kind", Attribute::getText(AttrKind::Ident, "sum"));
+        reduce->setAttr("dim", Attribute::getExpr(AttrKind::Int, 0));
+        typeResults(*reduce, *module, *extents, *diags);
+        sum = reduce->getResult();
+      }
+      // No hint of the bias's layout: the sums stay partial over the axes
+      // that split the summed dimensions, and the bias's anchor reduces
+      // them (an FSDP-sharded bias is reduce-scattered, not the activation
+      // gradient moved to match it).
+      accumulate(op.getOperand(k), sum, backward, grads, loc,
+                 /*hintPrimalLayout=*/false);
+    }
     return;
   }
   case OpKind::Scale: {
