@@ -110,6 +110,8 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
   instantiateOptions.gradientBucketBytes =
       uint64_t(options.gradientBucketMB * 1e6);
   instantiateOptions.memoryAccounting = options.memoryAccounting;
+  instantiateOptions.overlapGradientReduction =
+      options.overlapGradientReduction;
   std::optional<ProgramSet> programs =
       instantiate(*module, *mesh, instantiateOptions, diags);
   if (!programs)

@@ -37,6 +37,9 @@ std::string getOpType(const Op &op) {
   }
   if (kind == OpKind::Adam)
     return "optimizer";
+  // Unfused attention is several kernels, priced apart (DeviceModel.h).
+  if (kind == OpKind::Attention && op.getAttr("kernel")->text == "unfused")
+    return std::string("attention_unfused") + suffix;
   if (getOpInfo(kind).has(Elementwise))
     return std::string("elementwise") + suffix;
   return (getOpInfo(kind).name + suffix).str();
@@ -345,6 +348,14 @@ void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
 }
 
 void StageBuilder::findDeferredSync() {
+  if (!shared.options.overlapGradientReduction) {
+    forEachInstanceOnStage(shared.module, placement, stage,
+                           [&](const Op &op, int) {
+                             if (op.getPhase() == Phase::GradientSync)
+                               deferredSync.insert(&op);
+                           });
+    return;
+  }
   for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
     if (op->getPhase() != Phase::GradientSync ||
         placement.getStage(op.get(), -1) != stage)

@@ -70,10 +70,11 @@ public:
 
 private:
   void buildStep(ScheduleStep step, bool lastBackward);
-  /// Finds the top-level gradient synchronization that waits for another
-  /// stage (a tied weight's gradient) or for such work: it runs after the
-  /// schedule's last step, since with interleaving the last micro-batch's
-  /// backward here may precede the other stage's, which would deadlock.
+  /// Finds the gradient synchronization that runs after the schedule's last
+  /// step: all of it without overlapGradientReduction; else the top-level
+  /// sync that waits for another stage (a tied weight's gradient) or for
+  /// such work, since with interleaving the last micro-batch's backward
+  /// here may precede the other stage's, which would deadlock.
   void findDeferredSync();
   /// The optimizer's work of the stage, after the schedule's last step.
   void buildOptimizerStep();

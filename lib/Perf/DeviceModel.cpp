@@ -34,6 +34,16 @@ uint64_t DeviceSpec::getKernelMicros(int64_t flops, uint64_t bytes) const {
   return std::max<uint64_t>(1, toCount(micros));
 }
 
+uint64_t DeviceSpec::getSequentialKernelsMicros(int64_t flops,
+                                                uint64_t bytes) const {
+  double micros = (flops / (peakFlops * computeEfficiency) +
+                   bytes / (memoryBandwidth * memoryEfficiency)) *
+                  1e6;
+  if (!(micros > 0))
+    return 0;
+  return std::max<uint64_t>(1, toCount(micros));
+}
+
 llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
   static const DeviceSpec devices[] = {
       {"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8},
@@ -215,8 +225,12 @@ void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
       uint64_t micros = measured ? measured->lookup(node.opType, node.numOps,
                                                     node.tensorBytes)
                                  : 0;
+      bool sequential =
+          llvm::StringRef(node.opType).startswith("attention_unfused");
       node.durationMicros =
           micros ? micros
-                 : device.getKernelMicros(node.numOps, node.tensorBytes);
+          : sequential
+              ? device.getSequentialKernelsMicros(node.numOps, node.tensorBytes)
+              : device.getKernelMicros(node.numOps, node.tensorBytes);
     }
 }

@@ -6,7 +6,8 @@
 # For each run of Narayanan et al. 2021 (SC'21), Table 1, as the shared CSV
 # gives it (A100 DGX nodes, GPT models, fp16, full recomputation, sequence
 # 2048, vocabulary 51200, interleaved 1F1B where a run has virtual stages,
-# no sequence parallelism (it came in 2022),
+# no sequence parallelism (it came in 2022), data-parallel reductions after
+# the backward pass (Megatron-LM's default),
 # and the attention of 2021: unfused, scores through memory; the shipped
 # GPT template's attention is copied with `kernel=unfused`),
 # compiles the same model and plan for `--system dgx-a100`, takes the
@@ -74,7 +75,8 @@ def main():
                  "--set", "MB=%d" % micro, "--set", "S=%d" % seq,
                  "--set", "D=%d" % hidden, "--set", "NH=%d" % heads,
                  "--set", "L=%d" % layers, "--set", "V=%d" % vocab,
-                 "--set", "sequence_parallel=false"]
+                 "--set", "sequence_parallel=false",
+                 "--grad-reduce", "after-backward"]
         if row["layers_per_virtual_stage"]:
             chunks = layers // (p * int(row["layers_per_virtual_stage"]))
             flags += ["--virtual-stages", str(chunks)]

@@ -134,6 +134,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "(attention core only)")
       ->check(CLI::IsMember({"none", "full", "selective"}))
       ->group(step);
+  app.add_option("--grad-reduce", options.gradReduce,
+                 "when data-parallel gradient reductions run: overlap (with "
+                 "the last micro-batch's backward; default) or after-backward "
+                 "(all after the last step, Megatron-LM's default)")
+      ->check(CLI::IsMember({"overlap", "after-backward"}))
+      ->group(step);
   app.add_option("--memory-accounting", options.memoryAccounting,
                  "model state of mixed-precision training: megatron (fp32 "
                  "main gradients, 18 bytes a parameter; default) or zero "
@@ -293,6 +299,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   options.compile.schedule = *parsePipelineSchedule(options.schedule);
   options.compile.memoryAccounting =
       *parseMemoryAccounting(options.memoryAccounting);
+  options.compile.overlapGradientReduction = options.gradReduce == "overlap";
   return std::nullopt;
 }
 
@@ -318,6 +325,7 @@ StagecOptions::describe() const {
     given.push_back({"virtual_stages", std::to_string(compile.virtualStages)});
   given.push_back({"recompute", compile.recompute});
   given.push_back({"memory_accounting", memoryAccounting});
+  given.push_back({"grad_reduce", gradReduce});
   if (compile.distributedOptimizer)
     given.push_back({"distributed_optimizer", "true"});
   if (!dtype.empty())

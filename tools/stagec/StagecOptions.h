@@ -23,6 +23,7 @@ struct StagecOptions {
   CompileOptions compile;
   std::string schedule = "1f1b";
   std::string memoryAccounting = "megatron";
+  std::string gradReduce = "overlap";
   std::string dtype;
   std::string device;   ///< Built-in name or YAML file; empty: no durations.
   std::string system;   ///< Built-in name or YAML file: the cluster.

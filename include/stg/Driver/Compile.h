@@ -46,6 +46,7 @@ struct CompileOptions {
   unsigned virtualStages = 1;     ///< Model chunks per stage (interleaving).
   double gradientBucketMB = 0;    ///< Gradient-reduction buckets; 0: none.
   MemoryAccounting memoryAccounting = MemoryAccounting::Megatron;
+  bool overlapGradientReduction = true; ///< `--grad-reduce overlap`.
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
 };
 

@@ -67,6 +67,10 @@ struct InstantiateOptions {
   /// data-parallel frameworks do, up to this many bytes; 0 issues one per
   /// weight.
   uint64_t gradientBucketBytes = 0;
+  /// Data-parallel gradient reductions overlap the last micro-batch's
+  /// backward (DDP, Megatron-LM's --overlap-grad-reduce); false issues them
+  /// all after the schedule's last step, as Megatron-LM does by default.
+  bool overlapGradientReduction = true;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   /// The mesh axis whose coordinate is the pipeline stage.
   std::string pipelineAxis = "pp";

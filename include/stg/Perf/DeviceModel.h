@@ -44,6 +44,11 @@ struct DeviceSpec {
   /// The roofline duration of a kernel, in whole microseconds (at least 1
   /// for any work).
   uint64_t getKernelMicros(int64_t flops, uint64_t bytes) const;
+  /// The duration of kernels that run one after another, some bound by
+  /// compute and some by memory (an unfused attention: the two products,
+  /// then softmax and dropout over the scores): the times add where one
+  /// kernel's would overlap.
+  uint64_t getSequentialKernelsMicros(int64_t flops, uint64_t bytes) const;
 };
 
 /// The built-in devices, by name.
