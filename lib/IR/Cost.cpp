@@ -26,10 +26,7 @@ Expr stg::getLocalBytes(const Value &value) {
   return value.getType().getLocalBytes();
 }
 
-namespace {
-
-/// Score-matrix entries of an attention op on one rank: b * heads * s * t.
-Expr attentionScores(const Op &op) {
+Expr stg::getAttentionScores(const Op &op) {
   const TensorType &q = op.getOperand(0)->getType();
   const TensorType &k = op.getOperand(1)->getType();
   // [batch..., seq, heads, size]; rank 2 is [seq, size].
@@ -43,6 +40,8 @@ Expr attentionScores(const Op &op) {
   return scores;
 }
 
+namespace {
+
 /// The extra bytes of an unfused attention's score matrix, or 0.
 Expr unfusedScoreBytes(const Op &attention) {
   if (attention.getAttr("kernel")->text != "unfused")
@@ -50,7 +49,7 @@ Expr unfusedScoreBytes(const Op &attention) {
   // 6.5 passes of 2-byte scores (a 1-byte dropout mask in one).
   unsigned element =
       getElementTypeBytes(attention.getOperand(0)->getType().getElementType());
-  return Expr(13) / 2 * element * attentionScores(attention);
+  return Expr(13) / 2 * element * getAttentionScores(attention);
 }
 
 } // namespace
@@ -128,7 +127,7 @@ Expr attentionFlops(const Op &op) {
   const TensorType &q = op.getOperand(0)->getType();
   const TensorType &v = op.getOperand(2)->getType();
   unsigned r = q.getRank();
-  Expr flops = 2 * attentionScores(op) *
+  Expr flops = 2 * getAttentionScores(op) *
                (q.getLocalDim(r - 1) + v.getLocalDim(r - 1));
   if (op.getAttr("mask")->text == "causal")
     flops = flops / 2;

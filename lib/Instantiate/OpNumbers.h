@@ -36,10 +36,12 @@ public:
   const OpNumbers *get(const Op &op);
   /// Bytes of `value` on one rank (a message between stages).
   std::optional<int64_t> getLocalBytes(const Value &value, SourceLoc loc);
-
-private:
+  /// `e` bound to a non-negative count, or nothing after reporting why
+  /// not (`what` names it: "FLOPs of 'einsum'").
   std::optional<int64_t> evaluate(const Expr &e, SourceLoc loc,
                                   llvm::StringRef what);
+
+private:
 
   const Module &module;
   DiagnosticEngine &diags;

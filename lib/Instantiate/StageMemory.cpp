@@ -2,6 +2,8 @@
 
 #include "StageMemory.h"
 
+#include "stg/IR/Cost.h"
+
 #include "llvm/ADT/DenseSet.h"
 
 #include <cmath>
@@ -31,9 +33,27 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
   using Key = std::pair<const Value *, int>;
   llvm::DenseSet<Key> declarations, saved, steps;
   llvm::SmallVector<const Op *, 2> found;
+  // An unfused attention keeps its softmax output (the score matrix) for
+  // the backward pass, unless recomputation replays it there.
+  bool replaysAttention = false;
+  module.getModel()->walk([&](Op &op) {
+    replaysAttention |=
+        op.getKind() == OpKind::Attention && op.getPhase() != Phase::Forward;
+  });
+  uint64_t scoreBytes = 0;
+  bool failedScores = false;
   forEachInstanceOnStage(module, placement, stage, [&](const Op &op, int layer) {
     if (op.getKind() == OpKind::Adam)
       steps.insert({op.getResult(), layer});
+    if (training && !replaysAttention && op.getKind() == OpKind::Attention &&
+        op.getAttr("kernel")->text == "unfused") {
+      std::optional<int64_t> scores = numbers.evaluate(
+          getAttentionScores(op), op.getLoc(), "scores of 'attention'");
+      failedScores |= !scores;
+      scoreBytes += scores.value_or(0) *
+                    getElementTypeBytes(
+                        op.getResult()->getType().getElementType());
+    }
     bool backward = op.getPhase() != Phase::Forward;
     for (const Value *operand : op.getOperands()) {
       ValueInstance source = placement.resolve(operand, layer);
@@ -83,7 +103,9 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
     memory.optimizer +=
         12 * (*bytes / getElementTypeBytes(key.first->getType().getElementType()));
   }
-  uint64_t savedBytes = 0;
+  if (failedScores)
+    return std::nullopt;
+  uint64_t savedBytes = scoreBytes;
   for (const Key &key : saved) {
     std::optional<int64_t> bytes = bytesOf(key.first);
     if (!bytes)

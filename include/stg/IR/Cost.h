@@ -27,6 +27,10 @@ Expr getBytesAccessed(const Op &op);
 /// Bytes of `value` on one rank.
 Expr getLocalBytes(const Value &value);
 
+/// Entries of an attention op's score matrix on one rank: batch x heads x
+/// queries x keys.
+Expr getAttentionScores(const Op &attention);
+
 } // namespace stg
 
 #endif // STG_IR_COST_H
