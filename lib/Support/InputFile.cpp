@@ -5,6 +5,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 
+#include <cerrno>
 #include <unistd.h>
 
 using namespace stg;
@@ -20,7 +21,7 @@ static std::string describeSize(uint64_t bytes) {
                              : std::to_string(bytes) + " bytes";
 }
 
-/// Standard input, read in chunks up to one byte past the limit.
+/// Standard input, read in chunks; refused as soon as it passes the limit.
 static llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 readStandardInput(uint64_t maxBytes, llvm::StringRef what) {
   llvm::SmallString<4096> text;
