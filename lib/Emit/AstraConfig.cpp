@@ -4,6 +4,7 @@
 
 #include "stg/Emit/OutputDirectory.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -12,28 +13,21 @@
 
 using namespace stg;
 
-static llvm::StringRef getAstraTopology(NetworkTopology topology) {
-  switch (topology) {
-  case NetworkTopology::Switch:
-    return "Switch";
-  case NetworkTopology::Ring:
-    return "Ring";
-  case NetworkTopology::FullyConnected:
-    return "FullyConnected";
+/// ASTRA-sim spells stagec's snake_case names in camel case: topologies
+/// capitalised (`fully_connected` is `FullyConnected`), algorithms not
+/// (`halving_doubling` is `halvingDoubling`).
+static std::string toCamelCase(llvm::StringRef name, bool capitalise) {
+  std::string result;
+  bool upper = capitalise;
+  for (char c : name) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    result += upper ? llvm::toUpper(c) : c;
+    upper = false;
   }
-  llvm_unreachable("unknown topology");
-}
-
-static llvm::StringRef getAstraAlgorithm(CollectiveAlgorithm algorithm) {
-  switch (algorithm) {
-  case CollectiveAlgorithm::Ring:
-    return "ring";
-  case CollectiveAlgorithm::Direct:
-    return "direct";
-  case CollectiveAlgorithm::HalvingDoubling:
-    return "halvingDoubling";
-  }
-  llvm_unreachable("unknown algorithm");
+  return result;
 }
 
 /// ASTRA-sim's analytical backend converts its bandwidths with 2^30 bytes
@@ -77,7 +71,8 @@ llvm::Error stg::writeAstraConfigs(llvm::StringRef directory,
   if (llvm::Error err = writeTextFile(directory, "network.yml", [&](auto &os) {
         os << "# " << system.name << ": " << numRanks << " NPUs\n"
            << "topology: [ " << list([&](size_t i) {
-                return getAstraTopology(tiers[i]->topology).str();
+                return toCamelCase(getTopologyName(tiers[i]->topology),
+                                   /*capitalise=*/true);
               })
            << " ]\n"
            << "npus_count: [ " << list([&](size_t i) { return sizes[i]; })
@@ -97,7 +92,10 @@ llvm::Error stg::writeAstraConfigs(llvm::StringRef directory,
       }))
     return err;
   std::string algorithms = list([&](size_t i) {
-    return "\"" + getAstraAlgorithm(tiers[i]->algorithm).str() + "\"";
+    return "\"" +
+           toCamelCase(getAlgorithmName(tiers[i]->algorithm),
+                       /*capitalise=*/false) +
+           "\"";
   });
   // One chunk a collective, one chunk in flight a dimension: each
   // collective runs whole, one after another, as the estimate prices it.
