@@ -268,6 +268,11 @@ llvm::Expected<bool> ChakraTraceReader::readFrame(const llvm::Twine &what) {
                        at(start) + " is cut off or malformed");
   }
   uint64_t prefixBytes = static_cast<uint64_t>(coded.CurrentPosition());
+  if (start + prefixBytes + length > MaxTraceBytes)
+    return formatError(what + " " + at(start) + " ends past " +
+                       llvm::Twine(MaxTraceBytes >> 30) +
+                       " GiB of uncompressed data, the most a trace may "
+                       "have");
   if (length > MaxMessageBytes)
     return formatError("implausible length prefix: " + what + " " + at(start) +
                        " claims " + llvm::Twine(length) + " bytes, over the " +

@@ -136,6 +136,9 @@ public:
   /// Nodes per file: 2^25, as many as stagec puts in one stage's program,
   /// so that no input makes a reader's bookkeeping outgrow memory.
   static constexpr uint64_t MaxNodes = uint64_t(1) << 25;
+  /// Uncompressed bytes per file: 16 GiB, so that a small gzip cannot keep
+  /// a reader inflating for long (a rank's trace is rarely over 1 GiB).
+  static constexpr uint64_t MaxTraceBytes = uint64_t(16) << 30;
 
   static llvm::Expected<std::unique_ptr<ChakraTraceReader>>
   open(llvm::StringRef path);
