@@ -5,6 +5,7 @@
 #include "stg/IR/Cost.h"
 
 #include <cmath>
+#include <map>
 
 using namespace stg;
 
@@ -37,6 +38,35 @@ std::optional<int64_t> OpNumberCache::evaluate(const Expr &e, SourceLoc loc,
   return fail("no value for " + names);
 }
 
+GemmShape OpNumberCache::getGemmShape(const Op &einsum) {
+  const EinsumSpec &spec = einsum.getAttr("spec")->einsum;
+  if (spec.inputs.size() != 2)
+    return {};
+  std::map<char, int64_t> extent;
+  for (unsigned k = 0; k < 2; ++k)
+    for (unsigned d = 0; d < spec.inputs[k].size(); ++d) {
+      std::optional<Expr> bound = module.bindAll(
+          einsum.getOperand(k)->getType().getLocalDim(d));
+      std::optional<long long> value =
+          bound ? getIntegerValue(*bound) : std::nullopt;
+      if (!value || *value <= 0)
+        return {};
+      extent[spec.inputs[k][d]] = *value;
+    }
+  GemmShape gemm{1, 1, 1, 1};
+  for (const auto &[index, size] : extent) {
+    bool inFirst = spec.inputs[0].find(index) != std::string::npos;
+    bool inSecond = spec.inputs[1].find(index) != std::string::npos;
+    bool inOutput = spec.output.find(index) != std::string::npos;
+    int64_t &dim = !inOutput              ? gemm.k
+                   : inFirst && inSecond ? gemm.batch
+                   : inFirst             ? gemm.m
+                                         : gemm.n;
+    dim *= size;
+  }
+  return gemm;
+}
+
 const OpNumbers *OpNumberCache::get(const Op &op) {
   auto [it, inserted] = ops.try_emplace(&op);
   if (!inserted)
@@ -58,6 +88,8 @@ const OpNumbers *OpNumberCache::get(const Op &op) {
       return nullptr;
     numbers.flops = *flops;
     numbers.bytesAccessed = *bytes;
+    if (op.getKind() == OpKind::Einsum)
+      numbers.gemm = getGemmShape(op);
   }
   it->second = numbers;
   return &*it->second;

@@ -11,6 +11,7 @@
 #define STG_LIB_INSTANTIATE_OPNUMBERS_H
 
 #include "stg/IR/Module.h"
+#include "stg/Instantiate/Program.h"
 #include "stg/Support/Diagnostics.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -21,6 +22,7 @@
 namespace stg {
 
 struct OpNumbers {
+  GemmShape gemm; ///< A two-operand einsum's matrix shape.
   int64_t flops = 0;
   uint64_t bytesAccessed = 0;
   int64_t commBytes = 0; ///< Collectives: the `bytes` attribute.
@@ -42,6 +44,11 @@ public:
                                   llvm::StringRef what);
 
 private:
+  /// The matrix shape of a two-operand einsum: output indices of both
+  /// operands are the batch, of the first only M, of the second only N;
+  /// contracted ones K. Empty for anything else.
+  GemmShape getGemmShape(const Op &einsum);
+
 
   const Module &module;
   DiagnosticEngine &diags;

@@ -302,6 +302,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       node.opType = getOpType(op);
       node.numOps = numbers->flops;
       node.tensorBytes = numbers->bytesAccessed;
+      node.gemm = numbers->gemm;
       held = {addNode(std::move(node))};
     }
   }

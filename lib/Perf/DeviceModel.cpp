@@ -34,6 +34,29 @@ uint64_t DeviceSpec::getKernelMicros(int64_t flops, uint64_t bytes) const {
   return std::max<uint64_t>(1, toCount(micros));
 }
 
+double DeviceSpec::getWaveEfficiency(const GemmShape &gemm) const {
+  if (!computeUnits || !gemm.isGemm())
+    return 1;
+  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  // Tiles past 2^53 would lose precision as doubles; such a GEMM fills any
+  // machine anyway.
+  double tiles = double(gemm.batch) * double(ceilDiv(gemm.m, 128)) *
+                 double(ceilDiv(gemm.n, 256));
+  double waves = std::ceil(tiles / computeUnits);
+  return tiles / (waves * computeUnits);
+}
+
+uint64_t DeviceSpec::getGemmMicros(int64_t flops, uint64_t bytes,
+                                   const GemmShape &gemm) const {
+  double computeSeconds =
+      flops / (peakFlops * computeEfficiency * getWaveEfficiency(gemm));
+  double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
+  double micros = std::max(computeSeconds, memorySeconds) * 1e6;
+  if (!(micros > 0))
+    return 0;
+  return std::max<uint64_t>(1, toCount(micros));
+}
+
 uint64_t DeviceSpec::getSequentialKernelsMicros(int64_t flops,
                                                 uint64_t bytes) const {
   double micros = (flops / (peakFlops * computeEfficiency) +
@@ -46,12 +69,13 @@ uint64_t DeviceSpec::getSequentialKernelsMicros(int64_t flops,
 
 llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
   static const DeviceSpec devices[] = {
-      {"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8},
-      {"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8},
-      {"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8},
-      {"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8},
-      {"GB200", 2500e12, 8.0e12, 900e9, 0.7, 0.8},
-      {"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8},
+      // name, bf16 FLOP/s, HBM B/s, link B/s, efficiencies, SMs/CUs.
+      {"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8, 108},
+      {"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8, 132},
+      {"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8, 132},
+      {"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148},
+      {"GB200", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148},
+      {"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8, 304},
   };
   return devices;
 }
@@ -123,6 +147,16 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
     seen.insert(key);
     if (key == "name") {
       device.name = entry.second.as<std::string>("");
+      continue;
+    }
+    if (key == "compute_units") {
+      std::optional<double> units = getNumberInRange(entry.second, 0, 100000);
+      if (!units || *units != std::floor(*units))
+        return deviceError(
+            nameOrFile, entry.second.Mark(),
+            describeNumberError(key, entry.second, 0, 100000) +
+                " (a whole number)");
+      device.computeUnits = unsigned(*units);
       continue;
     }
     auto field = llvm::find_if(fields, [&](const Field &f) {
@@ -231,6 +265,8 @@ void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
           micros ? micros
           : sequential
               ? device.getSequentialKernelsMicros(node.numOps, node.tensorBytes)
+          : node.gemm.isGemm()
+              ? device.getGemmMicros(node.numOps, node.tensorBytes, node.gemm)
               : device.getKernelMicros(node.numOps, node.tensorBytes);
     }
 }

@@ -25,6 +25,25 @@ TEST(DeviceModelTest, RooflineTakesTheSlowerOfComputeAndMemory) {
   EXPECT_EQ(device.getKernelMicros(0, 0), 0u);
 }
 
+TEST(DeviceModelTest, GemmsFillWholeWavesOfTiles) {
+  // 132 SMs and 128 x 256 tiles: 132 tiles are one full wave; 133 need a
+  // second wave that one tile uses.
+  const DeviceSpec *h100 = lookupBuiltinDevice("H100");
+  ASSERT_TRUE(h100);
+  EXPECT_EQ(h100->computeUnits, 132u);
+  EXPECT_DOUBLE_EQ(h100->getWaveEfficiency({1, 128 * 132, 256, 4096}), 1.0);
+  EXPECT_DOUBLE_EQ(h100->getWaveEfficiency({1, 128 * 133, 256, 4096}),
+                   133.0 / 264);
+  EXPECT_DOUBLE_EQ(h100->getWaveEfficiency({2, 128 * 66, 200, 64}), 1.0);
+  EXPECT_DOUBLE_EQ(h100->getWaveEfficiency(GemmShape()), 1.0);
+  // The quantised GEMM takes as long as a full second wave.
+  int64_t flops = 2 * int64_t(128 * 133) * 256 * 4096;
+  uint64_t full = h100->getKernelMicros(flops, 0);
+  uint64_t quantised = h100->getGemmMicros(flops, 0, {1, 128 * 133, 256, 4096});
+  EXPECT_GT(quantised, full);
+  EXPECT_NEAR(double(quantised) / full, 264.0 / 133, 0.05);
+}
+
 TEST(DeviceModelTest, BuiltinDevicesByNameInAnyCase) {
   const DeviceSpec *h100 = lookupBuiltinDevice("h100");
   ASSERT_TRUE(h100);

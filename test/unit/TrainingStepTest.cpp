@@ -127,4 +127,29 @@ TEST_F(TrainingStepTest, FullRecomputeAddsOneForwardOfTheRepeat) {
   EXPECT_EQ(recomputed.backward, plain.backward + plain.repeatForward);
 }
 
+TEST_F(TrainingStepTest, EinsumNodesCarryTheirMatrixShapePerRank) {
+  // h = einsum[bsd,df->bsf](x, w1) with dp = 2, tp = 2: M = (B/dp)*S = 16,
+  // N = F/tp = 32, K = D = 16, one batch.
+  CompileOptions options;
+  options.input = path.str().str();
+  options.degrees = {{"dp", 2}, {"tp", 2}};
+  std::string errors;
+  llvm::raw_string_ostream errorStream(errors);
+  DiagnosticEngine diags(errorStream);
+  std::optional<CompiledModel> compiled = compileModel(options, diags);
+  ASSERT_TRUE(compiled) << errors;
+  const ProgramNode *first = nullptr;
+  for (const ProgramNode &node : compiled->programs.stages[0].nodes)
+    if (node.opType == "einsum") {
+      first = &node;
+      break;
+    }
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->gemm.batch, 1);
+  EXPECT_EQ(first->gemm.m, 16);
+  EXPECT_EQ(first->gemm.n, 32);
+  EXPECT_EQ(first->gemm.k, 16);
+  EXPECT_EQ(first->numOps, 2 * 16 * 32 * 16);
+}
+
 } // namespace

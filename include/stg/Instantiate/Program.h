@@ -40,6 +40,13 @@ enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter,
 /// manifest, reports and perturbation selectors use.
 llvm::StringRef getCollectiveName(CollectiveKind kind);
 
+/// The matrix product a compute node performs, when it is one: `batch`
+/// products of [m, k] by [k, n], on one rank. Zero when not a GEMM.
+struct GemmShape {
+  int64_t batch = 0, m = 0, n = 0, k = 0;
+  bool isGemm() const { return batch > 0 && m > 0 && n > 0 && k > 0; }
+};
+
 struct ProgramNode {
   ProgramNodeKind kind = ProgramNodeKind::Compute;
   std::string name;
@@ -54,6 +61,7 @@ struct ProgramNode {
   unsigned peerStage = 0; ///< Send: destination stage; recv: source stage.
   int32_t tag = 0;        ///< Send/recv: equal on both ends.
   uint64_t durationMicros = 0; ///< Compute, with a device model.
+  GemmShape gemm;              ///< Compute: an einsum's matrix shape.
 
   // Where the node comes from: reports and perturbation selectors use it.
   Phase phase = Phase::Forward;

@@ -40,6 +40,13 @@ struct DeviceSpec {
   double linkBandwidth = 0;      ///< Scale-up bytes/s per direction.
   double computeEfficiency = 0.7; ///< Fraction of peak large kernels reach.
   double memoryEfficiency = 0.8;
+  /// Streaming multiprocessors (compute units); 0 leaves GEMMs unquantised.
+  unsigned computeUnits = 0;
+
+  /// The fraction of the machine a GEMM's last wave leaves busy: its output
+  /// tiles (128 x 256, as cuBLAS and CUTLASS pick for large products) fill
+  /// ceil(tiles / units) waves, the last partly. 1 without compute units.
+  double getWaveEfficiency(const GemmShape &gemm) const;
 
   /// The roofline duration of a kernel, in whole microseconds (at least 1
   /// for any work).
@@ -49,6 +56,9 @@ struct DeviceSpec {
   /// then softmax and dropout over the scores): the times add where one
   /// kernel's would overlap.
   uint64_t getSequentialKernelsMicros(int64_t flops, uint64_t bytes) const;
+  /// A GEMM's roofline duration with its wave quantisation.
+  uint64_t getGemmMicros(int64_t flops, uint64_t bytes,
+                         const GemmShape &gemm) const;
 };
 
 /// The built-in devices, by name.
@@ -62,6 +72,7 @@ const DeviceSpec *lookupBuiltinDevice(llvm::StringRef name);
 ///   link_bandwidth_gbps: 450
 ///   compute_efficiency: 0.7 # optional
 ///   memory_efficiency: 0.8  # optional
+///   compute_units: 132      # optional: SMs, for GEMMs' wave quantisation
 llvm::Expected<DeviceSpec> loadDevice(llvm::StringRef nameOrFile);
 /// The device of a YAML text, as loadDevice reads a file; errors name
 /// `name`, line and column.
