@@ -25,13 +25,17 @@
 
 using namespace stg;
 
+uint64_t DeviceSpec::toKernelMicros(double micros) const {
+  if (!(micros > 0))
+    return 0; // No work: no kernel to launch.
+  return std::max<uint64_t>(1, toCount(micros + launchMicros));
+}
+
 uint64_t DeviceSpec::getKernelMicros(int64_t flops, uint64_t bytes) const {
   double computeSeconds = flops / (peakFlops * computeEfficiency);
   double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
   double micros = std::max(computeSeconds, memorySeconds) * 1e6;
-  if (!(micros > 0))
-    return 0;
-  return std::max<uint64_t>(1, toCount(micros));
+  return toKernelMicros(micros);
 }
 
 double DeviceSpec::getWaveEfficiency(const GemmShape &gemm) const {
@@ -52,9 +56,7 @@ uint64_t DeviceSpec::getGemmMicros(int64_t flops, uint64_t bytes,
       flops / (peakFlops * computeEfficiency * getWaveEfficiency(gemm));
   double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
   double micros = std::max(computeSeconds, memorySeconds) * 1e6;
-  if (!(micros > 0))
-    return 0;
-  return std::max<uint64_t>(1, toCount(micros));
+  return toKernelMicros(micros);
 }
 
 uint64_t DeviceSpec::getSequentialKernelsMicros(int64_t flops,
@@ -62,20 +64,19 @@ uint64_t DeviceSpec::getSequentialKernelsMicros(int64_t flops,
   double micros = (flops / (peakFlops * computeEfficiency) +
                    bytes / (memoryBandwidth * memoryEfficiency)) *
                   1e6;
-  if (!(micros > 0))
-    return 0;
-  return std::max<uint64_t>(1, toCount(micros));
+  return toKernelMicros(micros);
 }
 
 llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
   static const DeviceSpec devices[] = {
-      // name, bf16 FLOP/s, HBM B/s, link B/s, efficiencies, SMs/CUs.
-      {"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8, 108},
-      {"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8, 132},
-      {"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8, 132},
-      {"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148},
-      {"GB200", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148},
-      {"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8, 304},
+      // name, bf16 FLOP/s, HBM B/s, link B/s, efficiencies, SMs/CUs,
+      // launch gap (us; a typical figure between dependent kernels).
+      {"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8, 108, 2},
+      {"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8, 132, 2},
+      {"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8, 132, 2},
+      {"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2},
+      {"GB200", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2},
+      {"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8, 304, 2},
   };
   return devices;
 }
@@ -147,6 +148,14 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
     seen.insert(key);
     if (key == "name") {
       device.name = entry.second.as<std::string>("");
+      continue;
+    }
+    if (key == "launch_us") {
+      std::optional<double> micros = getNumberInRange(entry.second, 0, 1000);
+      if (!micros)
+        return deviceError(nameOrFile, entry.second.Mark(),
+                           describeNumberError(key, entry.second, 0, 1000));
+      device.launchMicros = *micros;
       continue;
     }
     if (key == "compute_units") {

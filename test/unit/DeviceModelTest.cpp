@@ -44,6 +44,31 @@ TEST(DeviceModelTest, GemmsFillWholeWavesOfTiles) {
   EXPECT_NEAR(double(quantised) / full, 264.0 / 133, 0.05);
 }
 
+TEST(DeviceModelTest, EveryKernelPaysItsLaunch) {
+  // A tiny kernel on an H100 takes its launch gap (2 us) and a little more;
+  // no work takes nothing.
+  const DeviceSpec *h100 = lookupBuiltinDevice("H100");
+  ASSERT_TRUE(h100);
+  EXPECT_EQ(h100->getKernelMicros(1000, 1000), 3u);
+  EXPECT_EQ(h100->getKernelMicros(0, 0), 0u);
+  llvm::Expected<DeviceSpec> custom =
+      parseDevice("peak_tflops: 100\nmemory_bandwidth_gbps: 1000\n"
+                  "link_bandwidth_gbps: 100\nlaunch_us: 10\n"
+                  "compute_units: 80\n",
+                  "gpu.yaml");
+  ASSERT_TRUE(bool(custom)) << llvm::toString(custom.takeError());
+  EXPECT_DOUBLE_EQ(custom->launchMicros, 10.0);
+  EXPECT_EQ(custom->computeUnits, 80u);
+  EXPECT_EQ(custom->getKernelMicros(1000, 1000), 11u);
+  llvm::Expected<DeviceSpec> bad =
+      parseDevice("peak_tflops: 100\nmemory_bandwidth_gbps: 1000\n"
+                  "link_bandwidth_gbps: 100\ncompute_units: 1.5\n",
+                  "gpu.yaml");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("gpu.yaml:4:16:"),
+            std::string::npos);
+}
+
 TEST(DeviceModelTest, BuiltinDevicesByNameInAnyCase) {
   const DeviceSpec *h100 = lookupBuiltinDevice("h100");
   ASSERT_TRUE(h100);

@@ -42,6 +42,9 @@ struct DeviceSpec {
   double memoryEfficiency = 0.8;
   /// Streaming multiprocessors (compute units); 0 leaves GEMMs unquantised.
   unsigned computeUnits = 0;
+  /// Added to every kernel: the gap between dependent kernels that a
+  /// launch leaves (without CUDA graphs).
+  double launchMicros = 0;
 
   /// The fraction of the machine a GEMM's last wave leaves busy: its output
   /// tiles (128 x 256, as cuBLAS and CUTLASS pick for large products) fill
@@ -59,6 +62,11 @@ struct DeviceSpec {
   /// A GEMM's roofline duration with its wave quantisation.
   uint64_t getGemmMicros(int64_t flops, uint64_t bytes,
                          const GemmShape &gemm) const;
+
+private:
+  /// Whole microseconds of a kernel that works `micros`, launch included:
+  /// 0 for no work, else at least 1.
+  uint64_t toKernelMicros(double micros) const;
 };
 
 /// The built-in devices, by name.
@@ -73,6 +81,7 @@ const DeviceSpec *lookupBuiltinDevice(llvm::StringRef name);
 ///   compute_efficiency: 0.7 # optional
 ///   memory_efficiency: 0.8  # optional
 ///   compute_units: 132      # optional: SMs, for GEMMs' wave quantisation
+///   launch_us: 2            # optional: added to every kernel
 llvm::Expected<DeviceSpec> loadDevice(llvm::StringRef nameOrFile);
 /// The device of a YAML text, as loadDevice reads a file; errors name
 /// `name`, line and column.
