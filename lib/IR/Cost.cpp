@@ -10,8 +10,9 @@
 // attention (`attention[kernel=unfused]`, as frameworks ran before fused
 // kernels) also moves its score matrix through memory: in the forward pass
 // the scores are written, read and written by softmax, read and written by
-// dropout with a one-byte mask, and read by the product with V, 6.5 passes
-// over the b*heads*s*t scores; the backward pass twice that.
+// dropout (`dropout=P`) with a one-byte mask, and read by the product with
+// V, 6.5 passes over the b*heads*s*t scores (4 without dropout); the
+// backward pass twice that. A dropout op also writes its one-byte mask.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,14 +43,18 @@ Expr stg::getAttentionScores(const Op &op) {
 
 namespace {
 
-/// The extra bytes of an unfused attention's score matrix, or 0.
+/// The extra bytes of an unfused attention's score matrix, or 0: the
+/// scores written, read and written by softmax, read by the product with V
+/// (4 passes); with dropout on the probabilities also read and written
+/// again, with a one-byte mask (6.5 passes).
 Expr unfusedScoreBytes(const Op &attention) {
   if (attention.getAttr("kernel")->text != "unfused")
     return 0;
-  // 6.5 passes of 2-byte scores (a 1-byte dropout mask in one).
   unsigned element =
       getElementTypeBytes(attention.getOperand(0)->getType().getElementType());
-  return Expr(13) / 2 * element * getAttentionScores(attention);
+  Expr passes = attention.getAttr("dropout")->expr.is_zero() ? Expr(4)
+                                                              : Expr(13) / 2;
+  return passes * element * getAttentionScores(attention);
 }
 
 } // namespace
@@ -62,6 +67,8 @@ Expr stg::getBytesAccessed(const Op &op) {
     bytes = bytes + getLocalBytes(*result);
   if (op.getKind() == OpKind::Attention)
     bytes = bytes + unfusedScoreBytes(op);
+  if (op.getKind() == OpKind::Dropout) // The one-byte mask it writes.
+    bytes = bytes + op.getResult()->getType().getLocalNumElements();
   if (op.getKind() == OpKind::Grad &&
       getGradForwardKind(op) == OpKind::Attention) {
     ForwardStandIn forward(op);
@@ -103,6 +110,8 @@ std::optional<unsigned> flopsPerElement(OpKind kind) {
     return 2;
   case OpKind::Adam:
     return 12;
+  case OpKind::Dropout:
+    return 2; // A random draw's compare and the scale.
   default:
     return std::nullopt;
   }

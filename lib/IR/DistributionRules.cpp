@@ -44,7 +44,10 @@ std::optional<IndexSpace> Rule::indexSpace() {
   case OpKind::Tanh:
     return unary(Linearity::None);
   case OpKind::Scale:
+  case OpKind::Dropout: // Linear in x, given the mask.
     return unary(Linearity::First);
+  case OpKind::DropoutMask:
+    return unary(Linearity::None);
   case OpKind::RMSNorm:
   case OpKind::LayerNorm: {
     // Normalised over the last dimension, which stays whole; the weight and

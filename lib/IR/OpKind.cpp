@@ -18,12 +18,14 @@ using K = AttrKind;
 const AttrSpec kNoAttrs[] = {{nullptr, K::Int}};
 const AttrSpec kEinsum[] = {{"spec", K::Einsum}};
 const AttrSpec kAttention[] = {{"mask", K::Ident, "none", "causal|none"},
-                               {"kernel", K::Ident, "fused", "fused|unfused"}};
+                               {"kernel", K::Ident, "fused", "fused|unfused"},
+                               {"dropout", K::Expr, "0"}};
 const AttrSpec kSoftmax[] = {{"dim", K::Int, "-1"}};
 const AttrSpec kReduce[] = {{"kind", K::Ident, nullptr, "sum|max|mean"},
                             {"dim", K::Int, "-1"}};
 const AttrSpec kScale[] = {{"factor", K::Expr}};
 const AttrSpec kElementwise[] = {{"flops", K::Expr, "1"}};
+const AttrSpec kDropout[] = {{"p", K::Expr, "1/10"}};
 const AttrSpec kTranspose[] = {{"perm", K::IntList}};
 const AttrSpec kConcat[] = {{"dim", K::Int}};
 const AttrSpec kSlice[] = {{"dim", K::Int}, {"size", K::Expr},
@@ -58,6 +60,7 @@ llvm::ArrayRef<AttrSpec> attrsOf(OpKind kind) {
   case OpKind::Reduce: return kReduce;
   case OpKind::Scale: return kScale;
   case OpKind::Elementwise: return kElementwise;
+  case OpKind::Dropout: return kDropout;
   case OpKind::Transpose: return kTranspose;
   case OpKind::Concat: return kConcat;
   case OpKind::Slice: return kSlice;

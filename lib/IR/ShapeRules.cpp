@@ -178,6 +178,13 @@ LogicalResult ShapeRule::run() {
   case OpKind::Broadcast:
   case OpKind::Adam:
     return sameAsOperand({});
+  case OpKind::Dropout:
+    return sameAsOperand({});
+  case OpKind::DropoutMask:
+    addResult(ElementType::I8, llvm::SmallVector<Expr, 4>(
+                                   operandType(0).getShape().begin(),
+                                   operandType(0).getShape().end()));
+    return success();
   case OpKind::Softmax:
     return sameAsOperand({"dim"});
   case OpKind::AllGather:

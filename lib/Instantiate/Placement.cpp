@@ -16,6 +16,7 @@ bool stg::isElided(const Op &op) {
   case OpKind::Layout:
   case OpKind::Reshape:
   case OpKind::Shard:
+  case OpKind::DropoutMask: // Written by its dropout's kernel.
     return true;
   default:
     return false;

@@ -50,9 +50,11 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
       std::optional<int64_t> scores = numbers.evaluate(
           getAttentionScores(op), op.getLoc(), "scores of 'attention'");
       failedScores |= !scores;
-      scoreBytes += scores.value_or(0) *
-                    getElementTypeBytes(
-                        op.getResult()->getType().getElementType());
+      // The probabilities; with dropout also its mask and output.
+      unsigned element =
+          getElementTypeBytes(op.getResult()->getType().getElementType());
+      bool dropout = !op.getAttr("dropout")->expr.is_zero();
+      scoreBytes += scores.value_or(0) * (dropout ? 2 * element + 1 : element);
     }
     bool backward = op.getPhase() != Phase::Forward;
     for (const Value *operand : op.getOperands()) {

@@ -343,6 +343,22 @@ void AutodiffPass::differentiateOp(Op &op, Graph &backward, Grads &grads) {
     }
     return;
   }
+  case OpKind::Dropout: {
+    // dx = dy * mask: the backward keeps the one-byte mask the forward
+    // kernel wrote, not the input.
+    Graph &forward = *op.getParent();
+    Op *maskOp = forward.createOpAfter(&op, OpKind::DropoutMask, op.getLoc());
+    maskOp->setPhase(op.getPhase());
+    maskOp->addOperand(op.getOperand(0));
+    forward.createResult(maskOp, module->makeUniqueName(
+                                     op.getResult()->getName().str() + ".mask"));
+    typeResults(*maskOp, *module, *extents, *diags);
+    Op *product = create(backward, OpKind::Mul, loc,
+                         {dy, maskOp->getResult()},
+                         {gradName(op.getOperand(0))});
+    contribute(0, product);
+    return;
+  }
   case OpKind::Scale: {
     Op *scale = create(backward, OpKind::Scale, loc, {dy},
                        {gradName(op.getOperand(0))});

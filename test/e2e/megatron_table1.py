@@ -6,10 +6,11 @@
 # For each run of Narayanan et al. 2021 (SC'21), Table 1, as the shared CSV
 # gives it (A100 DGX nodes, GPT models, fp16, full recomputation, sequence
 # 2048, vocabulary 51200, interleaved 1F1B where a run has virtual stages,
+# dropout of 0.1 on the attention probabilities and after attention and MLP,
 # no sequence parallelism (it came in 2022), data-parallel reductions after
 # the backward pass (Megatron-LM's default),
 # and the attention of 2021: unfused, scores through memory; the shipped
-# GPT template's attention is copied with `kernel=unfused`),
+# GPT template is copied with those changes),
 # compiles the same model and plan for `--system dgx-a100`, takes the
 # estimated step and computes TFLOP/s per GPU with the paper's formula
 # 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) / (step x GPUs). Prints a Markdown
@@ -55,8 +56,16 @@ def main():
     mha = os.path.join(templates, "nn", "mha.stg")
     text = open(mha).read()
     assert "attention[causal]" in text
-    open(mha, "w").write(text.replace("attention[causal]",
-                                      "attention[mask=causal, kernel=unfused]"))
+    open(mha, "w").write(text.replace(
+        "attention[causal]",
+        "attention[mask=causal, kernel=unfused, dropout=1/10]"))
+    # Dropout of 0.1 after the attention and after the MLP, as the runs had.
+    gpt = os.path.join(templates, "gpt.stg")
+    text = open(gpt).read()
+    for block in ("mha(layer_norm(x))", "gelu_mlp(layer_norm(x1))"):
+        assert block in text
+        text = text.replace(block, "dropout(%s)" % block)
+    open(gpt, "w").write(text)
     print("| model | GPUs | t, p, d | micro-batch, batch | measured TFLOP/s | "
           "stagec step (s) | stagec TFLOP/s | error |")
     print("|---|---|---|---|---|---|---|---|")
