@@ -14,7 +14,7 @@
 // real values plugged into the symbolic graph).
 //
 // Devices come built in (A100, H100, H200, B200, GB200, MI300X) or from a YAML
-// file with the same fields; see docs/devices.md.
+// file with the same fields; see docs/instantiation.md ("Device model").
 //
 //===----------------------------------------------------------------------===//
 
