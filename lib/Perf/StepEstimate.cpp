@@ -11,6 +11,7 @@
 #include <cmath>
 #include <map>
 #include <queue>
+#include <set>
 #include <tuple>
 
 using namespace stg;
@@ -177,10 +178,11 @@ private:
   std::vector<StageState> states;
   StepEstimate estimate;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
-  std::map<MessageKey, double> sent;
+  /// Events pop in time order, so a receive that finds its send done, or
+  /// a send that finds its receive waiting, completes at the current time.
+  std::set<MessageKey> sent;
   /// Receives whose dependencies are done, waiting for their send.
   std::map<MessageKey, std::pair<unsigned, uint32_t>> waiting;
-  std::map<MessageKey, double> waitingSince;
   size_t completed = 0;
 };
 
@@ -196,13 +198,11 @@ void Replay::makeReady(unsigned stage, uint32_t id, double now) {
     return;
   case ProgramNodeKind::Recv: {
     MessageKey key{ready.peerStage, stage, ready.tag};
-    auto done = sent.find(key);
-    if (done != sent.end()) {
-      events.push({std::max(now, done->second), stage, id, Stream::None});
+    if (sent.count(key)) {
+      events.push({now, stage, id, Stream::None});
       return;
     }
     waiting[key] = {stage, id};
-    waitingSince[key] = now;
     return;
   }
   }
@@ -261,12 +261,11 @@ void Replay::complete(const Event &event) {
   const ProgramNode &done = node(event.stage, event.id);
   if (done.kind == ProgramNodeKind::Send) {
     MessageKey key{event.stage, done.peerStage, done.tag};
-    sent[key] = event.time;
+    sent.insert(key);
     auto receiver = waiting.find(key);
     if (receiver != waiting.end()) {
       auto [stage, id] = receiver->second;
-      events.push(
-          {std::max(event.time, waitingSince[key]), stage, id, Stream::None});
+      events.push({event.time, stage, id, Stream::None});
       waiting.erase(receiver);
     }
   }
