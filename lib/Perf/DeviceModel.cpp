@@ -88,13 +88,6 @@ const DeviceSpec *stg::lookupBuiltinDevice(llvm::StringRef name) {
   return nullptr;
 }
 
-static llvm::Error deviceError(llvm::StringRef file, const YAML::Mark &mark,
-                               const llvm::Twine &message) {
-  return llvm::createStringError(std::errc::invalid_argument, "%s:%d:%d: %s",
-                                 file.str().c_str(), mark.line + 1,
-                                 mark.column + 1, message.str().c_str());
-}
-
 llvm::Expected<DeviceSpec> stg::loadDevice(llvm::StringRef nameOrFile) {
   if (const DeviceSpec *builtin = lookupBuiltinDevice(nameOrFile))
     return *builtin;
@@ -119,13 +112,13 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
   try {
     root = YAML::Load(text.str());
   } catch (const YAML::Exception &e) {
-    return deviceError(nameOrFile, e.mark, e.msg);
+    return makeYAMLError(nameOrFile, e.mark, e.msg);
   }
   if (!root.IsMap())
-    return deviceError(nameOrFile, root.Mark(),
+    return makeYAMLError(nameOrFile, root.Mark(),
                        "expected a map of device fields");
   if (std::optional<YAML::Node> duplicate = findDuplicateKey(root))
-    return deviceError(nameOrFile, duplicate->Mark(),
+    return makeYAMLError(nameOrFile, duplicate->Mark(),
                        "key '" + duplicate->Scalar() + "' is given twice");
   DeviceSpec device;
   device.name = "custom";
@@ -153,7 +146,7 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
     if (key == "launch_us") {
       std::optional<double> micros = getNumberInRange(entry.second, 0, 1000);
       if (!micros)
-        return deviceError(nameOrFile, entry.second.Mark(),
+        return makeYAMLError(nameOrFile, entry.second.Mark(),
                            describeNumberError(key, entry.second, 0, 1000));
       device.launchMicros = *micros;
       continue;
@@ -161,7 +154,7 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
     if (key == "compute_units") {
       std::optional<double> units = getNumberInRange(entry.second, 0, 100000);
       if (!units || *units != std::floor(*units))
-        return deviceError(
+        return makeYAMLError(
             nameOrFile, entry.second.Mark(),
             describeNumberError(key, entry.second, 0, 100000) +
                 " (a whole number)");
@@ -172,7 +165,7 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
       return key == f.key;
     });
     if (field == std::end(fields))
-      return deviceError(nameOrFile, entry.first.Mark(),
+      return makeYAMLError(nameOrFile, entry.first.Mark(),
                          "unknown key '" + key + "'");
     // Finite and in a range real hardware spans: no NaN, infinity or
     // denormal reaches a duration.
@@ -180,14 +173,14 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
     double low = isEfficiency ? 0.01 : 1e-3, high = isEfficiency ? 1 : 1e6;
     std::optional<double> number = getNumberInRange(entry.second, low, high);
     if (!number)
-      return deviceError(nameOrFile, entry.second.Mark(),
+      return makeYAMLError(nameOrFile, entry.second.Mark(),
                          describeNumberError(key, entry.second, low, high));
     double value = *number;
     *field->value = value * field->scale;
   }
   for (const Field &field : fields)
     if (field.required && !seen.count(field.key))
-      return deviceError(nameOrFile, root.Mark(),
+      return makeYAMLError(nameOrFile, root.Mark(),
                          "missing '" + llvm::Twine(field.key) + "'");
   return device;
 }

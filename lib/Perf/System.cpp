@@ -110,12 +110,6 @@ GroupSpan stg::getGroupSpan(const Mesh &mesh, const SystemSpec &system,
 
 namespace {
 
-/// An error at a YAML node: `cluster.yaml:4:12: message`.
-struct SystemError {
-  YAML::Mark mark;
-  std::string message;
-};
-
 class SystemReader {
 public:
   explicit SystemReader(llvm::StringRef path) : path(path) {}
@@ -123,7 +117,7 @@ public:
 
 private:
   [[noreturn]] void fail(const YAML::Node &node, const std::string &message) {
-    throw SystemError{node.Mark(), message};
+    throw YAMLNodeError{node.Mark(), message};
   }
   double readNumber(const YAML::Node &map, const char *key, double low,
                     double high);
@@ -236,14 +230,10 @@ llvm::Expected<SystemSpec> stg::parseSystem(llvm::StringRef text,
   try {
     YAML::Node root = YAML::Load(text.str());
     return SystemReader(name).read(root);
-  } catch (const SystemError &e) {
-    return llvm::createStringError(std::errc::invalid_argument, "%s:%d:%d: %s",
-                                   name.str().c_str(), e.mark.line + 1,
-                                   e.mark.column + 1, e.message.c_str());
+  } catch (const YAMLNodeError &e) {
+    return makeYAMLError(name, e.mark, e.message);
   } catch (const YAML::Exception &e) {
-    return llvm::createStringError(std::errc::invalid_argument, "%s:%d:%d: %s",
-                                   name.str().c_str(), e.mark.line + 1,
-                                   e.mark.column + 1, e.msg.c_str());
+    return makeYAMLError(name, e.mark, e.msg);
   }
 }
 

@@ -20,15 +20,6 @@ using namespace stg;
 
 namespace {
 
-/// An error at a YAML node: `spec.yaml:4:12: 'chance' must be in [0, 1]`.
-class SpecError {
-public:
-  SpecError(std::string path, YAML::Mark mark, std::string message)
-      : text(path + ":" + std::to_string(mark.line + 1) + ":" +
-             std::to_string(mark.column + 1) + ": " + message) {}
-  std::string text;
-};
-
 class SpecReader {
 public:
   SpecReader(std::string path, unsigned numRanks, unsigned numLayers,
@@ -40,7 +31,7 @@ public:
 
 private:
   [[noreturn]] void fail(const YAML::Node &node, const std::string &message) {
-    throw SpecError(path, node.Mark(), message);
+    throw YAMLNodeError{node.Mark(), message};
   }
   /// A finite number in [low, high], or a located error.
   double readNumber(const YAML::Node &node, const std::string &key,
@@ -268,12 +259,9 @@ stg::parsePerturbationSpec(llvm::StringRef text, llvm::StringRef path,
     YAML::Node root = YAML::Load(text.str());
     SpecReader reader(path.str(), numRanks, numLayers, numMicrobatches);
     return reader.read(root);
-  } catch (const SpecError &e) {
-    return llvm::createStringError(std::errc::invalid_argument, "%s",
-                                   e.text.c_str());
+  } catch (const YAMLNodeError &e) {
+    return makeYAMLError(path, e.mark, e.message);
   } catch (const YAML::Exception &e) {
-    return llvm::createStringError(std::errc::invalid_argument, "%s",
-                                   SpecError(path.str(), e.mark, e.msg)
-                                       .text.c_str());
+    return makeYAMLError(path, e.mark, e.msg);
   }
 }

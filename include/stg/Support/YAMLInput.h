@@ -4,13 +4,16 @@
 // spec that sets `slowdown` twice would silently lose one. Every YAML input
 // (device, system and perturbation files) is checked for that once loaded,
 // and reads its numbers through getNumberInRange, so that no NaN, infinity
-// or out-of-range figure gets in. Header-only, so that Support itself does
-// not link yaml-cpp.
+// or out-of-range figure gets in; errors name the file, line and column the
+// way compilers do. Header-only, so that Support itself does not link
+// yaml-cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef STG_SUPPORT_YAMLINPUT_H
 #define STG_SUPPORT_YAMLINPUT_H
+
+#include "llvm/Support/Error.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -61,6 +64,21 @@ inline std::string describeNumberError(const std::string &key,
   std::snprintf(range, sizeof range, "%g to %g", low, high);
   return "'" + key + "' must be a number from " + range + ", found " +
          (node.IsScalar() ? node.Scalar() : std::string("a non-number"));
+}
+
+/// What a reader throws at the node it rejects, to leave a nested read in
+/// one step; the entry point turns it into a located error.
+struct YAMLNodeError {
+  YAML::Mark mark;
+  std::string message;
+};
+
+/// `file.yaml:LINE:COLUMN: message`.
+inline llvm::Error makeYAMLError(llvm::StringRef file, const YAML::Mark &mark,
+                                 const llvm::Twine &message) {
+  return llvm::createStringError(std::errc::invalid_argument, "%s:%d:%d: %s",
+                                 file.str().c_str(), mark.line + 1,
+                                 mark.column + 1, message.str().c_str());
 }
 
 } // namespace stg
