@@ -153,11 +153,11 @@ static llvm::Error checkDiskSpace(llvm::StringRef directory, uint64_t needed) {
 
 /// Writes DIR/astra/ for --system and records the command in the manifest;
 /// ranks that do not fill whole nodes get a note instead.
-static llvm::Error writeAstraSetup(const std::unique_ptr<OutputDirectory> &output,
+static llvm::Error writeAstraSetup(const OutputDirectory &output,
                                    const SystemSpec &system, unsigned numRanks,
                                    llvm::StringRef prefix,
                                    llvm::json::Object &manifest) {
-  llvm::SmallString<256> directory(output->getPath());
+  llvm::SmallString<256> directory(output.getPath());
   llvm::sys::path::append(directory, "astra");
   if (std::error_code ec = llvm::sys::fs::create_directory(directory))
     return llvm::createStringError(ec, "cannot create %s", directory.c_str());
@@ -167,7 +167,7 @@ static llvm::Error writeAstraSetup(const std::unique_ptr<OutputDirectory> &outpu
     return llvm::Error::success();
   }
   manifest["astra_sim"] = llvm::json::Object{
-      {"command", getAstraCommand(output->getTarget(), prefix)}};
+      {"command", getAstraCommand(output.getTarget(), prefix)}};
   return llvm::Error::success();
 }
 
@@ -310,7 +310,7 @@ int main(int argc, char **argv) {
     llvm::json::Object &fields = *manifest.getAsObject();
     fields["system"] = describeSystem(*system);
     if (!options.system.empty()) {
-      if (llvm::Error err = writeAstraSetup(*output, *system,
+      if (llvm::Error err = writeAstraSetup(**output, *system,
                                             mesh.getNumRanks(),
                                             emitOptions.prefix, fields))
         return fail(std::move(err));
