@@ -116,10 +116,10 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
   }
   if (!root.IsMap())
     return makeYAMLError(nameOrFile, root.Mark(),
-                       "expected a map of device fields");
+                         "expected a map of device fields");
   if (std::optional<YAML::Node> duplicate = findDuplicateKey(root))
     return makeYAMLError(nameOrFile, duplicate->Mark(),
-                       "key '" + duplicate->Scalar() + "' is given twice");
+                         "key '" + duplicate->Scalar() + "' is given twice");
   DeviceSpec device;
   device.name = "custom";
   struct Field {
@@ -147,7 +147,7 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
       std::optional<double> micros = getNumberInRange(entry.second, 0, 1000);
       if (!micros)
         return makeYAMLError(nameOrFile, entry.second.Mark(),
-                           describeNumberError(key, entry.second, 0, 1000));
+                             describeNumberError(key, entry.second, 0, 1000));
       device.launchMicros = *micros;
       continue;
     }
@@ -166,7 +166,7 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
     });
     if (field == std::end(fields))
       return makeYAMLError(nameOrFile, entry.first.Mark(),
-                         "unknown key '" + key + "'");
+                           "unknown key '" + key + "'");
     // Finite and in a range real hardware spans: no NaN, infinity or
     // denormal reaches a duration.
     bool isEfficiency = field->scale == 1;
@@ -174,14 +174,14 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
     std::optional<double> number = getNumberInRange(entry.second, low, high);
     if (!number)
       return makeYAMLError(nameOrFile, entry.second.Mark(),
-                         describeNumberError(key, entry.second, low, high));
+                           describeNumberError(key, entry.second, low, high));
     double value = *number;
     *field->value = value * field->scale;
   }
   for (const Field &field : fields)
     if (field.required && !seen.count(field.key))
       return makeYAMLError(nameOrFile, root.Mark(),
-                         "missing '" + llvm::Twine(field.key) + "'");
+                           "missing '" + llvm::Twine(field.key) + "'");
   return device;
 }
 

@@ -21,11 +21,10 @@
 
 #include "RankTraceChecker.h"
 
+#include "stg/Support/InputFile.h"
 #include "stg/Trace/TraceFormat.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "stg/Support/InputFile.h"
-
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
