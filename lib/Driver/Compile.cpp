@@ -112,6 +112,7 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
   instantiateOptions.memoryAccounting = options.memoryAccounting;
   instantiateOptions.overlapGradientReduction =
       options.overlapGradientReduction;
+  instantiateOptions.foldMicrobatches = options.foldMicrobatches;
   std::optional<ProgramSet> programs =
       instantiate(*module, *mesh, instantiateOptions, diags);
   if (!programs)

@@ -250,6 +250,10 @@ llvm::Error stg::emitTraces(const ProgramSet &programs,
                             llvm::StringRef directory,
                             const EmitOptions &options,
                             std::vector<WrittenFile> *written) {
+  if (programs.folded)
+    return llvm::createStringError(
+        std::errc::invalid_argument,
+        "internal error: programs with folded micro-batches have no traces");
   std::vector<unsigned> ranks =
       getSelectedRanks(options, programs.mesh.getNumRanks());
   if (written)

@@ -178,6 +178,7 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
     return std::nullopt;
   }
   set.numVirtualStages = numChunks;
+  set.folded = options.foldMicrobatches;
   std::optional<Placement> placement =
       Placement::create(module, numStages, numChunks, diags);
   if (!placement)

@@ -6,6 +6,8 @@
 
 #include "stg/IR/GradOp.h"
 
+#include <map>
+
 using namespace stg;
 
 namespace {
@@ -138,6 +140,8 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
       first = last;
   }
   for (int mb = first; mb <= last; ++mb) {
+    if (!isBuilt(mb))
+      continue; // A folded micro-batch's value: an earlier step made it.
     if (llvm::is_contained(bucket.members, std::make_pair(key, mb)))
       flushBucket();
     auto found = holders.find({key, mb});
@@ -436,7 +440,10 @@ bool StageBuilder::build(StageProgram &program) {
                            if (!isElided(op))
                              ++(isOncePerStep(op) ? perStep : perMicrobatch);
                          });
-  uint64_t expected = perMicrobatch * shared.options.numMicrobatches + perStep;
+  uint64_t builtMicrobatches = shared.options.numMicrobatches;
+  if (shared.options.foldMicrobatches)
+    builtMicrobatches = std::min<uint64_t>(builtMicrobatches, 2);
+  uint64_t expected = perMicrobatch * builtMicrobatches + perStep;
   if (expected > MaxStageNodes) {
     shared.diags.error(shared.module.getModelLoc(),
                        "stage " + llvm::Twine(stage) + " needs about " +
@@ -475,18 +482,36 @@ bool StageBuilder::build(StageProgram &program) {
       return true;
     }
     chainEntries(stepBegin, exits);
+    program.steps.push_back({uint32_t(begin), uint32_t(nodes->size()), 0});
     previousBegin = begin;
     firstStep = false;
     return true;
   };
+  // Folded: the first micro-batch's step of each kind, or none if it was
+  // empty, stands for the middle micro-batches' steps of that kind.
+  std::map<std::pair<unsigned, bool>, std::optional<ProgramStep>> firstOfKind;
   for (size_t index = 0; index < program.schedule.size(); ++index) {
     ScheduleStep step = program.schedule[index];
+    std::pair<unsigned, bool> kind{step.chunk, step.backward};
+    if (!isBuilt(int(step.microbatch))) {
+      // The schedule runs micro-batch 0 of a kind before any other.
+      if (std::optional<ProgramStep> first = firstOfKind.at(kind)) {
+        first->tagOffset = int32_t(step.microbatch);
+        program.steps.push_back(*first);
+      }
+      continue;
+    }
+    size_t stepsBefore = program.steps.size();
     bool lastBackward =
         step.backward && step.microbatch + 1 == shared.options.numMicrobatches;
     std::string name = "step" + std::to_string(index);
     if (!runStep(name, step.microbatch,
                  [&] { buildStep(step, lastBackward); }))
       return false;
+    if (step.microbatch == 0)
+      firstOfKind[kind] = program.steps.size() > stepsBefore
+                              ? std::optional(program.steps.back())
+                              : std::nullopt;
   }
   // The optimizer steps once all gradients are reduced, after the last
   // backward, as frameworks do; the reductions themselves overlap the

@@ -100,6 +100,11 @@ private:
   /// Makes the nodes of [begin, end) that wait for nothing in that range
   /// wait for `exits`.
   void chainEntries(size_t begin, llvm::ArrayRef<uint32_t> exits);
+  /// Whether `microbatch` (-1: once per step) gets nodes of its own.
+  bool isBuilt(int microbatch) const {
+    return !shared.options.foldMicrobatches || microbatch <= 0 ||
+           microbatch + 1 == int(shared.options.numMicrobatches);
+  }
   int32_t getTag(unsigned edge, int microbatch) const {
     return int32_t(edge * shared.options.numMicrobatches +
                    std::max(microbatch, 0));

@@ -1,7 +1,7 @@
 //===- StepEstimate.cpp - The step time of a plan on a system -------------===//
 //
-// A discrete-event replay: events are node completions, ordered by time and
-// then by stage and id so the result does not depend on container order.
+// A replay step by step: within a step, a discrete-event simulation of its
+// nodes on the stage's streams; across steps and stages, the messages.
 //
 //===----------------------------------------------------------------------===//
 
@@ -130,29 +130,36 @@ Stream getStream(const ProgramNode &node) {
   return Stream::None;
 }
 
-struct Event {
-  double time;
-  unsigned stage;
-  uint32_t id;
-  Stream stream;
-
-  bool operator>(const Event &other) const {
-    return std::tie(time, stage, id) >
-           std::tie(other.time, other.stage, other.id);
-  }
+/// A step's dependency structure, derived once per node range: edges from
+/// earlier steps are left out, as those nodes are done when the step
+/// starts.
+struct StepShape {
+  std::vector<uint32_t> initialPending;
+  std::vector<std::vector<uint32_t>> children; ///< Offsets in the step.
+  std::vector<uint32_t> recvs, sends;          ///< Offsets, in id order.
 };
 
-using MinHeap = std::priority_queue<uint32_t, std::vector<uint32_t>,
-                                    std::greater<uint32_t>>;
+/// How a step runs from its start, given when its receives' messages
+/// arrive (also from its start).
+struct StepOutcome {
+  double finish = 0;
+  double computeMicros = 0, communicationMicros = 0;
+  std::vector<double> sendDone; ///< Per send of the shape.
+};
+
+/// Receive arrivals after the step's start, in whole nanoseconds, so that
+/// the periodic steps of a pipeline's steady state find their outcome again
+/// despite rounding in the absolute times.
+using ArrivalPattern = std::vector<int64_t>;
 
 struct StageState {
-  std::vector<unsigned> pending;
-  std::vector<std::vector<uint32_t>> children;
-  std::array<MinHeap, NumStreams> ready;
-  std::array<bool, NumStreams> busy{};
   unsigned rank = 0; ///< The rank that stands for the stage.
-  /// Group mask -> how its group sits on the nodes, for this stage's rank.
-  std::map<AxisMask, GroupSpan> spans;
+  std::vector<double> micros; ///< Per node: its time on its stream.
+  std::map<uint32_t, StepShape> shapes; ///< By the step's first node.
+  std::map<std::pair<uint32_t, ArrivalPattern>, StepOutcome> outcomes;
+  std::vector<ProgramStep> steps;
+  size_t next = 0; ///< The next step to run.
+  double now = 0;  ///< When the previous step finished.
 };
 
 class Replay {
@@ -168,164 +175,256 @@ private:
   const ProgramNode &node(unsigned stage, uint32_t id) const {
     return programs.stages[stage].nodes[id];
   }
-  void makeReady(unsigned stage, uint32_t id, double now);
-  void issue(unsigned stage, double now);
-  void complete(const Event &event);
-  double getMicros(unsigned stage, const ProgramNode &node);
+  void initialize(unsigned stage);
+  double getMicros(unsigned stage, const ProgramNode &node,
+                   std::map<AxisMask, GroupSpan> &spans);
+  const StepShape &getShape(unsigned stage, const ProgramStep &step);
+  StepOutcome simulate(unsigned stage, const ProgramStep &step,
+                       const StepShape &shape,
+                       const ArrivalPattern &arrivals) const;
+  /// Runs the stage's steps until one waits for a message not yet sent.
+  void advance(unsigned stage);
+  llvm::Error describeDeadlock() const;
 
   const ProgramSet &programs;
   const SystemSpec &system;
   std::vector<StageState> states;
   StepEstimate estimate;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
-  /// Events pop in time order, so a receive that finds its send done, or
-  /// a send that finds its receive waiting, completes at the current time.
-  std::set<MessageKey> sent;
-  /// Receives whose dependencies are done, waiting for their send.
-  std::map<MessageKey, std::pair<unsigned, uint32_t>> waiting;
-  size_t completed = 0;
+  /// When each message's send completed.
+  std::map<MessageKey, double> sentAt;
+  /// The stage waiting for a message, and the stages to advance.
+  std::map<MessageKey, unsigned> waiting;
+  std::set<unsigned> runnable;
 };
 
 } // namespace
 
-void Replay::makeReady(unsigned stage, uint32_t id, double now) {
-  const ProgramNode &ready = node(stage, id);
-  switch (ready.kind) {
-  case ProgramNodeKind::Compute:
-  case ProgramNodeKind::Collective:
-  case ProgramNodeKind::Send:
-    states[stage].ready[unsigned(getStream(ready))].push(id);
-    return;
-  case ProgramNodeKind::Recv: {
-    MessageKey key{ready.peerStage, stage, ready.tag};
-    if (sent.count(key)) {
-      events.push({now, stage, id, Stream::None});
-      return;
-    }
-    waiting[key] = {stage, id};
-    return;
-  }
-  }
-}
-
-double Replay::getMicros(unsigned stage, const ProgramNode &work) {
-  StageState &state = states[stage];
+double Replay::getMicros(unsigned stage, const ProgramNode &work,
+                         std::map<AxisMask, GroupSpan> &spans) {
+  unsigned rank = states[stage].rank;
   switch (work.kind) {
   case ProgramNodeKind::Compute:
     return double(work.durationMicros);
   case ProgramNodeKind::Collective: {
-    auto [it, inserted] = state.spans.try_emplace(work.group);
+    auto [it, inserted] = spans.try_emplace(work.group);
     if (inserted)
-      it->second = getGroupSpan(programs.mesh, system, state.rank, work.group);
+      it->second = getGroupSpan(programs.mesh, system, rank, work.group);
     return getCollectiveMicros(work.commType, double(work.commBytes),
                                it->second, system);
   }
   case ProgramNodeKind::Send:
   case ProgramNodeKind::Recv: {
-    unsigned peer = programs.getPeerRank(state.rank, work.peerStage);
+    unsigned peer = programs.getPeerRank(rank, work.peerStage);
     return getMessageMicros(double(work.commBytes),
-                            system.getNode(peer) != system.getNode(state.rank),
+                            system.getNode(peer) != system.getNode(rank),
                             system);
   }
   }
   return 0;
 }
 
-void Replay::issue(unsigned stage, double now) {
+void Replay::initialize(unsigned stage) {
+  const StageProgram &program = programs.stages[stage];
   StageState &state = states[stage];
-  StageTime &time = estimate.stages[stage];
-  for (unsigned stream = 0; stream < NumStreams; ++stream) {
-    if (state.busy[stream] || state.ready[stream].empty())
-      continue;
-    uint32_t id = state.ready[stream].top();
-    state.ready[stream].pop();
-    double micros = getMicros(stage, node(stage, id));
-    (Stream(stream) == Stream::Compute ? time.computeMicros
-                                       : time.communicationMicros) += micros;
-    state.busy[stream] = true;
-    events.push({now + micros, stage, id, Stream(stream)});
-  }
+  state.rank = programs.getPeerRank(0, stage);
+  std::map<AxisMask, GroupSpan> spans;
+  state.micros.reserve(program.nodes.size());
+  for (const ProgramNode &work : program.nodes)
+    state.micros.push_back(getMicros(stage, work, spans));
+  state.steps = program.steps;
+  if (state.steps.empty() && !program.nodes.empty())
+    state.steps.push_back({0, uint32_t(program.nodes.size()), 0});
 }
 
-void Replay::complete(const Event &event) {
-  StageState &state = states[event.stage];
-  if (event.stream != Stream::None)
-    state.busy[unsigned(event.stream)] = false;
-  ++completed;
-  StageTime &time = estimate.stages[event.stage];
-  time.finishMicros = std::max(time.finishMicros, event.time);
-  for (uint32_t child : state.children[event.id])
-    if (--state.pending[child] == 0)
-      makeReady(event.stage, child, event.time);
+const StepShape &Replay::getShape(unsigned stage, const ProgramStep &step) {
+  auto [it, inserted] = states[stage].shapes.try_emplace(step.begin);
+  StepShape &shape = it->second;
+  if (!inserted)
+    return shape;
+  unsigned size = step.end - step.begin;
+  shape.initialPending.assign(size, 0);
+  shape.children.resize(size);
+  for (uint32_t offset = 0; offset < size; ++offset) {
+    const ProgramNode &work = node(stage, step.begin + offset);
+    llvm::SmallVector<uint32_t, 8> deps;
+    for (auto list : {llvm::ArrayRef<uint32_t>(work.dataDeps),
+                      llvm::ArrayRef<uint32_t>(work.ctrlDeps)})
+      for (uint32_t dep : list)
+        if (dep >= step.begin)
+          deps.push_back(dep - step.begin);
+    llvm::sort(deps);
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    shape.initialPending[offset] = deps.size();
+    for (uint32_t dep : deps)
+      shape.children[dep].push_back(offset);
+    if (work.kind == ProgramNodeKind::Recv)
+      shape.recvs.push_back(offset);
+    else if (work.kind == ProgramNodeKind::Send)
+      shape.sends.push_back(offset);
+  }
+  return shape;
+}
 
-  const ProgramNode &done = node(event.stage, event.id);
-  if (done.kind == ProgramNodeKind::Send) {
-    MessageKey key{event.stage, done.peerStage, done.tag};
-    sent.insert(key);
-    auto receiver = waiting.find(key);
-    if (receiver != waiting.end()) {
-      auto [stage, id] = receiver->second;
-      events.push({event.time, stage, id, Stream::None});
-      waiting.erase(receiver);
+StepOutcome Replay::simulate(unsigned stage, const ProgramStep &step,
+                             const StepShape &shape,
+                             const ArrivalPattern &arrivals) const {
+  // Events are node completions, ordered by time and then by id; each
+  // stream runs its ready node with the lowest id.
+  using Event = std::pair<double, uint32_t>;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
+  using MinHeap = std::priority_queue<uint32_t, std::vector<uint32_t>,
+                                      std::greater<uint32_t>>;
+  std::array<MinHeap, NumStreams> ready;
+  std::array<bool, NumStreams> busy{};
+  std::vector<uint32_t> pending = shape.initialPending;
+  std::vector<double> arrival(pending.size(), 0);
+  for (size_t i = 0; i < shape.recvs.size(); ++i)
+    arrival[shape.recvs[i]] = arrivals[i] / 1e3;
+  const std::vector<double> &micros = states[stage].micros;
+  StepOutcome outcome;
+
+  auto makeReady = [&](uint32_t offset, double now) {
+    Stream stream = getStream(node(stage, step.begin + offset));
+    if (stream == Stream::None)
+      events.push({std::max(now, arrival[offset]), offset});
+    else
+      ready[unsigned(stream)].push(offset);
+  };
+  auto issue = [&](double now) {
+    for (unsigned stream = 0; stream < NumStreams; ++stream) {
+      if (busy[stream] || ready[stream].empty())
+        continue;
+      uint32_t offset = ready[stream].top();
+      ready[stream].pop();
+      double duration = micros[step.begin + offset];
+      (Stream(stream) == Stream::Compute ? outcome.computeMicros
+                                         : outcome.communicationMicros) +=
+          duration;
+      busy[stream] = true;
+      events.push({now + duration, offset});
+    }
+  };
+  for (uint32_t offset = 0; offset < pending.size(); ++offset)
+    if (!pending[offset])
+      makeReady(offset, 0);
+  issue(0);
+  std::vector<double> done(pending.size(), 0);
+  while (!events.empty()) {
+    auto [now, offset] = events.top();
+    events.pop();
+    Stream stream = getStream(node(stage, step.begin + offset));
+    if (stream != Stream::None)
+      busy[unsigned(stream)] = false;
+    done[offset] = now;
+    outcome.finish = std::max(outcome.finish, now);
+    for (uint32_t child : shape.children[offset])
+      if (--pending[child] == 0)
+        makeReady(child, now);
+    issue(now);
+  }
+  for (uint32_t offset : shape.sends)
+    outcome.sendDone.push_back(done[offset]);
+  return outcome;
+}
+
+void Replay::advance(unsigned stage) {
+  StageState &state = states[stage];
+  StageTime &time = estimate.stages[stage];
+  for (; state.next < state.steps.size(); ++state.next) {
+    const ProgramStep &step = state.steps[state.next];
+    const StepShape &shape = getShape(stage, step);
+    ArrivalPattern arrivals;
+    int64_t latest = 0;
+    for (uint32_t offset : shape.recvs) {
+      const ProgramNode &recv = node(stage, step.begin + offset);
+      MessageKey key{recv.peerStage, stage, recv.tag + step.tagOffset};
+      auto sent = sentAt.find(key);
+      if (sent == sentAt.end()) {
+        waiting[key] = stage;
+        return;
+      }
+      arrivals.push_back(std::max<int64_t>(
+          0, std::llround((sent->second - state.now) * 1e3)));
+      latest = std::max(latest, arrivals.back());
+    }
+    auto [it, inserted] =
+        state.outcomes.try_emplace({step.begin, std::move(arrivals)});
+    if (inserted)
+      it->second = simulate(stage, step, shape, it->first.second);
+    const StepOutcome &outcome = it->second;
+    for (size_t i = 0; i < shape.sends.size(); ++i) {
+      const ProgramNode &send = node(stage, step.begin + shape.sends[i]);
+      MessageKey key{stage, send.peerStage, send.tag + step.tagOffset};
+      sentAt[key] = state.now + outcome.sendDone[i];
+      auto receiver = waiting.find(key);
+      if (receiver != waiting.end()) {
+        runnable.insert(receiver->second);
+        waiting.erase(receiver);
+      }
+    }
+    time.computeMicros += outcome.computeMicros;
+    time.communicationMicros += outcome.communicationMicros;
+    time.pipelineWaitMicros += std::min(latest / 1e3, outcome.finish);
+    state.now += outcome.finish;
+  }
+  time.finishMicros = state.now;
+}
+
+llvm::Error Replay::describeDeadlock() const {
+  size_t total = 0, left = 0;
+  std::string stuck;
+  for (unsigned stage = 0; stage < states.size(); ++stage) {
+    const StageState &state = states[stage];
+    for (size_t index = 0; index < state.steps.size(); ++index) {
+      const ProgramStep &step = state.steps[index];
+      total += step.end - step.begin;
+      if (index >= state.next)
+        left += step.end - step.begin;
+    }
+    if (state.next == state.steps.size())
+      continue;
+    auto waits = llvm::find_if(waiting, [&](const auto &entry) {
+      return entry.second == stage;
+    });
+    const ProgramStep &step = state.steps[state.next];
+    for (uint32_t id = step.begin; id < step.end; ++id) {
+      const ProgramNode &recv = node(stage, id);
+      if (waits != waiting.end() && recv.kind == ProgramNodeKind::Recv &&
+          MessageKey{recv.peerStage, stage, recv.tag + step.tagOffset} ==
+              waits->first) {
+        stuck += "; stage " + std::to_string(stage) + " waits in '" +
+                 recv.name + "' for a send that never comes";
+        break;
+      }
     }
   }
-  issue(event.stage, event.time);
+  return llvm::createStringError(
+      std::errc::resource_deadlock_would_occur,
+      "the step cannot complete: %zu of %zu nodes never become ready%s "
+      "(the trace set would deadlock a simulator too)",
+      left, total, stuck.c_str());
 }
 
 llvm::Expected<StepEstimate> Replay::run() {
   estimate.stages.resize(programs.stages.size());
-  size_t total = 0;
   for (unsigned stage = 0; stage < programs.stages.size(); ++stage) {
-    const std::vector<ProgramNode> &nodes = programs.stages[stage].nodes;
-    StageState &state = states[stage];
-    state.rank = programs.getPeerRank(0, stage);
-    state.pending.assign(nodes.size(), 0);
-    state.children.resize(nodes.size());
-    total += nodes.size();
-    for (uint32_t id = 0; id < nodes.size(); ++id) {
-      llvm::SmallVector<uint32_t, 8> deps(nodes[id].dataDeps.begin(),
-                                          nodes[id].dataDeps.end());
-      deps.append(nodes[id].ctrlDeps.begin(), nodes[id].ctrlDeps.end());
-      llvm::sort(deps);
-      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-      state.pending[id] = deps.size();
-      for (uint32_t dep : deps)
-        state.children[dep].push_back(id);
-    }
-    for (uint32_t id = 0; id < nodes.size(); ++id)
-      if (!state.pending[id])
-        makeReady(stage, id, 0);
-    issue(stage, 0);
+    initialize(stage);
+    runnable.insert(stage);
   }
-  while (!events.empty()) {
-    Event event = events.top();
-    events.pop();
-    complete(event);
+  // A step's outcome depends only on its start and its messages, so the
+  // order in which stages advance does not change the result.
+  while (!runnable.empty()) {
+    unsigned stage = *runnable.begin();
+    runnable.erase(runnable.begin());
+    advance(stage);
   }
-  if (completed != total) {
-    std::string stuck;
-    for (unsigned stage = 0; stage < states.size(); ++stage) {
-      const std::vector<uint32_t> &pending = states[stage].pending;
-      auto first = llvm::find_if(pending, [](uint32_t n) { return n > 0; });
-      auto waitingRecv = llvm::find_if(waiting, [&](const auto &entry) {
-        return entry.second.first == stage;
-      });
-      if (waitingRecv != waiting.end())
-        stuck += "; stage " + std::to_string(stage) + " waits in '" +
-                 node(stage, waitingRecv->second.second).name +
-                 "' for a send that never comes";
-      else if (first != pending.end())
-        stuck += "; stage " + std::to_string(stage) + " waits before '" +
-                 node(stage, first - pending.begin()).name + "'";
-    }
-    return llvm::createStringError(
-        std::errc::resource_deadlock_would_occur,
-        "the step cannot complete: %zu of %zu nodes never become ready%s "
-        "(the trace set would deadlock a simulator too)",
-        total - completed, total, stuck.c_str());
-  }
+  for (const StageState &state : states)
+    if (state.next < state.steps.size())
+      return describeDeadlock();
   for (const StageTime &stage : estimate.stages)
     estimate.stepMicros = std::max(estimate.stepMicros, stage.finishMicros);
+  for (StageTime &stage : estimate.stages)
+    stage.pipelineWaitMicros += estimate.stepMicros - stage.finishMicros;
   return estimate;
 }
 

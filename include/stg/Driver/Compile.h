@@ -4,8 +4,8 @@
 // and any program embedding the compiler: parse the model with its
 // overrides, set the mesh degrees on its axes, run the pass pipeline of the
 // mode (training: autodiff, recompute, distribution, collectives, optimizer;
-// prefill: the forward pass; decode: one token against a KV cache), check the numbers fit the mesh and instantiate
-// one program per pipeline stage.
+// prefill: the forward pass; decode: one token against a KV cache), check
+// the numbers fit the mesh and instantiate one program per pipeline stage.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +48,8 @@ struct CompileOptions {
   MemoryAccounting memoryAccounting = MemoryAccounting::Megatron;
   bool overlapGradientReduction = true; ///< `--grad-reduce overlap`.
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  /// Programs for the step estimate only (InstantiateOptions).
+  bool foldMicrobatches = false;
 };
 
 /// The pass pipeline of a mode, as a `--passes` string.

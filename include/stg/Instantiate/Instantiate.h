@@ -72,6 +72,12 @@ struct InstantiateOptions {
   /// all after the schedule's last step, as Megatron-LM does by default.
   bool overlapGradientReduction = true;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  /// Builds the nodes of the first and the last micro-batch only, and lets
+  /// the other micro-batches' steps replay the first's: every step of one
+  /// kind (chunk, forward or backward) is the same but for its names and
+  /// tags. The plan search prices plans this way, in time independent of
+  /// the micro-batch count; such programs cannot be emitted.
+  bool foldMicrobatches = false;
   /// The mesh axis whose coordinate is the pipeline stage.
   std::string pipelineAxis = "pp";
 };

@@ -86,6 +86,17 @@ struct StageMemory {
   }
 };
 
+/// One schedule step of a stage (or its optimizer step): a stretch of the
+/// program whose first nodes wait for all of the previous step's, so that
+/// it starts on idle streams. The step estimate replays a stage step by
+/// step, and prices a step once for each pattern of late receives.
+struct ProgramStep {
+  uint32_t begin = 0, end = 0; ///< The step's nodes in StageProgram::nodes.
+  /// Added to the tags of the step's sends and receives: nonzero when a
+  /// folded step replays the nodes built for another micro-batch.
+  int32_t tagOffset = 0;
+};
+
 struct StageProgram {
   unsigned stage = 0;
   /// The repetitions this stage runs, ascending (with virtual stages, not
@@ -93,6 +104,9 @@ struct StageProgram {
   std::vector<unsigned> layers;
   std::vector<ProgramNode> nodes;
   std::vector<ScheduleStep> schedule;
+  /// The steps in the order they run. Empty in hand-built programs: the
+  /// whole program is then one step.
+  std::vector<ProgramStep> steps;
   StageMemory memory;
 };
 
@@ -105,6 +119,10 @@ struct ProgramSet {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   bool training = false;
   unsigned numLayers = 0; ///< Repetitions of all forward repeats.
+  /// Only the first and last micro-batch have nodes; the others' steps
+  /// replay the first's (InstantiateOptions::foldMicrobatches). Enough for
+  /// the step estimate and memory; not for traces.
+  bool folded = false;
   std::vector<StageProgram> stages;
 
   unsigned getStageOfRank(unsigned rank) const {

@@ -20,6 +20,14 @@
 // Ranks of one stage run the same program, so the stage's first rank
 // stands for it. docs/cluster.md has the formulas.
 //
+// A stage's schedule steps run one after another (each step's first nodes
+// wait for all of the previous step's), so the replay goes step by step: a
+// step is simulated from its start and the arrival of its messages, and
+// the outcome is reused by every step of the same nodes whose messages
+// arrive alike, as in a pipeline's steady state. The cost is that of the
+// distinct steps, and folded programs (Program.h) need no more nodes than
+// two micro-batches have.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef STG_PERF_STEPESTIMATE_H
@@ -40,6 +48,10 @@ struct StageTime {
   double computeMicros = 0;       ///< Busy time of the compute stream.
   double communicationMicros = 0; ///< Busy time of the communication streams.
   double finishMicros = 0;        ///< When the stage's last node finished.
+  /// How long the stage waited for other stages: the latest receive of
+  /// each step past the step's start, and the time from its last node to
+  /// the step's end (the pipeline bubble, as this rank sees it).
+  double pipelineWaitMicros = 0;
 };
 
 struct StepEstimate {
