@@ -30,6 +30,7 @@ LAYERS = {
     "Emit": ["Chakra", "Perf"],
     "Trace": ["Chakra"],
     "Driver": ["Parse", "Passes", "Instantiate"],
+    "Search": ["Driver", "Perf"],
 }
 
 # CMake targets that belong to a library without being named STG<Lib>.

@@ -18,6 +18,8 @@ packages=(
   # Symbolic algebra, command lines, Chakra protobuf, YAML, tests.
   libginac-dev libcli11-dev libprotobuf-dev protobuf-compiler zlib1g-dev
   python3-protobuf libyaml-cpp-dev libgtest-dev
+  # Plots (stage-plot).
+  python3-matplotlib
 )
 
 missing=()

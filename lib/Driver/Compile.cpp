@@ -47,8 +47,8 @@ static LogicalResult applyMesh(Module &module, const CompileOptions &options,
   return failure(diags.hasErrors());
 }
 
-std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
-                                               DiagnosticEngine &diags) {
+std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
+                                       DiagnosticEngine &diags) {
   ParseOptions parseOptions;
   parseOptions.includeDirs = options.includeDirs;
   parseOptions.templateDirs = getDefaultTemplateDirs();
@@ -64,7 +64,7 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
   std::unique_ptr<Module> module =
       parseFile(options.input, parseOptions, diags);
   if (!module)
-    return std::nullopt;
+    return nullptr;
   const Option *sharded = module->lookupOption("weight_sharded");
   if (options.fsdp && (!sharded || !sharded->isBool())) {
     diags.error(module->getModelLoc(),
@@ -72,37 +72,40 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
                 "does not declare; declare `option weight_sharded = false;` "
                 "and `axis fsdp = dp if weight_sharded;`, and split weights "
                 "over fsdp");
-    return std::nullopt;
+    return nullptr;
   }
   if (!module->getModel()) {
     diags.error({}, options.input + " declares no model");
-    return std::nullopt;
+    return nullptr;
   }
-  if (failed(applyMesh(*module, options, diags)))
+  return module;
+}
+
+std::optional<Mesh> stg::bindPlan(Module &module,
+                                  const CompileOptions &options,
+                                  DiagnosticEngine &diags) {
+  if (failed(applyMesh(module, options, diags)))
     return std::nullopt;
   if (options.context) {
     // The decode step's context length; kv-cache reads it from `dim CTX`.
-    Dim *context = module->lookupDim("CTX");
+    Dim *context = module.lookupDim("CTX");
     if (!context)
-      context = module->addDim("CTX", module->getModelLoc());
+      context = module.addDim("CTX", module.getModelLoc());
     context->value = Expr(*options.context);
   }
-  // The mesh first: a plan too large to instantiate fails before the passes.
   llvm::StringMap<unsigned> degrees;
   for (const auto &[name, degree] : options.degrees)
     degrees[name] = degree;
-  std::optional<Mesh> mesh =
-      buildMesh(*module, options.rankOrder, degrees, diags);
-  if (!mesh)
-    return std::nullopt;
+  return buildMesh(module, options.rankOrder, degrees, diags);
+}
 
-  PassManager passes;
-  if (failed(passes.addPipeline(getPassPipeline(options), diags)) ||
-      failed(passes.run(*module, diags)))
-    return std::nullopt;
+std::optional<ProgramSet> stg::instantiateModel(const Module &module,
+                                                const Mesh &mesh,
+                                                const CompileOptions &options,
+                                                DiagnosticEngine &diags) {
   InstantiateOptions instantiateOptions;
-  int pipelineAxis = mesh->findAxis(instantiateOptions.pipelineAxis);
-  unsigned numStages = pipelineAxis < 0 ? 1 : mesh->getDegree(pipelineAxis);
+  int pipelineAxis = mesh.findAxis(instantiateOptions.pipelineAxis);
+  unsigned numStages = pipelineAxis < 0 ? 1 : mesh.getDegree(pipelineAxis);
   instantiateOptions.numMicrobatches =
       options.microbatches ? options.microbatches : numStages;
   instantiateOptions.schedule = options.schedule;
@@ -113,8 +116,24 @@ std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
   instantiateOptions.overlapGradientReduction =
       options.overlapGradientReduction;
   instantiateOptions.foldMicrobatches = options.foldMicrobatches;
+  return instantiate(module, mesh, instantiateOptions, diags);
+}
+
+std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
+                                               DiagnosticEngine &diags) {
+  std::unique_ptr<Module> module = loadModel(options, diags);
+  if (!module)
+    return std::nullopt;
+  // The mesh first: a plan too large to instantiate fails before the passes.
+  std::optional<Mesh> mesh = bindPlan(*module, options, diags);
+  if (!mesh)
+    return std::nullopt;
+  PassManager passes;
+  if (failed(passes.addPipeline(getPassPipeline(options), diags)) ||
+      failed(passes.run(*module, diags)))
+    return std::nullopt;
   std::optional<ProgramSet> programs =
-      instantiate(*module, *mesh, instantiateOptions, diags);
+      instantiateModel(*module, *mesh, options, diags);
   if (!programs)
     return std::nullopt;
   return CompiledModel{std::move(module), std::move(*programs)};

@@ -6,7 +6,9 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <vector>
@@ -136,4 +138,23 @@ std::string stg::getAstraCommand(llvm::StringRef outputDir,
           "system.json --network-configuration=" + astra +
           "network.yml --remote-memory-configuration=" + astra + "memory.json")
       .str();
+}
+
+llvm::Error stg::writeAstraSetup(llvm::StringRef directory,
+                                 llvm::StringRef target,
+                                 const SystemSpec &system, unsigned numRanks,
+                                 llvm::StringRef prefix,
+                                 llvm::json::Object &manifest) {
+  llvm::SmallString<256> astra(directory);
+  llvm::sys::path::append(astra, "astra");
+  if (std::error_code ec = llvm::sys::fs::create_directory(astra))
+    return llvm::createStringError(ec, "cannot create %s", astra.c_str());
+  if (llvm::Error err = writeAstraConfigs(astra, system, numRanks)) {
+    manifest["astra_sim"] = llvm::json::Object{
+        {"note", "no configs: " + llvm::toString(std::move(err))}};
+    return llvm::Error::success();
+  }
+  manifest["astra_sim"] =
+      llvm::json::Object{{"command", getAstraCommand(target, prefix)}};
+  return llvm::Error::success();
 }

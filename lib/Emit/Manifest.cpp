@@ -6,7 +6,10 @@
 
 #include "stg/IR/ParamCount.h"
 
+#include "stg/Emit/OutputDirectory.h"
+
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -217,6 +220,26 @@ void stg::setManifestFiles(llvm::json::Value &manifest,
                                        {"nodes", int64_t(file.nodes)},
                                        {"bytes", int64_t(file.bytes)}});
   (*manifest.getAsObject())["files"] = std::move(files);
+}
+
+llvm::Error stg::writeTraceSet(llvm::StringRef directory,
+                               const ProgramSet &programs,
+                               const CommGroups &groups,
+                               const EmitOptions &emitOptions,
+                               llvm::json::Value manifest) {
+  std::vector<WrittenFile> written;
+  if (llvm::Error err =
+          emitTraces(programs, groups, directory, emitOptions, &written))
+    return err;
+  setManifestFiles(manifest, written);
+  if (llvm::Error err = writeTextFile(
+          directory, emitOptions.prefix + ".json",
+          [&](llvm::raw_ostream &os) { groups.writeJson(os); }))
+    return err;
+  return writeTextFile(directory, emitOptions.prefix + ".manifest.json",
+                       [&](llvm::raw_ostream &os) {
+                         os << llvm::formatv("{0:2}", manifest) << "\n";
+                       });
 }
 
 /// `1.23 T` style: three significant digits and an SI prefix.

@@ -70,13 +70,14 @@ uint64_t DeviceSpec::getSequentialKernelsMicros(int64_t flops,
 llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
   static const DeviceSpec devices[] = {
       // name, bf16 FLOP/s, HBM B/s, link B/s, efficiencies, SMs/CUs,
-      // launch gap (us; a typical figure between dependent kernels).
-      {"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8, 108, 2},
-      {"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8, 132, 2},
-      {"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8, 132, 2},
-      {"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2},
-      {"GB200", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2},
-      {"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8, 304, 2},
+      // launch gap (us; a typical figure between dependent kernels), HBM
+      // bytes (B200 and GB200 as their DGX and NVL72 systems give them).
+      {"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8, 108, 2, 80'000'000'000},
+      {"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8, 132, 2, 80'000'000'000},
+      {"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8, 132, 2, 141'000'000'000},
+      {"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2, 180'000'000'000},
+      {"GB200", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2, 186'000'000'000},
+      {"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8, 304, 2, 192'000'000'000},
   };
   return devices;
 }
@@ -149,6 +150,14 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
         return makeYAMLError(nameOrFile, entry.second.Mark(),
                              describeNumberError(key, entry.second, 0, 1000));
       device.launchMicros = *micros;
+      continue;
+    }
+    if (key == "memory_gb") {
+      std::optional<double> gigabytes = getNumberInRange(entry.second, 0, 1e6);
+      if (!gigabytes)
+        return makeYAMLError(nameOrFile, entry.second.Mark(),
+                             describeNumberError(key, entry.second, 0, 1e6));
+      device.memoryBytes = uint64_t(*gigabytes * 1e9);
       continue;
     }
     if (key == "compute_units") {

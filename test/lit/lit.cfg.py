@@ -19,6 +19,11 @@ config.substitutions.append(('%stagec', config.stagec))
 # Before %stage-et, which would otherwise replace its beginning.
 config.substitutions.append(('%stage-et-fixture', config.stage_et_fixture))
 config.substitutions.append(('%stage-et', config.stage_et))
+config.substitutions.append(('%stage-plot', os.path.join(
+    config.stg_src_root, 'tools', 'stage-plot', 'stage-plot')))
+# Debian's python3, which has python3-matplotlib and python3-pil; a python3
+# that comes first on PATH (pyenv, a virtualenv) may lack them.
+config.substitutions.append(('%plot-python', '/usr/bin/python3'))
 config.substitutions.append(('%templates', config.stg_templates_dir))
 config.substitutions.append(('%check-layering', os.path.join(
     config.stg_src_root, 'scripts', 'check-layering.py')))

@@ -72,28 +72,6 @@ static LogicalResult applySystem(const StagecOptions &options,
   return success();
 }
 
-/// Writes one complete trace set into `directory`: the rank files, the
-/// comm-group file and the manifest.
-static llvm::Error writeTraceSet(llvm::StringRef directory,
-                                 const ProgramSet &programs,
-                                 const CommGroups &groups,
-                                 const EmitOptions &emitOptions,
-                                 llvm::json::Value manifest) {
-  std::vector<WrittenFile> written;
-  if (llvm::Error err =
-          emitTraces(programs, groups, directory, emitOptions, &written))
-    return err;
-  setManifestFiles(manifest, written);
-  if (llvm::Error err = writeTextFile(
-          directory, emitOptions.prefix + ".json",
-          [&](llvm::raw_ostream &os) { groups.writeJson(os); }))
-    return err;
-  return writeTextFile(directory, emitOptions.prefix + ".manifest.json",
-                       [&](llvm::raw_ostream &os) {
-                         os << llvm::formatv("{0:2}", manifest) << "\n";
-                       });
-}
-
 /// Writes `count` perturbed variants as `variant-K/` beside the clean set.
 /// They share the scaled programs; each perturbed rank gets its own.
 static llvm::Error writeVariants(llvm::StringRef directory,
@@ -149,26 +127,6 @@ static llvm::Error checkDiskSpace(llvm::StringRef directory, uint64_t needed) {
       "the traces need about %s, but the file system of -o has %s free; "
       "write fewer ranks (--ranks), use --gzip, or choose another -o",
       gigabytes(needed).c_str(), gigabytes(space->available).c_str());
-}
-
-/// Writes DIR/astra/ for --system and records the command in the manifest;
-/// ranks that do not fill whole nodes get a note instead.
-static llvm::Error writeAstraSetup(const OutputDirectory &output,
-                                   const SystemSpec &system, unsigned numRanks,
-                                   llvm::StringRef prefix,
-                                   llvm::json::Object &manifest) {
-  llvm::SmallString<256> directory(output.getPath());
-  llvm::sys::path::append(directory, "astra");
-  if (std::error_code ec = llvm::sys::fs::create_directory(directory))
-    return llvm::createStringError(ec, "cannot create %s", directory.c_str());
-  if (llvm::Error err = writeAstraConfigs(directory, system, numRanks)) {
-    manifest["astra_sim"] = llvm::json::Object{
-        {"note", "no configs: " + llvm::toString(std::move(err))}};
-    return llvm::Error::success();
-  }
-  manifest["astra_sim"] = llvm::json::Object{
-      {"command", getAstraCommand(output.getTarget(), prefix)}};
-  return llvm::Error::success();
 }
 
 /// Reads --perturb's spec, checked against the run.
@@ -310,9 +268,9 @@ int main(int argc, char **argv) {
     llvm::json::Object &fields = *manifest.getAsObject();
     fields["system"] = describeSystem(*system);
     if (!options.system.empty()) {
-      if (llvm::Error err = writeAstraSetup(**output, *system,
-                                            mesh.getNumRanks(),
-                                            emitOptions.prefix, fields))
+      if (llvm::Error err = writeAstraSetup(
+              (*output)->getPath(), (*output)->getTarget(), *system,
+              mesh.getNumRanks(), emitOptions.prefix, fields))
         return fail(std::move(err));
     }
   }

@@ -65,6 +65,23 @@ struct CompiledModel {
 std::optional<CompiledModel> compileModel(const CompileOptions &options,
                                           DiagnosticEngine &diags);
 
+// compileModel's parts, for callers that compile many plans of one model
+// (the plan search): the passes but check-divisibility and shard-optimizer
+// do not read the degrees, so one module serves every plan of a structure.
+
+/// Parses the model with the options' overrides and switches.
+std::unique_ptr<Module> loadModel(const CompileOptions &options,
+                                  DiagnosticEngine &diags);
+/// Sets the options' degrees (and decode context) on the module and builds
+/// the mesh of the run.
+std::optional<Mesh> bindPlan(Module &module, const CompileOptions &options,
+                             DiagnosticEngine &diags);
+/// Instantiates a module that has been through the passes.
+std::optional<ProgramSet> instantiateModel(const Module &module,
+                                           const Mesh &mesh,
+                                           const CompileOptions &options,
+                                           DiagnosticEngine &diags);
+
 } // namespace stg
 
 #endif // STG_DRIVER_COMPILE_H

@@ -16,6 +16,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <string>
 
@@ -30,6 +31,14 @@ llvm::Error writeAstraConfigs(llvm::StringRef directory,
 /// The ASTRA-sim command line for the trace set `P` in `outputDir`, with
 /// the configs in `outputDir/astra`.
 std::string getAstraCommand(llvm::StringRef outputDir, llvm::StringRef prefix);
+
+/// Writes `directory/astra/` and records in `manifest` the ASTRA-sim
+/// command for the trace set `prefix` that will be at `target`; ranks that
+/// do not fill whole nodes get a note in the manifest instead.
+llvm::Error writeAstraSetup(llvm::StringRef directory, llvm::StringRef target,
+                            const SystemSpec &system, unsigned numRanks,
+                            llvm::StringRef prefix,
+                            llvm::json::Object &manifest);
 
 } // namespace stg
 

@@ -68,6 +68,14 @@ llvm::json::Value describeSystem(const SystemSpec &system);
 void setManifestFiles(llvm::json::Value &manifest,
                       llvm::ArrayRef<WrittenFile> written);
 
+/// Writes one complete trace set into `directory`: the rank files, the
+/// comm-group file `P.json` and the manifest `P.manifest.json`, with the
+/// files' node counts and sizes.
+llvm::Error writeTraceSet(llvm::StringRef directory, const ProgramSet &programs,
+                          const CommGroups &groups,
+                          const EmitOptions &emitOptions,
+                          llvm::json::Value manifest);
+
 /// The `--report` table, with the step-time estimate when there is one.
 void printReport(llvm::raw_ostream &os, const Module &module,
                  const ProgramSet &programs,

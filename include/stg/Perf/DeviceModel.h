@@ -45,6 +45,8 @@ struct DeviceSpec {
   /// Added to every kernel: the gap between dependent kernels that a
   /// launch leaves (without CUDA graphs).
   double launchMicros = 0;
+  /// Device memory (HBM) in bytes; 0 when not known.
+  uint64_t memoryBytes = 0;
 
   /// The fraction of the machine a GEMM's last wave leaves busy: its output
   /// tiles (128 x 256, as cuBLAS and CUTLASS pick for large products) fill

@@ -1,0 +1,97 @@
+//===- PlanSpace.h - The parallel plans of a model on N GPUs ----*- C++ -*-===//
+//
+// What a plan search enumerates: every factorisation of the GPUs over the
+// mesh axes (dp, tp, pp, cp, ep), tensor parallelism inside a node or
+// across, micro-batch size and count from the global batch, interleaving,
+// recomputation, weight sharding and sequence parallelism. Each dimension
+// can be narrowed to a list of values. Plans that cannot compile, or that
+// repeat another plan, are pruned before compiling, counted by reason.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_SEARCH_PLANSPACE_H
+#define STG_SEARCH_PLANSPACE_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stg {
+
+/// How the weights and their optimizer state are spread over data
+/// parallelism: replicated, the optimizer step sharded (ZeRO-1), or the
+/// weights themselves (FSDP).
+enum class WeightSharding : uint8_t { None, DistributedOptimizer, FSDP };
+
+llvm::StringRef getWeightShardingName(WeightSharding sharding);
+std::optional<WeightSharding> parseWeightSharding(llvm::StringRef name);
+
+/// The mesh axes a plan sets, in this order everywhere (labels, files).
+constexpr std::array<const char *, 5> PlanAxes = {"dp", "tp", "pp", "cp",
+                                                  "ep"};
+
+struct Plan {
+  std::array<unsigned, 5> degrees = {1, 1, 1, 1, 1}; ///< By PlanAxes.
+  unsigned microBatchSize = 1; ///< Sequences per replica per micro-batch.
+  unsigned microbatches = 1;
+  unsigned virtualStages = 1;
+  std::string recompute = "none"; ///< `none`, `selective` or `full`.
+  WeightSharding sharding = WeightSharding::None;
+  bool sequenceParallel = false;
+  /// Tensor parallelism on the fastest-varying ranks (inside a node);
+  /// false puts it outside data, context and expert parallelism.
+  bool tpInNode = true;
+
+  unsigned getDegree(llvm::StringRef axis) const;
+  unsigned getGPUs() const;
+  /// `dp8 tp8 pp4 mb1x32 v2 rc=full ws=fsdp sp`: unique per plan.
+  std::string getLabel() const;
+  /// The rank order (fastest-varying axis first).
+  std::string getRankOrder() const;
+};
+
+/// What the model offers the search, read once from it.
+struct ModelShape {
+  unsigned layers = 1;           ///< Repetitions the pipeline splits.
+  /// Mesh axes the model splits something over; the others stay at 1.
+  std::array<bool, 5> splits = {true, false, true, false, false};
+  bool hasSequenceParallel = false; ///< Option `sequence_parallel`.
+  bool hasWeightSharding = false;   ///< Option `weight_sharded` (FSDP).
+};
+
+struct PlanSpaceOptions {
+  unsigned gpus = 0;
+  unsigned globalBatch = 0; ///< Sequences per step.
+  unsigned gpusPerNode = 8;
+  /// Allowed degrees per axis (PlanAxes order); empty: every divisor.
+  std::array<std::vector<unsigned>, 5> degrees;
+  std::vector<unsigned> microBatchSizes; ///< Empty: every divisor.
+  std::vector<unsigned> virtualStages;   ///< Empty: every divisor.
+  std::vector<std::string> recompute = {"none", "selective", "full"};
+  std::vector<WeightSharding> sharding = {WeightSharding::None,
+                                          WeightSharding::DistributedOptimizer,
+                                          WeightSharding::FSDP};
+  std::vector<bool> sequenceParallel = {false, true};
+  std::vector<bool> tpInNode = {true, false};
+};
+
+struct PlanSpace {
+  std::vector<Plan> plans;
+  /// Plans not compiled, by why: "pp exceeds the layers", ...
+  std::map<std::string, uint64_t> pruned;
+  uint64_t getCandidates() const;
+};
+
+/// Every plan of `options`, with those that cannot compile or repeat
+/// another plan pruned. Plans come grouped by degrees, then structure.
+PlanSpace enumeratePlans(const PlanSpaceOptions &options,
+                         const ModelShape &shape);
+
+} // namespace stg
+
+#endif // STG_SEARCH_PLANSPACE_H

@@ -1,0 +1,36 @@
+//===- PlanWorkers.h - Evaluate plans on every core -------------*- C++ -*-===//
+//
+// Plans are evaluated in worker processes, not threads: GiNaC's expressions
+// share reference-counted constants that are not thread-safe. Workers take
+// small batches of consecutive plans from a shared counter (consecutive
+// plans share degrees, so each worker's module cache stays warm) and send
+// their results back as JSON lines. A plan's result depends on the plan
+// alone, so the results are the same whatever the number of workers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_SEARCH_PLANWORKERS_H
+#define STG_SEARCH_PLANWORKERS_H
+
+#include "stg/Search/PlanEvaluator.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <vector>
+
+namespace stg {
+
+/// Called as results arrive: plans done, of how many.
+using SearchProgress = std::function<void(size_t done, size_t total)>;
+
+/// Evaluates `plans` with `jobs` worker processes (1: in this process).
+/// Fails if a worker dies.
+llvm::Expected<std::vector<PlanResult>>
+evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
+              unsigned jobs, const SearchProgress &progress);
+
+} // namespace stg
+
+#endif // STG_SEARCH_PLANWORKERS_H

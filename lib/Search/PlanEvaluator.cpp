@@ -1,0 +1,208 @@
+//===- PlanEvaluator.cpp - Compile and price one plan ---------------------===//
+
+#include "stg/Search/PlanEvaluator.h"
+
+#include "stg/Passes/Pass.h"
+#include "stg/Perf/DeviceModel.h"
+#include "stg/Perf/StepEstimate.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+
+using namespace stg;
+
+llvm::StringRef stg::getPlanStatusName(PlanStatus status) {
+  switch (status) {
+  case PlanStatus::Fits:
+    return "fits";
+  case PlanStatus::OverMemory:
+    return "over-memory";
+  case PlanStatus::Failed:
+    return "failed";
+  }
+  return "failed";
+}
+
+/// The message of the first error in `output`, without its location and
+/// source excerpt: a plan's reason fits one line.
+static std::string getFirstError(llvm::StringRef output) {
+  llvm::StringRef line = output.split('\n').first;
+  size_t at = line.find("error: ");
+  return (at == llvm::StringRef::npos ? line : line.substr(at + 7)).str();
+}
+
+/// Sets every plan axis and the micro-batch size, so that a module reused
+/// from the previous plan keeps nothing of it.
+static std::vector<std::pair<std::string, unsigned>>
+getDegrees(const Plan &plan) {
+  std::vector<std::pair<std::string, unsigned>> degrees;
+  for (size_t index = 0; index < PlanAxes.size(); ++index)
+    degrees.push_back({PlanAxes[index], plan.degrees[index]});
+  return degrees;
+}
+
+llvm::Expected<ModelFacts> stg::readModelFacts(const CompileOptions &base) {
+  CompileOptions options = base;
+  options.degrees = getDegrees(Plan());
+  options.microbatches = 1;
+  options.overrides.push_back({"MB", "1"});
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  std::optional<CompiledModel> compiled = compileModel(options, diags);
+  if (!compiled)
+    return llvm::createStringError(std::errc::invalid_argument, "%s",
+                                   os.str().c_str());
+  const Module &module = *compiled->module;
+  if (!module.lookupDim("MB"))
+    return llvm::createStringError(
+        std::errc::invalid_argument,
+        "%s declares no `dim MB`, the micro-batch per data-parallel replica "
+        "that the search sets (the shipped templates declare it)",
+        base.input.c_str());
+  ModelFacts facts;
+  facts.modelName = module.getModel()->getName().str();
+  facts.shape.layers = std::max(1u, compiled->programs.numLayers);
+  module.getModel()->walkValues([&](const Value *value) {
+    const Distribution &layout = value->getType().getDistribution();
+    for (unsigned dim = 0; dim < value->getType().getRank(); ++dim)
+      for (const Axis *axis : layout.getPartition(dim))
+        if (const Axis *ranks = axis->resolve())
+          for (size_t index = 0; index < PlanAxes.size(); ++index)
+            if (ranks->name == PlanAxes[index])
+              facts.shape.splits[index] = true;
+  });
+  facts.shape.splits[2] = facts.shape.layers > 1; // pp splits the layers.
+  auto isSwitch = [&](llvm::StringRef name) {
+    const Option *option = compiled->module->lookupOption(name);
+    return option && option->isBool();
+  };
+  facts.shape.hasSequenceParallel = isSwitch("sequence_parallel");
+  facts.shape.hasWeightSharding = isSwitch("weight_sharded");
+  for (const StageProgram &stage : compiled->programs.stages)
+    for (const ProgramNode &node : stage.nodes)
+      if (node.kind == ProgramNodeKind::Compute &&
+          node.phase != Phase::Optimizer)
+        facts.flopsPerSequence += double(node.numOps);
+  if (const Dim *sequence = module.lookupDim("S"))
+    if (std::optional<Expr> value = module.bindAll(sequence->symbol))
+      if (std::optional<long long> length = getIntegerValue(*value))
+        facts.sequenceLength = uint64_t(std::max(0LL, *length));
+  return facts;
+}
+
+CompileOptions PlanEvaluator::getCompileOptions(const Plan &plan) const {
+  CompileOptions options = base;
+  options.degrees = getDegrees(plan);
+  options.rankOrder = plan.getRankOrder();
+  options.microbatches = plan.microbatches;
+  options.virtualStages = plan.virtualStages;
+  options.recompute = plan.recompute;
+  options.distributedOptimizer =
+      plan.sharding == WeightSharding::DistributedOptimizer;
+  options.fsdp = plan.sharding == WeightSharding::FSDP;
+  options.overrides.push_back({"MB", std::to_string(plan.microBatchSize)});
+  if (facts.shape.hasSequenceParallel)
+    options.overrides.push_back(
+        {"sequence_parallel", plan.sequenceParallel ? "true" : "false"});
+  return options;
+}
+
+Module *PlanEvaluator::getModule(const Plan &plan,
+                                 const CompileOptions &options,
+                                 DiagnosticEngine &diags) {
+  // The distributed optimizer pads shards to the degrees: its module is
+  // kept for one degree tuple at a time (plans come grouped by degrees).
+  bool sharded = options.distributedOptimizer;
+  std::string key = plan.recompute + "|" +
+                    getWeightShardingName(plan.sharding).str() + "|" +
+                    (plan.sequenceParallel ? "sp" : "");
+  if (sharded)
+    for (unsigned degree : plan.degrees)
+      key += "|" + std::to_string(degree);
+  auto found = modules.find(key);
+  if (found != modules.end())
+    return found->second.get();
+  if (sharded)
+    for (auto it = modules.begin(); it != modules.end();)
+      it = it->first.rfind(plan.recompute + "|distributed-optimizer|", 0) == 0
+               ? modules.erase(it)
+               : std::next(it);
+  std::unique_ptr<Module> module = loadModel(options, diags);
+  if (!module || (sharded && !bindPlan(*module, options, diags)))
+    return nullptr;
+  std::string pipeline = getPassPipeline(options);
+  llvm::StringRef withoutCheck = llvm::StringRef(pipeline).rsplit(',').first;
+  PassManager passes;
+  if (failed(passes.addPipeline(withoutCheck, diags)) ||
+      failed(passes.run(*module, diags)))
+    return nullptr;
+  return (modules[key] = std::move(module)).get();
+}
+
+PlanResult PlanEvaluator::evaluate(const Plan &plan) {
+  PlanResult result;
+  result.plan = plan;
+  CompileOptions options = getCompileOptions(plan);
+  options.foldMicrobatches = true;
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  auto fail = [&](bool byModel) {
+    result.reason = getFirstError(os.str());
+    result.prunedByModel = byModel;
+    return result;
+  };
+  Module *module = getModule(plan, options, diags);
+  if (!module)
+    return fail(false);
+  module->lookupDim("MB")->value = Expr(plan.microBatchSize);
+  std::optional<Mesh> mesh = bindPlan(*module, options, diags);
+  if (!mesh)
+    return fail(false);
+  PassManager check;
+  if (failed(check.addPipeline("check-divisibility", diags)) ||
+      failed(check.run(*module, diags)))
+    return fail(true);
+  std::optional<ProgramSet> programs =
+      instantiateModel(*module, *mesh, options, diags);
+  if (!programs)
+    return fail(false);
+  applyDeviceModel(*programs, system.device, nullptr);
+  llvm::Expected<StepEstimate> estimate = estimateStep(*programs, system);
+  if (!estimate) {
+    result.reason = llvm::toString(estimate.takeError());
+    return result;
+  }
+
+  for (const StageProgram &stage : programs->stages)
+    if (stage.memory.total() > result.memory.total())
+      result.memory = stage.memory;
+  result.stepMicros = estimate->stepMicros;
+  double step = std::max(estimate->stepMicros, 1e-9);
+  double stages = double(estimate->stages.size());
+  double waiting = 0;
+  for (const StageTime &stage : estimate->stages) {
+    result.computeMicros += stage.computeMicros / stages;
+    waiting += stage.pipelineWaitMicros / stages;
+    result.exposedCommunicationMicros +=
+        std::max(0.0, step - stage.computeMicros - stage.pipelineWaitMicros) /
+        stages;
+  }
+  result.bubbleFraction = std::min(1.0, waiting / step);
+  double seconds = step / 1e6, gpus = plan.getGPUs();
+  result.mfu = facts.flopsPerSequence * globalBatch /
+               (system.device.peakFlops * gpus * seconds);
+  result.tokensPerSecondPerGPU =
+      double(globalBatch) * facts.sequenceLength / (seconds * gpus);
+  result.status = result.memory.total() <= memoryLimitBytes
+                      ? PlanStatus::Fits
+                      : PlanStatus::OverMemory;
+  if (result.status == PlanStatus::OverMemory)
+    result.reason = "needs " +
+                    llvm::utostr(result.memory.total() / 1000000) +
+                    " MB a rank, over the limit of " +
+                    llvm::utostr(memoryLimitBytes / 1000000) + " MB";
+  return result;
+}

@@ -1,0 +1,222 @@
+//===- PlanSpace.cpp - The parallel plans of a model on N GPUs ------------===//
+//
+// Candidates are the product of the dimensions; checks run from the outer
+// dimension in, so a degree tuple that cannot work removes all the plans
+// under it at once, counted, without visiting them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Search/PlanSpace.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
+
+using namespace stg;
+
+llvm::StringRef stg::getWeightShardingName(WeightSharding sharding) {
+  switch (sharding) {
+  case WeightSharding::None:
+    return "none";
+  case WeightSharding::DistributedOptimizer:
+    return "distributed-optimizer";
+  case WeightSharding::FSDP:
+    return "fsdp";
+  }
+  return "none";
+}
+
+std::optional<WeightSharding> stg::parseWeightSharding(llvm::StringRef name) {
+  for (WeightSharding sharding :
+       {WeightSharding::None, WeightSharding::DistributedOptimizer,
+        WeightSharding::FSDP})
+    if (name == getWeightShardingName(sharding))
+      return sharding;
+  return std::nullopt;
+}
+
+unsigned Plan::getDegree(llvm::StringRef axis) const {
+  for (size_t index = 0; index < PlanAxes.size(); ++index)
+    if (axis == PlanAxes[index])
+      return degrees[index];
+  return 1;
+}
+
+unsigned Plan::getGPUs() const {
+  unsigned gpus = 1;
+  for (unsigned degree : degrees)
+    gpus *= degree;
+  return gpus;
+}
+
+std::string Plan::getLabel() const {
+  std::string label;
+  llvm::raw_string_ostream os(label);
+  for (size_t index = 0; index < PlanAxes.size(); ++index)
+    if (degrees[index] > 1 || index < 3)
+      os << PlanAxes[index] << degrees[index] << ' ';
+  os << "mb" << microBatchSize << 'x' << microbatches << " v" << virtualStages
+     << " rc=" << recompute << " ws=" << getWeightShardingName(sharding);
+  if (sequenceParallel)
+    os << " sp";
+  if (!tpInNode)
+    os << " tp-outer";
+  return label;
+}
+
+std::string Plan::getRankOrder() const {
+  return tpInNode ? "tp,cp,ep,dp,pp" : "cp,ep,dp,tp,pp";
+}
+
+uint64_t PlanSpace::getCandidates() const {
+  uint64_t total = plans.size();
+  for (const auto &entry : pruned)
+    total += entry.second;
+  return total;
+}
+
+static std::vector<unsigned> getDivisors(unsigned n) {
+  std::vector<unsigned> divisors;
+  for (unsigned d = 1; d <= n; ++d)
+    if (n % d == 0)
+      divisors.push_back(d);
+  return divisors;
+}
+
+namespace {
+
+/// The enumeration's state: the options, the plans kept and the counts.
+class Enumerator {
+public:
+  Enumerator(const PlanSpaceOptions &options, const ModelShape &shape)
+      : options(options), shape(shape) {
+    microBatchSizes = options.microBatchSizes.empty()
+                          ? getDivisors(options.globalBatch)
+                          : options.microBatchSizes;
+    virtualStages = options.virtualStages.empty()
+                        ? getDivisors(shape.layers)
+                        : options.virtualStages;
+  }
+
+  PlanSpace run() {
+    Plan plan;
+    enumerateDegrees(plan, 0, options.gpus);
+    return std::move(space);
+  }
+
+private:
+  /// Plans under a structure choice: the innermost four dimensions.
+  uint64_t getStructures() const {
+    return uint64_t(options.recompute.size()) * options.sharding.size() *
+           options.sequenceParallel.size() * options.tpInNode.size();
+  }
+  void prune(const std::string &reason, uint64_t count) {
+    if (count)
+      space.pruned[reason] += count;
+  }
+  void enumerateDegrees(Plan &plan, size_t axis, unsigned left);
+  void enumerateSchedules(Plan &plan);
+  void enumerateStructures(Plan &plan);
+  /// Why `plan` repeats another or cannot be built; empty if it is kept.
+  std::string checkStructure(const Plan &plan) const;
+
+  const PlanSpaceOptions &options;
+  const ModelShape &shape;
+  std::vector<unsigned> microBatchSizes, virtualStages;
+  PlanSpace space;
+};
+
+} // namespace
+
+void Enumerator::enumerateDegrees(Plan &plan, size_t axis, unsigned left) {
+  if (axis + 1 == PlanAxes.size()) {
+    plan.degrees[axis] = left;
+    const std::vector<unsigned> &allowed = options.degrees[axis];
+    uint64_t under = uint64_t(microBatchSizes.size()) * virtualStages.size() *
+                     getStructures();
+    if (!allowed.empty() && !llvm::is_contained(allowed, left))
+      return; // Outside the space asked for: not a candidate.
+    for (size_t index = 0; index < PlanAxes.size(); ++index)
+      if (plan.degrees[index] > 1 && !shape.splits[index])
+        return prune(std::string("the model splits nothing over ") +
+                         PlanAxes[index],
+                     under);
+    if (plan.getDegree("pp") > shape.layers)
+      return prune("pp exceeds the layers", under);
+    return enumerateSchedules(plan);
+  }
+  for (unsigned degree : getDivisors(left)) {
+    const std::vector<unsigned> &allowed = options.degrees[axis];
+    if (!allowed.empty() && !llvm::is_contained(allowed, degree))
+      continue;
+    plan.degrees[axis] = degree;
+    enumerateDegrees(plan, axis + 1, left / degree);
+  }
+}
+
+void Enumerator::enumerateSchedules(Plan &plan) {
+  unsigned dp = plan.getDegree("dp"), pp = plan.getDegree("pp");
+  uint64_t under = uint64_t(virtualStages.size()) * getStructures();
+  for (unsigned size : microBatchSizes) {
+    plan.microBatchSize = size;
+    if (options.globalBatch % (uint64_t(dp) * size)) {
+      prune("dp x micro-batch does not divide the global batch", under);
+      continue;
+    }
+    plan.microbatches = options.globalBatch / (dp * size);
+    for (unsigned chunks : virtualStages) {
+      plan.virtualStages = chunks;
+      if (chunks > 1 && pp == 1)
+        prune("virtual stages need pp > 1", getStructures());
+      else if (chunks > 1 && shape.layers % (uint64_t(pp) * chunks))
+        prune("interleaving needs layers a multiple of pp x virtual stages",
+              getStructures());
+      else if (chunks > 1 && plan.microbatches % pp)
+        prune("interleaving needs micro-batches a multiple of pp",
+              getStructures());
+      else
+        enumerateStructures(plan);
+    }
+  }
+}
+
+std::string Enumerator::checkStructure(const Plan &plan) const {
+  unsigned tp = plan.getDegree("tp");
+  unsigned others =
+      plan.getDegree("dp") * plan.getDegree("cp") * plan.getDegree("ep");
+  if (plan.sequenceParallel && !shape.hasSequenceParallel)
+    return "the model has no sequence_parallel option";
+  if (plan.sequenceParallel && tp == 1)
+    return "same plan: sequence parallelism without tp";
+  if (plan.sharding == WeightSharding::FSDP && !shape.hasWeightSharding)
+    return "the model has no weight_sharded option";
+  if (plan.sharding != WeightSharding::None && plan.getDegree("dp") == 1)
+    return "same plan: weight sharding without dp";
+  if (!plan.tpInNode &&
+      (tp == 1 || others == 1 || tp * others <= options.gpusPerNode))
+    return "same plan: tp placement with every group in one node";
+  return "";
+}
+
+void Enumerator::enumerateStructures(Plan &plan) {
+  for (const std::string &recompute : options.recompute)
+    for (WeightSharding sharding : options.sharding)
+      for (bool sequenceParallel : options.sequenceParallel)
+        for (bool tpInNode : options.tpInNode) {
+          plan.recompute = recompute;
+          plan.sharding = sharding;
+          plan.sequenceParallel = sequenceParallel;
+          plan.tpInNode = tpInNode;
+          std::string reason = checkStructure(plan);
+          if (reason.empty())
+            space.plans.push_back(plan);
+          else
+            prune(reason, 1);
+        }
+}
+
+PlanSpace stg::enumeratePlans(const PlanSpaceOptions &options,
+                              const ModelShape &shape) {
+  return Enumerator(options, shape).run();
+}

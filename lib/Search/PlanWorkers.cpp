@@ -1,0 +1,177 @@
+//===- PlanWorkers.cpp - Evaluate plans on every core ---------------------===//
+
+#include "stg/Search/PlanWorkers.h"
+
+#include "stg/Search/SearchResults.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <cerrno>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace stg;
+
+/// Plans a worker takes at a time: enough to keep its cache warm, few
+/// enough that the last batches spread over the workers.
+static constexpr size_t BatchSize = 8;
+
+/// A worker's line: `INDEX PRUNED JSON`.
+static std::string encode(size_t index, const PlanResult &result) {
+  std::string line;
+  llvm::raw_string_ostream os(line);
+  os << index << ' ' << (result.prunedByModel ? 1 : 0) << ' '
+     << toJSON(result) << '\n';
+  return line;
+}
+
+static bool writeAll(int fd, llvm::StringRef data) {
+  while (!data.empty()) {
+    ssize_t written = ::write(fd, data.data(), data.size());
+    if (written < 0 && errno == EINTR)
+      continue;
+    if (written <= 0)
+      return false;
+    data = data.drop_front(written);
+  }
+  return true;
+}
+
+[[noreturn]] static void runWorker(PlanEvaluator &evaluator,
+                                   llvm::ArrayRef<Plan> plans,
+                                   std::atomic<size_t> &next, int fd) {
+  for (;;) {
+    size_t first = next.fetch_add(BatchSize);
+    if (first >= plans.size())
+      _exit(0);
+    size_t last = std::min(plans.size(), first + BatchSize);
+    for (size_t index = first; index < last; ++index)
+      if (!writeAll(fd, encode(index, evaluator.evaluate(plans[index]))))
+        _exit(1);
+  }
+}
+
+/// Reads one worker line into `results`.
+static llvm::Error decode(llvm::StringRef line,
+                          std::vector<PlanResult> &results) {
+  auto [indexText, rest] = line.split(' ');
+  auto [prunedText, json] = rest.split(' ');
+  size_t index = 0;
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(json);
+  if (indexText.getAsInteger(10, index) || index >= results.size() || !value) {
+    if (!value)
+      llvm::consumeError(value.takeError());
+    return llvm::createStringError(std::errc::protocol_error,
+                                   "a search worker sent a malformed result");
+  }
+  llvm::Expected<PlanResult> result = parsePlanResult(*value);
+  if (!result)
+    return result.takeError();
+  result->prunedByModel = prunedText == "1";
+  results[index] = std::move(*result);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<PlanResult>>
+stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
+                   unsigned jobs, const SearchProgress &progress) {
+  std::vector<PlanResult> results(plans.size());
+  jobs = std::max(1u, std::min<unsigned>(jobs, (plans.size() + BatchSize - 1) /
+                                                   BatchSize));
+  if (jobs == 1) {
+    for (size_t index = 0; index < plans.size(); ++index) {
+      results[index] = evaluator.evaluate(plans[index]);
+      if (progress)
+        progress(index + 1, plans.size());
+    }
+    return results;
+  }
+
+  void *shared = mmap(nullptr, sizeof(std::atomic<size_t>),
+                      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+                      0);
+  if (shared == MAP_FAILED)
+    return llvm::createStringError(std::error_code(errno, std::generic_category()),
+                                   "cannot share the plan counter");
+  auto *next = new (shared) std::atomic<size_t>(0);
+  llvm::outs().flush();
+  llvm::errs().flush();
+  std::vector<pid_t> workers;
+  std::vector<pollfd> pipes;
+  for (unsigned job = 0; job < jobs; ++job) {
+    int fds[2];
+    if (pipe(fds) != 0)
+      break;
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      for (const pollfd &other : pipes)
+        close(other.fd);
+      runWorker(evaluator, plans, *next, fds[1]);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+      close(fds[0]);
+      break;
+    }
+    workers.push_back(pid);
+    pipes.push_back({fds[0], POLLIN, 0});
+  }
+
+  llvm::Error error = llvm::Error::success();
+  if (workers.empty())
+    error = llvm::createStringError(std::errc::resource_unavailable_try_again,
+                                    "cannot start search workers");
+  std::vector<std::string> pending(pipes.size());
+  size_t done = 0, open = pipes.size();
+  while (open) {
+    if (poll(pipes.data(), pipes.size(), -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    for (size_t i = 0; i < pipes.size(); ++i) {
+      if (pipes[i].fd < 0 || !(pipes[i].revents & (POLLIN | POLLHUP)))
+        continue;
+      char buffer[65536];
+      ssize_t got = read(pipes[i].fd, buffer, sizeof buffer);
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got <= 0) {
+        close(pipes[i].fd);
+        pipes[i].fd = -1;
+        --open;
+        continue;
+      }
+      pending[i].append(buffer, got);
+      size_t end;
+      while ((end = pending[i].find('\n')) != std::string::npos) {
+        if (!error)
+          error = decode(llvm::StringRef(pending[i]).take_front(end), results);
+        pending[i].erase(0, end + 1);
+        ++done;
+        if (progress)
+          progress(done, plans.size());
+      }
+    }
+  }
+  for (pid_t pid : workers) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) && !error)
+      error = llvm::createStringError(std::errc::io_error,
+                                      "a search worker stopped before its "
+                                      "plans were done");
+  }
+  munmap(shared, sizeof(std::atomic<size_t>));
+  if (error)
+    return error;
+  if (done != plans.size())
+    return llvm::createStringError(std::errc::io_error,
+                                   "search workers returned %zu of %zu plans",
+                                   done, plans.size());
+  return results;
+}

@@ -1,0 +1,457 @@
+//===- stage-search.cpp - The best parallel plan for a model on a cluster -===//
+//
+// The driver of the plan search: reads the flags, enumerates and prunes the
+// plans, evaluates them on every core, ranks those that fit, prints the
+// best, and writes plans.json, plans.csv and the traces of the best plans
+// into -o. `stage-search merge` ranks the union of shards. The work is in
+// lib/Search; this file maps flags to it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommandLine.h"
+
+#include "stg/Emit/AstraConfig.h"
+#include "stg/Emit/Manifest.h"
+#include "stg/Emit/OutputDirectory.h"
+#include "stg/Emit/TraceEmitter.h"
+#include "stg/Perf/DeviceModel.h"
+#include "stg/Search/PlanWorkers.h"
+#include "stg/Search/SearchResults.h"
+#include "stg/Support/InputFile.h"
+#include "stg/Support/Version.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
+#include "llvm/Support/Threading.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <chrono>
+
+using namespace stg;
+
+static std::atomic<bool> interrupted{false};
+
+static const char *const Examples = R"(Examples:
+  stage-search templates/llama3-70b.stg --gpus 1024 --system dgx-h100 \
+      --global-batch 1024 -o plans/
+      every plan of Llama-3-70B on 1024 H100s; the best 10 printed,
+      plans/plans.json and plans/plans.csv written
+  stage-search templates/gpt3-175b.stg --gpus 1024 --system dgx-a100 \
+      --global-batch 1536 --tp 4,8 --pp 8,16 --no-fsdp --emit-top 2 -o out/
+      a narrowed space; the traces of the best two plans in out/rank-1, -2
+  stage-search model.stg ... --shard 3/16 -o shard3/    (one of 16 jobs)
+  stage-search merge shard*/plans.json -o all/           (their union)
+
+Then draw the plans: stage-plot pareto plans/plans.json)";
+
+struct SearchOptions {
+  CompileOptions compile;
+  std::string system;
+  unsigned gpus = 0, globalBatch = 0;
+  std::string maxMemory;
+  double memoryMargin = 0.1;
+  std::array<std::vector<unsigned>, 5> degrees;
+  std::vector<unsigned> microBatchSizes, virtualStages;
+  std::vector<std::string> recompute{"none", "selective", "full"};
+  std::vector<std::string> sharding{"none", "distributed-optimizer", "fsdp"};
+  std::vector<std::string> sequenceParallel{"off", "on"};
+  std::vector<std::string> tpPlacement{"node", "outer"};
+  bool noFSDP = false;
+  unsigned top = 10, jobs = 0, emitTop = 0;
+  std::string shard, outputDir;
+  bool quiet = false;
+  unsigned shardIndex = 0, shardCount = 1;
+};
+
+/// Parses `80GB`, `141 GB`, `80e9` (bytes) into bytes.
+static std::optional<uint64_t> parseBytes(llvm::StringRef text) {
+  text = text.trim();
+  double scale = 1;
+  for (auto [suffix, factor] :
+       {std::pair{"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"B", 1.0}})
+    if (text.endswith_insensitive(suffix)) {
+      text = text.drop_back(strlen(suffix)).rtrim();
+      scale = factor;
+      break;
+    }
+  double value = 0;
+  if (text.getAsDouble(value) || !std::isfinite(value) || value <= 0 ||
+      value * scale > 1e15)
+    return std::nullopt;
+  return uint64_t(value * scale);
+}
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "stage-search: error: " << message << "\n";
+  return 1;
+}
+
+/// The flags of a search; an exit status when the program should stop.
+static std::optional<int> parseOptions(int argc, char **argv,
+                                       SearchOptions &options) {
+  CLI::App app{"stage-search: the fastest parallel plans of an STG model on "
+               "a cluster"};
+  app.footer(Examples);
+  std::vector<std::string> sets;
+  std::string dtype;
+  app.add_option("input", options.compile.input, "the model (.stg)")
+      ->required();
+  app.add_option("-I", options.compile.includeDirs, "import search path");
+  app.add_option("--set", sets, "set a dim or option: NAME=VALUE");
+  app.add_option("--dtype", dtype, "element type (bf16, fp16, fp32, fp8)");
+  app.add_option("--gpus", options.gpus, "GPUs to spread the model over")
+      ->required()->check(wholeNumber(1, 1u << 20));
+  app.add_option("--system", options.system,
+                 "the cluster: dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, "
+                 "mi300x or a .yaml file")
+      ->required();
+  app.add_option("--global-batch", options.globalBatch,
+                 "sequences per training step")
+      ->required()->check(wholeNumber(1, 1u << 24));
+  app.add_option("--max-memory", options.maxMemory,
+                 "memory of a GPU, e.g. 80GB (default: the accelerator's)");
+  app.add_option("--memory-margin", options.memoryMargin,
+                 "share of the memory kept free for the CUDA context, "
+                 "communication buffers and fragmentation (default 0.1)")
+      ->check(finiteNumber(0, 0.9));
+  const char *narrow = "Narrowing the space (comma-separated lists)";
+  for (size_t index = 0; index < PlanAxes.size(); ++index)
+    app.add_option(std::string("--") + PlanAxes[index],
+                   options.degrees[index],
+                   std::string(PlanAxes[index]) + " degrees to try")
+        ->delimiter(',')->check(wholeNumber(1, 1u << 20))->group(narrow);
+  app.add_option("--micro-batch", options.microBatchSizes,
+                 "micro-batch sizes (sequences per replica)")
+      ->delimiter(',')->check(wholeNumber(1, 1u << 24))->group(narrow);
+  app.add_option("--virtual-stages", options.virtualStages,
+                 "model chunks per pipeline stage")
+      ->delimiter(',')->check(wholeNumber(1, 1024))->group(narrow);
+  app.add_option("--recompute", options.recompute, "none, selective, full")
+      ->delimiter(',')->check(CLI::IsMember({"none", "selective", "full"}))
+      ->group(narrow);
+  app.add_option("--weight-sharding", options.sharding,
+                 "none, distributed-optimizer, fsdp")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"none", "distributed-optimizer", "fsdp"}))
+      ->group(narrow);
+  app.add_flag("--no-fsdp", options.noFSDP, "leave FSDP out")->group(narrow);
+  app.add_option("--sequence-parallel", options.sequenceParallel, "off, on")
+      ->delimiter(',')->check(CLI::IsMember({"off", "on"}))->group(narrow);
+  app.add_option("--tp-placement", options.tpPlacement,
+                 "node (tp on the fastest ranks), outer (dp, cp, ep inside)")
+      ->delimiter(',')->check(CLI::IsMember({"node", "outer"}))
+      ->group(narrow);
+  const char *output = "Output";
+  app.add_option("--top", options.top, "plans to print (default 10)")
+      ->check(wholeNumber(0, 1000000))->group(output);
+  app.add_option("-o", options.outputDir,
+                 "write plans.json, plans.csv (and --emit-top traces) here")
+      ->group(output);
+  app.add_option("--emit-top", options.emitTop,
+                 "write the traces and ASTRA-sim configs of the best K plans "
+                 "into -o/rank-K/")
+      ->check(wholeNumber(0, 100))->group(output);
+  app.add_option("--shard", options.shard,
+                 "evaluate slice I of N (0-based), for a batch job array")
+      ->group(output);
+  app.add_option("-j,--jobs", options.jobs,
+                 "worker processes (default: one per core)")
+      ->check(wholeNumber(0, 1024))->group(output);
+  app.add_flag("-q,--quiet", options.quiet, "no progress bar")->group(output);
+  useToolErrorFormat(app, "stage-search");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  for (const std::string &set : sets) {
+    size_t equals = set.find('=');
+    if (equals == 0 || equals == std::string::npos || equals + 1 == set.size())
+      return fail("--set expects NAME=VALUE, found '" + set + "'");
+    options.compile.overrides.push_back(
+        {set.substr(0, equals), set.substr(equals + 1)});
+  }
+  if (!dtype.empty() &&
+      !(options.compile.elementType = parseElementType(dtype)))
+    return fail("--dtype " + dtype + ": not an element type (bf16, fp16, "
+                                     "fp32, fp8)");
+  if (!options.shard.empty()) {
+    auto [index, count] = llvm::StringRef(options.shard).split('/');
+    if (index.getAsInteger(10, options.shardIndex) ||
+        count.getAsInteger(10, options.shardCount) ||
+        options.shardCount == 0 || options.shardCount > 1000000 ||
+        options.shardIndex >= options.shardCount)
+      return fail("--shard expects I/N with 0 <= I < N <= 1000000, found '" +
+                  options.shard + "'");
+  }
+  if (options.emitTop && options.outputDir.empty())
+    return fail("--emit-top needs -o DIR");
+  if (options.emitTop && options.shardCount > 1)
+    return fail("--emit-top ranks the whole search: run it on the merge's "
+                "best plans, not on a shard");
+  return std::nullopt;
+}
+
+static void printProgress(size_t done, size_t total,
+                          std::chrono::steady_clock::time_point start) {
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  static double shown = -1;
+  if (done < total && seconds - shown < 0.2)
+    return;
+  shown = seconds;
+  unsigned width = 30, filled = total ? unsigned(width * done / total) : width;
+  double rate = seconds > 0 ? done / seconds : 0;
+  double eta = rate > 0 ? (total - done) / rate : 0;
+  llvm::errs() << "\r[" << std::string(filled, '#')
+               << std::string(width - filled, ' ') << "] " << done << "/"
+               << total << " plans, "
+               << llvm::format("%.0f plans/s, ETA %.0f s ", rate, eta);
+  if (done == total)
+    llvm::errs() << "\n";
+}
+
+/// `dimension N of '%wte' is V = N, ...`: a reason with its numbers
+/// replaced, so that plans pruned for one reason count together.
+static std::string getReasonKind(llvm::StringRef reason) {
+  std::string kind;
+  for (size_t i = 0; i < reason.size(); ++i) {
+    if (!llvm::isDigit(reason[i])) {
+      kind += reason[i];
+      continue;
+    }
+    kind += 'N';
+    while (i + 1 < reason.size() && llvm::isDigit(reason[i + 1]))
+      ++i;
+  }
+  return kind;
+}
+
+/// Writes the traces of the best `count` plans into DIR/rank-K/, as stagec
+/// would write each plan (with its ASTRA-sim configs).
+static llvm::Error emitTopPlans(const SearchTable &table,
+                               const PlanEvaluator &evaluator,
+                               const SystemSpec &system,
+                               llvm::StringRef directory,
+                               llvm::StringRef target, unsigned count) {
+  for (const PlanResult &result : table.plans) {
+    if (!result.rank || result.rank > count)
+      break;
+    CompileOptions options = evaluator.getCompileOptions(result.plan);
+    std::string errors;
+    llvm::raw_string_ostream os(errors);
+    DiagnosticEngine diags(os);
+    std::optional<CompiledModel> compiled = compileModel(options, diags);
+    if (!compiled)
+      return llvm::createStringError(std::errc::invalid_argument, "%s",
+                                     os.str().c_str());
+    applyDeviceModel(compiled->programs, system.device, nullptr);
+    std::string name = "rank-" + std::to_string(result.rank);
+    llvm::SmallString<256> path(directory), shown(target);
+    llvm::sys::path::append(path, name);
+    llvm::sys::path::append(shown, name);
+    if (std::error_code ec = llvm::sys::fs::create_directory(path))
+      return llvm::createStringError(ec, "cannot create %s", path.c_str());
+    const ProgramSet &programs = compiled->programs;
+    EmitOptions emitOptions;
+    emitOptions.prefix = compiled->module->getModel()->getName().str();
+    emitOptions.cancel = &interrupted;
+    ManifestInputs inputs;
+    inputs.input = options.input;
+    inputs.prefix = emitOptions.prefix;
+    inputs.toolVersion = getToolVersion().str();
+    inputs.commGroupsFile = emitOptions.prefix + ".json";
+    inputs.options = {{"plan", result.plan.getLabel()},
+                      {"rank_order", options.rankOrder},
+                      {"system", table.header.system}};
+    llvm::Expected<StepEstimate> estimate = estimateStep(programs, system);
+    if (!estimate)
+      return estimate.takeError();
+    llvm::json::Value manifest = buildManifest(
+        *compiled->module, programs, summarize(programs), inputs, &*estimate);
+    llvm::json::Object &fields = *manifest.getAsObject();
+    fields["system"] = describeSystem(system);
+    if (llvm::Error err =
+            writeAstraSetup(path, shown, system, programs.mesh.getNumRanks(),
+                            emitOptions.prefix, fields))
+      return err;
+    CommGroups groups(programs.mesh, programs.getUsedMasks());
+    if (llvm::Error err = writeTraceSet(path, programs, groups, emitOptions,
+                                        std::move(manifest)))
+      return err;
+  }
+  return llvm::Error::success();
+}
+
+/// Writes plans.json, plans.csv and the best plans' traces into -o.
+static int writeOutputs(const SearchTable &table, const SearchOptions &options,
+                        const PlanEvaluator *evaluator,
+                        const SystemSpec *system) {
+  llvm::sys::SetInterruptFunction([] { interrupted = true; });
+  auto output = OutputDirectory::create(options.outputDir);
+  if (!output)
+    return fail(llvm::toString(output.takeError()));
+  auto discard = [&](llvm::Error err) {
+    (*output)->discard();
+    fail(llvm::toString(std::move(err)));
+    return interrupted ? 130 : 1;
+  };
+  if (llvm::Error err = writeTextFile(
+          (*output)->getPath(), "plans.json", [&](llvm::raw_ostream &os) {
+            os << llvm::formatv("{0:2}", toJSON(table)) << "\n";
+          }))
+    return discard(std::move(err));
+  if (llvm::Error err =
+          writeTextFile((*output)->getPath(), "plans.csv",
+                        [&](llvm::raw_ostream &os) { writeCSV(os, table); }))
+    return discard(std::move(err));
+  if (options.emitTop && evaluator)
+    if (llvm::Error err =
+            emitTopPlans(table, *evaluator, *system, (*output)->getPath(),
+                         (*output)->getTarget(), options.emitTop))
+      return discard(std::move(err));
+  if (interrupted)
+    return discard(
+        llvm::createStringError(std::errc::interrupted, "interrupted"));
+  if (llvm::Error err = (*output)->commit())
+    return discard(std::move(err));
+  return 0;
+}
+
+/// `stage-search merge A.json B.json ... [-o DIR] [--top N]`.
+static int runMerge(int argc, char **argv) {
+  CLI::App app{"stage-search merge: rank the union of the shards of a "
+               "search"};
+  std::vector<std::string> files;
+  SearchOptions options;
+  app.add_option("files", files, "the shards' plans.json")->required();
+  app.add_option("-o", options.outputDir, "write plans.json and plans.csv");
+  app.add_option("--top", options.top, "plans to print (default 10)")
+      ->check(wholeNumber(0, 1000000));
+  useToolErrorFormat(app, "stage-search merge");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  std::vector<SearchTable> shards;
+  for (const std::string &file : files) {
+    auto text = readInputFile(file, MaxTableBytes, "plans file");
+    if (!text)
+      return fail(llvm::toString(text.takeError()));
+    llvm::Expected<SearchTable> table =
+        parseSearchTable((*text)->getBuffer(), file);
+    if (!table)
+      return fail(llvm::toString(table.takeError()));
+    shards.push_back(std::move(*table));
+  }
+  llvm::Expected<SearchTable> merged = mergeTables(std::move(shards));
+  if (!merged)
+    return fail(llvm::toString(merged.takeError()));
+  printSearchSummary(llvm::outs(), *merged, options.top);
+  if (options.outputDir.empty())
+    return 0;
+  return writeOutputs(*merged, options, nullptr, nullptr);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && llvm::StringRef(argv[1]) == "merge")
+    return runMerge(argc - 1, argv + 1);
+  SearchOptions options;
+  if (std::optional<int> exit = parseOptions(argc, argv, options))
+    return *exit;
+
+  llvm::Expected<SystemSpec> system = loadSystem(options.system);
+  if (!system)
+    return fail("--system: " + llvm::toString(system.takeError()));
+  uint64_t memory = system->device.memoryBytes;
+  if (!options.maxMemory.empty()) {
+    std::optional<uint64_t> bytes = parseBytes(options.maxMemory);
+    if (!bytes)
+      return fail("--max-memory expects a size like 80GB, found '" +
+                  options.maxMemory + "'");
+    memory = *bytes;
+  }
+  if (!memory)
+    return fail("the accelerator '" + system->device.name +
+                "' does not say its memory: give --max-memory");
+  llvm::Expected<ModelFacts> facts = readModelFacts(options.compile);
+  if (!facts) {
+    llvm::errs() << llvm::toString(facts.takeError());
+    return 1;
+  }
+
+  PlanSpaceOptions space;
+  space.gpus = options.gpus;
+  space.globalBatch = options.globalBatch;
+  space.gpusPerNode = system->gpusPerNode;
+  space.degrees = options.degrees;
+  space.microBatchSizes = options.microBatchSizes;
+  space.virtualStages = options.virtualStages;
+  space.recompute = options.recompute;
+  space.sharding.clear();
+  for (const std::string &name : options.sharding)
+    if (!(options.noFSDP && name == "fsdp"))
+      space.sharding.push_back(*parseWeightSharding(name));
+  space.sequenceParallel.clear();
+  for (const std::string &value : options.sequenceParallel)
+    space.sequenceParallel.push_back(value == "on");
+  space.tpInNode.clear();
+  for (const std::string &value : options.tpPlacement)
+    space.tpInNode.push_back(value == "node");
+  PlanSpace plans = enumeratePlans(space, facts->shape);
+  std::vector<Plan> slice;
+  for (size_t index = 0; index < plans.plans.size(); ++index)
+    if (index % options.shardCount == options.shardIndex)
+      slice.push_back(plans.plans[index]);
+
+  SearchTable table;
+  SearchHeader &header = table.header;
+  header.generatorVersion = getToolVersion().str();
+  header.input = options.compile.input;
+  header.model = facts->modelName;
+  header.gpus = options.gpus;
+  header.globalBatch = options.globalBatch;
+  header.sequenceLength = facts->sequenceLength;
+  header.system = system->name;
+  header.accelerator = system->device.name;
+  header.gpusPerNode = system->gpusPerNode;
+  header.deviceMemoryBytes = memory;
+  header.memoryMargin = options.memoryMargin;
+  header.memoryLimitBytes = uint64_t(memory * (1 - options.memoryMargin));
+  header.shardIndex = options.shardIndex;
+  header.shardCount = options.shardCount;
+  table.pruned = plans.pruned;
+
+  PlanEvaluator evaluator(options.compile, *system, *facts,
+                          options.globalBatch, header.memoryLimitBytes);
+  unsigned jobs = options.jobs ? options.jobs
+                               : llvm::hardware_concurrency().compute_thread_count();
+  auto start = std::chrono::steady_clock::now();
+  SearchProgress progress;
+  if (!options.quiet && llvm::sys::Process::StandardErrIsDisplayed())
+    progress = [start](size_t done, size_t total) {
+      printProgress(done, total, start);
+    };
+  llvm::Expected<std::vector<PlanResult>> results =
+      evaluatePlans(evaluator, slice, jobs, progress);
+  if (!results)
+    return fail(llvm::toString(results.takeError()));
+  for (PlanResult &result : *results) {
+    if (result.prunedByModel)
+      ++table.prunedByModel[getReasonKind(result.reason)];
+    else
+      table.plans.push_back(std::move(result));
+  }
+  rankPlans(table);
+  printSearchSummary(llvm::outs(), table, options.top);
+  if (options.outputDir.empty())
+    return 0;
+  return writeOutputs(table, options, &evaluator, &*system);
+}
