@@ -46,10 +46,10 @@ llvm::Expected<ModelFacts> stg::readModelFacts(const CompileOptions &base) {
   CompileOptions options = base;
   options.degrees = getDegrees(Plan());
   options.microbatches = 1;
-  options.overrides.push_back({"MB", "1"});
   std::string errors;
   llvm::raw_string_ostream os(errors);
   DiagnosticEngine diags(os);
+  diags.setProgramName("stage-search");
   std::optional<CompiledModel> compiled = compileModel(options, diags);
   if (!compiled)
     return llvm::createStringError(std::errc::invalid_argument, "%s",
@@ -64,13 +64,19 @@ llvm::Expected<ModelFacts> stg::readModelFacts(const CompileOptions &base) {
   ModelFacts facts;
   facts.modelName = module.getModel()->getName().str();
   facts.shape.layers = std::max(1u, compiled->programs.numLayers);
+  // An axis is worth searching if the model splits something over it; ep
+  // only if it splits weights (experts): over data alone, as the dense
+  // templates use it, it repeats dp.
   module.getModel()->walkValues([&](const Value *value) {
     const Distribution &layout = value->getType().getDistribution();
+    const Op *def = value->getDefiningOp();
+    bool weight = def && def->getKind() == OpKind::Param;
     for (unsigned dim = 0; dim < value->getType().getRank(); ++dim)
       for (const Axis *axis : layout.getPartition(dim))
         if (const Axis *ranks = axis->resolve())
           for (size_t index = 0; index < PlanAxes.size(); ++index)
-            if (ranks->name == PlanAxes[index])
+            if (ranks->name == PlanAxes[index] &&
+                (weight || llvm::StringRef(PlanAxes[index]) != "ep"))
               facts.shape.splits[index] = true;
   });
   facts.shape.splits[2] = facts.shape.layers > 1; // pp splits the layers.
@@ -85,6 +91,11 @@ llvm::Expected<ModelFacts> stg::readModelFacts(const CompileOptions &base) {
       if (node.kind == ProgramNodeKind::Compute &&
           node.phase != Phase::Optimizer)
         facts.flopsPerSequence += double(node.numOps);
+  // On one GPU the micro-batch is the model's default MB sequences.
+  std::optional<Expr> batch = module.bindAll(module.lookupDim("MB")->symbol);
+  std::optional<long long> sequences =
+      batch ? getIntegerValue(*batch) : std::nullopt;
+  facts.flopsPerSequence /= double(std::max(1LL, sequences.value_or(1)));
   if (const Dim *sequence = module.lookupDim("S"))
     if (std::optional<Expr> value = module.bindAll(sequence->symbol))
       if (std::optional<long long> length = getIntegerValue(*value))
@@ -149,6 +160,7 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
   std::string errors;
   llvm::raw_string_ostream os(errors);
   DiagnosticEngine diags(os);
+  diags.setProgramName("stage-search");
   auto fail = [&](bool byModel) {
     result.reason = getFirstError(os.str());
     result.prunedByModel = byModel;
@@ -165,6 +177,18 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
   if (failed(check.addPipeline("check-divisibility", diags)) ||
       failed(check.run(*module, diags)))
     return fail(true);
+  // The plan's micro-batches must add up to the global batch: the search
+  // takes the model's B to be MB over the data replicas.
+  if (const Dim *batch = module->lookupDim("B")) {
+    std::optional<Expr> value = module->bindAll(batch->symbol);
+    std::optional<long long> sequences =
+        value ? getIntegerValue(*value) : std::nullopt;
+    if (!sequences || uint64_t(*sequences) * plan.microbatches != globalBatch) {
+      result.reason = "the model's B is not MB x dp x ep: the micro-batches "
+                      "would not add up to the global batch";
+      return result;
+    }
+  }
   std::optional<ProgramSet> programs =
       instantiateModel(*module, *mesh, options, diags);
   if (!programs)

@@ -156,12 +156,15 @@ void Enumerator::enumerateDegrees(Plan &plan, size_t axis, unsigned left) {
 }
 
 void Enumerator::enumerateSchedules(Plan &plan) {
-  unsigned dp = plan.getDegree("dp"), pp = plan.getDegree("pp");
+  // The shipped templates split the batch over dp and ep (ep being data
+  // parallelism outside the experts).
+  unsigned dp = plan.getDegree("dp") * plan.getDegree("ep");
+  unsigned pp = plan.getDegree("pp");
   uint64_t under = uint64_t(virtualStages.size()) * getStructures();
   for (unsigned size : microBatchSizes) {
     plan.microBatchSize = size;
     if (options.globalBatch % (uint64_t(dp) * size)) {
-      prune("dp x micro-batch does not divide the global batch", under);
+      prune("dp x ep x micro-batch does not divide the global batch", under);
       continue;
     }
     plan.microbatches = options.globalBatch / (dp * size);

@@ -200,6 +200,9 @@ static PlanResult readPlan(const llvm::json::Object *object,
   else if (status != "failed")
     read.fail("status", "fits, over-memory or failed");
   result.reason = read.string("reason");
+  // Unranked results (from a search worker) have none.
+  if (object && object->getInteger("rank"))
+    result.rank = read.integer<unsigned>("rank");
   if (read.string("plan") != plan.getLabel())
     read.fail("plan", "the label of the plan's fields");
   if (result.status == PlanStatus::Failed)

@@ -15,6 +15,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.stg_obj_root, 'test', 'lit')
 
 config.substitutions.append(('%stage-opt', config.stage_opt))
+config.substitutions.append(('%stage-search', config.stage_search))
 config.substitutions.append(('%stagec', config.stagec))
 # Before %stage-et, which would otherwise replace its beginning.
 config.substitutions.append(('%stage-et-fixture', config.stage_et_fixture))

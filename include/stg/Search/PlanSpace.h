@@ -37,7 +37,8 @@ constexpr std::array<const char *, 5> PlanAxes = {"dp", "tp", "pp", "cp",
 
 struct Plan {
   std::array<unsigned, 5> degrees = {1, 1, 1, 1, 1}; ///< By PlanAxes.
-  unsigned microBatchSize = 1; ///< Sequences per replica per micro-batch.
+  /// Sequences per micro-batch of each data replica (dp x ep of them).
+  unsigned microBatchSize = 1;
   unsigned microbatches = 1;
   unsigned virtualStages = 1;
   std::string recompute = "none"; ///< `none`, `selective` or `full`.

@@ -1,0 +1,186 @@
+//===- SearchTest.cpp - Enumerating, ranking and storing plans ------------===//
+
+#include "stg/Search/PlanSpace.h"
+#include "stg/Search/SearchResults.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include "gtest/gtest.h"
+
+using namespace stg;
+
+namespace {
+
+ModelShape denseShape(unsigned layers) {
+  ModelShape shape;
+  shape.layers = layers;
+  shape.splits = {true, true, true, false, false}; // dp, tp, pp
+  shape.hasSequenceParallel = true;
+  shape.hasWeightSharding = true;
+  return shape;
+}
+
+bool contains(const PlanSpace &space, llvm::StringRef label) {
+  return llvm::any_of(space.plans,
+                      [&](const Plan &plan) { return plan.getLabel() == label; });
+}
+
+TEST(PlanSpaceTest, EveryCandidateIsKeptOrCountedOnce) {
+  PlanSpaceOptions options;
+  options.gpus = 8;
+  options.globalBatch = 8;
+  PlanSpace space = enumeratePlans(options, denseShape(4));
+  // 5 axes over 8 = 2^3: C(3+4, 4) = 35 degree tuples; 4 micro-batch sizes
+  // (divisors of 8), 3 virtual-stage counts (divisors of 4), 3 x 3 x 2 x 2
+  // structures.
+  EXPECT_EQ(space.getCandidates(), 35u * 4 * 3 * 36);
+  EXPECT_TRUE(contains(space, "dp2 tp2 pp2 mb1x4 v2 rc=full ws=fsdp sp"));
+  EXPECT_TRUE(contains(space, "dp8 tp1 pp1 mb1x1 v1 rc=none ws=none"));
+  // pp 8 over 4 layers, cp without a model that splits over it.
+  EXPECT_FALSE(contains(space, "dp1 tp1 pp8 mb1x8 v1 rc=none ws=none"));
+  EXPECT_GT(space.pruned.at("pp exceeds the layers"), 0u);
+  EXPECT_GT(space.pruned.at("the model splits nothing over cp"), 0u);
+  // Sequence parallelism without tp, and sharding without dp, repeat
+  // another plan.
+  EXPECT_FALSE(contains(space, "dp8 tp1 pp1 mb1x1 v1 rc=none ws=none sp"));
+  EXPECT_FALSE(contains(space, "dp1 tp8 pp1 mb1x8 v1 rc=none ws=fsdp sp"));
+  // Interleaving: 2 stages of 2 chunks over 4 layers, micro-batches a
+  // multiple of pp.
+  EXPECT_FALSE(contains(space, "dp4 tp1 pp2 mb2x1 v2 rc=none ws=none"));
+  EXPECT_EQ(space.pruned.count("virtual stages need pp > 1"), 1u);
+  // tp outside the node is a plan of its own only when groups cross nodes.
+  EXPECT_FALSE(contains(space, "dp2 tp4 pp1 mb1x4 v1 rc=none ws=none tp-outer"));
+}
+
+TEST(PlanSpaceTest, NarrowedDimensionsAreNotCandidates) {
+  PlanSpaceOptions options;
+  options.gpus = 16;
+  options.globalBatch = 32;
+  options.degrees[1] = {4};      // tp
+  options.microBatchSizes = {2};
+  options.virtualStages = {1};
+  options.recompute = {"full"};
+  options.sharding = {WeightSharding::None};
+  options.sequenceParallel = {true};
+  options.tpInNode = {true};
+  PlanSpace space = enumeratePlans(options, denseShape(8));
+  std::vector<std::string> labels;
+  for (const Plan &plan : space.plans)
+    labels.push_back(plan.getLabel());
+  EXPECT_EQ(labels, (std::vector<std::string>{
+                        "dp1 tp4 pp4 mb2x16 v1 rc=full ws=none sp",
+                        "dp2 tp4 pp2 mb2x8 v1 rc=full ws=none sp",
+                        "dp4 tp4 pp1 mb2x4 v1 rc=full ws=none sp"}));
+}
+
+PlanResult makeResult(const char *label, PlanStatus status, double step,
+                      unsigned dp) {
+  PlanResult result;
+  result.plan.degrees[0] = dp;
+  result.plan.recompute = label;
+  result.status = status;
+  result.stepMicros = step;
+  result.memory.weights = 1000 * dp;
+  result.mfu = 0.5;
+  if (status == PlanStatus::Failed)
+    result.reason = "why, with \"quotes\", and commas";
+  return result;
+}
+
+SearchTable makeTable() {
+  SearchTable table;
+  table.header.generatorVersion = "test";
+  table.header.model = "m";
+  table.header.gpus = 8;
+  table.header.memoryLimitBytes = 4000;
+  table.pruned["pp exceeds the layers"] = 7;
+  table.prunedByModel["tp = N does not divide NH"] = 3;
+  table.plans = {makeResult("none", PlanStatus::OverMemory, 5, 8),
+                 makeResult("full", PlanStatus::Fits, 9, 1),
+                 makeResult("selective", PlanStatus::Failed, 0, 2),
+                 makeResult("none", PlanStatus::Fits, 4, 2),
+                 makeResult("selective", PlanStatus::Fits, 4, 1)};
+  rankPlans(table);
+  return table;
+}
+
+std::string printJSON(const SearchTable &table) {
+  return llvm::formatv("{0:2}", toJSON(table)).str();
+}
+
+TEST(SearchResultsTest, FittingPlansRankByStepTime) {
+  SearchTable table = makeTable();
+  std::vector<std::pair<unsigned, double>> order;
+  for (const PlanResult &plan : table.plans)
+    order.push_back({plan.rank, plan.stepMicros});
+  // Ties in time go by label; over-memory after fitting, failed last.
+  EXPECT_EQ(order, (std::vector<std::pair<unsigned, double>>{
+                       {1, 4}, {2, 4}, {3, 9}, {0, 5}, {0, 0}}));
+  EXPECT_EQ(table.plans[0].plan.getLabel(),
+            "dp1 tp1 pp1 mb1x1 v1 rc=selective ws=none");
+}
+
+TEST(SearchResultsTest, JSONReadsBackToTheSameBytes) {
+  SearchTable table = makeTable();
+  std::string text = printJSON(table);
+  llvm::Expected<SearchTable> read = parseSearchTable(text, "plans.json");
+  ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+  EXPECT_EQ(printJSON(*read), text);
+  EXPECT_EQ(read->plans[4].reason, "why, with \"quotes\", and commas");
+}
+
+TEST(SearchResultsTest, AFileMissingAFieldIsNamed) {
+  std::string text = printJSON(makeTable());
+  std::string broken = text;
+  broken.replace(broken.find("\"microbatches\""), 14, "\"micro_batches\"");
+  llvm::Expected<SearchTable> read = parseSearchTable(broken, "x.json");
+  ASSERT_FALSE(bool(read));
+  EXPECT_EQ(llvm::toString(read.takeError()),
+            "x.json: plans[0].microbatches is not a whole number; not a "
+            "plans.json of stage-search");
+}
+
+TEST(SearchResultsTest, TheUnionOfShardsIsTheWholeSearch) {
+  SearchTable whole = makeTable();
+  std::vector<SearchTable> shards(2, whole);
+  for (unsigned index = 0; index < 2; ++index) {
+    shards[index].header.shardIndex = index;
+    shards[index].header.shardCount = 2;
+    shards[index].plans.clear();
+    shards[index].prunedByModel.clear();
+  }
+  for (size_t i = 0; i < whole.plans.size(); ++i)
+    shards[i % 2].plans.push_back(whole.plans[i]);
+  shards[0].prunedByModel["tp = N does not divide NH"] = 1;
+  shards[1].prunedByModel["tp = N does not divide NH"] = 2;
+  llvm::Expected<SearchTable> merged = mergeTables(shards);
+  ASSERT_TRUE(bool(merged)) << llvm::toString(merged.takeError());
+  EXPECT_EQ(printJSON(*merged), printJSON(whole));
+
+  llvm::Expected<SearchTable> half = mergeTables({shards[0]});
+  ASSERT_FALSE(bool(half));
+  EXPECT_EQ(llvm::toString(half.takeError()),
+            "1 of 2 shards given; the union needs all");
+  llvm::Expected<SearchTable> twice = mergeTables({shards[0], shards[0]});
+  ASSERT_FALSE(bool(twice));
+  EXPECT_EQ(llvm::toString(twice.takeError()), "shard 0/2 is given twice");
+  shards[1].header.gpus = 16;
+  llvm::Expected<SearchTable> other = mergeTables(shards);
+  ASSERT_FALSE(bool(other));
+  llvm::consumeError(other.takeError());
+}
+
+TEST(SearchResultsTest, CSVHasARowPerPlan) {
+  SearchTable table = makeTable();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  writeCSV(os, table);
+  llvm::SmallVector<llvm::StringRef, 8> lines;
+  llvm::StringRef(os.str()).split(lines, '\n', -1, false);
+  ASSERT_EQ(lines.size(), 1 + table.plans.size());
+  EXPECT_TRUE(
+      lines[1].startswith("1,dp1 tp1 pp1 mb1x1 v1 rc=selective ws=none,fits,1,"));
+  EXPECT_TRUE(lines[5].endswith(",\"why, with \"\"quotes\"\", and commas\""));
+}
+
+} // namespace
