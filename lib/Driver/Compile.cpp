@@ -102,7 +102,8 @@ std::optional<Mesh> stg::bindPlan(Module &module,
 std::optional<ProgramSet> stg::instantiateModel(const Module &module,
                                                 const Mesh &mesh,
                                                 const CompileOptions &options,
-                                                DiagnosticEngine &diags) {
+                                                DiagnosticEngine &diags,
+                                                OpNumberCache *numbers) {
   InstantiateOptions instantiateOptions;
   int pipelineAxis = mesh.findAxis(instantiateOptions.pipelineAxis);
   unsigned numStages = pipelineAxis < 0 ? 1 : mesh.getDegree(pipelineAxis);
@@ -116,7 +117,7 @@ std::optional<ProgramSet> stg::instantiateModel(const Module &module,
   instantiateOptions.overlapGradientReduction =
       options.overlapGradientReduction;
   instantiateOptions.foldMicrobatches = options.foldMicrobatches;
-  return instantiate(module, mesh, instantiateOptions, diags);
+  return instantiate(module, mesh, instantiateOptions, diags, numbers);
 }
 
 std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,

@@ -153,7 +153,8 @@ static LogicalResult findStageEdges(SharedState &shared) {
 std::optional<ProgramSet> stg::instantiate(const Module &module,
                                            const Mesh &mesh,
                                            const InstantiateOptions &options,
-                                           DiagnosticEngine &diags) {
+                                           DiagnosticEngine &diags,
+                                           OpNumberCache *cachedNumbers) {
   if (!module.getModel()) {
     diags.error({}, "the input declares no model to instantiate");
     return std::nullopt;
@@ -191,7 +192,12 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
 
   InstantiateOptions stepOptions = options;
   stepOptions.numMicrobatches = set.numMicrobatches;
-  OpNumberCache numbers(module, diags);
+  std::optional<OpNumberCache> ownNumbers;
+  if (cachedNumbers)
+    cachedNumbers->setDiagnostics(diags);
+  else
+    ownNumbers.emplace(module, diags);
+  OpNumberCache &numbers = cachedNumbers ? *cachedNumbers : *ownNumbers;
   SharedState shared(module, mesh, *placement, stepOptions, numbers, diags,
                      training);
   if (failed(findStageEdges(shared)))

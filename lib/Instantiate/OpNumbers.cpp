@@ -1,6 +1,6 @@
 //===- OpNumbers.cpp - An op's costs, evaluated once ----------------------===//
 
-#include "OpNumbers.h"
+#include "stg/Instantiate/OpNumbers.h"
 
 #include "stg/IR/Cost.h"
 
@@ -14,7 +14,7 @@ std::optional<int64_t> OpNumberCache::evaluate(const Expr &e, SourceLoc loc,
   ExprPrinter printer = module.getPrinter();
   std::optional<Expr> bound = module.bindAll(e);
   auto fail = [&](const llvm::Twine &why) {
-    diags.error(loc, "cannot instantiate the " + what + " " + printer.str(e) +
+    diags->error(loc, "cannot instantiate the " + what + " " + printer.str(e) +
                          ": " + why);
     return std::nullopt;
   };

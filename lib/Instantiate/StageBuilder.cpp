@@ -67,6 +67,9 @@ std::optional<CollectiveKind> getCommType(OpKind kind) {
 std::string StageBuilder::getInstanceName(const Op &op,
                                           llvm::StringRef valueName, int layer,
                                           int microbatch) const {
+  // Folded programs are priced, never written: names would only cost.
+  if (shared.options.foldMicrobatches)
+    return std::string();
   if (layer < 0)
     return instanceName(valueName, "", -1, microbatch);
   // Repetitions are numbered within their repeat in names.
@@ -453,6 +456,8 @@ bool StageBuilder::build(StageProgram &program) {
                            "micro-batches or layers per stage");
     return false;
   }
+  nodes->reserve(expected);
+  holders.reserve(expected);
   findDeferredSync();
   program.layers = placement.getLayersOf(stage);
   program.schedule = getStageSchedule(

@@ -13,7 +13,7 @@
 
 #include "stg/Instantiate/Instantiate.h"
 
-#include "OpNumbers.h"
+#include "stg/Instantiate/OpNumbers.h"
 #include "Placement.h"
 
 #include "llvm/ADT/DenseMap.h"

@@ -20,7 +20,7 @@
 
 #include "stg/Instantiate/Instantiate.h"
 
-#include "OpNumbers.h"
+#include "stg/Instantiate/OpNumbers.h"
 #include "Placement.h"
 
 namespace stg {

@@ -7,12 +7,15 @@
 
 #include "stg/Perf/StepEstimate.h"
 
+#include "llvm/ADT/Hashing.h"
+
 #include <array>
 #include <cmath>
 #include <map>
 #include <queue>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 using namespace stg;
 
@@ -152,11 +155,31 @@ struct StepOutcome {
 /// despite rounding in the absolute times.
 using ArrivalPattern = std::vector<int64_t>;
 
+struct OutcomeKeyHash {
+  size_t operator()(const std::pair<uint32_t, ArrivalPattern> &key) const {
+    return llvm::hash_combine(
+        key.first, llvm::hash_combine_range(key.second.begin(),
+                                            key.second.end()));
+  }
+};
+
+/// A message: sending stage, receiving stage, tag.
+using MessageKey = std::tuple<unsigned, unsigned, int32_t>;
+
+struct MessageKeyHash {
+  size_t operator()(const MessageKey &key) const {
+    return llvm::hash_combine(std::get<0>(key), std::get<1>(key),
+                              std::get<2>(key));
+  }
+};
+
 struct StageState {
   unsigned rank = 0; ///< The rank that stands for the stage.
   std::vector<double> micros; ///< Per node: its time on its stream.
-  std::map<uint32_t, StepShape> shapes; ///< By the step's first node.
-  std::map<std::pair<uint32_t, ArrivalPattern>, StepOutcome> outcomes;
+  std::unordered_map<uint32_t, StepShape> shapes; ///< By the first node.
+  std::unordered_map<std::pair<uint32_t, ArrivalPattern>, StepOutcome,
+                     OutcomeKeyHash>
+      outcomes;
   std::vector<ProgramStep> steps;
   size_t next = 0; ///< The next step to run.
   double now = 0;  ///< When the previous step finished.
@@ -170,8 +193,6 @@ public:
   llvm::Expected<StepEstimate> run();
 
 private:
-  using MessageKey = std::tuple<unsigned, unsigned, int32_t>;
-
   const ProgramNode &node(unsigned stage, uint32_t id) const {
     return programs.stages[stage].nodes[id];
   }
@@ -191,7 +212,7 @@ private:
   std::vector<StageState> states;
   StepEstimate estimate;
   /// When each message's send completed.
-  std::map<MessageKey, double> sentAt;
+  std::unordered_map<MessageKey, double, MessageKeyHash> sentAt;
   /// The stage waiting for a message, and the stages to advance.
   std::map<MessageKey, unsigned> waiting;
   std::set<unsigned> runnable;
@@ -392,8 +413,12 @@ llvm::Error Replay::describeDeadlock() const {
       if (waits != waiting.end() && recv.kind == ProgramNodeKind::Recv &&
           MessageKey{recv.peerStage, stage, recv.tag + step.tagOffset} ==
               waits->first) {
-        stuck += "; stage " + std::to_string(stage) + " waits in '" +
-                 recv.name + "' for a send that never comes";
+        std::string name = !recv.name.empty()
+                               ? recv.name
+                               : "a receive from stage " +
+                                     std::to_string(recv.peerStage);
+        stuck += "; stage " + std::to_string(stage) + " waits in '" + name +
+                 "' for a send that never comes";
         break;
       }
     }

@@ -120,24 +120,27 @@ CompileOptions PlanEvaluator::getCompileOptions(const Plan &plan) const {
   return options;
 }
 
-Module *PlanEvaluator::getModule(const Plan &plan,
-                                 const CompileOptions &options,
-                                 DiagnosticEngine &diags) {
+PlanEvaluator::CachedModule *
+PlanEvaluator::getModule(const Plan &plan, const CompileOptions &options,
+                         DiagnosticEngine &diags) {
   // The distributed optimizer pads shards to the degrees: its module is
   // kept for one degree tuple at a time (plans come grouped by degrees).
   bool sharded = options.distributedOptimizer;
   std::string key = plan.recompute + "|" +
                     getWeightShardingName(plan.sharding).str() + "|" +
                     (plan.sequenceParallel ? "sp" : "");
+  std::string degrees;
   if (sharded)
     for (unsigned degree : plan.degrees)
-      key += "|" + std::to_string(degree);
+      degrees += "|" + std::to_string(degree);
+  key += degrees;
   auto found = modules.find(key);
   if (found != modules.end())
-    return found->second.get();
-  if (sharded)
+    return &found->second;
+  if (sharded) // Modules padded to other degrees will not serve again.
     for (auto it = modules.begin(); it != modules.end();)
-      it = it->first.rfind(plan.recompute + "|distributed-optimizer|", 0) == 0
+      it = llvm::StringRef(it->first).contains("|distributed-optimizer|") &&
+                   !llvm::StringRef(it->first).endswith(degrees)
                ? modules.erase(it)
                : std::next(it);
   std::unique_ptr<Module> module = loadModel(options, diags);
@@ -149,7 +152,9 @@ Module *PlanEvaluator::getModule(const Plan &plan,
   if (failed(passes.addPipeline(withoutCheck, diags)) ||
       failed(passes.run(*module, diags)))
     return nullptr;
-  return (modules[key] = std::move(module)).get();
+  CachedModule &cached = modules[key];
+  cached.module = std::move(module);
+  return &cached;
 }
 
 PlanResult PlanEvaluator::evaluate(const Plan &plan) {
@@ -161,22 +166,35 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
   llvm::raw_string_ostream os(errors);
   DiagnosticEngine diags(os);
   diags.setProgramName("stage-search");
-  auto fail = [&](bool byModel) {
+  auto fail = [&] {
     result.reason = getFirstError(os.str());
-    result.prunedByModel = byModel;
     return result;
   };
-  Module *module = getModule(plan, options, diags);
-  if (!module)
-    return fail(false);
+  CachedModule *cached = getModule(plan, options, diags);
+  if (!cached)
+    return fail();
+  Module *module = cached->module.get();
   module->lookupDim("MB")->value = Expr(plan.microBatchSize);
   std::optional<Mesh> mesh = bindPlan(*module, options, diags);
   if (!mesh)
-    return fail(false);
-  PassManager check;
-  if (failed(check.addPipeline("check-divisibility", diags)) ||
-      failed(check.run(*module, diags)))
-    return fail(true);
+    return fail();
+  std::string bound = "mb" + std::to_string(plan.microBatchSize);
+  for (unsigned degree : plan.degrees)
+    bound += " " + std::to_string(degree);
+  if (bound != cached->bound) {
+    cached->bound = bound;
+    cached->checkFailure.clear();
+    cached->numbers = std::make_unique<OpNumberCache>(*module, diags);
+    PassManager check;
+    if (failed(check.addPipeline("check-divisibility", diags)) ||
+        failed(check.run(*module, diags)))
+      cached->checkFailure = getFirstError(os.str());
+  }
+  if (!cached->checkFailure.empty()) {
+    result.reason = cached->checkFailure;
+    result.prunedByModel = true;
+    return result;
+  }
   // The plan's micro-batches must add up to the global batch: the search
   // takes the model's B to be MB over the data replicas.
   if (const Dim *batch = module->lookupDim("B")) {
@@ -190,9 +208,13 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
     }
   }
   std::optional<ProgramSet> programs =
-      instantiateModel(*module, *mesh, options, diags);
-  if (!programs)
-    return fail(false);
+      instantiateModel(*module, *mesh, options, diags, cached->numbers.get());
+  if (!programs) {
+    // The cache keeps a failed op as null without its message: the next
+    // plan evaluates afresh, so that it reports why.
+    cached->bound.clear();
+    return fail();
+  }
   applyDeviceModel(*programs, system.device, nullptr);
   llvm::Expected<StepEstimate> estimate = estimateStep(*programs, system);
   if (!estimate) {

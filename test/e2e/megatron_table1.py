@@ -40,6 +40,27 @@ def rows(path):
     return list(csv.DictReader(lines))
 
 
+def make_2021_templates(templates, scratch):
+    """Copies `templates` into `scratch` with the GPT model of 2021: the
+    unfused attention kernel and dropout of 0.1 on the attention
+    probabilities and after attention and MLP. Returns the copy's path."""
+    shutil.copytree(templates, os.path.join(scratch, "templates"))
+    templates = os.path.join(scratch, "templates")
+    mha = os.path.join(templates, "nn", "mha.stg")
+    text = open(mha).read()
+    assert "attention[causal]" in text
+    open(mha, "w").write(text.replace(
+        "attention[causal]",
+        "attention[mask=causal, kernel=unfused, dropout=1/10]"))
+    gpt = os.path.join(templates, "gpt.stg")
+    text = open(gpt).read()
+    for block in ("mha(layer_norm(x))", "gelu_mlp(layer_norm(x1))"):
+        assert block in text
+        text = text.replace(block, "dropout(%s)" % block)
+    open(gpt, "w").write(text)
+    return templates
+
+
 def main():
     stagec, templates, table = sys.argv[1:4]
     max_error = None
@@ -49,23 +70,8 @@ def main():
         print("skipped: no " + table)
         return 77
     seq, vocab = 2048, 51200
-    # The GPT template with 2021's attention kernel.
     scratch = tempfile.mkdtemp(prefix="megatron-table1-")
-    shutil.copytree(templates, os.path.join(scratch, "templates"))
-    templates = os.path.join(scratch, "templates")
-    mha = os.path.join(templates, "nn", "mha.stg")
-    text = open(mha).read()
-    assert "attention[causal]" in text
-    open(mha, "w").write(text.replace(
-        "attention[causal]",
-        "attention[mask=causal, kernel=unfused, dropout=1/10]"))
-    # Dropout of 0.1 after the attention and after the MLP, as the runs had.
-    gpt = os.path.join(templates, "gpt.stg")
-    text = open(gpt).read()
-    for block in ("mha(layer_norm(x))", "gelu_mlp(layer_norm(x1))"):
-        assert block in text
-        text = text.replace(block, "dropout(%s)" % block)
-    open(gpt, "w").write(text)
+    templates = make_2021_templates(templates, scratch)
     print("| model | GPUs | t, p, d | micro-batch, batch | measured TFLOP/s | "
           "stagec step (s) | stagec TFLOP/s | error |")
     print("|---|---|---|---|---|---|---|---|")

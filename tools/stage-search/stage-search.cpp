@@ -119,6 +119,14 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "share of the memory kept free for the CUDA context, "
                  "communication buffers and fragmentation (default 0.1)")
       ->check(finiteNumber(0, 0.9));
+  std::string gradReduce = "overlap", memoryAccounting = "megatron";
+  app.add_option("--grad-reduce", gradReduce,
+                 "data-parallel gradient reductions: overlap the backward "
+                 "(default) or after-backward")
+      ->check(CLI::IsMember({"overlap", "after-backward"}));
+  app.add_option("--memory-accounting", memoryAccounting,
+                 "megatron (fp32 main gradients, default) or zero")
+      ->check(CLI::IsMember({"megatron", "zero"}));
   const char *narrow = "Narrowing the space (comma-separated lists)";
   for (size_t index = 0; index < PlanAxes.size(); ++index)
     app.add_option(std::string("--") + PlanAxes[index],
@@ -169,6 +177,8 @@ static std::optional<int> parseOptions(int argc, char **argv,
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
+  options.compile.overlapGradientReduction = gradReduce == "overlap";
+  options.compile.memoryAccounting = *parseMemoryAccounting(memoryAccounting);
   for (const std::string &set : sets) {
     size_t equals = set.find('=');
     if (equals == 0 || equals == std::string::npos || equals + 1 == set.size())

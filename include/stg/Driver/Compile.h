@@ -76,11 +76,13 @@ std::unique_ptr<Module> loadModel(const CompileOptions &options,
 /// the mesh of the run.
 std::optional<Mesh> bindPlan(Module &module, const CompileOptions &options,
                              DiagnosticEngine &diags);
-/// Instantiates a module that has been through the passes.
+/// Instantiates a module that has been through the passes (`numbers` as
+/// `instantiate` takes it).
 std::optional<ProgramSet> instantiateModel(const Module &module,
                                            const Mesh &mesh,
                                            const CompileOptions &options,
-                                           DiagnosticEngine &diags);
+                                           DiagnosticEngine &diags,
+                                           OpNumberCache *numbers = nullptr);
 
 } // namespace stg
 

@@ -39,6 +39,8 @@
 
 namespace stg {
 
+class OpNumberCache;
+
 /// Megatron-LM's rank order, fastest-varying axis first.
 inline const char *const DefaultRankOrder = "tp,cp,ep,dp,pp";
 
@@ -86,9 +88,12 @@ struct InstantiateOptions {
 /// through the passes and has every dim bound. Reports what cannot be
 /// instantiated (an unbound symbol, more stages than repetitions) at its
 /// source location.
+/// `numbers`, if given, holds the ops' numbers of an earlier call with the
+/// same dims and degrees bound (it is filled otherwise).
 std::optional<ProgramSet> instantiate(const Module &module, const Mesh &mesh,
                                       const InstantiateOptions &options,
-                                      DiagnosticEngine &diags);
+                                      DiagnosticEngine &diags,
+                                      OpNumberCache *numbers = nullptr);
 
 } // namespace stg
 

@@ -20,6 +20,7 @@
 #define STG_SEARCH_PLANEVALUATOR_H
 
 #include "stg/Driver/Compile.h"
+#include "stg/Instantiate/OpNumbers.h"
 #include "stg/Perf/System.h"
 #include "stg/Search/PlanSpace.h"
 
@@ -88,15 +89,23 @@ public:
 private:
   /// The module of the plan's structure, through the passes that do not
   /// read degrees; nullptr after reporting why not.
-  Module *getModule(const Plan &plan, const CompileOptions &options,
-                    DiagnosticEngine &diags);
-
   CompileOptions base;
   SystemSpec system;
   ModelFacts facts;
   unsigned globalBatch;
   uint64_t memoryLimitBytes;
-  std::map<std::string, std::unique_ptr<Module>> modules;
+  /// A module through the passes, and what was bound on it last: plans
+  /// that bind the same degrees and micro-batch size (they differ in
+  /// interleaving or rank order) share its check and its ops' numbers.
+  struct CachedModule {
+    std::unique_ptr<Module> module;
+    std::string bound;         ///< Degrees and micro-batch size.
+    std::string checkFailure;  ///< Why check-divisibility refused them.
+    std::unique_ptr<OpNumberCache> numbers;
+  };
+  CachedModule *getModule(const Plan &plan, const CompileOptions &options,
+                          DiagnosticEngine &diags);
+  std::map<std::string, CachedModule> modules;
 };
 
 } // namespace stg

@@ -4,11 +4,14 @@
 // instance of an op (each layer, each micro-batch, each rank) has the same
 // costs, so they are evaluated once per op and cached: GiNaC substitution
 // costs microseconds, and a 32K-rank run has billions of node instances.
+// A caller that instantiates one module many times with the same dims and
+// degrees (the plan search: plans that differ in interleaving or rank
+// order) may keep the cache across instantiations.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef STG_LIB_INSTANTIATE_OPNUMBERS_H
-#define STG_LIB_INSTANTIATE_OPNUMBERS_H
+#ifndef STG_INSTANTIATE_OPNUMBERS_H
+#define STG_INSTANTIATE_OPNUMBERS_H
 
 #include "stg/IR/Module.h"
 #include "stg/Instantiate/Program.h"
@@ -31,7 +34,11 @@ struct OpNumbers {
 class OpNumberCache {
 public:
   OpNumberCache(const Module &module, DiagnosticEngine &diags)
-      : module(module), diags(diags) {}
+      : module(module), diags(&diags) {}
+
+  /// Where later errors go, when the cache outlives the engine it was made
+  /// with. An error is reported once; its op stays null in the cache.
+  void setDiagnostics(DiagnosticEngine &engine) { diags = &engine; }
 
   /// The numbers of `op`, or null after reporting a cost that does not
   /// evaluate to a number.
@@ -49,13 +56,12 @@ private:
   /// contracted ones K. Empty for anything else.
   GemmShape getGemmShape(const Op &einsum);
 
-
   const Module &module;
-  DiagnosticEngine &diags;
+  DiagnosticEngine *diags;
   llvm::DenseMap<const Op *, std::optional<OpNumbers>> ops;
   llvm::DenseMap<const Value *, std::optional<int64_t>> values;
 };
 
 } // namespace stg
 
-#endif // STG_LIB_INSTANTIATE_OPNUMBERS_H
+#endif // STG_INSTANTIATE_OPNUMBERS_H
