@@ -143,18 +143,26 @@ PlanEvaluator::getModule(const Plan &plan, const CompileOptions &options,
                    !llvm::StringRef(it->first).endswith(degrees)
                ? modules.erase(it)
                : std::next(it);
-  std::unique_ptr<Module> module = loadModel(options, diags);
-  if (!module || (sharded && !bindPlan(*module, options, diags)))
-    return nullptr;
+  // The module's locations point into the engine that parsed it: it lives
+  // as long as the module. Its messages go to the plan's engine.
+  CachedModule loaded;
+  loaded.logText = std::make_unique<std::string>();
+  loaded.log = std::make_unique<llvm::raw_string_ostream>(*loaded.logText);
+  loaded.sources = std::make_unique<DiagnosticEngine>(*loaded.log);
+  loaded.sources->setProgramName("stage-search");
+  DiagnosticEngine &sources = *loaded.sources;
+  loaded.module = loadModel(options, sources);
   std::string pipeline = getPassPipeline(options);
   llvm::StringRef withoutCheck = llvm::StringRef(pipeline).rsplit(',').first;
   PassManager passes;
-  if (failed(passes.addPipeline(withoutCheck, diags)) ||
-      failed(passes.run(*module, diags)))
+  if (!loaded.module ||
+      (sharded && !bindPlan(*loaded.module, options, sources)) ||
+      failed(passes.addPipeline(withoutCheck, sources)) ||
+      failed(passes.run(*loaded.module, sources))) {
+    diags.error({}, getFirstError(loaded.log->str()));
     return nullptr;
-  CachedModule &cached = modules[key];
-  cached.module = std::move(module);
-  return &cached;
+  }
+  return &(modules[key] = std::move(loaded));
 }
 
 PlanResult PlanEvaluator::evaluate(const Plan &plan) {

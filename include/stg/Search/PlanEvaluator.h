@@ -98,6 +98,9 @@ private:
   /// that bind the same degrees and micro-batch size (they differ in
   /// interleaving or rank order) share its check and its ops' numbers.
   struct CachedModule {
+    std::unique_ptr<std::string> logText; ///< Heap-held: entries move.
+    std::unique_ptr<llvm::raw_string_ostream> log;
+    std::unique_ptr<DiagnosticEngine> sources; ///< Parsed the module.
     std::unique_ptr<Module> module;
     std::string bound;         ///< Degrees and micro-batch size.
     std::string checkFailure;  ///< Why check-divisibility refused them.
