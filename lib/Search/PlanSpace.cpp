@@ -70,18 +70,23 @@ std::string Plan::getRankOrder() const {
 }
 
 uint64_t PlanSpace::getCandidates() const {
-  uint64_t total = plans.size();
+  uint64_t total = kept;
   for (const auto &entry : pruned)
     total += entry.second;
   return total;
 }
 
+/// The divisors of `n`, ascending.
 static std::vector<unsigned> getDivisors(unsigned n) {
-  std::vector<unsigned> divisors;
-  for (unsigned d = 1; d <= n; ++d)
-    if (n % d == 0)
-      divisors.push_back(d);
-  return divisors;
+  std::vector<unsigned> small, large;
+  for (unsigned d = 1; uint64_t(d) * d <= n; ++d)
+    if (n % d == 0) {
+      small.push_back(d);
+      if (d != n / d)
+        large.push_back(n / d);
+    }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
 }
 
 namespace {
@@ -212,10 +217,16 @@ void Enumerator::enumerateStructures(Plan &plan) {
           plan.sequenceParallel = sequenceParallel;
           plan.tpInNode = tpInNode;
           std::string reason = checkStructure(plan);
-          if (reason.empty())
+          if (!reason.empty()) {
+            prune(reason, 1);
+            continue;
+          }
+          if (space.kept++ % options.shardCount != options.shardIndex)
+            continue;
+          if (space.plans.size() < options.maxPlans)
             space.plans.push_back(plan);
           else
-            prune(reason, 1);
+            space.truncated = true;
         }
 }
 

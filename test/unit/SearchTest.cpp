@@ -52,6 +52,40 @@ TEST(PlanSpaceTest, EveryCandidateIsKeptOrCountedOnce) {
   EXPECT_FALSE(contains(space, "dp2 tp4 pp1 mb1x4 v1 rc=none ws=none tp-outer"));
 }
 
+TEST(PlanSpaceTest, ShardsSplitThePlansAndCountTheSame) {
+  PlanSpaceOptions options;
+  options.gpus = 8;
+  options.globalBatch = 8;
+  PlanSpace whole = enumeratePlans(options, denseShape(4));
+  std::vector<std::string> labels;
+  for (unsigned index = 0; index < 3; ++index) {
+    options.shardIndex = index;
+    options.shardCount = 3;
+    PlanSpace shard = enumeratePlans(options, denseShape(4));
+    EXPECT_EQ(shard.pruned, whole.pruned);
+    EXPECT_EQ(shard.kept, whole.plans.size());
+    for (const Plan &plan : shard.plans)
+      labels.push_back(plan.getLabel());
+  }
+  std::vector<std::string> expected;
+  for (const Plan &plan : whole.plans)
+    expected.push_back(plan.getLabel());
+  llvm::sort(labels);
+  llvm::sort(expected);
+  EXPECT_EQ(labels, expected);
+}
+
+TEST(PlanSpaceTest, ASpaceTooLargeIsTruncatedNotAllocated) {
+  PlanSpaceOptions options;
+  options.gpus = 8;
+  options.globalBatch = 8;
+  options.maxPlans = 10;
+  PlanSpace space = enumeratePlans(options, denseShape(4));
+  EXPECT_TRUE(space.truncated);
+  EXPECT_EQ(space.plans.size(), 10u);
+  EXPECT_GT(space.kept, 10u);
+}
+
 TEST(PlanSpaceTest, NarrowedDimensionsAreNotCandidates) {
   PlanSpaceOptions options;
   options.gpus = 16;

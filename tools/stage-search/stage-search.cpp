@@ -415,11 +415,15 @@ int main(int argc, char **argv) {
   space.tpInNode.clear();
   for (const std::string &value : options.tpPlacement)
     space.tpInNode.push_back(value == "node");
+  space.shardIndex = options.shardIndex;
+  space.shardCount = options.shardCount;
   PlanSpace plans = enumeratePlans(space, facts->shape);
-  std::vector<Plan> slice;
-  for (size_t index = 0; index < plans.plans.size(); ++index)
-    if (index % options.shardCount == options.shardIndex)
-      slice.push_back(plans.plans[index]);
+  if (plans.truncated)
+    return fail("the search has " + llvm::Twine(plans.kept) +
+                " plans to compile, more than " +
+                llvm::Twine(space.maxPlans) +
+                " a run takes: narrow it (--tp, --micro-batch, ...) or "
+                "split it with --shard");
 
   SearchTable table;
   SearchHeader &header = table.header;
@@ -450,7 +454,7 @@ int main(int argc, char **argv) {
       printProgress(done, total, start);
     };
   llvm::Expected<std::vector<PlanResult>> results =
-      evaluatePlans(evaluator, slice, jobs, progress);
+      evaluatePlans(evaluator, plans.plans, jobs, progress);
   if (!results)
     return fail(llvm::toString(results.takeError()));
   for (PlanResult &result : *results) {

@@ -79,10 +79,17 @@ struct PlanSpaceOptions {
                                           WeightSharding::FSDP};
   std::vector<bool> sequenceParallel = {false, true};
   std::vector<bool> tpInNode = {true, false};
+  /// Keep every `shardCount`-th plan from the `shardIndex`-th.
+  unsigned shardIndex = 0, shardCount = 1;
+  /// Stop keeping plans past this many (the space is then `truncated`).
+  uint64_t maxPlans = uint64_t(1) << 24;
 };
 
 struct PlanSpace {
-  std::vector<Plan> plans;
+  std::vector<Plan> plans; ///< The shard's plans.
+  uint64_t kept = 0;       ///< Plans kept in all shards.
+  bool truncated = false;  ///< More than maxPlans in this shard.
+
   /// Plans not compiled, by why: "pp exceeds the layers", ...
   std::map<std::string, uint64_t> pruned;
   uint64_t getCandidates() const;
