@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from megatron_table1 import make_2021_templates, rows  # noqa: E402
+from megatron_table1 import make_2021_templates, read_run, rows  # noqa: E402
 
 
 def main():
@@ -40,16 +40,11 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|")
     missing = 0
     for row in rows(table):
-        t, p, d = (int(row[k]) for k in ("tensor_parallel",
-                                         "pipeline_parallel", "data_parallel"))
-        gpus, micro, batch = (int(row[k]) for k in ("gpus", "micro_batch",
-                                                    "global_batch"))
-        layers = int(row["layers"])
-        chunks = 1
-        if row["layers_per_virtual_stage"]:
-            chunks = layers // (p * int(row["layers_per_virtual_stage"]))
+        run = read_run(row)
+        gpus, batch = run["gpus"], run["batch"]
         paper = "dp%d tp%d pp%d mb%dx%d v%d rc=full ws=none" % (
-            d, t, p, micro, batch // (d * micro), chunks)
+            run["dp"], run["tp"], run["pp"], run["micro"],
+            batch // (run["dp"] * run["micro"]), run["chunks"])
         out = os.path.join(scratch, row["name"])
         command = [search, os.path.join(templates, "gpt.stg"), "-I", templates,
                    "--set", "S=2048", "--set", "V=51200",

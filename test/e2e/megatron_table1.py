@@ -40,6 +40,20 @@ def rows(path):
     return list(csv.DictReader(lines))
 
 
+def read_run(row):
+    """A run of the table as numbers: degrees, GPUs, micro-batch and global
+    batch, the model's shape, and its model chunks per stage."""
+    run = {key: int(row[column]) for key, column in (
+        ("tp", "tensor_parallel"), ("pp", "pipeline_parallel"),
+        ("dp", "data_parallel"), ("gpus", "gpus"), ("micro", "micro_batch"),
+        ("batch", "global_batch"), ("layers", "layers"),
+        ("hidden", "hidden"), ("heads", "heads"))}
+    per_chunk = row["layers_per_virtual_stage"]
+    run["chunks"] = (run["layers"] // (run["pp"] * int(per_chunk))
+                     if per_chunk else 1)
+    return run
+
+
 def make_2021_templates(templates, scratch):
     """Copies `templates` into `scratch` with the GPT model of 2021: the
     unfused attention kernel and dropout of 0.1 on the attention
@@ -77,12 +91,10 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     failures = 0
     for row in rows(table):
-        t, p, d = (int(row[k]) for k in ("tensor_parallel",
-                                         "pipeline_parallel", "data_parallel"))
-        gpus, micro, batch = (int(row[k]) for k in ("gpus", "micro_batch",
-                                                    "global_batch"))
-        layers, hidden, heads = (int(row[k]) for k in ("layers", "hidden",
-                                                       "heads"))
+        run = read_run(row)
+        t, p, d = run["tp"], run["pp"], run["dp"]
+        gpus, micro, batch = run["gpus"], run["micro"], run["batch"]
+        layers, hidden, heads = run["layers"], run["hidden"], run["heads"]
         microbatches = batch // (d * micro)
         flags = ["--tp", str(t), "--pp", str(p), "--dp", str(d),
                  "--microbatches", str(microbatches), "--recompute", "full",
@@ -92,9 +104,8 @@ def main():
                  "--set", "L=%d" % layers, "--set", "V=%d" % vocab,
                  "--set", "sequence_parallel=false",
                  "--grad-reduce", "after-backward"]
-        if row["layers_per_virtual_stage"]:
-            chunks = layers // (p * int(row["layers_per_virtual_stage"]))
-            flags += ["--virtual-stages", str(chunks)]
+        if run["chunks"] > 1:
+            flags += ["--virtual-stages", str(run["chunks"])]
         result = subprocess.run([stagec, os.path.join(templates, "gpt.stg"),
                                  "-I", templates] + flags, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommandLine.h"
+#include "ProgressBar.h"
 
 #include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/Manifest.h"
@@ -30,7 +31,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
-#include <chrono>
 
 using namespace stg;
 
@@ -205,26 +205,6 @@ static std::optional<int> parseOptions(int argc, char **argv,
     return fail("--emit-top ranks the whole search: run it on the merge's "
                 "best plans, not on a shard");
   return std::nullopt;
-}
-
-static void printProgress(size_t done, size_t total,
-                          std::chrono::steady_clock::time_point start) {
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
-  static double shown = -1;
-  if (done < total && seconds - shown < 0.2)
-    return;
-  shown = seconds;
-  unsigned width = 30, filled = total ? unsigned(width * done / total) : width;
-  double rate = seconds > 0 ? done / seconds : 0;
-  double eta = rate > 0 ? (total - done) / rate : 0;
-  llvm::errs() << "\r[" << std::string(filled, '#')
-               << std::string(width - filled, ' ') << "] " << done << "/"
-               << total << " plans, "
-               << llvm::format("%.0f plans/s, ETA %.0f s ", rate, eta);
-  if (done == total)
-    llvm::errs() << "\n";
 }
 
 /// `dimension N of '%wte' is V = N, ...`: a reason with its numbers
@@ -447,12 +427,10 @@ int main(int argc, char **argv) {
                           options.globalBatch, header.memoryLimitBytes);
   unsigned jobs = options.jobs ? options.jobs
                                : llvm::hardware_concurrency().compute_thread_count();
-  auto start = std::chrono::steady_clock::now();
+  ProgressBar bar("plans");
   SearchProgress progress;
   if (!options.quiet && llvm::sys::Process::StandardErrIsDisplayed())
-    progress = [start](size_t done, size_t total) {
-      printProgress(done, total, start);
-    };
+    progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
   llvm::Expected<std::vector<PlanResult>> results =
       evaluatePlans(evaluator, plans.plans, jobs, progress);
   if (!results)

@@ -9,6 +9,8 @@
 
 #include "StagecOptions.h"
 
+#include "ProgressBar.h"
+
 #include "stg/Driver/Compile.h"
 #include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/Manifest.h"
@@ -28,7 +30,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
-#include <chrono>
 
 using namespace stg;
 
@@ -150,24 +151,6 @@ loadPerturbation(const StagecOptions &options, const ProgramSet &programs,
   return std::move(*spec);
 }
 
-static void printProgress(unsigned done, unsigned total,
-                          std::chrono::steady_clock::time_point start) {
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
-  if (seconds < 1.0 && done < total)
-    return;
-  unsigned width = 30, filled = total ? width * done / total : width;
-  double rate = seconds > 0 ? done / seconds : 0;
-  double eta = rate > 0 ? (total - done) / rate : 0;
-  llvm::errs() << "\r[" << std::string(filled, '#')
-               << std::string(width - filled, ' ') << "] " << done << "/"
-               << total << " ranks, "
-               << llvm::format("%.0f ranks/s, ETA %.1f s ", rate, eta);
-  if (done == total)
-    llvm::errs() << "\n";
-}
-
 int main(int argc, char **argv) {
   StagecOptions options;
   if (std::optional<int> exit = parseStagecOptions(argc, argv, options))
@@ -220,10 +203,10 @@ int main(int argc, char **argv) {
   emitOptions.jobs = options.jobs;
   emitOptions.ranks = options.ranks;
   emitOptions.cancel = &interrupted;
-  auto start = std::chrono::steady_clock::now();
+  ProgressBar bar("ranks");
   if (!options.quiet && llvm::sys::Process::StandardErrIsDisplayed())
-    emitOptions.progress = [start](unsigned done, unsigned total) {
-      printProgress(done, total, start);
+    emitOptions.progress = [&bar](unsigned done, unsigned total) {
+      bar.update(done, total);
     };
 
   std::optional<PerturbationSpec> perturbation;
