@@ -79,12 +79,9 @@ llvm::json::Value stg::toJSON(const PlanResult &result) {
   return object;
 }
 
-llvm::json::Value stg::toJSON(const SearchTable &table) {
+void stg::writeJSON(llvm::raw_ostream &os, const SearchTable &table) {
   const SearchHeader &header = table.header;
-  llvm::json::Array plans;
-  for (const PlanResult &plan : table.plans)
-    plans.push_back(toJSON(plan));
-  return llvm::json::Object{
+  llvm::json::Object fields{
       {"generator", "stage-search"},
       {"generator_version", header.generatorVersion},
       {"input", header.input},
@@ -102,8 +99,27 @@ llvm::json::Value stg::toJSON(const SearchTable &table) {
       {"pruned", countsJSON(table.pruned)},
       {"pruned_by_model", countsJSON(table.prunedByModel)},
       {"shard", llvm::json::Object{{"index", int64_t(header.shardIndex)},
-                                   {"count", int64_t(header.shardCount)}}},
-      {"plans", std::move(plans)}};
+                                   {"count", int64_t(header.shardCount)}}}};
+  // Keys sorted, as LLVM prints objects; the plans streamed one by one, so
+  // that a table of a million plans is never one JSON value in memory.
+  std::vector<std::string> keys{"plans"};
+  for (const auto &entry : fields)
+    keys.push_back(entry.first.str());
+  llvm::sort(keys);
+  llvm::json::OStream json(os, 2);
+  json.object([&] {
+    for (const std::string &key : keys) {
+      if (key != "plans") {
+        json.attribute(key, std::move(*fields.get(key)));
+        continue;
+      }
+      json.attributeArray("plans", [&] {
+        for (const PlanResult &plan : table.plans)
+          json.value(toJSON(plan));
+      });
+    }
+  });
+  os << "\n";
 }
 
 namespace {

@@ -139,7 +139,10 @@ SearchTable makeTable() {
 }
 
 std::string printJSON(const SearchTable &table) {
-  return llvm::formatv("{0:2}", toJSON(table)).str();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  writeJSON(os, table);
+  return os.str();
 }
 
 TEST(SearchResultsTest, FittingPlansRankByStepTime) {

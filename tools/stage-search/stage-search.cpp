@@ -294,7 +294,7 @@ static int writeOutputs(const SearchTable &table, const SearchOptions &options,
   };
   if (llvm::Error err = writeTextFile(
           (*output)->getPath(), "plans.json", [&](llvm::raw_ostream &os) {
-            os << llvm::formatv("{0:2}", toJSON(table)) << "\n";
+            writeJSON(os, table);
           }))
     return discard(std::move(err));
   if (llvm::Error err =

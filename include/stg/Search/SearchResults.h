@@ -53,7 +53,8 @@ struct SearchTable {
 /// then failed; ties by label) and numbers the fitting ones from 1.
 void rankPlans(SearchTable &table);
 
-llvm::json::Value toJSON(const SearchTable &table);
+/// Writes plans.json.
+void writeJSON(llvm::raw_ostream &os, const SearchTable &table);
 /// Reads what toJSON wrote; `name` is for messages.
 llvm::Expected<SearchTable> parseSearchTable(llvm::StringRef text,
                                              llvm::StringRef name);
