@@ -165,6 +165,52 @@ PlanEvaluator::getModule(const Plan &plan, const CompileOptions &options,
   return &(modules[key] = std::move(loaded));
 }
 
+/// `programs` moved onto `mesh`, whose axes are those of the programs'
+/// mesh in another order: every collective's group mask follows its axes.
+static void moveToMesh(ProgramSet &programs, const Mesh &mesh) {
+  llvm::SmallVector<int, 8> newIndex;
+  for (const Mesh::AxisInfo &axis : programs.mesh.getAxes())
+    newIndex.push_back(mesh.findAxis(axis.name));
+  for (StageProgram &stage : programs.stages)
+    for (ProgramNode &node : stage.nodes) {
+      if (node.kind != ProgramNodeKind::Collective)
+        continue;
+      AxisMask mask = 0;
+      for (unsigned index = 0; index < newIndex.size(); ++index)
+        if (node.group & (AxisMask(1) << index))
+          mask |= AxisMask(1) << newIndex[index];
+      node.group = mask;
+    }
+  programs.mesh = mesh;
+  programs.pipelineAxis = mesh.findAxis("pp");
+}
+
+const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
+                                             CachedModule &cached,
+                                             const Mesh &mesh,
+                                             const CompileOptions &options,
+                                             DiagnosticEngine &diags) {
+  Plan ordered = plan;
+  ordered.tpInNode = true;
+  std::string key = ordered.getLabel();
+  if (key == lastProgramsKey && lastPrograms) {
+    moveToMesh(*lastPrograms, mesh);
+    return &*lastPrograms;
+  }
+  lastProgramsKey.clear();
+  lastPrograms = instantiateModel(*cached.module, mesh, options, diags,
+                                  cached.numbers.get());
+  if (!lastPrograms) {
+    // The cache keeps a failed op as null without its message: the next
+    // plan evaluates afresh, so that it reports why.
+    cached.bound.clear();
+    return nullptr;
+  }
+  applyDeviceModel(*lastPrograms, system.device, nullptr);
+  lastProgramsKey = key;
+  return &*lastPrograms;
+}
+
 PlanResult PlanEvaluator::evaluate(const Plan &plan) {
   PlanResult result;
   result.plan = plan;
@@ -215,15 +261,10 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
       return result;
     }
   }
-  std::optional<ProgramSet> programs =
-      instantiateModel(*module, *mesh, options, diags, cached->numbers.get());
-  if (!programs) {
-    // The cache keeps a failed op as null without its message: the next
-    // plan evaluates afresh, so that it reports why.
-    cached->bound.clear();
+  const ProgramSet *programs =
+      getPrograms(plan, *cached, *mesh, options, diags);
+  if (!programs)
     return fail();
-  }
-  applyDeviceModel(*programs, system.device, nullptr);
   llvm::Expected<StepEstimate> estimate = estimateStep(*programs, system);
   if (!estimate) {
     result.reason = llvm::toString(estimate.takeError());

@@ -1,6 +1,8 @@
 //===- SearchTest.cpp - Enumerating, ranking and storing plans ------------===//
 
 #include "stg/Search/PlanSpace.h"
+#include "stg/Perf/DeviceModel.h"
+#include "stg/Perf/StepEstimate.h"
 #include "stg/Search/SearchResults.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -218,6 +220,87 @@ TEST(SearchResultsTest, CSVHasARowPerPlan) {
   EXPECT_TRUE(
       lines[1].startswith("1,dp1 tp1 pp1 mb1x1 v1 rc=selective ws=none,fits,1,"));
   EXPECT_TRUE(lines[5].endswith(",\"why, with \"\"quotes\"\", and commas\""));
+}
+
+} // namespace
+
+namespace {
+
+class PlanEvaluatorTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    base.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/llama3-8b.stg";
+    base.overrides = {{"L", "4"}, {"S", "1024"}};
+    llvm::Expected<SystemSpec> loaded = loadSystem("dgx-h100");
+    ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+    system = *loaded;
+    llvm::Expected<ModelFacts> read = readModelFacts(base);
+    ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+    facts = *read;
+  }
+  PlanEvaluator makeEvaluator() const {
+    return PlanEvaluator(base, system, facts, GlobalBatch, 72'000'000'000);
+  }
+  /// dp4 tp4 on 16 GPUs: tp groups inside a node, or across two.
+  static Plan makePlan(bool tpInNode) {
+    Plan plan;
+    plan.degrees = {4, 4, 1, 1, 1};
+    plan.microBatchSize = 1;
+    plan.microbatches = GlobalBatch / 4;
+    plan.sequenceParallel = true;
+    plan.tpInNode = tpInNode;
+    return plan;
+  }
+
+  static constexpr unsigned GlobalBatch = 8;
+  CompileOptions base;
+  SystemSpec system;
+  ModelFacts facts;
+};
+
+TEST_F(PlanEvaluatorTest, AReusedModuleAndProgramsPriceAsAFreshCompile) {
+  PlanEvaluator warm = makeEvaluator();
+  PlanResult inNode = warm.evaluate(makePlan(true));
+  // The programs of the previous plan, moved to the other rank order.
+  PlanResult outer = warm.evaluate(makePlan(false));
+  PlanEvaluator cold = makeEvaluator();
+  PlanResult fresh = cold.evaluate(makePlan(false));
+  ASSERT_EQ(inNode.status, PlanStatus::Fits) << inNode.reason;
+  ASSERT_EQ(fresh.status, PlanStatus::Fits) << fresh.reason;
+  EXPECT_EQ(outer.stepMicros, fresh.stepMicros);
+  EXPECT_EQ(outer.memory.total(), fresh.memory.total());
+  EXPECT_EQ(outer.memory.total(), inNode.memory.total());
+  // The rank order did reach the estimate (this small model, whose
+  // gradient reduction outweighs its tp traffic, gains from dp in the node).
+  EXPECT_NE(outer.stepMicros, inNode.stepMicros);
+
+  // And the search's step is stagec's, from the unfolded programs.
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  std::optional<CompiledModel> compiled =
+      compileModel(warm.getCompileOptions(makePlan(false)), diags);
+  ASSERT_TRUE(compiled) << os.str();
+  applyDeviceModel(compiled->programs, system.device, nullptr);
+  llvm::Expected<StepEstimate> flat = estimateStep(compiled->programs, system);
+  ASSERT_TRUE(bool(flat)) << llvm::toString(flat.takeError());
+  EXPECT_NEAR(flat->stepMicros, outer.stepMicros, 1e-3 * 64);
+}
+
+TEST_F(PlanEvaluatorTest, MFUCountsTheModelFLOPsOnce) {
+  PlanResult result = makeEvaluator().evaluate(makePlan(true));
+  ASSERT_EQ(result.status, PlanStatus::Fits) << result.reason;
+  double flops = facts.flopsPerSequence * GlobalBatch;
+  EXPECT_DOUBLE_EQ(result.mfu, flops / (system.device.peakFlops * 16 *
+                                        result.stepMicros / 1e6));
+  EXPECT_DOUBLE_EQ(result.tokensPerSecondPerGPU,
+                   GlobalBatch * 1024 / (result.stepMicros / 1e6 * 16));
+  // Recomputation adds FLOPs to the step, not to the model.
+  Plan full = makePlan(true);
+  full.recompute = "full";
+  PlanResult recomputed = makeEvaluator().evaluate(full);
+  EXPECT_GT(recomputed.stepMicros, result.stepMicros);
+  EXPECT_LT(recomputed.mfu, result.mfu);
 }
 
 } // namespace

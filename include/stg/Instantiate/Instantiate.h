@@ -88,6 +88,7 @@ struct InstantiateOptions {
 /// through the passes and has every dim bound. Reports what cannot be
 /// instantiated (an unbound symbol, more stages than repetitions) at its
 /// source location.
+///
 /// `numbers`, if given, holds the ops' numbers of an earlier call with the
 /// same dims and degrees bound (it is filled otherwise).
 std::optional<ProgramSet> instantiate(const Module &module, const Mesh &mesh,

@@ -108,7 +108,18 @@ private:
   };
   CachedModule *getModule(const Plan &plan, const CompileOptions &options,
                           DiagnosticEngine &diags);
+  /// The programs of `plan`, priced: those of the previous plan moved onto
+  /// the plan's mesh when the two differ only in rank order (nothing else
+  /// in a program depends on it), or else instantiated; null after
+  /// reporting why not.
+  const ProgramSet *getPrograms(const Plan &plan, CachedModule &cached,
+                                const Mesh &mesh,
+                                const CompileOptions &options,
+                                DiagnosticEngine &diags);
+
   std::map<std::string, CachedModule> modules;
+  std::string lastProgramsKey;
+  std::optional<ProgramSet> lastPrograms;
 };
 
 } // namespace stg
