@@ -13,11 +13,13 @@
 using namespace stg;
 
 void stg::rankPlans(SearchTable &table) {
+  // Equal times go to the smaller plan, so the best is on the Pareto front.
   auto order = [](const PlanResult &plan) {
     return std::make_tuple(unsigned(plan.status), plan.stepMicros,
-                           plan.plan.getLabel());
+                           plan.memory.total(), plan.plan.getLabel());
   };
-  std::vector<std::pair<std::tuple<unsigned, double, std::string>, size_t>>
+  std::vector<std::pair<
+      std::tuple<unsigned, double, uint64_t, std::string>, size_t>>
       keys;
   for (size_t index = 0; index < table.plans.size(); ++index)
     keys.push_back({order(table.plans[index]), index});

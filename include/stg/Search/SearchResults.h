@@ -50,7 +50,8 @@ struct SearchTable {
 };
 
 /// Sorts the plans (fitting by step time, then over-memory by step time,
-/// then failed; ties by label) and numbers the fitting ones from 1.
+/// then failed; ties by memory, then label) and numbers the fitting ones
+/// from 1.
 void rankPlans(SearchTable &table);
 
 /// Writes plans.json.
