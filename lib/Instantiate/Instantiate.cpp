@@ -163,6 +163,14 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
   set.mesh = mesh;
   set.pipelineAxis = mesh.findAxis(options.pipelineAxis);
   set.numMicrobatches = std::max(1u, options.numMicrobatches);
+  if (set.numMicrobatches > MaxMicrobatches) {
+    // Folded programs have nodes for two, but a schedule step for each.
+    diags.error(module.getModelLoc(),
+                llvm::Twine(set.numMicrobatches) +
+                    " micro-batches: more than the " +
+                    llvm::Twine(MaxMicrobatches) + " a step may have");
+    return std::nullopt;
+  }
   set.schedule = options.schedule;
   unsigned numStages =
       set.pipelineAxis < 0 ? 1 : mesh.getDegree(set.pipelineAxis);

@@ -8,6 +8,8 @@
 
 #include "stg/Search/PlanSpace.h"
 
+#include "stg/Instantiate/Limits.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -107,6 +109,8 @@ public:
   PlanSpace run() {
     Plan plan;
     enumerateDegrees(plan, 0, options.gpus);
+    for (const auto &[reason, count] : structureCounts)
+      space.pruned[reason] += count;
     return std::move(space);
   }
 
@@ -123,13 +127,16 @@ private:
   void enumerateDegrees(Plan &plan, size_t axis, unsigned left);
   void enumerateSchedules(Plan &plan);
   void enumerateStructures(Plan &plan);
-  /// Why `plan` repeats another or cannot be built; empty if it is kept.
-  std::string checkStructure(const Plan &plan) const;
+  /// Why `plan` repeats another or cannot be built; null if it is kept.
+  const char *checkStructure(const Plan &plan) const;
 
   const PlanSpaceOptions &options;
   const ModelShape &shape;
   std::vector<unsigned> microBatchSizes, virtualStages;
   PlanSpace space;
+  /// The innermost reasons, counted by their (static) text: the loop runs
+  /// once per candidate, up to billions of times.
+  std::map<const char *, uint64_t> structureCounts;
 };
 
 } // namespace
@@ -173,6 +180,12 @@ void Enumerator::enumerateSchedules(Plan &plan) {
       continue;
     }
     plan.microbatches = options.globalBatch / (dp * size);
+    if (plan.microbatches > MaxMicrobatches) {
+      prune("more micro-batches than a step may have (" +
+                std::to_string(MaxMicrobatches) + ")",
+            under);
+      continue;
+    }
     for (unsigned chunks : virtualStages) {
       plan.virtualStages = chunks;
       if (chunks > 1 && pp == 1)
@@ -189,7 +202,7 @@ void Enumerator::enumerateSchedules(Plan &plan) {
   }
 }
 
-std::string Enumerator::checkStructure(const Plan &plan) const {
+const char *Enumerator::checkStructure(const Plan &plan) const {
   unsigned tp = plan.getDegree("tp");
   unsigned others =
       plan.getDegree("dp") * plan.getDegree("cp") * plan.getDegree("ep");
@@ -204,7 +217,7 @@ std::string Enumerator::checkStructure(const Plan &plan) const {
   if (!plan.tpInNode &&
       (tp == 1 || others == 1 || tp * others <= options.gpusPerNode))
     return "same plan: tp placement with every group in one node";
-  return "";
+  return nullptr;
 }
 
 void Enumerator::enumerateStructures(Plan &plan) {
@@ -216,9 +229,8 @@ void Enumerator::enumerateStructures(Plan &plan) {
           plan.sharding = sharding;
           plan.sequenceParallel = sequenceParallel;
           plan.tpInNode = tpInNode;
-          std::string reason = checkStructure(plan);
-          if (!reason.empty()) {
-            prune(reason, 1);
+          if (const char *reason = checkStructure(plan)) {
+            ++structureCounts[reason];
             continue;
           }
           if (space.kept++ % options.shardCount != options.shardIndex)

@@ -81,8 +81,9 @@ struct PlanSpaceOptions {
   std::vector<bool> tpInNode = {true, false};
   /// Keep every `shardCount`-th plan from the `shardIndex`-th.
   unsigned shardIndex = 0, shardCount = 1;
-  /// Stop keeping plans past this many (the space is then `truncated`).
-  uint64_t maxPlans = uint64_t(1) << 24;
+  /// Stop keeping plans past this many (the space is then `truncated`):
+  /// about two hours of a 2-core machine, and 160 MB of plans.
+  uint64_t maxPlans = uint64_t(1) << 21;
 };
 
 struct PlanSpace {
