@@ -13,7 +13,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <functional>
 
 using namespace stg;
 
@@ -179,7 +178,7 @@ void Enumerator::enumerateSchedules(Plan &plan) {
       prune("dp x ep x micro-batch does not divide the global batch", under);
       continue;
     }
-    plan.microbatches = options.globalBatch / (dp * size);
+    plan.microbatches = unsigned(options.globalBatch / (uint64_t(dp) * size));
     if (plan.microbatches > MaxMicrobatches) {
       prune("more micro-batches than a step may have (" +
                 std::to_string(MaxMicrobatches) + ")",
