@@ -361,9 +361,16 @@ void stg::printSearchSummary(llvm::raw_ostream &os, const SearchTable &table,
     failed += plan.status == PlanStatus::Failed;
   }
   os << header.model << " on " << header.gpus << " GPUs of " << header.system
-     << ", global batch " << header.globalBatch << " x " << header.sequenceLength
-     << " tokens: " << (pruned + prunedByModel + table.plans.size())
-     << " candidate plans\n";
+     << ", global batch " << header.globalBatch << " x "
+     << header.sequenceLength << " tokens";
+  // A shard counts the arithmetic's prunes of the whole space, the rest of
+  // its own slice.
+  if (header.shardCount > 1)
+    os << ", shard " << header.shardIndex << " of " << header.shardCount
+       << " (from \"pruned by the model's dims\" on, its slice)\n";
+  else
+    os << ": " << (pruned + prunedByModel + table.plans.size())
+       << " candidate plans\n";
   os << "  pruned before compiling: " << pruned << "\n";
   for (const auto &[reason, count] : table.pruned)
     os << llvm::format("    %10llu  ", (unsigned long long)count) << reason
