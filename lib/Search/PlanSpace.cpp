@@ -77,6 +77,9 @@ uint64_t PlanSpace::getCandidates() const {
   return total;
 }
 
+/// Plans a shard takes in a row.
+static constexpr uint64_t ShardBlock = 64;
+
 /// The divisors of `n`, ascending.
 static std::vector<unsigned> getDivisors(unsigned n) {
   std::vector<unsigned> small, large;
@@ -232,7 +235,11 @@ void Enumerator::enumerateStructures(Plan &plan) {
             ++structureCounts[reason];
             continue;
           }
-          if (space.kept++ % options.shardCount != options.shardIndex)
+          // Shards take blocks of consecutive plans in turn: neighbours
+          // share a module, its numbers and often their programs, and the
+          // turns spread the costly plans evenly.
+          if (space.kept++ / ShardBlock % options.shardCount !=
+              options.shardIndex)
             continue;
           if (space.plans.size() < options.maxPlans)
             space.plans.push_back(plan);

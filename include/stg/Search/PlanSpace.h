@@ -79,7 +79,7 @@ struct PlanSpaceOptions {
                                           WeightSharding::FSDP};
   std::vector<bool> sequenceParallel = {false, true};
   std::vector<bool> tpInNode = {true, false};
-  /// Keep every `shardCount`-th plan from the `shardIndex`-th.
+  /// Keep the `shardIndex`-th of every `shardCount` blocks of 64 plans.
   unsigned shardIndex = 0, shardCount = 1;
   /// Stop keeping plans past this many (the space is then `truncated`):
   /// about two hours of a 2-core machine, and 160 MB of plans.
