@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 
@@ -119,4 +120,20 @@ stg::writeTextFile(llvm::StringRef directory, llvm::StringRef name,
   if (os.has_error())
     return makeError(os.error(), "cannot write " + path);
   return llvm::Error::success();
+}
+
+llvm::Error stg::checkDiskSpace(llvm::StringRef directory, uint64_t needed,
+                                llvm::StringRef advice) {
+  llvm::ErrorOr<llvm::sys::fs::space_info> space =
+      llvm::sys::fs::disk_space(directory);
+  if (!space || needed <= space->available)
+    return llvm::Error::success();
+  auto gigabytes = [](uint64_t bytes) {
+    return llvm::formatv("{0:F1} GB", bytes / 1e9).str();
+  };
+  return llvm::createStringError(
+      std::errc::no_space_on_device,
+      "the traces need about %s, but the file system of -o has %s free; %s",
+      gigabytes(needed).c_str(), gigabytes(space->available).c_str(),
+      advice.str().c_str());
 }

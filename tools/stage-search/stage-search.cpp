@@ -252,6 +252,10 @@ static llvm::Error emitTopPlans(const SearchTable &table,
     EmitOptions emitOptions;
     emitOptions.prefix = compiled->module->getModel()->getName().str();
     emitOptions.cancel = &interrupted;
+    if (llvm::Error err = checkDiskSpace(
+            directory, estimateTraceBytes(programs, emitOptions),
+            "emit fewer plans (--emit-top) or choose another -o"))
+      return err;
     ManifestInputs inputs;
     inputs.input = options.input;
     inputs.prefix = emitOptions.prefix;

@@ -23,8 +23,6 @@
 #include "stg/Support/Version.h"
 
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
@@ -111,23 +109,6 @@ static llvm::Error writeVariants(llvm::StringRef directory,
       return err;
   }
   return llvm::Error::success();
-}
-
-/// Refuses a run whose files would not fit where they go: better at once
-/// than "No space left" after minutes of writing.
-static llvm::Error checkDiskSpace(llvm::StringRef directory, uint64_t needed) {
-  llvm::ErrorOr<llvm::sys::fs::space_info> space =
-      llvm::sys::fs::disk_space(directory);
-  if (!space || needed <= space->available)
-    return llvm::Error::success();
-  auto gigabytes = [](uint64_t bytes) {
-    return llvm::formatv("{0:F1} GB", bytes / 1e9).str();
-  };
-  return llvm::createStringError(
-      std::errc::no_space_on_device,
-      "the traces need about %s, but the file system of -o has %s free; "
-      "write fewer ranks (--ranks), use --gzip, or choose another -o",
-      gigabytes(needed).c_str(), gigabytes(space->available).c_str());
 }
 
 /// Reads --perturb's spec, checked against the run.
@@ -227,7 +208,8 @@ int main(int argc, char **argv) {
   if (llvm::Error err = checkDiskSpace(
           (*output)->getPath(),
           estimateTraceBytes(programs, emitOptions) *
-              (1 + (perturbation ? options.variants : 0)))) {
+              (1 + (perturbation ? options.variants : 0)),
+          "write fewer ranks (--ranks), use --gzip, or choose another -o")) {
     diags.error({}, llvm::toString(std::move(err)));
     return 1;
   }

@@ -59,6 +59,12 @@ private:
   bool done = false;
 };
 
+/// Refuses to write `needed` bytes into `directory` when its file system
+/// has less free: better at once than "No space left" after minutes of
+/// writing. `advice` says what the user can change.
+llvm::Error checkDiskSpace(llvm::StringRef directory, uint64_t needed,
+                           llvm::StringRef advice);
+
 /// Writes `directory/name` with what `write` prints; reports any error.
 llvm::Error writeTextFile(llvm::StringRef directory, llvm::StringRef name,
                           llvm::function_ref<void(llvm::raw_ostream &)> write);
