@@ -175,7 +175,8 @@ Perturber::perturb(unsigned rank,
     return std::nullopt;
 
   // Copy the program, inserting a delay node before each delayed
-  // communication and renumbering.
+  // communication and renumbering. The copy keeps no steps: the inserted
+  // nodes shift their ranges, and a program without steps replays as one.
   StageProgram program;
   program.stage = base.stage;
   program.layers = base.layers;
