@@ -9,7 +9,10 @@
 // parallelism), since only check-divisibility and shard-optimizer read the
 // degrees; a plan then binds its degrees and micro-batch size, is checked
 // against the model's dims, and is instantiated with folded micro-batches
-// (Program.h), so its cost does not grow with the micro-batch count.
+// (Program.h), so its cost does not grow with the micro-batch count. Plans
+// that bind the same numbers share the check and the ops' costs, and a plan
+// that differs from the previous one only in rank order reuses its
+// programs. Results depend on the plan alone, not on what was cached.
 //
 // An evaluator is not thread-safe (GiNaC is not); the search runs one per
 // worker process.
