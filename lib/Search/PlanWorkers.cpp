@@ -56,7 +56,8 @@ static bool writeAll(int fd, llvm::StringRef data) {
 
 /// Reads one worker line into `results`.
 static llvm::Error decode(llvm::StringRef line,
-                          std::vector<PlanResult> &results) {
+                          std::vector<PlanResult> &results,
+                          std::vector<bool> &returned) {
   auto [indexText, rest] = line.split(' ');
   auto [prunedText, json] = rest.split(' ');
   size_t index = 0;
@@ -72,6 +73,7 @@ static llvm::Error decode(llvm::StringRef line,
     return result.takeError();
   result->prunedByModel = prunedText == "1";
   results[index] = std::move(*result);
+  returned[index] = true;
   return llvm::Error::success();
 }
 
@@ -126,6 +128,7 @@ stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
     error = llvm::createStringError(std::errc::resource_unavailable_try_again,
                                     "cannot start search workers");
   std::vector<std::string> pending(pipes.size());
+  std::vector<bool> returned(plans.size());
   size_t done = 0, open = pipes.size();
   while (open) {
     if (poll(pipes.data(), pipes.size(), -1) < 0) {
@@ -150,7 +153,8 @@ stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
       size_t end;
       while ((end = pending[i].find('\n')) != std::string::npos) {
         if (!error)
-          error = decode(llvm::StringRef(pending[i]).take_front(end), results);
+          error = decode(llvm::StringRef(pending[i]).take_front(end), results,
+                         returned);
         pending[i].erase(0, end + 1);
         ++done;
         if (progress)
@@ -158,13 +162,27 @@ stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
       }
     }
   }
+  // A worker that dies (the kernel's out-of-memory killer, say) leaves
+  // plans without a result; the first of them is likely what killed it.
+  auto firstMissing = [&] {
+    auto missing = llvm::find(returned, false);
+    return missing == returned.end()
+               ? std::string()
+               : "; the first plan without a result: " +
+                     plans[missing - returned.begin()].getLabel();
+  };
   for (pid_t pid : workers) {
     int status = 0;
     waitpid(pid, &status, 0);
-    if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) && !error)
-      error = llvm::createStringError(std::errc::io_error,
-                                      "a search worker stopped before its "
-                                      "plans were done");
+    if (error || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
+      continue;
+    std::string how = WIFSIGNALED(status)
+                          ? "was killed by signal " +
+                                std::to_string(WTERMSIG(status))
+                          : "failed";
+    error = llvm::createStringError(
+        std::errc::io_error, "a search worker %s before its plans were done%s",
+        how.c_str(), firstMissing().c_str());
   }
   munmap(shared, sizeof(std::atomic<size_t>));
   if (error)
