@@ -18,7 +18,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace stg {
 
@@ -56,6 +58,16 @@ inline CLI::Validator finiteNumber(double min, double max) {
                ", found '" + input + "'";
       },
       "X");
+}
+
+/// `--set NAME=VALUE` split into its name and value; nothing if either is
+/// empty or there is no `=`.
+inline std::optional<std::pair<std::string, std::string>>
+parseAssignment(llvm::StringRef text) {
+  auto [name, value] = text.split('=');
+  if (name.empty() || value.empty() || !text.contains('='))
+    return std::nullopt;
+  return std::make_pair(name.str(), value.str());
 }
 
 /// Errors as `TOOL: error: MESSAGE`, then where help is.

@@ -63,12 +63,10 @@ int main(int argc, char **argv) {
   options.includeDirs = includeDirs;
   options.templateDirs = getDefaultTemplateDirs();
   for (const std::string &set : sets) {
-    auto [name, value] = llvm::StringRef(set).split('=');
-    if (name.empty() || value.empty() || set.find('=') == std::string::npos) {
+    if (auto assignment = parseAssignment(set))
+      options.overrides.push_back(std::move(*assignment));
+    else
       diags.error({}, "--set expects NAME=VALUE, found '" + set + "'");
-      continue;
-    }
-    options.overrides.push_back({name.str(), value.str()});
   }
   PassManager passes(passOptions);
   if (failed(passes.addPipeline(pipeline, diags)) || diags.hasErrors())

@@ -179,11 +179,11 @@ static std::optional<int> parseOptions(int argc, char **argv,
   options.compile.overlapGradientReduction = gradReduce == "overlap";
   options.compile.memoryAccounting = *parseMemoryAccounting(memoryAccounting);
   for (const std::string &set : sets) {
-    size_t equals = set.find('=');
-    if (equals == 0 || equals == std::string::npos || equals + 1 == set.size())
+    std::optional<std::pair<std::string, std::string>> assignment =
+        parseAssignment(set);
+    if (!assignment)
       return fail("--set expects NAME=VALUE, found '" + set + "'");
-    options.compile.overrides.push_back(
-        {set.substr(0, equals), set.substr(equals + 1)});
+    options.compile.overrides.push_back(std::move(*assignment));
   }
   if (!dtype.empty() &&
       !(options.compile.elementType = parseElementType(dtype)))

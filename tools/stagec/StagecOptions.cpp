@@ -239,13 +239,14 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     return 1;
   }
   for (const std::string &set : sets) {
-    size_t equals = set.find('=');
-    if (equals == 0 || equals == std::string::npos || equals + 1 == set.size()) {
+    std::optional<std::pair<std::string, std::string>> assignment =
+        parseAssignment(set);
+    if (!assignment) {
       std::fprintf(stderr, "stagec: error: --set expects NAME=VALUE, found "
                            "'%s'\n", set.c_str());
       return 1;
     }
-    options.compile.overrides.push_back({set.substr(0, equals), set.substr(equals + 1)});
+    options.compile.overrides.push_back(std::move(*assignment));
   }
   if (!options.dtype.empty()) {
     options.compile.elementType = parseElementType(options.dtype);
