@@ -22,14 +22,8 @@ OutputDirectory::create(llvm::StringRef target) {
   if (std::error_code ec = fs::make_absolute(absolute))
     return makeError(ec, "cannot resolve " + target);
   llvm::sys::path::remove_dots(absolute, true);
-  fs::file_status status;
-  if (!fs::status(absolute, status, /*Follow=*/false) &&
-      status.type() == fs::file_type::symlink_file)
-    return llvm::createStringError(
-        std::errc::file_exists,
-        "%s is a symbolic link; give -o the directory itself, so that "
-        "replacing it cannot empty another",
-        absolute.c_str());
+  if (llvm::Error err = checkTarget(absolute))
+    return std::move(err);
   // The parents that do not exist yet, deepest first: created now, removed
   // again if the run fails.
   std::vector<std::string> createdParents;
@@ -68,28 +62,45 @@ void OutputDirectory::discard() {
     fs::remove(parent); // Only if still empty: another process may use it.
 }
 
-/// True if `path` may be replaced: an empty directory or an earlier output.
+/// True if `path` may be replaced: an empty directory or an earlier output
+/// (a stagec manifest, or a stage-search table).
 static bool isReplaceable(llvm::StringRef path) {
   std::error_code ec;
   bool empty = true;
   for (fs::directory_iterator it(path, ec), end; it != end && !ec;
        it.increment(ec)) {
     empty = false;
-    if (llvm::StringRef(it->path()).endswith(".manifest.json"))
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (name.endswith(".manifest.json") || name == "plans.json")
       return true;
   }
   return !ec && empty;
 }
 
+llvm::Error OutputDirectory::checkTarget(llvm::StringRef target) {
+  fs::file_status status;
+  if (fs::status(target, status, /*Follow=*/false))
+    return llvm::Error::success(); // Nothing there yet.
+  if (status.type() == fs::file_type::symlink_file)
+    return llvm::createStringError(
+        std::errc::file_exists,
+        "%s is a symbolic link; give -o the directory itself, so that "
+        "replacing it cannot empty another",
+        target.str().c_str());
+  if (status.type() != fs::file_type::directory_file || !isReplaceable(target))
+    return llvm::createStringError(
+        std::errc::file_exists,
+        "%s exists and is not an earlier stagec or stage-search output; "
+        "remove it or choose another -o",
+        target.str().c_str());
+  return llvm::Error::success();
+}
+
 llvm::Error OutputDirectory::commit() {
   std::string old;
+  if (llvm::Error err = checkTarget(target))
+    return err;
   if (fs::exists(target)) {
-    if (!fs::is_directory(target) || !isReplaceable(target))
-      return llvm::createStringError(
-          std::errc::file_exists,
-          "%s exists and is not an earlier stagec output; remove it or "
-          "choose another -o",
-          target.c_str());
     old = target + ".stagec-old-" +
           std::to_string(llvm::sys::Process::getProcessId());
     if (std::error_code ec = fs::rename(target, old))

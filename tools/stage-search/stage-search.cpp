@@ -85,6 +85,13 @@ static std::optional<uint64_t> parseBytes(llvm::StringRef text) {
   return uint64_t(value * scale);
 }
 
+/// Refuses an -o that could not be replaced before the work, not after.
+static llvm::Error checkOutput(const SearchOptions &options) {
+  return options.outputDir.empty()
+             ? llvm::Error::success()
+             : OutputDirectory::checkTarget(options.outputDir);
+}
+
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "stage-search: error: " << message << "\n";
   return 1;
@@ -104,14 +111,16 @@ static std::optional<int> parseOptions(int argc, char **argv,
   app.add_option("--set", sets, "set a dim or option: NAME=VALUE");
   app.add_option("--dtype", dtype, "element type (bf16, fp16, fp32, fp8)");
   app.add_option("--gpus", options.gpus, "GPUs to spread the model over")
-      ->required()->check(wholeNumber(1, 1u << 20));
+      ->required()
+      ->check(wholeNumber(1, 1u << 20));
   app.add_option("--system", options.system,
                  "the cluster: dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, "
                  "mi300x or a .yaml file")
       ->required();
   app.add_option("--global-batch", options.globalBatch,
                  "sequences per training step")
-      ->required()->check(wholeNumber(1, 1u << 24));
+      ->required()
+      ->check(wholeNumber(1, 1u << 24));
   app.add_option("--max-memory", options.maxMemory,
                  "memory of a GPU, e.g. 80GB (default: the accelerator's)");
   app.add_option("--memory-margin", options.memoryMargin,
@@ -128,18 +137,24 @@ static std::optional<int> parseOptions(int argc, char **argv,
       ->check(CLI::IsMember({"megatron", "zero"}));
   const char *narrow = "Narrowing the space (comma-separated lists)";
   for (size_t index = 0; index < PlanAxes.size(); ++index)
-    app.add_option(std::string("--") + PlanAxes[index],
-                   options.degrees[index],
+    app.add_option(std::string("--") + PlanAxes[index], options.degrees[index],
                    std::string(PlanAxes[index]) + " degrees to try")
-        ->delimiter(',')->check(wholeNumber(1, 1u << 20))->group(narrow);
+        ->delimiter(',')
+        ->check(wholeNumber(1, 1u << 20))
+        ->group(narrow);
   app.add_option("--micro-batch", options.microBatchSizes,
                  "micro-batch sizes (sequences per replica)")
-      ->delimiter(',')->check(wholeNumber(1, 1u << 24))->group(narrow);
+      ->delimiter(',')
+      ->check(wholeNumber(1, 1u << 24))
+      ->group(narrow);
   app.add_option("--virtual-stages", options.virtualStages,
                  "model chunks per pipeline stage")
-      ->delimiter(',')->check(wholeNumber(1, 1024))->group(narrow);
+      ->delimiter(',')
+      ->check(wholeNumber(1, 1024))
+      ->group(narrow);
   app.add_option("--recompute", options.recompute, "none, selective, full")
-      ->delimiter(',')->check(CLI::IsMember({"none", "selective", "full"}))
+      ->delimiter(',')
+      ->check(CLI::IsMember({"none", "selective", "full"}))
       ->group(narrow);
   app.add_option("--weight-sharding", options.sharding,
                  "none, distributed-optimizer, fsdp")
@@ -148,27 +163,33 @@ static std::optional<int> parseOptions(int argc, char **argv,
       ->group(narrow);
   app.add_flag("--no-fsdp", options.noFSDP, "leave FSDP out")->group(narrow);
   app.add_option("--sequence-parallel", options.sequenceParallel, "off, on")
-      ->delimiter(',')->check(CLI::IsMember({"off", "on"}))->group(narrow);
+      ->delimiter(',')
+      ->check(CLI::IsMember({"off", "on"}))
+      ->group(narrow);
   app.add_option("--tp-placement", options.tpPlacement,
                  "node (tp on the fastest ranks), outer (dp, cp, ep inside)")
-      ->delimiter(',')->check(CLI::IsMember({"node", "outer"}))
+      ->delimiter(',')
+      ->check(CLI::IsMember({"node", "outer"}))
       ->group(narrow);
   const char *output = "Output";
   app.add_option("--top", options.top, "plans to print (default 10)")
-      ->check(wholeNumber(0, 1000000))->group(output);
+      ->check(wholeNumber(0, 1000000))
+      ->group(output);
   app.add_option("-o", options.outputDir,
                  "write plans.json, plans.csv (and --emit-top traces) here")
       ->group(output);
   app.add_option("--emit-top", options.emitTop,
                  "write the traces and ASTRA-sim configs of the best K plans "
                  "into -o/rank-K/")
-      ->check(wholeNumber(0, 100))->group(output);
+      ->check(wholeNumber(0, 100))
+      ->group(output);
   app.add_option("--shard", options.shard,
                  "evaluate slice I of N (0-based), for a batch job array")
       ->group(output);
   app.add_option("-j,--jobs", options.jobs,
                  "worker processes (default: one per core)")
-      ->check(wholeNumber(0, 1024))->group(output);
+      ->check(wholeNumber(0, 1024))
+      ->group(output);
   app.add_flag("-q,--quiet", options.quiet, "no progress bar")->group(output);
   useToolErrorFormat(app, "stage-search");
   try {
@@ -187,13 +208,14 @@ static std::optional<int> parseOptions(int argc, char **argv,
   }
   if (!dtype.empty() &&
       !(options.compile.elementType = parseElementType(dtype)))
-    return fail("--dtype " + dtype + ": not an element type (bf16, fp16, "
-                                     "fp32, fp8)");
+    return fail("--dtype " + dtype +
+                ": not an element type (bf16, fp16, "
+                "fp32, fp8)");
   if (!options.shard.empty()) {
     auto [index, count] = llvm::StringRef(options.shard).split('/');
     if (index.getAsInteger(10, options.shardIndex) ||
-        count.getAsInteger(10, options.shardCount) ||
-        options.shardCount == 0 || options.shardCount > 1000000 ||
+        count.getAsInteger(10, options.shardCount) || options.shardCount == 0 ||
+        options.shardCount > 1000000 ||
         options.shardIndex >= options.shardCount)
       return fail("--shard expects I/N with 0 <= I < N <= 1000000, found '" +
                   options.shard + "'");
@@ -225,10 +247,10 @@ static std::string getReasonKind(llvm::StringRef reason) {
 /// Writes the traces of the best `count` plans into DIR/rank-K/, as stagec
 /// would write each plan (with its ASTRA-sim configs).
 static llvm::Error emitTopPlans(const SearchTable &table,
-                               const PlanEvaluator &evaluator,
-                               const SystemSpec &system,
-                               llvm::StringRef directory,
-                               llvm::StringRef target, unsigned count) {
+                                const PlanEvaluator &evaluator,
+                                const SystemSpec &system,
+                                llvm::StringRef directory,
+                                llvm::StringRef target, unsigned count) {
   for (const PlanResult &result : table.plans) {
     if (!result.rank || result.rank > count)
       break;
@@ -295,10 +317,9 @@ static int writeOutputs(const SearchTable &table, const SearchOptions &options,
     fail(llvm::toString(std::move(err)));
     return interrupted ? 130 : 1;
   };
-  if (llvm::Error err = writeTextFile(
-          (*output)->getPath(), "plans.json", [&](llvm::raw_ostream &os) {
-            writeJSON(os, table);
-          }))
+  if (llvm::Error err =
+          writeTextFile((*output)->getPath(), "plans.json",
+                        [&](llvm::raw_ostream &os) { writeJSON(os, table); }))
     return discard(std::move(err));
   if (llvm::Error err =
           writeTextFile((*output)->getPath(), "plans.csv",
@@ -333,6 +354,8 @@ static int runMerge(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
+  if (llvm::Error err = checkOutput(options))
+    return fail(llvm::toString(std::move(err)));
   std::vector<SearchTable> shards;
   for (const std::string &file : files) {
     auto text = readInputFile(file, MaxTableBytes, "plans file");
@@ -359,6 +382,8 @@ int main(int argc, char **argv) {
   SearchOptions options;
   if (std::optional<int> exit = parseOptions(argc, argv, options))
     return *exit;
+  if (llvm::Error err = checkOutput(options))
+    return fail(llvm::toString(std::move(err)));
 
   llvm::Expected<SystemSpec> system = loadSystem(options.system);
   if (!system)
@@ -403,8 +428,7 @@ int main(int argc, char **argv) {
   PlanSpace plans = enumeratePlans(space, facts->shape);
   if (plans.truncated)
     return fail("the search has " + llvm::Twine(plans.kept) +
-                " plans to compile, more than " +
-                llvm::Twine(space.maxPlans) +
+                " plans to compile, more than " + llvm::Twine(space.maxPlans) +
                 " a run takes: narrow it (--tp, --micro-batch, ...) or "
                 "split it with --shard");
 
@@ -426,10 +450,11 @@ int main(int argc, char **argv) {
   header.shardCount = options.shardCount;
   table.pruned = plans.pruned;
 
-  PlanEvaluator evaluator(options.compile, *system, *facts,
-                          options.globalBatch, header.memoryLimitBytes);
-  unsigned jobs = options.jobs ? options.jobs
-                               : llvm::hardware_concurrency().compute_thread_count();
+  PlanEvaluator evaluator(options.compile, *system, *facts, options.globalBatch,
+                          header.memoryLimitBytes);
+  unsigned jobs = options.jobs
+                      ? options.jobs
+                      : llvm::hardware_concurrency().compute_thread_count();
   ProgressBar bar("plans");
   SearchProgress progress;
   if (!options.quiet && llvm::sys::Process::StandardErrIsDisplayed())

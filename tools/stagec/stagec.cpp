@@ -73,13 +73,11 @@ static LogicalResult applySystem(const StagecOptions &options,
 
 /// Writes `count` perturbed variants as `variant-K/` beside the clean set.
 /// They share the scaled programs; each perturbed rank gets its own.
-static llvm::Error writeVariants(llvm::StringRef directory,
-                                 const ProgramSet &programs,
-                                 const CommGroups &groups,
-                                 const EmitOptions &emitOptions,
-                                 const llvm::json::Value &manifest,
-                                 const PerturbationSpec &spec, unsigned count,
-                                 const DeviceSpec *device) {
+static llvm::Error
+writeVariants(llvm::StringRef directory, const ProgramSet &programs,
+              const CommGroups &groups, const EmitOptions &emitOptions,
+              const llvm::json::Value &manifest, const PerturbationSpec &spec,
+              unsigned count, const DeviceSpec *device) {
   ProgramSet scaled = scalePrograms(programs, spec.scale);
   for (unsigned variant = 0; variant < count; ++variant) {
     std::string variantDirectory =
@@ -102,8 +100,7 @@ static llvm::Error writeVariants(llvm::StringRef directory,
                           llvm::json::Value(std::move(variantManifest))))
       return err;
     if (llvm::Error err = writeTextFile(
-            variantDirectory, "perturbations.json",
-            [&](llvm::raw_ostream &os) {
+            variantDirectory, "perturbations.json", [&](llvm::raw_ostream &os) {
               writePerturbationRecords(os, spec, variant, records);
             }))
       return err;
@@ -115,9 +112,9 @@ static llvm::Error writeVariants(llvm::StringRef directory,
 static std::optional<PerturbationSpec>
 loadPerturbation(const StagecOptions &options, const ProgramSet &programs,
                  DiagnosticEngine &diags) {
-  llvm::Expected<PerturbationSpec> spec = loadPerturbationSpec(
-      options.perturb, programs.mesh.getNumRanks(), programs.numLayers,
-      programs.numMicrobatches);
+  llvm::Expected<PerturbationSpec> spec =
+      loadPerturbationSpec(options.perturb, programs.mesh.getNumRanks(),
+                           programs.numLayers, programs.numMicrobatches);
   if (!spec) {
     diags.error({}, "--perturb: " + llvm::toString(spec.takeError()));
     return std::nullopt;
@@ -139,6 +136,11 @@ int main(int argc, char **argv) {
 
   DiagnosticEngine diags(llvm::errs());
   diags.setProgramName("stagec");
+  if (!options.outputDir.empty())
+    if (llvm::Error err = OutputDirectory::checkTarget(options.outputDir)) {
+      diags.error({}, llvm::toString(std::move(err)));
+      return 1;
+    }
   std::optional<CompiledModel> compiled = compileModel(options.compile, diags);
   if (!compiled)
     return 1;
@@ -175,9 +177,9 @@ int main(int argc, char **argv) {
 
   CommGroups groups(mesh, programs.getUsedMasks());
   EmitOptions emitOptions;
-  emitOptions.prefix =
-      options.prefix.empty() ? module.getModel()->getName().str()
-                             : options.prefix;
+  emitOptions.prefix = options.prefix.empty()
+                           ? module.getModel()->getName().str()
+                           : options.prefix;
   emitOptions.format = *parseTraceFormat(options.format);
   emitOptions.gzip = options.gzip;
   emitOptions.orderingAsDataDeps = options.orderingDeps == "data";
@@ -258,8 +260,8 @@ int main(int argc, char **argv) {
     llvm::errs() << "stagec: wrote " << ranks.size() << " "
                  << (emitOptions.format == TraceFormat::Chakra ? "traces"
                                                                : "files")
-                 << " to " << (*output)->getTarget() << " ("
-                 << mesh.describe() << ")";
+                 << " to " << (*output)->getTarget() << " (" << mesh.describe()
+                 << ")";
     if (perturbation)
       llvm::errs() << ", and " << options.variants << " perturbed variant"
                    << (options.variants == 1 ? "" : "s");

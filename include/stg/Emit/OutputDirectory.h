@@ -4,9 +4,11 @@
 // and renames it into place only when every file is complete, so an error
 // or an interrupt never leaves a half-written trace set where a simulator
 // could pick it up. An existing directory is replaced only if it is empty
-// or holds an earlier stagec output (a `*.manifest.json`); anything else is
-// left alone and reported. A symbolic link is never followed (replacing
-// through it would empty the link's target), and the parent directories
+// or holds an earlier output (a stagec `*.manifest.json` or a stage-search
+// `plans.json`); anything else is left alone and reported, before the run
+// spends minutes on what it could not write. A symbolic link is never followed
+// (replacing through it would empty the link's target), and the parent
+// directories
 // `-o` made are removed again if the run fails, so a failed run leaves the
 // file system as it found it.
 //
@@ -31,6 +33,11 @@ public:
   /// Creates the temporary directory for `target`.
   static llvm::Expected<std::unique_ptr<OutputDirectory>>
   create(llvm::StringRef target);
+
+  /// Fails if `target` could not be replaced: a symbolic link, a file, or
+  /// a directory that is neither empty nor an earlier output. Tools call it
+  /// before the work, `create` and `commit` again.
+  static llvm::Error checkTarget(llvm::StringRef target);
 
   OutputDirectory(const OutputDirectory &) = delete;
   OutputDirectory &operator=(const OutputDirectory &) = delete;
