@@ -109,12 +109,60 @@ void Module::replaceUsesOf(Value *from, Value *to, const Op *except) {
       entry.second = to;
 }
 
-std::optional<Expr> Module::bindAll(const Expr &e) const {
+static long long getDegree(const Axis &axis) {
+  const Axis *ranks = axis.resolve();
+  return ranks && ranks->size ? *ranks->size : 1;
+}
+
+const Module::BindingCache &Module::getBindings() const {
+  auto unchanged = [&] {
+    if (!bindings || bindings->dimValues.size() != dims.size() ||
+        bindings->degrees.size() != axes.size())
+      return false;
+    for (size_t index = 0; index < dims.size(); ++index) {
+      const std::optional<Expr> &was = bindings->dimValues[index];
+      const std::optional<Expr> &is = dims[index]->value;
+      if (was.has_value() != is.has_value() || (is && !was->is_equal(*is)))
+        return false;
+    }
+    for (size_t index = 0; index < axes.size(); ++index)
+      if (bindings->degrees[index] != getDegree(*axes[index]))
+        return false;
+    return true;
+  };
+  if (unchanged())
+    return *bindings;
+  BindingCache cache;
+  cache.usable = true;
   GiNaC::exmap degrees;
   for (const auto &axis : axes) {
-    const Axis *ranks = axis->resolve();
-    degrees[axis->degree] = ranks && ranks->size ? *ranks->size : 1;
+    cache.degrees.push_back(getDegree(*axis));
+    degrees[axis->degree] = cache.degrees.back();
   }
+  for (const auto &dim : dims) {
+    cache.dimValues.push_back(dim->value);
+    if (!dim->value)
+      continue;
+    std::optional<Expr> value = bindDims(dim->symbol);
+    if (value)
+      value = trySubstitute(*value, degrees);
+    if (!value)
+      cache.usable = false;
+    else
+      cache.resolved[dim->symbol] = *value;
+  }
+  cache.resolved.insert(degrees.begin(), degrees.end());
+  bindings = std::move(cache);
+  return *bindings;
+}
+
+std::optional<Expr> Module::bindAll(const Expr &e) const {
+  const BindingCache &cache = getBindings();
+  if (cache.usable)
+    return trySubstitute(e, cache.resolved);
+  GiNaC::exmap degrees;
+  for (const auto &axis : axes)
+    degrees[axis->degree] = getDegree(*axis);
   std::optional<Expr> bound = bindDims(e);
   return bound ? trySubstitute(*bound, degrees) : std::nullopt;
 }

@@ -7,6 +7,7 @@
 
 #include "stg/Perf/StepEstimate.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Hashing.h"
 
 #include <array>
@@ -138,8 +139,15 @@ Stream getStream(const ProgramNode &node) {
 /// starts.
 struct StepShape {
   std::vector<uint32_t> initialPending;
-  std::vector<std::vector<uint32_t>> children; ///< Offsets in the step.
-  std::vector<uint32_t> recvs, sends;          ///< Offsets, in id order.
+  std::vector<Stream> streams;
+  /// The children of offset i are children[childBegin[i], childBegin[i+1]).
+  std::vector<uint32_t> childBegin, children;
+  std::vector<uint32_t> recvs, sends; ///< Offsets, in id order.
+
+  llvm::ArrayRef<uint32_t> getChildren(uint32_t offset) const {
+    return llvm::makeArrayRef(children).slice(
+        childBegin[offset], childBegin[offset + 1] - childBegin[offset]);
+  }
 };
 
 /// How a step runs from its start, given when its receives' messages
@@ -166,13 +174,6 @@ struct OutcomeKeyHash {
 /// A message: sending stage, receiving stage, tag.
 using MessageKey = std::tuple<unsigned, unsigned, int32_t>;
 
-struct MessageKeyHash {
-  size_t operator()(const MessageKey &key) const {
-    return llvm::hash_combine(std::get<0>(key), std::get<1>(key),
-                              std::get<2>(key));
-  }
-};
-
 struct StageState {
   unsigned rank = 0; ///< The rank that stands for the stage.
   std::vector<double> micros; ///< Per node: its time on its stream.
@@ -183,6 +184,15 @@ struct StageState {
   std::vector<ProgramStep> steps;
   size_t next = 0; ///< The next step to run.
   double now = 0;  ///< When the previous step finished.
+};
+
+/// The buffers of one step's simulation, kept for the next.
+struct SimulationScratch {
+  using Event = std::pair<double, uint32_t>; ///< Completion time, offset.
+  std::vector<Event> events;                 ///< A min-heap.
+  std::array<std::vector<uint32_t>, NumStreams> ready; ///< Min-heaps.
+  std::vector<uint32_t> pending;
+  std::vector<double> arrival, done;
 };
 
 class Replay {
@@ -202,7 +212,7 @@ private:
   const StepShape &getShape(unsigned stage, const ProgramStep &step);
   StepOutcome simulate(unsigned stage, const ProgramStep &step,
                        const StepShape &shape,
-                       const ArrivalPattern &arrivals) const;
+                       const ArrivalPattern &arrivals);
   /// Runs the stage's steps until one waits for a message not yet sent.
   void advance(unsigned stage);
   llvm::Error describeDeadlock() const;
@@ -212,7 +222,8 @@ private:
   std::vector<StageState> states;
   StepEstimate estimate;
   /// When each message's send completed.
-  std::unordered_map<MessageKey, double, MessageKeyHash> sentAt;
+  llvm::DenseMap<MessageKey, double> sentAt;
+  SimulationScratch scratch;
   /// The stage waiting for a message, and the stages to advance.
   std::map<MessageKey, unsigned> waiting;
   std::set<unsigned> runnable;
@@ -264,9 +275,12 @@ const StepShape &Replay::getShape(unsigned stage, const ProgramStep &step) {
     return shape;
   unsigned size = step.end - step.begin;
   shape.initialPending.assign(size, 0);
-  shape.children.resize(size);
+  shape.streams.reserve(size);
+  // Edges inside the step as (parent, child), then grouped by parent.
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
   for (uint32_t offset = 0; offset < size; ++offset) {
     const ProgramNode &work = node(stage, step.begin + offset);
+    shape.streams.push_back(getStream(work));
     llvm::SmallVector<uint32_t, 8> deps;
     for (auto list : {llvm::ArrayRef<uint32_t>(work.dataDeps),
                       llvm::ArrayRef<uint32_t>(work.ctrlDeps)})
@@ -277,68 +291,90 @@ const StepShape &Replay::getShape(unsigned stage, const ProgramStep &step) {
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     shape.initialPending[offset] = deps.size();
     for (uint32_t dep : deps)
-      shape.children[dep].push_back(offset);
+      edges.push_back({dep, offset});
     if (work.kind == ProgramNodeKind::Recv)
       shape.recvs.push_back(offset);
     else if (work.kind == ProgramNodeKind::Send)
       shape.sends.push_back(offset);
   }
+  // Stable by parent, so each parent's children stay in offset order.
+  shape.childBegin.assign(size + 1, 0);
+  for (const auto &edge : edges)
+    ++shape.childBegin[edge.first + 1];
+  for (unsigned offset = 0; offset < size; ++offset)
+    shape.childBegin[offset + 1] += shape.childBegin[offset];
+  shape.children.resize(edges.size());
+  std::vector<uint32_t> filled(shape.childBegin.begin(),
+                               shape.childBegin.end() - 1);
+  for (const auto &edge : edges)
+    shape.children[filled[edge.first]++] = edge.second;
   return shape;
 }
 
 StepOutcome Replay::simulate(unsigned stage, const ProgramStep &step,
                              const StepShape &shape,
-                             const ArrivalPattern &arrivals) const {
+                             const ArrivalPattern &arrivals) {
   // Events are node completions, ordered by time and then by id; each
-  // stream runs its ready node with the lowest id.
-  using Event = std::pair<double, uint32_t>;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
-  using MinHeap = std::priority_queue<uint32_t, std::vector<uint32_t>,
-                                      std::greater<uint32_t>>;
-  std::array<MinHeap, NumStreams> ready;
+  // stream runs its ready node with the lowest id. The heaps live in
+  // `scratch`, reused from step to step.
+  using Event = SimulationScratch::Event;
+  std::vector<Event> &events = scratch.events;
+  auto &ready = scratch.ready;
   std::array<bool, NumStreams> busy{};
-  std::vector<uint32_t> pending = shape.initialPending;
-  std::vector<double> arrival(pending.size(), 0);
+  std::vector<uint32_t> &pending = scratch.pending;
+  pending = shape.initialPending;
+  std::vector<double> &arrival = scratch.arrival;
+  arrival.assign(pending.size(), 0);
   for (size_t i = 0; i < shape.recvs.size(); ++i)
     arrival[shape.recvs[i]] = arrivals[i] / 1e3;
+  std::vector<double> &done = scratch.done;
+  done.assign(pending.size(), 0);
   const std::vector<double> &micros = states[stage].micros;
   StepOutcome outcome;
+  auto later = std::greater<>();
 
+  auto pushEvent = [&](double time, uint32_t offset) {
+    events.push_back({time, offset});
+    std::push_heap(events.begin(), events.end(), later);
+  };
   auto makeReady = [&](uint32_t offset, double now) {
-    Stream stream = getStream(node(stage, step.begin + offset));
+    Stream stream = shape.streams[offset];
     if (stream == Stream::None)
-      events.push({std::max(now, arrival[offset]), offset});
-    else
-      ready[unsigned(stream)].push(offset);
+      return pushEvent(std::max(now, arrival[offset]), offset);
+    std::vector<uint32_t> &queue = ready[unsigned(stream)];
+    queue.push_back(offset);
+    std::push_heap(queue.begin(), queue.end(), later);
   };
   auto issue = [&](double now) {
     for (unsigned stream = 0; stream < NumStreams; ++stream) {
-      if (busy[stream] || ready[stream].empty())
+      std::vector<uint32_t> &queue = ready[stream];
+      if (busy[stream] || queue.empty())
         continue;
-      uint32_t offset = ready[stream].top();
-      ready[stream].pop();
+      std::pop_heap(queue.begin(), queue.end(), later);
+      uint32_t offset = queue.back();
+      queue.pop_back();
       double duration = micros[step.begin + offset];
       (Stream(stream) == Stream::Compute ? outcome.computeMicros
                                          : outcome.communicationMicros) +=
           duration;
       busy[stream] = true;
-      events.push({now + duration, offset});
+      pushEvent(now + duration, offset);
     }
   };
   for (uint32_t offset = 0; offset < pending.size(); ++offset)
     if (!pending[offset])
       makeReady(offset, 0);
   issue(0);
-  std::vector<double> done(pending.size(), 0);
   while (!events.empty()) {
-    auto [now, offset] = events.top();
-    events.pop();
-    Stream stream = getStream(node(stage, step.begin + offset));
+    std::pop_heap(events.begin(), events.end(), later);
+    auto [now, offset] = events.back();
+    events.pop_back();
+    Stream stream = shape.streams[offset];
     if (stream != Stream::None)
       busy[unsigned(stream)] = false;
     done[offset] = now;
     outcome.finish = std::max(outcome.finish, now);
-    for (uint32_t child : shape.children[offset])
+    for (uint32_t child : shape.getChildren(offset))
       if (--pending[child] == 0)
         makeReady(child, now);
     issue(now);

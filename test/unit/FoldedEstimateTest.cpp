@@ -107,6 +107,14 @@ INSTANTIATE_TEST_SUITE_P(
         Plan{"gpt.stg", Degrees{{"dp", 2}, {"pp", 2}}, 6, 2},
         Plan{"mixtral-8x7b.stg", Degrees{{"ep", 4}, {"pp", 2}}, 4},
         Plan{"deepseek-moe-16b.stg", Degrees{{"ep", 2}, {"pp", 4}}, 8, 2},
-        Plan{"mamba-2.8b.stg", Degrees{{"dp", 2}, {"pp", 4}}, 10}));
+        Plan{"mamba-2.8b.stg", Degrees{{"dp", 2}, {"pp", 4}}, 10},
+        // Many micro-batches: folding builds 2 of them.
+        Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"tp", 2}, {"pp", 4}}, 64},
+        Plan{"llama3-8b.stg", Degrees{{"tp", 4}, {"pp", 2}}, 64, 2},
+        Plan{"llama3-8b.stg", Degrees{{"dp", 4}, {"pp", 2}, {"cp", 2}}, 40,
+             1, "full", "train", true},
+        Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 4}}, 64, 1, "none",
+             "train", false, PipelineSchedule::GPipe},
+        Plan{"deepseek-moe-16b.stg", Degrees{{"ep", 2}, {"pp", 4}}, 96, 2}));
 
 } // namespace

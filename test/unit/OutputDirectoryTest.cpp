@@ -104,16 +104,40 @@ TEST_F(OutputDirectoryTest, ForeignDirectoryIsNotReplaced) {
   ASSERT_FALSE(fs::create_directory(target));
   ASSERT_FALSE(bool(writeTextFile(target, "thesis.tex",
                                   [](llvm::raw_ostream &os) { os << "x"; })));
+  // Refused before any work...
+  llvm::Error early = OutputDirectory::checkTarget(target);
+  ASSERT_TRUE(bool(early));
+  EXPECT_NE(llvm::toString(std::move(early)).find("is not an earlier stagec "
+                                                  "or stage-search output"),
+            std::string::npos);
+  auto refused = OutputDirectory::create(target);
+  ASSERT_FALSE(bool(refused));
+  llvm::consumeError(refused.takeError());
+  EXPECT_TRUE(fs::exists(target + "/thesis.tex"));
+  EXPECT_EQ(listRoot(), std::vector<std::string>{"out"});
+}
+
+TEST_F(OutputDirectoryTest, DirectoryThatAppearsMeanwhileIsNotReplaced) {
   auto output = OutputDirectory::create(target);
-  ASSERT_TRUE(bool(output));
+  ASSERT_TRUE(bool(output)) << llvm::toString(output.takeError());
+  ASSERT_FALSE(fs::create_directory(target));
+  ASSERT_FALSE(bool(writeTextFile(target, "thesis.tex",
+                                  [](llvm::raw_ostream &os) { os << "x"; })));
   llvm::Error err = (*output)->commit();
   ASSERT_TRUE(bool(err));
   EXPECT_NE(llvm::toString(std::move(err)).find("is not an earlier stagec "
-                                                "output"),
+                                                "or stage-search output"),
             std::string::npos);
   output->reset();
   EXPECT_TRUE(fs::exists(target + "/thesis.tex"));
   EXPECT_EQ(listRoot(), std::vector<std::string>{"out"});
+}
+
+TEST_F(OutputDirectoryTest, SearchTableIsAnEarlierOutput) {
+  ASSERT_FALSE(fs::create_directory(target));
+  ASSERT_FALSE(bool(writeTextFile(target, "plans.json",
+                                  [](llvm::raw_ostream &os) { os << "{}"; })));
+  EXPECT_FALSE(bool(OutputDirectory::checkTarget(target)));
 }
 
 } // namespace

@@ -143,6 +143,18 @@ private:
   llvm::StringMap<unsigned> nameCounts;
   llvm::DenseMap<const Value *, Value *> gradients;
   std::optional<MemoryBreakdown> memory;
+
+  /// bindAll's substitution while the bindings stay as they were: every
+  /// dim and degree resolved once, so binding an expression is one
+  /// substitution (a plan search binds thousands per plan).
+  struct BindingCache {
+    std::vector<std::optional<Expr>> dimValues; ///< The snapshot.
+    std::vector<long long> degrees;             ///< The snapshot.
+    GiNaC::exmap resolved;
+    bool usable = false; ///< False if some dim does not resolve.
+  };
+  mutable std::optional<BindingCache> bindings;
+  const BindingCache &getBindings() const;
   std::optional<ElementType> elementTypeOverride;
 };
 
