@@ -159,7 +159,9 @@ llvm::json::Value stg::buildManifest(const Module &module,
           {"compute_micros", int64_t(std::llround(stage.computeMicros))},
           {"communication_micros",
            int64_t(std::llround(stage.communicationMicros))},
-          {"finish_micros", int64_t(std::llround(stage.finishMicros))}});
+          {"finish_micros", int64_t(std::llround(stage.finishMicros))},
+          {"pipeline_wait_micros",
+           int64_t(std::llround(stage.pipelineWaitMicros))}});
     step = llvm::json::Object{
         {"step_micros", int64_t(std::llround(estimate->stepMicros))},
         {"stages", std::move(stages)}};
@@ -210,6 +212,148 @@ llvm::json::Value stg::describeSystem(const SystemSpec &system) {
       {"gpus_per_node", int64_t(system.gpusPerNode)},
       {"scale_up", tier(system.scaleUp)},
       {"scale_out", tier(system.scaleOut)}};
+}
+
+/// A finite number, or null: the JSON never holds NaN or infinity.
+static llvm::json::Value number(double value) {
+  if (!std::isfinite(value))
+    return nullptr;
+  return value;
+}
+static llvm::json::Value number(std::optional<double> value) {
+  return value ? number(*value) : llvm::json::Value(nullptr);
+}
+static std::optional<double> scaled(std::optional<double> value,
+                                    double factor) {
+  if (!value)
+    return std::nullopt;
+  return *value * factor;
+}
+
+/// The `bw_*` key of a collective kind, as CCL-Bench names it.
+static const char *getBandwidthKey(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return "bw_allreduce";
+  case CollectiveKind::AllGather:
+    return "bw_allgather";
+  case CollectiveKind::ReduceScatter:
+    return "bw_reducescatter";
+  case CollectiveKind::AllToAll:
+    return "bw_alltoall";
+  }
+  return "bw_allreduce";
+}
+
+static const CollectiveKind AllCollectiveKinds[] = {
+    CollectiveKind::AllReduce, CollectiveKind::AllGather,
+    CollectiveKind::ReduceScatter, CollectiveKind::AllToAll};
+
+llvm::json::Value stg::describeMetrics(const MetricsReport &report) {
+  const StepMetrics &metrics = report.metrics;
+  const ResourceUtility &utility = report.utility;
+  llvm::json::Object object{
+      {"avg_step_time", number(metrics.stepMicros / 1e6)},
+      {"mfu", number(100 * metrics.mfu)},
+      {"hfu", number(100 * metrics.hfu)},
+      {"model_flops", number(metrics.modelFlops)},
+      {"hardware_flops", number(metrics.hardwareFlops)},
+      {"tokens_per_second_per_gpu", number(metrics.tokensPerSecondPerGPU)},
+      {"communication_fraction", number(100 * metrics.communicationFraction)},
+      {"total_communication_time",
+       number(metrics.exposedCommunicationMicros / 1e6)},
+      {"compute_comm_overlap", number(scaled(metrics.computeCommOverlap, 100))},
+      {"pipeline_bubble_fraction", number(100 * metrics.bubbleFraction)},
+      {"load_imbalance_ratio", number(metrics.loadImbalanceRatio)},
+      {"ttft", number(scaled(metrics.ttftMicros, 1e-6))},
+      {"tpot", number(scaled(metrics.tpotMicros, 1e-6))},
+      {"scale_up_bw_utility", number(100 * utility.scaleUpBandwidth)},
+      {"scale_out_bw_utility", number(100 * utility.scaleOutBandwidth)},
+      {"scale_up_domain_utility", number(100 * utility.scaleUpDomain)}};
+  for (CollectiveKind kind : AllCollectiveKinds)
+    object[getBandwidthKey(kind)] = number(
+        scaled(metrics.collectives[unsigned(kind)].getBusBandwidth(), 1e-9));
+  return object;
+}
+
+llvm::json::Value stg::describeMetricUnits() {
+  llvm::json::Object units{{"avg_step_time", "s"},
+                           {"mfu", "%"},
+                           {"hfu", "%"},
+                           {"model_flops", "FLOP"},
+                           {"hardware_flops", "FLOP"},
+                           {"tokens_per_second_per_gpu", "tokens/s"},
+                           {"communication_fraction", "%"},
+                           {"total_communication_time", "s"},
+                           {"compute_comm_overlap", "%"},
+                           {"pipeline_bubble_fraction", "%"},
+                           {"load_imbalance_ratio", "ratio"},
+                           {"ttft", "s"},
+                           {"tpot", "s"},
+                           {"scale_up_bw_utility", "%"},
+                           {"scale_out_bw_utility", "%"},
+                           {"scale_up_domain_utility", "%"}};
+  for (CollectiveKind kind : AllCollectiveKinds)
+    units[getBandwidthKey(kind)] = "GB/s";
+  return units;
+}
+
+llvm::json::Value stg::describeCollectiveTraffic(const StepMetrics &metrics) {
+  llvm::json::Object traffic;
+  for (CollectiveKind kind : AllCollectiveKinds) {
+    const CollectiveTraffic &each = metrics.collectives[unsigned(kind)];
+    traffic[getCollectiveName(kind)] =
+        llvm::json::Object{{"count", int64_t(each.count)},
+                           {"bus_bytes", number(each.busBytes)},
+                           {"micros", number(each.micros)}};
+  }
+  return traffic;
+}
+
+void stg::setManifestMetrics(llvm::json::Value &manifest,
+                             const MetricsReport &report) {
+  llvm::json::Object &fields = *manifest.getAsObject();
+  fields["metrics"] = describeMetrics(report);
+  fields["metric_units"] = describeMetricUnits();
+  if (llvm::json::Object *step = fields.getObject("step_estimate"))
+    (*step)["collectives"] = describeCollectiveTraffic(report.metrics);
+}
+
+/// `F0 F1 B0 F2 B1 ...`: a stage's schedule steps, with the model chunk
+/// after a dot when stages hold several.
+static std::string describeSchedule(const StageProgram &program,
+                                    unsigned numVirtualStages) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (const ScheduleStep &step : program.schedule) {
+    os << (text.empty() ? "" : " ") << (step.backward ? 'B' : 'F')
+       << step.microbatch;
+    if (numVirtualStages > 1)
+      os << '.' << step.chunk;
+  }
+  return text;
+}
+
+llvm::json::Value stg::buildReportJson(const llvm::json::Value &manifest,
+                                       const ProgramSet &programs) {
+  llvm::json::Object report = *manifest.getAsObject();
+  for (llvm::StringRef traceSetOnly :
+       {"files", "rank_coordinates", "comm_groups", "prefix",
+        "chakra_schema_version", "astra_sim"})
+    report.erase(traceSetOnly);
+  report["kind"] = "stagec-report";
+  if (llvm::json::Array *classes = report.getArray("rank_classes"))
+    for (llvm::json::Value &entry : *classes)
+      if (llvm::json::Object *summary = entry.getAsObject())
+        if (llvm::Optional<int64_t> stage = summary->getInteger("stage"))
+          if (*stage >= 0 && size_t(*stage) < programs.stages.size())
+            (*summary)["schedule"] = describeSchedule(
+                programs.stages[*stage], programs.numVirtualStages);
+  if (!report.get("metrics"))
+    report["metrics"] = nullptr;
+  if (!report.get("system"))
+    report["system"] = nullptr;
+  return report;
 }
 
 void stg::setManifestFiles(llvm::json::Value &manifest,
@@ -271,10 +415,83 @@ static std::string duration(double micros) {
   return text;
 }
 
+/// `41.2 %`.
+static std::string percent(double fraction) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format("%.1f %%", 100 * fraction);
+  return text;
+}
+
+/// The metrics part of the report: one line per metric, its CCL-Bench key
+/// first.
+static void printMetrics(llvm::raw_ostream &os, const MetricsReport &report) {
+  const StepMetrics &metrics = report.metrics;
+  const SystemSpec &system = report.system;
+  auto line = [&](llvm::StringRef key) -> llvm::raw_ostream & {
+    return os << "  " << llvm::left_justify(key, 26) << ' ';
+  };
+  os << "\nmetrics (CCL-Bench's keys; docs/metrics.md):\n";
+  line("avg_step_time") << duration(metrics.stepMicros) << "\n";
+  line("mfu") << percent(metrics.mfu) << " (model "
+              << human(metrics.modelFlops, "FLOP") << " a step over "
+              << human(system.device.peakFlops, "FLOP/s") << " x "
+              << metrics.gpus << (metrics.gpus == 1 ? " GPU)\n" : " GPUs)\n");
+  line("hfu") << percent(metrics.hfu) << " (executed "
+              << human(metrics.hardwareFlops, "FLOP")
+              << ": recomputation and repeated work included)\n";
+  if (metrics.tokensPerSecondPerGPU)
+    line("tokens/s per GPU")
+        << llvm::format("%.1f", *metrics.tokensPerSecondPerGPU) << "\n";
+  line("communication_fraction")
+      << percent(metrics.communicationFraction) << " of busy time\n";
+  line("total_communication_time")
+      << duration(metrics.exposedCommunicationMicros) << " exposed per rank\n";
+  if (metrics.computeCommOverlap)
+    line("compute_comm_overlap") << percent(*metrics.computeCommOverlap)
+                                 << " of communication hidden by compute\n";
+  line("pipeline bubble") << percent(metrics.bubbleFraction)
+                          << " of the step\n";
+  if (metrics.loadImbalanceRatio)
+    line("load_imbalance_ratio")
+        << llvm::format("%.3f", *metrics.loadImbalanceRatio)
+        << " (busiest stage over idlest)\n";
+  for (CollectiveKind kind : AllCollectiveKinds) {
+    const CollectiveTraffic &traffic = metrics.collectives[unsigned(kind)];
+    if (std::optional<double> bandwidth = traffic.getBusBandwidth())
+      line(getBandwidthKey(kind))
+          << human(*bandwidth, "B/s") << " bus bandwidth (" << traffic.count
+          << " per rank, " << human(traffic.busBytes, "B") << " in "
+          << duration(traffic.micros) << ")\n";
+  }
+  if (metrics.ttftMicros)
+    line("ttft") << duration(*metrics.ttftMicros) << " (the prefill step)\n";
+  if (metrics.tpotMicros)
+    line("tpot") << duration(*metrics.tpotMicros) << " (one decode step)\n";
+
+  const ResourceUtility &utility = report.utility;
+  os << "utility of doubling a resource (step time saved, CCL-Bench 4.2):\n";
+  line("scale_up_bw_utility")
+      << percent(utility.scaleUpBandwidth) << " (scale-up "
+      << human(system.scaleUp.bandwidth, "B/s") << " -> "
+      << human(2 * system.scaleUp.bandwidth, "B/s")
+      << " a GPU: " << duration(utility.scaleUpBandwidthMicros) << ")\n";
+  line("scale_out_bw_utility")
+      << percent(utility.scaleOutBandwidth) << " (scale-out "
+      << human(system.scaleOut.bandwidth, "B/s") << " -> "
+      << human(2 * system.scaleOut.bandwidth, "B/s")
+      << " a GPU: " << duration(utility.scaleOutBandwidthMicros) << ")\n";
+  line("scale_up_domain_utility")
+      << percent(utility.scaleUpDomain) << " (" << system.gpusPerNode << " -> "
+      << doubleResource(system, ClusterResource::ScaleUpDomain).gpusPerNode
+      << " GPUs a node: " << duration(utility.scaleUpDomainMicros) << ")\n";
+}
+
 void stg::printReport(llvm::raw_ostream &os, const Module &module,
                       const ProgramSet &programs,
                       llvm::ArrayRef<StageSummary> summaries,
-                      const StepEstimate *estimate) {
+                      const StepEstimate *estimate,
+                      const MetricsReport *metrics) {
   os << "model: " << module.getModel()->getName();
   if (std::optional<long long> parameters = getParameterCount(module))
     os << ", " << *parameters << " parameters ("
@@ -294,15 +511,11 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
     const StageMemory &memory = programs.stages[summary.stage].memory;
     os << "\nstage " << summary.stage << ": " << summary.numRanks
        << " ranks, layers " << describeLayers(summary.layers) << "\n";
-    if (programs.stages.size() > 1 || programs.numMicrobatches > 1) {
-      os << "  schedule:";
-      for (const ScheduleStep &step : programs.stages[summary.stage].schedule) {
-        os << ' ' << (step.backward ? 'B' : 'F') << step.microbatch;
-        if (programs.numVirtualStages > 1)
-          os << '.' << step.chunk;
-      }
-      os << "\n";
-    }
+    if (programs.stages.size() > 1 || programs.numMicrobatches > 1)
+      os << "  schedule: "
+         << describeSchedule(programs.stages[summary.stage],
+                             programs.numVirtualStages)
+         << "\n";
     os << "  nodes:";
     for (const auto &[type, count] : summary.nodesByType)
       os << "  " << type << " " << count;
@@ -345,4 +558,6 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
                                    std::max(1.0, estimate->stepMicros))
        << " %)\n";
   }
+  if (metrics)
+    printMetrics(os, *metrics);
 }

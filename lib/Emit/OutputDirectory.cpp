@@ -5,8 +5,10 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
 
 using namespace stg;
 namespace fs = llvm::sys::fs;
@@ -147,4 +149,110 @@ llvm::Error stg::checkDiskSpace(llvm::StringRef directory, uint64_t needed,
       "the traces need about %s, but the file system of -o has %s free; %s",
       gigabytes(needed).c_str(), gigabytes(space->available).c_str(),
       advice.str().c_str());
+}
+
+/// An earlier output of one kind is at most this large; a larger file is
+/// not one (and is not read whole to find out).
+static constexpr uint64_t MaxEarlierOutputBytes = 64u << 20;
+
+/// True if the regular file `path` may be replaced: empty, or holding
+/// `marker`.
+static bool isReplaceableFile(llvm::StringRef path, llvm::StringRef marker) {
+  uint64_t size = 0;
+  if (fs::file_size(path, size))
+    return false;
+  if (size == 0)
+    return true;
+  if (size > MaxEarlierOutputBytes)
+    return false;
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  return buffer && (*buffer)->getBuffer().contains(marker);
+}
+
+llvm::Error OutputFile::checkTarget(llvm::StringRef target,
+                                    llvm::StringRef marker) {
+  if (target.empty() || llvm::sys::path::filename(target).empty() ||
+      target.endswith("/"))
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "'%s' is not a file name",
+                                   target.str().c_str());
+  fs::file_status status;
+  if (!fs::status(target, status, /*Follow=*/false)) {
+    if (status.type() == fs::file_type::symlink_file)
+      return llvm::createStringError(
+          std::errc::file_exists,
+          "%s is a symbolic link; give the file itself, so that replacing "
+          "it cannot overwrite another",
+          target.str().c_str());
+    if (status.type() == fs::file_type::directory_file)
+      return llvm::createStringError(std::errc::is_a_directory,
+                                     "%s is a directory, not a file",
+                                     target.str().c_str());
+    if (status.type() != fs::file_type::regular_file ||
+        !isReplaceableFile(target, marker))
+      return llvm::createStringError(
+          std::errc::file_exists,
+          "%s exists and is not an earlier output of this kind; remove it "
+          "or choose another file",
+          target.str().c_str());
+  }
+  llvm::SmallString<256> parent(llvm::sys::path::parent_path(target));
+  if (parent.empty())
+    parent = ".";
+  if (!fs::is_directory(parent))
+    return llvm::createStringError(
+        std::errc::no_such_file_or_directory,
+        "cannot write %s: the directory %s does not exist",
+        target.str().c_str(), parent.c_str());
+  if (fs::access(parent, fs::AccessMode::Write))
+    return llvm::createStringError(std::errc::permission_denied,
+                                   "cannot write %s: the directory %s is "
+                                   "not writable",
+                                   target.str().c_str(), parent.c_str());
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<OutputFile>>
+OutputFile::create(llvm::StringRef target, llvm::StringRef marker,
+                   llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  if (llvm::Error err = checkTarget(target, marker))
+    return std::move(err);
+  llvm::SmallString<256> temporary;
+  int fd = -1;
+  if (std::error_code ec =
+          fs::createUniqueFile(target + ".stagec-tmp-%%%%%%", fd, temporary))
+    return makeError(ec, "cannot create a temporary file beside " + target);
+  llvm::sys::RemoveFileOnSignal(temporary);
+  std::unique_ptr<OutputFile> file(
+      new OutputFile(target.str(), temporary.str().str(), marker.str()));
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  write(os);
+  os.close();
+  if (os.has_error()) {
+    std::error_code ec = os.error();
+    os.clear_error();
+    return makeError(ec, "cannot write " + temporary);
+  }
+  return std::move(file);
+}
+
+OutputFile::~OutputFile() { discard(); }
+
+void OutputFile::discard() {
+  if (done)
+    return;
+  done = true;
+  fs::remove(temporary);
+  llvm::sys::DontRemoveFileOnSignal(temporary);
+}
+
+llvm::Error OutputFile::commit() {
+  if (llvm::Error err = checkTarget(target, marker))
+    return err;
+  if (std::error_code ec = fs::rename(temporary, target))
+    return makeError(ec, "cannot rename " + temporary + " to " + target);
+  done = true;
+  llvm::sys::DontRemoveFileOnSignal(temporary);
+  return llvm::Error::success();
 }

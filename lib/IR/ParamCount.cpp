@@ -5,6 +5,8 @@
 #include "stg/IR/Graph.h"
 #include "stg/IR/Module.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+
 using namespace stg;
 
 Expr stg::countParameters(const Graph &graph) {
@@ -30,4 +32,45 @@ Expr stg::countParameters(const Module &module) {
   if (const Graph *model = module.getModel())
     return countParameters(*model);
   return 0;
+}
+
+/// The param op `value` comes from, through ops that only move or convert
+/// it (layouts, shards, collectives), or null.
+static const Op *getSourceParam(const Value *value) {
+  for (const Op *def = value->getDefiningOp(); def;
+       def = def->getOperands().empty() ? nullptr
+                                        : def->getOperand(0)->getDefiningOp()) {
+    if (def->getKind() == OpKind::Param)
+      return def;
+    bool movesData = def->getKind() == OpKind::Layout ||
+                     def->getKind() == OpKind::Shard ||
+                     def->getInfo().has(Collective);
+    if (!movesData || def->getOperands().size() != 1)
+      return nullptr;
+  }
+  return nullptr;
+}
+
+Expr stg::countEmbeddingParameters(const Module &module) {
+  const Graph *model = module.getModel();
+  if (!model)
+    return 0;
+  llvm::SmallPtrSet<const Op *, 4> tables;
+  Expr total = 0;
+  model->walk([&](Op &op) {
+    if (op.getKind() != OpKind::Embedding || op.getOperands().size() < 2)
+      return;
+    const Op *table = getSourceParam(op.getOperand(1));
+    if (!table || !tables.insert(table).second)
+      return;
+    Expr elements = 1;
+    for (const Expr &extent : table->getResult()->getType().getShape())
+      elements = elements * extent;
+    // A table inside a repeat body is one per repetition.
+    for (const Graph *body = table->getParent(); body && body->getParentOp();
+         body = body->getParentOp()->getParent())
+      elements = elements * body->getParentOp()->getAttr("count")->expr;
+    total = total + elements;
+  });
+  return total.expand();
 }

@@ -25,6 +25,8 @@ config.substitutions.append(('%stage-plot', os.path.join(
 # Debian's python3, which has python3-matplotlib and python3-pil; a python3
 # that comes first on PATH (pyenv, a virtualenv) may lack them.
 config.substitutions.append(('%plot-python', '/usr/bin/python3'))
+# Debian's python3 again for the tests that decode YAML (python3-yaml).
+config.substitutions.append(('%yaml-python', '/usr/bin/python3'))
 config.substitutions.append(('%templates', config.stg_templates_dir))
 config.substitutions.append(('%check-layering', os.path.join(
     config.stg_src_root, 'scripts', 'check-layering.py')))

@@ -125,6 +125,39 @@ TEST(ParamCountTest, NestedRepeatsMultiply) {
             std::optional<long long>(5 * (4 + 3 * 16)));
 }
 
+TEST(ParamCountTest, EmbeddingParametersAreTheLookedUpTables) {
+  // The table `embedding` reads (V*D), not the head; after distribution a
+  // layout op may sit between them, which changes nothing.
+  for (const char *pipeline :
+       {"", "shape-infer,autodiff,distribute,match-collectives,optimizer"}) {
+    auto module = build(kDense, pipeline, {{"tp", "2"}});
+    ASSERT_TRUE(module);
+    EXPECT_EQ(getIntegerValue(
+                  module->bindDims(countEmbeddingParameters(*module)).value()),
+              std::optional<long long>(64 * 8))
+        << pipeline;
+  }
+}
+
+TEST(ParamCountTest, ATiedTableIsOneEmbedding) {
+  auto module = build(R"(
+    dim B = 2, S = 16, D = 8, V = 32;
+    axis dp;
+    model m {
+      ids: i32[B/dp, S] = input();
+      param table: [V, D];
+      x = embedding(ids, table);
+      y = embedding(ids, table);
+      logits: [B/dp, S, V] = einsum[bsd,vd->bsv](add(x, y), table);
+      loss = cross_entropy(logits);
+    }
+  )");
+  ASSERT_TRUE(module);
+  EXPECT_EQ(getIntegerValue(
+                module->bindDims(countEmbeddingParameters(*module)).value()),
+            std::optional<long long>(32 * 8));
+}
+
 TEST(ParamCountTest, LibraryHasNoParameters) {
   auto module = build(R"(
     dim D = 4;

@@ -22,6 +22,9 @@ static const char *const Examples = R"(Examples:
       1024 ranks, 8 pipeline stages with the 1F1B schedule
   stagec model.stg --tp 2 --set B=4 --set S=2048 --report
       print the per-rank FLOPs, communication and memory, write nothing
+  stagec templates/llama3-8b.stg --tp 8 --dp 4 --system dgx-h100 --report-json r.json
+      the estimated step and its CCL-Bench metrics (MFU, exposed
+      communication, bandwidth utilities) as JSON
   stagec model.stg --tp 2 --format json --ranks 0-1 -o readable/
       the first two ranks as JSON, to read
 
@@ -203,7 +206,15 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       ->check(wholeNumber(0, 1024))
       ->group(output);
   app.add_flag("--report", options.report,
-               "print FLOPs, communication and memory per rank class")
+               "print FLOPs, communication and memory per rank class (and, "
+               "with --system or --device, the step estimate and its "
+               "CCL-Bench metrics)")
+      ->group(output);
+  app.add_option("--report-json", options.reportJson,
+                 "write the report (and, with --system or --device, the step "
+                 "estimate and its CCL-Bench metrics) as JSON to this file, "
+                 "with or without -o")
+      ->type_name("FILE")
       ->group(output);
   app.add_flag("-q,--quiet", options.quiet, "no progress or summary on stderr")
       ->group(output);
@@ -214,9 +225,11 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
-  if (options.outputDir.empty() && !options.report) {
-    std::fprintf(stderr, "stagec: error: give -o DIR to write traces, or "
-                         "--report to print a summary\n");
+  if (options.outputDir.empty() && !options.report &&
+      options.reportJson.empty()) {
+    std::fprintf(stderr, "stagec: error: give -o DIR to write traces, "
+                         "--report to print a summary or --report-json FILE "
+                         "to write it\n");
     return 1;
   }
   // A prefix names files inside -o: no path separators, no dot files, so

@@ -41,6 +41,7 @@ struct StagecOptions {
   std::vector<unsigned> ranks;
   unsigned jobs = 0;
   bool report = false;
+  std::string reportJson; ///< `--report-json FILE`: the report as JSON.
   bool quiet = false;
 
   /// The options as given, for the manifest: (`--tp`, `4`), ...

@@ -12,17 +12,22 @@
 #include "ProgressBar.h"
 
 #include "stg/Driver/Compile.h"
+#include "stg/Driver/ModelFlops.h"
 #include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/Manifest.h"
 #include "stg/Emit/OutputDirectory.h"
 #include "stg/Emit/TraceEmitter.h"
+#include "stg/Emit/WorkloadCard.h"
 #include "stg/Perf/DeviceModel.h"
+#include "stg/Perf/StepMetrics.h"
 #include "stg/Perf/System.h"
 #include "stg/Perturb/Perturbation.h"
 #include "stg/Support/LogicalResult.h"
 #include "stg/Support/Version.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
@@ -129,6 +134,77 @@ loadPerturbation(const StagecOptions &options, const ProgramSet &programs,
   return std::move(*spec);
 }
 
+/// The metrics of the estimated step: the model's FLOPs from a compile on
+/// one GPU a pipeline stage, the tokens from the model's dims, and the step
+/// re-estimated with each resource of the system doubled.
+static std::optional<MetricsReport> measureStep(const StagecOptions &options,
+                                                const CompiledModel &compiled,
+                                                const StepEstimate &estimate,
+                                                const SystemSpec &system,
+                                                DiagnosticEngine &diags) {
+  llvm::Expected<double> modelFlops =
+      countModelFlops(options.compile, compiled);
+  if (!modelFlops) {
+    diags.error({}, llvm::toString(modelFlops.takeError()));
+    return std::nullopt;
+  }
+  StepWork work;
+  llvm::StringRef mode = options.compile.mode;
+  work.phase = mode == "prefill"  ? StepPhase::Prefill
+               : mode == "decode" ? StepPhase::Decode
+                                  : StepPhase::Training;
+  work.modelFlops = *modelFlops;
+  work.tokens =
+      countStepTokens(*compiled.module, compiled.programs).value_or(0);
+  MetricsReport report;
+  report.system = system;
+  report.metrics =
+      computeStepMetrics(compiled.programs, estimate, system, work);
+  llvm::Expected<ResourceUtility> utility =
+      estimateResourceUtility(compiled.programs, system, estimate.stepMicros);
+  if (!utility) {
+    diags.error({}, llvm::toString(utility.takeError()));
+    return std::nullopt;
+  }
+  report.utility = *utility;
+  return report;
+}
+
+/// True if `file` lies inside `directory` (both as given on the command
+/// line, made absolute).
+static bool isInside(llvm::StringRef file, llvm::StringRef directory) {
+  llvm::SmallString<256> filePath(file), directoryPath(directory);
+  if (llvm::sys::fs::make_absolute(filePath) ||
+      llvm::sys::fs::make_absolute(directoryPath))
+    return false;
+  llvm::sys::path::remove_dots(filePath, true);
+  llvm::sys::path::remove_dots(directoryPath, true);
+  return llvm::StringRef(filePath).startswith(
+      (directoryPath + llvm::sys::path::get_separator()).str());
+}
+
+/// Checks `--report-json FILE` before the work: not inside `-o DIR`, which
+/// is replaced whole after the report is written, and replaceable.
+static LogicalResult checkReportFile(const StagecOptions &options,
+                                     DiagnosticEngine &diags) {
+  if (options.reportJson.empty())
+    return success();
+  if (!options.outputDir.empty() &&
+      isInside(options.reportJson, options.outputDir)) {
+    diags.error({}, "--report-json " + options.reportJson + " is inside -o " +
+                        options.outputDir +
+                        ", which is replaced whole; give a file outside it "
+                        "(the manifest there holds the same metrics)");
+    return failure();
+  }
+  if (llvm::Error err =
+          OutputFile::checkTarget(options.reportJson, ReportJsonMarker)) {
+    diags.error({}, "--report-json: " + llvm::toString(std::move(err)));
+    return failure();
+  }
+  return success();
+}
+
 int main(int argc, char **argv) {
   StagecOptions options;
   if (std::optional<int> exit = parseStagecOptions(argc, argv, options))
@@ -136,6 +212,8 @@ int main(int argc, char **argv) {
 
   DiagnosticEngine diags(llvm::errs());
   diags.setProgramName("stagec");
+  if (failed(checkReportFile(options, diags)))
+    return 1;
   if (!options.outputDir.empty())
     if (llvm::Error err = OutputDirectory::checkTarget(options.outputDir)) {
       diags.error({}, llvm::toString(std::move(err)));
@@ -169,17 +247,61 @@ int main(int argc, char **argv) {
     }
     estimate = std::move(*replayed);
   }
+  std::optional<MetricsReport> metrics;
+  if (estimate) {
+    metrics = measureStep(options, *compiled, *estimate, *system, diags);
+    if (!metrics)
+      return 1;
+  }
   if (options.report)
     printReport(llvm::outs(), module, programs, summaries,
-                estimate ? &*estimate : nullptr);
-  if (options.outputDir.empty())
+                estimate ? &*estimate : nullptr, metrics ? &*metrics : nullptr);
+  if (options.outputDir.empty() && options.reportJson.empty())
     return 0;
+
+  ManifestInputs inputs;
+  inputs.input = options.compile.input;
+  inputs.prefix = options.prefix.empty() ? module.getModel()->getName().str()
+                                         : options.prefix;
+  inputs.toolVersion = getToolVersion().str();
+  inputs.options = options.describe();
+  inputs.commGroupsFile = inputs.prefix + ".json";
+  llvm::json::Value manifest = buildManifest(
+      module, programs, summaries, inputs, estimate ? &*estimate : nullptr);
+  if (system)
+    (*manifest.getAsObject())["system"] = describeSystem(*system);
+  if (metrics)
+    setManifestMetrics(manifest, *metrics);
+
+  // Written now, renamed into place last: an error before leaves nothing.
+  std::unique_ptr<OutputFile> reportFile;
+  if (!options.reportJson.empty()) {
+    llvm::json::Value report = buildReportJson(manifest, programs);
+    auto created = OutputFile::create(
+        options.reportJson, ReportJsonMarker, [&](llvm::raw_ostream &os) {
+          os << llvm::formatv("{0:2}", report) << "\n";
+        });
+    if (!created) {
+      diags.error({}, "--report-json: " + llvm::toString(created.takeError()));
+      return 1;
+    }
+    reportFile = std::move(*created);
+  }
+  auto commitReport = [&]() -> int {
+    if (!reportFile)
+      return 0;
+    if (llvm::Error err = reportFile->commit()) {
+      diags.error({}, "--report-json: " + llvm::toString(std::move(err)));
+      return 1;
+    }
+    return 0;
+  };
+  if (options.outputDir.empty())
+    return commitReport();
 
   CommGroups groups(mesh, programs.getUsedMasks());
   EmitOptions emitOptions;
-  emitOptions.prefix = options.prefix.empty()
-                           ? module.getModel()->getName().str()
-                           : options.prefix;
+  emitOptions.prefix = inputs.prefix;
   emitOptions.format = *parseTraceFormat(options.format);
   emitOptions.gzip = options.gzip;
   emitOptions.orderingAsDataDeps = options.orderingDeps == "data";
@@ -221,28 +343,27 @@ int main(int argc, char **argv) {
     return interrupted ? 130 : 1;
   };
 
-  ManifestInputs inputs;
-  inputs.input = options.compile.input;
-  inputs.prefix = emitOptions.prefix;
-  inputs.toolVersion = getToolVersion().str();
-  inputs.options = options.describe();
-  inputs.commGroupsFile = emitOptions.prefix + ".json";
   std::vector<unsigned> ranks =
       getSelectedRanks(emitOptions, mesh.getNumRanks());
-  llvm::json::Value manifest = buildManifest(
-      module, programs, summaries, inputs, estimate ? &*estimate : nullptr);
-  if (system) {
-    llvm::json::Object &fields = *manifest.getAsObject();
-    fields["system"] = describeSystem(*system);
-    if (!options.system.empty()) {
-      if (llvm::Error err = writeAstraSetup(
-              (*output)->getPath(), (*output)->getTarget(), *system,
-              mesh.getNumRanks(), emitOptions.prefix, fields))
-        return fail(std::move(err));
-    }
-  }
+  if (system && !options.system.empty())
+    if (llvm::Error err = writeAstraSetup(
+            (*output)->getPath(), (*output)->getTarget(), *system,
+            mesh.getNumRanks(), emitOptions.prefix, *manifest.getAsObject()))
+      return fail(std::move(err));
   if (llvm::Error err = writeTraceSet((*output)->getPath(), programs, groups,
                                       emitOptions, manifest))
+    return fail(std::move(err));
+  WorkloadCardInputs card;
+  card.input = options.compile.input;
+  card.mode = options.compile.mode;
+  card.traceFormat = options.format;
+  card.toolVersion = inputs.toolVersion;
+  if (llvm::Error err =
+          writeTextFile((*output)->getPath(), "workload_card.yaml",
+                        [&](llvm::raw_ostream &os) {
+                          writeWorkloadCard(os, module, programs, card,
+                                            system ? &*system : nullptr);
+                        }))
     return fail(std::move(err));
 
   if (perturbation)
@@ -256,6 +377,8 @@ int main(int argc, char **argv) {
     return fail(llvm::createStringError(std::errc::interrupted, "interrupted"));
   if (llvm::Error err = (*output)->commit())
     return fail(std::move(err));
+  if (int status = commitReport())
+    return status;
   if (!options.quiet) {
     llvm::errs() << "stagec: wrote " << ranks.size() << " "
                  << (emitOptions.format == TraceFormat::Chakra ? "traces"

@@ -6,7 +6,9 @@
 // a summary per rank class (the ranks of one pipeline stage run the same
 // program, so they share one summary): node counts by type, FLOPs,
 // communication bytes by collective and group axes, per-rank memory.
-// The same summary prints as the `--report` table.
+// The same summary prints as the `--report` table, and `--report-json`
+// writes it as JSON. With a system, all three add the step estimate and its
+// metrics under CCL-Bench's keys (StepMetrics.h, docs/metrics.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 #include "stg/IR/Module.h"
 #include "stg/Instantiate/Program.h"
 #include "stg/Perf/StepEstimate.h"
+#include "stg/Perf/StepMetrics.h"
 #include "stg/Perf/System.h"
 
 #include "llvm/Support/JSON.h"
@@ -63,6 +66,38 @@ llvm::json::Value buildManifest(const Module &module,
 /// each network tier.
 llvm::json::Value describeSystem(const SystemSpec &system);
 
+/// What a run with a system adds to the report: its step's metrics and the
+/// utility of doubling each resource of the system it ran on.
+struct MetricsReport {
+  StepMetrics metrics;
+  ResourceUtility utility;
+  SystemSpec system;
+};
+
+/// The `metrics` object: CCL-Bench's metric keys in its units (seconds,
+/// per cent, GB/s), null where a metric does not apply.
+llvm::json::Value describeMetrics(const MetricsReport &report);
+/// The `metric_units` object: the unit of each key of `metrics`.
+llvm::json::Value describeMetricUnits();
+/// Each collective kind's count, bus bytes and time per rank, by its
+/// Chakra name: what the `bw_*` metrics divide.
+llvm::json::Value describeCollectiveTraffic(const StepMetrics &metrics);
+
+/// Adds the metrics to a manifest built with the estimate: `metrics`,
+/// `metric_units` and the estimate's `collectives`.
+void setManifestMetrics(llvm::json::Value &manifest,
+                        const MetricsReport &report);
+
+/// What marks a file as an earlier `--report-json` document, which a new
+/// one may replace (OutputFile).
+inline constexpr const char *ReportJsonMarker = "\"kind\": \"stagec-report\"";
+
+/// The `--report-json` document: the manifest's description of the run
+/// (model, plan, stages, estimate, metrics) without what only a trace set
+/// has (files, rank coordinates), with each stage's schedule.
+llvm::json::Value buildReportJson(const llvm::json::Value &manifest,
+                                  const ProgramSet &programs);
+
 /// Sets the manifest's `files`: each written file's name, node count and
 /// size in bytes.
 void setManifestFiles(llvm::json::Value &manifest,
@@ -76,11 +111,13 @@ llvm::Error writeTraceSet(llvm::StringRef directory, const ProgramSet &programs,
                           const EmitOptions &emitOptions,
                           llvm::json::Value manifest);
 
-/// The `--report` table, with the step-time estimate when there is one.
+/// The `--report` table, with the step-time estimate and its metrics when
+/// there are.
 void printReport(llvm::raw_ostream &os, const Module &module,
                  const ProgramSet &programs,
                  llvm::ArrayRef<StageSummary> summaries,
-                 const StepEstimate *estimate = nullptr);
+                 const StepEstimate *estimate = nullptr,
+                 const MetricsReport *metrics = nullptr);
 
 } // namespace stg
 

@@ -66,6 +66,43 @@ private:
   bool done = false;
 };
 
+/// One file written whole or not at all (`stagec --report-json FILE`), by
+/// the same rules: written as a temporary sibling and renamed into place
+/// on commit; an existing FILE is replaced only if it is empty or holds
+/// `marker` (an earlier output of the same kind), never through a symbolic
+/// link, never a directory. The temporary file is removed on error, on
+/// destruction and on a fatal signal.
+class OutputFile {
+public:
+  /// Fails if `target` could not be replaced, or its directory does not
+  /// exist or cannot be written. Tools call it before the work.
+  static llvm::Error checkTarget(llvm::StringRef target,
+                                 llvm::StringRef marker);
+  /// Writes the temporary file with what `write` prints.
+  static llvm::Expected<std::unique_ptr<OutputFile>>
+  create(llvm::StringRef target, llvm::StringRef marker,
+         llvm::function_ref<void(llvm::raw_ostream &)> write);
+
+  OutputFile(const OutputFile &) = delete;
+  OutputFile &operator=(const OutputFile &) = delete;
+  ~OutputFile();
+
+  llvm::StringRef getTarget() const { return target; }
+  /// Renames the file into place.
+  llvm::Error commit();
+  void discard();
+
+private:
+  OutputFile(std::string target, std::string temporary, std::string marker)
+      : target(std::move(target)), temporary(std::move(temporary)),
+        marker(std::move(marker)) {}
+
+  std::string target;
+  std::string temporary;
+  std::string marker;
+  bool done = false;
+};
+
 /// Refuses to write `needed` bytes into `directory` when its file system
 /// has less free: better at once than "No space left" after minutes of
 /// writing. `advice` says what the user can change.

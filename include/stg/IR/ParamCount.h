@@ -26,6 +26,13 @@ Expr countParameters(const Graph &graph);
 /// Parameter elements of the module's model (0 for a file of blocks only).
 Expr countParameters(const Module &module);
 
+/// Parameter elements of the model's embedding tables: the params an
+/// `embedding` op looks up (through the layout, shard and collective ops
+/// distribution puts between them), each counted once. CCL-Bench's workload
+/// card records them apart (`num_params_embedding`), since they add no
+/// FLOPs per token.
+Expr countEmbeddingParameters(const Module &module);
+
 } // namespace stg
 
 #endif // STG_IR_PARAMCOUNT_H
