@@ -25,7 +25,7 @@ OutputDirectory::create(llvm::StringRef target) {
     return makeError(ec, "cannot resolve " + target);
   llvm::sys::path::remove_dots(absolute, true);
   if (llvm::Error err = checkTarget(absolute))
-    return std::move(err);
+    return err;
   // The parents that do not exist yet, deepest first: created now, removed
   // again if the run fails.
   std::vector<std::string> createdParents;
@@ -151,9 +151,10 @@ llvm::Error stg::checkDiskSpace(llvm::StringRef directory, uint64_t needed,
       advice.str().c_str());
 }
 
-/// An earlier output of one kind is at most this large; a larger file is
-/// not one (and is not read whole to find out).
+/// An earlier output of one kind names its kind near its start (a
+/// timeline), or is at most this large and is read whole to find it.
 static constexpr uint64_t MaxEarlierOutputBytes = 64u << 20;
+static constexpr uint64_t MarkerHeadBytes = 4096;
 
 /// True if the regular file `path` may be replaced: empty, or holding
 /// `marker`.
@@ -162,6 +163,11 @@ static bool isReplaceableFile(llvm::StringRef path, llvm::StringRef marker) {
   if (fs::file_size(path, size))
     return false;
   if (size == 0)
+    return true;
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> head =
+      llvm::MemoryBuffer::getFileSlice(path, std::min(size, MarkerHeadBytes),
+                                       0, /*IsVolatile=*/false);
+  if (head && (*head)->getBuffer().contains(marker))
     return true;
   if (size > MaxEarlierOutputBytes)
     return false;
@@ -217,7 +223,7 @@ llvm::Expected<std::unique_ptr<OutputFile>>
 OutputFile::create(llvm::StringRef target, llvm::StringRef marker,
                    llvm::function_ref<void(llvm::raw_ostream &)> write) {
   if (llvm::Error err = checkTarget(target, marker))
-    return std::move(err);
+    return err;
   llvm::SmallString<256> temporary;
   int fd = -1;
   if (std::error_code ec =
@@ -234,7 +240,7 @@ OutputFile::create(llvm::StringRef target, llvm::StringRef marker,
     os.clear_error();
     return makeError(ec, "cannot write " + temporary);
   }
-  return std::move(file);
+  return file;
 }
 
 OutputFile::~OutputFile() { discard(); }

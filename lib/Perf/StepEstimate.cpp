@@ -109,13 +109,7 @@ double stg::getMessageMicros(double bytes, bool acrossNodes,
 namespace {
 
 /// Where a node runs; None for a receive, which only waits.
-enum class Stream : uint8_t {
-  Compute,
-  Activation, ///< Forward and backward collectives (tp, cp, ep).
-  Gradient,   ///< Gradient synchronization and optimizer collectives (dp).
-  Pipeline,   ///< Sends to other stages.
-  None
-};
+using Stream = ReplayStream;
 constexpr unsigned NumStreams = 4;
 
 Stream getStream(const ProgramNode &node) {
@@ -156,6 +150,10 @@ struct StepOutcome {
   double finish = 0;
   double computeMicros = 0, communicationMicros = 0;
   std::vector<double> sendDone; ///< Per send of the shape.
+  /// Per node of the step, when it started and ended (a receive: when it
+  /// was ready to wait, and when its message was there); only when a
+  /// timeline is recorded.
+  std::vector<double> starts, ends;
 };
 
 /// Receive arrivals after the step's start, in whole nanoseconds, so that
@@ -197,8 +195,10 @@ struct SimulationScratch {
 
 class Replay {
 public:
-  Replay(const ProgramSet &programs, const SystemSpec &system)
-      : programs(programs), system(system), states(programs.stages.size()) {}
+  Replay(const ProgramSet &programs, const SystemSpec &system,
+         StepTimeline *timeline)
+      : programs(programs), system(system), timeline(timeline),
+        states(programs.stages.size()) {}
 
   llvm::Expected<StepEstimate> run();
 
@@ -219,6 +219,7 @@ private:
 
   const ProgramSet &programs;
   const SystemSpec &system;
+  StepTimeline *timeline; ///< Null unless recording.
   std::vector<StageState> states;
   StepEstimate estimate;
   /// When each message's send completed.
@@ -331,6 +332,10 @@ StepOutcome Replay::simulate(unsigned stage, const ProgramStep &step,
   done.assign(pending.size(), 0);
   const std::vector<double> &micros = states[stage].micros;
   StepOutcome outcome;
+  if (timeline) {
+    outcome.starts.assign(pending.size(), 0);
+    outcome.ends.assign(pending.size(), 0);
+  }
   auto later = std::greater<>();
 
   auto pushEvent = [&](double time, uint32_t offset) {
@@ -339,8 +344,11 @@ StepOutcome Replay::simulate(unsigned stage, const ProgramStep &step,
   };
   auto makeReady = [&](uint32_t offset, double now) {
     Stream stream = shape.streams[offset];
-    if (stream == Stream::None)
+    if (stream == Stream::None) {
+      if (timeline)
+        outcome.starts[offset] = now;
       return pushEvent(std::max(now, arrival[offset]), offset);
+    }
     std::vector<uint32_t> &queue = ready[unsigned(stream)];
     queue.push_back(offset);
     std::push_heap(queue.begin(), queue.end(), later);
@@ -358,6 +366,8 @@ StepOutcome Replay::simulate(unsigned stage, const ProgramStep &step,
                                          : outcome.communicationMicros) +=
           duration;
       busy[stream] = true;
+      if (timeline)
+        outcome.starts[offset] = now;
       pushEvent(now + duration, offset);
     }
   };
@@ -381,6 +391,8 @@ StepOutcome Replay::simulate(unsigned stage, const ProgramStep &step,
   }
   for (uint32_t offset : shape.sends)
     outcome.sendDone.push_back(done[offset]);
+  if (timeline)
+    outcome.ends = done;
   return outcome;
 }
 
@@ -419,6 +431,12 @@ void Replay::advance(unsigned stage) {
         waiting.erase(receiver);
       }
     }
+    if (timeline)
+      for (uint32_t offset = 0; offset < shape.streams.size(); ++offset)
+        timeline->events.push_back({stage, step.begin + offset, state.next,
+                                    shape.streams[offset],
+                                    state.now + outcome.starts[offset],
+                                    state.now + outcome.ends[offset]});
     time.computeMicros += outcome.computeMicros;
     time.communicationMicros += outcome.communicationMicros;
     time.pipelineWaitMicros += std::min(latest / 1e3, outcome.finish);
@@ -490,6 +508,7 @@ llvm::Expected<StepEstimate> Replay::run() {
 }
 
 llvm::Expected<StepEstimate> stg::estimateStep(const ProgramSet &programs,
-                                               const SystemSpec &system) {
-  return Replay(programs, system).run();
+                                               const SystemSpec &system,
+                                               StepTimeline *timeline) {
+  return Replay(programs, system, timeline).run();
 }

@@ -216,6 +216,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "with or without -o")
       ->type_name("FILE")
       ->group(output);
+  app.add_option("--timeline", options.timeline,
+                 "write the estimated step as Chrome trace events (Perfetto, "
+                 "chrome://tracing; stage-plot timeline draws it) to this "
+                 "file; needs --system or --device")
+      ->type_name("FILE")
+      ->group(output);
   app.add_flag("-q,--quiet", options.quiet, "no progress or summary on stderr")
       ->group(output);
 
@@ -226,10 +232,17 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     return app.exit(e) == 0 ? 0 : 1;
   }
   if (options.outputDir.empty() && !options.report &&
-      options.reportJson.empty()) {
+      options.reportJson.empty() && options.timeline.empty()) {
     std::fprintf(stderr, "stagec: error: give -o DIR to write traces, "
-                         "--report to print a summary or --report-json FILE "
-                         "to write it\n");
+                         "--report to print a summary, --report-json FILE "
+                         "to write it or --timeline FILE to write the "
+                         "estimated step\n");
+    return 1;
+  }
+  if (!options.timeline.empty() && options.system.empty() &&
+      options.device.empty()) {
+    std::fprintf(stderr, "stagec: error: --timeline needs --system or "
+                         "--device: it draws the estimated step\n");
     return 1;
   }
   // A prefix names files inside -o: no path separators, no dot files, so

@@ -42,6 +42,7 @@ struct StagecOptions {
   unsigned jobs = 0;
   bool report = false;
   std::string reportJson; ///< `--report-json FILE`: the report as JSON.
+  std::string timeline;   ///< `--timeline FILE`: the step as trace events.
   bool quiet = false;
 
   /// The options as given, for the manifest: (`--tp`, `4`), ...

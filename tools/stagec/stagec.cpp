@@ -16,6 +16,7 @@
 #include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/Manifest.h"
 #include "stg/Emit/OutputDirectory.h"
+#include "stg/Emit/Timeline.h"
 #include "stg/Emit/TraceEmitter.h"
 #include "stg/Emit/WorkloadCard.h"
 #include "stg/Perf/DeviceModel.h"
@@ -183,25 +184,43 @@ static bool isInside(llvm::StringRef file, llvm::StringRef directory) {
       (directoryPath + llvm::sys::path::get_separator()).str());
 }
 
-/// Checks `--report-json FILE` before the work: not inside `-o DIR`, which
-/// is replaced whole after the report is written, and replaceable.
-static LogicalResult checkReportFile(const StagecOptions &options,
-                                     DiagnosticEngine &diags) {
-  if (options.reportJson.empty())
+/// Checks a file flag's FILE (`--report-json`, `--timeline`) before the
+/// work: not inside `-o DIR`, which is replaced whole after the file is
+/// written, and replaceable (absent, empty, or marked by `marker`).
+static LogicalResult checkSideFile(const StagecOptions &options,
+                                   llvm::StringRef flag, llvm::StringRef file,
+                                   llvm::StringRef marker,
+                                   DiagnosticEngine &diags) {
+  if (file.empty())
     return success();
-  if (!options.outputDir.empty() &&
-      isInside(options.reportJson, options.outputDir)) {
-    diags.error({}, "--report-json " + options.reportJson + " is inside -o " +
-                        options.outputDir +
-                        ", which is replaced whole; give a file outside it "
-                        "(the manifest there holds the same metrics)");
+  if (!options.outputDir.empty() && isInside(file, options.outputDir)) {
+    diags.error({}, flag + " " + file + " is inside -o " + options.outputDir +
+                        ", which is replaced whole; give a file outside it");
     return failure();
   }
-  if (llvm::Error err =
-          OutputFile::checkTarget(options.reportJson, ReportJsonMarker)) {
-    diags.error({}, "--report-json: " + llvm::toString(std::move(err)));
+  if (llvm::Error err = OutputFile::checkTarget(file, marker)) {
+    diags.error({}, flag + ": " + llvm::toString(std::move(err)));
     return failure();
   }
+  return success();
+}
+
+/// Writes a file flag's FILE beside the run's outputs, to be renamed into
+/// place with them; nothing if the flag was not given.
+static LogicalResult
+createSideFile(llvm::StringRef flag, llvm::StringRef file,
+               llvm::StringRef marker,
+               llvm::function_ref<void(llvm::raw_ostream &)> write,
+               std::vector<std::unique_ptr<OutputFile>> &files,
+               DiagnosticEngine &diags) {
+  if (file.empty())
+    return success();
+  auto created = OutputFile::create(file, marker, write);
+  if (!created) {
+    diags.error({}, flag + ": " + llvm::toString(created.takeError()));
+    return failure();
+  }
+  files.push_back(std::move(*created));
   return success();
 }
 
@@ -212,7 +231,10 @@ int main(int argc, char **argv) {
 
   DiagnosticEngine diags(llvm::errs());
   diags.setProgramName("stagec");
-  if (failed(checkReportFile(options, diags)))
+  if (failed(checkSideFile(options, "--report-json", options.reportJson,
+                           ReportJsonMarker, diags)) ||
+      failed(checkSideFile(options, "--timeline", options.timeline,
+                           TimelineMarker, diags)))
     return 1;
   if (!options.outputDir.empty())
     if (llvm::Error err = OutputDirectory::checkTarget(options.outputDir)) {
@@ -239,8 +261,10 @@ int main(int argc, char **argv) {
 
   std::vector<StageSummary> summaries = summarize(programs);
   std::optional<StepEstimate> estimate;
+  StepTimeline timeline;
   if (system) {
-    llvm::Expected<StepEstimate> replayed = estimateStep(programs, *system);
+    llvm::Expected<StepEstimate> replayed = estimateStep(
+        programs, *system, options.timeline.empty() ? nullptr : &timeline);
     if (!replayed) {
       diags.error({}, llvm::toString(replayed.takeError()));
       return 1;
@@ -256,7 +280,8 @@ int main(int argc, char **argv) {
   if (options.report)
     printReport(llvm::outs(), module, programs, summaries,
                 estimate ? &*estimate : nullptr, metrics ? &*metrics : nullptr);
-  if (options.outputDir.empty() && options.reportJson.empty())
+  if (options.outputDir.empty() && options.reportJson.empty() &&
+      options.timeline.empty())
     return 0;
 
   ManifestInputs inputs;
@@ -274,26 +299,28 @@ int main(int argc, char **argv) {
     setManifestMetrics(manifest, *metrics);
 
   // Written now, renamed into place last: an error before leaves nothing.
-  std::unique_ptr<OutputFile> reportFile;
-  if (!options.reportJson.empty()) {
-    llvm::json::Value report = buildReportJson(manifest, programs);
-    auto created = OutputFile::create(
-        options.reportJson, ReportJsonMarker, [&](llvm::raw_ostream &os) {
-          os << llvm::formatv("{0:2}", report) << "\n";
-        });
-    if (!created) {
-      diags.error({}, "--report-json: " + llvm::toString(created.takeError()));
-      return 1;
-    }
-    reportFile = std::move(*created);
-  }
+  std::vector<std::unique_ptr<OutputFile>> sideFiles;
+  if (failed(createSideFile(
+          "--report-json", options.reportJson, ReportJsonMarker,
+          [&](llvm::raw_ostream &os) {
+            os << llvm::formatv("{0:2}", buildReportJson(manifest, programs))
+               << "\n";
+          },
+          sideFiles, diags)) ||
+      failed(createSideFile(
+          "--timeline", options.timeline, TimelineMarker,
+          [&](llvm::raw_ostream &os) {
+            writeChromeTimeline(os, programs, timeline, estimate->stepMicros,
+                                module.getModel()->getName());
+          },
+          sideFiles, diags)))
+    return 1;
   auto commitReport = [&]() -> int {
-    if (!reportFile)
-      return 0;
-    if (llvm::Error err = reportFile->commit()) {
-      diags.error({}, "--report-json: " + llvm::toString(std::move(err)));
-      return 1;
-    }
+    for (const std::unique_ptr<OutputFile> &file : sideFiles)
+      if (llvm::Error err = file->commit()) {
+        diags.error({}, llvm::toString(std::move(err)));
+        return 1;
+      }
     return 0;
   };
   if (options.outputDir.empty())

@@ -54,16 +54,44 @@ struct StageTime {
   double pipelineWaitMicros = 0;
 };
 
+/// The stream a node runs on. Receives run on none: they only wait.
+enum class ReplayStream : uint8_t {
+  Compute,
+  Activation, ///< Forward and backward collectives (tp, cp, ep).
+  Gradient,   ///< Gradient synchronization and optimizer collectives (dp).
+  Pipeline,   ///< Sends to other stages.
+  None
+};
+
+/// One run of a node in the replayed step.
+struct TimelineEvent {
+  unsigned stage = 0;
+  uint32_t node = 0; ///< In the stage program's nodes.
+  size_t step = 0;   ///< The index of the schedule step that ran it.
+  ReplayStream stream = ReplayStream::None;
+  /// From the training or inference step's start. A receive starts when it
+  /// is ready to wait and ends when its message is there.
+  double startMicros = 0, endMicros = 0;
+};
+
+/// Every node run of a replay, step by step in the order the replay ran
+/// them (a stage's steps in their order), and by node within a step.
+struct StepTimeline {
+  std::vector<TimelineEvent> events;
+};
+
 struct StepEstimate {
   double stepMicros = 0; ///< The last stage to finish.
   std::vector<StageTime> stages;
 };
 
-/// Replays `programs` (with durations from a device model) on `system`.
-/// Fails, naming the first node of each stuck stage, if some node never
-/// becomes ready: the trace set would deadlock a simulator too.
+/// Replays `programs` (with durations from a device model) on `system`,
+/// recording when each node ran into `timeline` if given. Fails, naming the
+/// first node of each stuck stage, if some node never becomes ready: the
+/// trace set would deadlock a simulator too.
 llvm::Expected<StepEstimate> estimateStep(const ProgramSet &programs,
-                                          const SystemSpec &system);
+                                          const SystemSpec &system,
+                                          StepTimeline *timeline = nullptr);
 
 /// The time of a collective of `kind` on a per-rank buffer of `bytes` over
 /// a group laid out as `span`, in microseconds.
