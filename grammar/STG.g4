@@ -95,6 +95,7 @@ expr
   | <assoc=right> expr '^' expr               # powExpr
   | expr op=('*' | '/') expr                  # mulExpr
   | expr op=('+' | '-') expr                  # addExpr
+  | ID '(' expr (',' expr)* ')'               # callExpr
   | ID                                        # symExpr
   | INT                                       # intExpr
   | FLOAT                                     # floatExpr

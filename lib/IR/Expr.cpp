@@ -44,6 +44,104 @@ unsigned SymbolTable::ordinal(const GiNaC::symbol &sym) const {
 }
 
 //===----------------------------------------------------------------------===//
+// Integer functions
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A real rational number, or nothing (a symbol, a float, a complex).
+std::optional<GiNaC::numeric> getRational(const Expr &e) {
+  if (!GiNaC::is_exactly_a<GiNaC::numeric>(e))
+    return std::nullopt;
+  const auto &n = GiNaC::ex_to<GiNaC::numeric>(e);
+  return n.is_rational() ? std::optional(n) : std::nullopt;
+}
+
+GiNaC::numeric floorOf(const GiNaC::numeric &n) {
+  GiNaC::numeric p = n.numer(), q = n.denom(); // q > 0
+  GiNaC::numeric quotient = GiNaC::iquo(p, q); // Truncated toward zero.
+  return p.is_negative() && !GiNaC::irem(p, q).is_zero() ? quotient - 1
+                                                          : quotient;
+}
+
+} // namespace
+
+// GiNaC functions, registered once: `eval` folds them once the arguments
+// are numbers, and keeps them whole (`hold`) while they are not.
+DECLARE_FUNCTION_1P(stg_floor)
+DECLARE_FUNCTION_1P(stg_ceil)
+DECLARE_FUNCTION_2P(stg_min)
+DECLARE_FUNCTION_2P(stg_max)
+
+static Expr evalFloor(const Expr &x) {
+  if (std::optional<GiNaC::numeric> n = getRational(x))
+    return floorOf(*n);
+  return stg_floor(x).hold();
+}
+
+static Expr evalCeil(const Expr &x) {
+  if (std::optional<GiNaC::numeric> n = getRational(x))
+    return -floorOf(-*n);
+  return stg_ceil(x).hold();
+}
+
+static Expr evalMin(const Expr &x, const Expr &y) {
+  std::optional<GiNaC::numeric> a = getRational(x), b = getRational(y);
+  if (a && b)
+    return *a < *b ? *a : *b;
+  if (x.is_equal(y))
+    return x;
+  return stg_min(x, y).hold();
+}
+
+static Expr evalMax(const Expr &x, const Expr &y) {
+  std::optional<GiNaC::numeric> a = getRational(x), b = getRational(y);
+  if (a && b)
+    return *a < *b ? *b : *a;
+  if (x.is_equal(y))
+    return x;
+  return stg_max(x, y).hold();
+}
+
+REGISTER_FUNCTION(stg_floor, eval_func(evalFloor))
+REGISTER_FUNCTION(stg_ceil, eval_func(evalCeil))
+REGISTER_FUNCTION(stg_min, eval_func(evalMin))
+REGISTER_FUNCTION(stg_max, eval_func(evalMax))
+
+/// The language's name of a function makeFunction made, or nothing.
+static std::optional<llvm::StringRef> getFunctionName(const Expr &e) {
+  if (!GiNaC::is_a<GiNaC::function>(e))
+    return std::nullopt;
+  unsigned serial = GiNaC::ex_to<GiNaC::function>(e).get_serial();
+  if (serial == stg_floor_SERIAL::serial)
+    return llvm::StringRef("floor");
+  if (serial == stg_ceil_SERIAL::serial)
+    return llvm::StringRef("ceil");
+  if (serial == stg_min_SERIAL::serial)
+    return llvm::StringRef("min");
+  if (serial == stg_max_SERIAL::serial)
+    return llvm::StringRef("max");
+  return std::nullopt;
+}
+
+std::optional<Expr> stg::makeFunction(llvm::StringRef name,
+                                      llvm::ArrayRef<Expr> arguments) {
+  if (arguments.size() == 1 && name == "floor")
+    return stg_floor(arguments[0]);
+  if (arguments.size() == 1 && name == "ceil")
+    return stg_ceil(arguments[0]);
+  if (arguments.size() == 2 && name == "min")
+    return stg_min(arguments[0], arguments[1]);
+  if (arguments.size() == 2 && name == "max")
+    return stg_max(arguments[0], arguments[1]);
+  return std::nullopt;
+}
+
+llvm::StringRef stg::getFunctionSignatures() {
+  return "ceil(x), floor(x), min(x, y), max(x, y)";
+}
+
+//===----------------------------------------------------------------------===//
 // ExprPrinter
 //===----------------------------------------------------------------------===//
 
@@ -116,6 +214,16 @@ void ExprPrinter::print(llvm::raw_ostream &os, const Expr &e,
     return printSum(os, e, context);
   if (GiNaC::is_a<GiNaC::mul>(e) || GiNaC::is_a<GiNaC::power>(e))
     return printProduct(os, e, context);
+  if (std::optional<llvm::StringRef> name = getFunctionName(e)) {
+    os << *name << '(';
+    for (size_t i = 0, n = e.nops(); i < n; ++i) {
+      if (i)
+        os << ", ";
+      print(os, e.op(i), Prec::Sum);
+    }
+    os << ')';
+    return;
+  }
   // Anything else (functions GiNaC introduced) keeps GiNaC's spelling.
   std::ostringstream text;
   text << e;

@@ -69,6 +69,24 @@ ExprBuilder::buildExprUnchecked(STGParser::ExprContext *ctx,
       diags.error(file.loc(sym->ID()), "unknown dim or axis '" + name + "'");
     return std::nullopt;
   }
+  if (auto *call = dynamic_cast<STGParser::CallExprContext *>(ctx)) {
+    std::vector<Expr> arguments;
+    for (STGParser::ExprContext *argument : call->expr()) {
+      std::optional<Expr> value = buildExprUnchecked(argument, file);
+      if (!value)
+        return std::nullopt;
+      arguments.push_back(*value);
+    }
+    std::string name = call->ID()->getText();
+    std::optional<Expr> result = makeFunction(name, arguments);
+    if (!result)
+      diags.error(file.loc(call->ID()),
+                  "unknown function '" + name + "' of " +
+                      llvm::Twine(arguments.size()) +
+                      " argument(s); expressions have " +
+                      getFunctionSignatures());
+    return result;
+  }
   if (auto *integer = dynamic_cast<STGParser::IntExprContext *>(ctx)) {
     std::string digits = integer->INT()->getText();
     if (digits.size() > 30) {

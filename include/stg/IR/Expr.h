@@ -14,6 +14,7 @@
 #ifndef STG_IR_EXPR_H
 #define STG_IR_EXPR_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
@@ -68,6 +69,16 @@ private:
 
   const SymbolTable *symbols;
 };
+
+/// The integer functions of the language: `ceil(x)`, `floor(x)`,
+/// `min(x, y)`, `max(x, y)`. Symbolic until their arguments are numbers,
+/// then folded exactly (GiNaC evaluates a function as binding substitutes
+/// into it). Nothing for an unknown name or the wrong number of arguments.
+std::optional<Expr> makeFunction(llvm::StringRef name,
+                                 llvm::ArrayRef<Expr> arguments);
+
+/// The names makeFunction knows, with their arity, for messages.
+llvm::StringRef getFunctionSignatures();
 
 /// Parses a decimal literal ("0.125", "1e-3", "42") into an exact rational.
 std::optional<Expr> parseDecimal(llvm::StringRef text);
