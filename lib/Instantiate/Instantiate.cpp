@@ -222,7 +222,8 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
                  : 1;
     std::optional<StageMemory> memory =
         computeStageMemory(module, *placement, numbers, stage, inFlight,
-                           training, options.memoryAccounting);
+                           set.numMicrobatches, training,
+                           options.memoryAccounting);
     if (!memory)
       return std::nullopt;
     set.stages[stage].memory = *memory;

@@ -28,10 +28,16 @@ static void findDeclarations(const Value *value,
 std::optional<StageMemory>
 stg::computeStageMemory(const Module &module, const Placement &placement,
                         OpNumberCache &numbers, unsigned stage,
-                        double inFlightMicrobatches, bool training,
-                        MemoryAccounting accounting) {
+                        double inFlightMicrobatches, unsigned numMicrobatches,
+                        bool training, MemoryAccounting accounting) {
   using Key = std::pair<const Value *, int>;
   llvm::DenseSet<Key> declarations, saved, steps;
+  // Inference: the keys and values attention computes here (a prefill's KV
+  // cache, which the decode steps read), and the ops whose operands and
+  // results are live at once.
+  llvm::DenseSet<Key> producedCache;
+  uint64_t workingSet = 0;
+  bool failedWorkingSet = false;
   llvm::SmallVector<const Op *, 2> found;
   // An unfused attention keeps its softmax output (the score matrix) for
   // the backward pass, unless recomputation replays it there.
@@ -55,6 +61,32 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
           getElementTypeBytes(op.getResult()->getType().getElementType());
       bool dropout = !op.getAttr("dropout")->expr.is_zero();
       scoreBytes += scores.value_or(0) * (dropout ? 2 * element + 1 : element);
+    }
+    if (!training && !isElided(op)) {
+      uint64_t live = 0;
+      auto addLive = [&](const Value *value) {
+        found.clear();
+        findDeclarations(value, found);
+        if (!found.empty())
+          return; // A weight or a cache, counted as such.
+        std::optional<int64_t> bytes = numbers.getLocalBytes(
+            *value, value->getDefiningOp()->getLoc());
+        failedWorkingSet |= !bytes;
+        live += bytes.value_or(0);
+      };
+      for (const Value *operand : op.getOperands())
+        addLive(placement.resolve(operand, layer).value);
+      for (const Value *result : op.getResults())
+        addLive(result);
+      workingSet = std::max(workingSet, live);
+      if (op.getKind() == OpKind::Attention)
+        for (unsigned index : {1u, 2u}) {
+          ValueInstance source = placement.resolve(op.getOperand(index), layer);
+          found.clear();
+          findDeclarations(source.value, found);
+          if (found.empty()) // Not read from a cache: it makes one.
+            producedCache.insert({source.value, source.layer});
+        }
     }
     bool backward = op.getPhase() != Phase::Forward;
     for (const Value *operand : op.getOperands()) {
@@ -115,5 +147,23 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
     savedBytes += *bytes;
   }
   memory.activations = uint64_t(std::llround(savedBytes * inFlightMicrobatches));
+  if (training)
+    return memory;
+
+  // Inference saves nothing for a backward; its activations are the
+  // largest working set of one op (its operands and results; a framework
+  // frees the rest as it goes).
+  if (failedWorkingSet)
+    return std::nullopt;
+  memory.activations = workingSet;
+  for (const Key &key : producedCache) {
+    std::optional<int64_t> bytes = bytesOf(key.first);
+    if (!bytes)
+      return std::nullopt;
+    memory.state += *bytes;
+  }
+  // Every micro-batch's sequences keep their caches on the stage between
+  // steps, not only the one in flight.
+  memory.state *= numMicrobatches;
   return memory;
 }

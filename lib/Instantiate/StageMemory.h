@@ -8,6 +8,10 @@
 // `state` tensors, and the forward values its backward ops read, for as
 // many micro-batches as the schedule keeps in flight. Recomputation lowers
 // the last (the backward reads replayed values); FSDP shrinks the shards.
+// Inference keeps no values for a backward: its activations are the
+// largest working set of one op, and its state holds, for every
+// micro-batch's sequences, the KV cache the step reads (decode) or leaves
+// behind (the keys and values a prefill computes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +34,7 @@ std::optional<StageMemory> computeStageMemory(const Module &module,
                                               OpNumberCache &numbers,
                                               unsigned stage,
                                               double inFlightMicrobatches,
+                                              unsigned numMicrobatches,
                                               bool training,
                                               MemoryAccounting accounting);
 
