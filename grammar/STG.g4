@@ -36,7 +36,9 @@ setItem    : ID '=' (literal | expr) ;
 
 literal    : 'true' | 'false' | STRING | INT | FLOAT ;
 
-blockDecl  : 'block' ID '(' (blockParam (',' blockParam)*)? ')' ('->' type)? body ;
+// `override block` replaces a block declared before it (in an import), for
+// every caller.
+blockDecl  : over='override'? 'block' ID '(' (blockParam (',' blockParam)*)? ')' ('->' type)? body ;
 blockParam : ID ':' type ;
 
 modelDecl  : 'model' ID body ;
@@ -76,7 +78,7 @@ attr      : (anyName '=')? attrValue ;
 anyName
   : ID | 'import' | 'dim' | 'axis' | 'if' | 'option' | 'set' | 'true'
   | 'false' | 'block' | 'model' | 'param' | 'state' | 'repeat' | 'as'
-  | 'return'
+  | 'return' | 'override'
   ;
 attrValue
   : STRING                                   # stringAttr

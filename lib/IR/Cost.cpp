@@ -2,17 +2,21 @@
 //
 // One formula per op kind, on local extents. An einsum costs 2 flops per
 // point of its iteration space; attention the two products of a fused
-// kernel; elementwise ops and norms a small count per element. Backward ops
-// built by autodiff as `grad[of=KIND]` cost their forward op times a factor
-// (2.5 for fused attention, which recomputes the scores; 2 otherwise).
+// kernel over the (query, key) pairs its mask keeps (all, half for causal,
+// exactly those inside the window for sliding), plus 6 per kept score with
+// logit soft-capping; elementwise ops and norms a small count per element.
+// Backward ops built by autodiff as `grad[of=KIND]` cost their forward op
+// times a factor (2.5 for fused attention, which recomputes the scores; 2
+// otherwise).
 //
 // Bytes are the operands and results, read and written once; an unfused
 // attention (`attention[kernel=unfused]`, as frameworks ran before fused
 // kernels) also moves its score matrix through memory: in the forward pass
 // the scores are written, read and written by softmax, read and written by
 // dropout (`dropout=P`) with a one-byte mask, and read by the product with
-// V, 6.5 passes over the b*heads*s*t scores (4 without dropout); the
-// backward pass twice that. A dropout op also writes its one-byte mask.
+// V, 6.5 passes over the b*heads*s*t scores (4 without dropout), 2 more to
+// soft-cap them (`softcap=C`, one elementwise kernel); the backward pass
+// twice that. A dropout op also writes its one-byte mask.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,26 +31,87 @@ Expr stg::getLocalBytes(const Value &value) {
   return value.getType().getLocalBytes();
 }
 
+namespace {
+
+/// The sequence dimension of an attention operand: [batch..., seq, heads,
+/// size], or [seq, size] for rank 2.
+unsigned getSequenceDim(const TensorType &type) {
+  return type.getRank() >= 3 ? type.getRank() - 3 : 0;
+}
+
+/// Score matrices of an attention on one rank: batch x heads.
+Expr getScoreMatrices(const Op &op) {
+  const TensorType &q = op.getOperand(0)->getType();
+  unsigned seq = getSequenceDim(q);
+  Expr matrices = 1;
+  for (unsigned d = 0; d < seq; ++d)
+    matrices = matrices * q.getLocalDim(d);
+  if (q.getRank() >= 3)
+    matrices = matrices * q.getLocalDim(q.getRank() - 2);
+  return matrices;
+}
+
+} // namespace
+
 Expr stg::getAttentionScores(const Op &op) {
   const TensorType &q = op.getOperand(0)->getType();
   const TensorType &k = op.getOperand(1)->getType();
-  // [batch..., seq, heads, size]; rank 2 is [seq, size].
-  unsigned r = q.getRank();
-  unsigned seq = r >= 3 ? r - 3 : 0;
-  Expr scores = q.getLocalDim(seq) * k.getLocalDim(seq);
-  for (unsigned d = 0; d < seq; ++d)
-    scores = scores * q.getLocalDim(d);
-  if (r >= 3)
-    scores = scores * q.getLocalDim(r - 2);
-  return scores;
+  unsigned seq = getSequenceDim(q);
+  return q.getLocalDim(seq) * k.getLocalDim(seq) * getScoreMatrices(op);
 }
 
 namespace {
 
+/// The language's min(a, b) and max(a, b): symbolic until bound, then
+/// exact. A difference that is already a number decides at once (S - 1
+/// against S), which keeps the usual formulas short.
+Expr minOf(const Expr &a, const Expr &b) {
+  Expr difference = a - b;
+  if (GiNaC::is_a<GiNaC::numeric>(difference))
+    return GiNaC::ex_to<GiNaC::numeric>(difference) <= 0 ? a : b;
+  return *makeFunction("min", {a, b});
+}
+
+Expr maxOf(const Expr &a, const Expr &b) {
+  Expr difference = a - b;
+  if (GiNaC::is_a<GiNaC::numeric>(difference))
+    return GiNaC::ex_to<GiNaC::numeric>(difference) >= 0 ? a : b;
+  return *makeFunction("max", {a, b});
+}
+
+/// Pairs of the first n positions: the sum over j = 1..n of min(j, W), the
+/// query at position j - 1 seeing min(j, W) keys. While n <= W that is
+/// n(n + 1)/2; each later position adds W.
+Expr windowPrefixPairs(const Expr &n, const Expr &window) {
+  if (n.is_zero())
+    return 0;
+  Expr m = minOf(n, window);
+  return m * (m + 1) / 2 + (n - m) * window;
+}
+
+} // namespace
+
+Expr stg::getWindowPairs(const Expr &queries, const Expr &keys,
+                         const Expr &window) {
+  // The queries are the last `queries` of the `keys` positions (with more
+  // queries than keys, the first ones see none): the pairs of all positions
+  // less those of the positions before the first query.
+  Expr before = maxOf(keys - queries, 0);
+  return windowPrefixPairs(keys, window) - windowPrefixPairs(before, window);
+}
+
+namespace {
+
+bool isSoftCapped(const Op &attention) {
+  return !attention.getAttr("softcap")->expr.is_zero();
+}
+
 /// The extra bytes of an unfused attention's score matrix, or 0: the
 /// scores written, read and written by softmax, read by the product with V
 /// (4 passes); with dropout on the probabilities also read and written
-/// again, with a one-byte mask (6.5 passes).
+/// again, with a one-byte mask (6.5 passes); soft-capping reads and writes
+/// them once more (2 passes). The whole matrix, whatever the mask: an
+/// unfused kernel masks scores it has written.
 Expr unfusedScoreBytes(const Op &attention) {
   if (attention.getAttr("kernel")->text != "unfused")
     return 0;
@@ -54,6 +119,8 @@ Expr unfusedScoreBytes(const Op &attention) {
       getElementTypeBytes(attention.getOperand(0)->getType().getElementType());
   Expr passes = attention.getAttr("dropout")->expr.is_zero() ? Expr(4)
                                                               : Expr(13) / 2;
+  if (isSoftCapped(attention))
+    passes = passes + 2;
   return passes * element * getAttentionScores(attention);
 }
 
@@ -131,16 +198,38 @@ Expr einsumFlops(const Op &op) {
   return flops;
 }
 
+/// Scores the mask keeps on one rank: batch x heads x kept (query, key)
+/// pairs. Causal keeps half of S x T (the usual convention); sliding keeps
+/// exactly the pairs inside the window. Under context parallelism a rank
+/// holds S/cp of the S queries and all T keys, and gets its share of the
+/// pairs, as a load-balanced split gives it (for causal, half its S/cp x T).
+Expr maskedScores(const Op &op) {
+  llvm::StringRef mask = op.getAttr("mask")->text;
+  Expr scores = getAttentionScores(op);
+  if (mask == "causal")
+    return scores / 2;
+  if (mask != "sliding")
+    return scores;
+  const TensorType &q = op.getOperand(0)->getType();
+  const TensorType &k = op.getOperand(1)->getType();
+  unsigned seq = getSequenceDim(q);
+  Expr queries = q.getDim(seq), localQueries = q.getLocalDim(seq);
+  Expr keys = k.getLocalDim(seq); // Whole on every rank: k is gathered.
+  Expr pairs = getWindowPairs(queries, keys, op.getAttr("window")->expr);
+  return getScoreMatrices(op) * pairs * localQueries / queries;
+}
+
 Expr attentionFlops(const Op &op) {
-  // QK^T and PV: 2*S*T*E + 2*S*T*F per head and batch; causal halves it.
+  // QK^T and PV: 2*E + 2*F per kept score (head size E, value size F);
+  // soft-capping, cap * tanh(score / cap), 6 more (a scale, tanh at 4 as
+  // the tanh op, a scale).
   const TensorType &q = op.getOperand(0)->getType();
   const TensorType &v = op.getOperand(2)->getType();
   unsigned r = q.getRank();
-  Expr flops = 2 * getAttentionScores(op) *
-               (q.getLocalDim(r - 1) + v.getLocalDim(r - 1));
-  if (op.getAttr("mask")->text == "causal")
-    flops = flops / 2;
-  return flops;
+  Expr perScore = 2 * (q.getLocalDim(r - 1) + v.getLocalDim(r - 1));
+  if (isSoftCapped(op))
+    perScore = perScore + 6;
+  return maskedScores(op) * perScore;
 }
 
 } // namespace

@@ -17,9 +17,14 @@ namespace {
 using K = AttrKind;
 const AttrSpec kNoAttrs[] = {{nullptr, K::Int}};
 const AttrSpec kEinsum[] = {{"spec", K::Einsum}};
-const AttrSpec kAttention[] = {{"mask", K::Ident, "none", "causal|none"},
-                               {"kernel", K::Ident, "fused", "fused|unfused"},
-                               {"dropout", K::Expr, "0"}};
+// `window` (positions a query sees, itself included) is set with
+// mask=sliding only, 0 otherwise; `softcap` 0 means no logit soft-capping.
+const AttrSpec kAttention[] = {
+    {"mask", K::Ident, "none", "causal|none|sliding"},
+    {"kernel", K::Ident, "fused", "fused|unfused"},
+    {"dropout", K::Expr, "0"},
+    {"window", K::Expr, "0"},
+    {"softcap", K::Expr, "0"}};
 const AttrSpec kSoftmax[] = {{"dim", K::Int, "-1"}};
 const AttrSpec kReduce[] = {{"kind", K::Ident, nullptr, "sum|max|mean"},
                             {"dim", K::Int, "-1"}};

@@ -11,7 +11,11 @@
 
 #include "GraphBuilder.h"
 
+#include "stg/Support/LogicalResult.h"
+
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Path.h"
 
 using namespace stg;
 
@@ -338,6 +342,60 @@ GraphBuilder::buildCall(antlr4::tree::TerminalNode *callee,
   return Values{result};
 }
 
+/// What attention's attribute schema cannot say: a sliding mask needs a
+/// window, a positive integer or an expression over dims (not axis degrees:
+/// the window is a model size, and the decode cache is sized from it), and
+/// no other mask takes one; a soft cap is a non-negative number (the cost
+/// only asks whether capping is on, so a symbolic cap would be ambiguous).
+static LogicalResult checkAttentionAttrs(llvm::ArrayRef<NamedAttribute> attrs,
+                                         const Module &module, SourceLoc loc,
+                                         DiagnosticEngine &diags) {
+  auto find = [&](llvm::StringRef name) -> const Attribute & {
+    for (const NamedAttribute &attr : attrs)
+      if (attr.name == name)
+        return attr.value;
+    llvm_unreachable("the schema has every attention attribute");
+  };
+  bool sliding = find("mask").text == "sliding";
+  const Expr &window = find("window").expr;
+  ExprPrinter printer = module.getPrinter();
+  if (!sliding && !window.is_zero()) {
+    diags.error(loc, "attention window=" + printer.str(window) +
+                         " needs mask=sliding; the mask is '" +
+                         find("mask").text + "'");
+    return failure();
+  }
+  if (sliding) {
+    for (const std::string &name : getSymbolNames(window))
+      if (module.lookupAxis(name)) {
+        diags.error(loc, "attention window=" + printer.str(window) +
+                             " uses the axis degree '" + name +
+                             "'; a window is an expression over dims");
+        return failure();
+      }
+    bool isNumber = GiNaC::is_a<GiNaC::numeric>(window);
+    std::optional<long long> positions = getIntegerValue(window);
+    if (window.is_zero() || (isNumber && (!positions || *positions < 1))) {
+      diags.error(loc,
+                  "attention[mask=sliding] needs window=W, the number "
+                  "of positions a query sees (itself included): a "
+                  "positive integer or an expression over dims" +
+                      (window.is_zero() ? std::string()
+                                        : "; found " + printer.str(window)));
+      return failure();
+    }
+  }
+  const Expr &cap = find("softcap").expr;
+  if (!GiNaC::is_a<GiNaC::numeric>(cap) ||
+      GiNaC::ex_to<GiNaC::numeric>(cap).is_negative()) {
+    diags.error(loc, "attention softcap=" + printer.str(cap) +
+                         " must be a non-negative number, the cap of the "
+                         "logits (0: no capping)");
+    return failure();
+  }
+  return success();
+}
+
 static std::string describeArity(const OpInfo &info) {
   if (info.minOperands == info.maxOperands)
     return std::to_string(info.minOperands) +
@@ -364,6 +422,9 @@ GraphBuilder::buildBuiltin(OpKind kind, antlr4::Token *opToken,
   }
   auto attrs = exprs.buildAttrs(info, attrCtx, opToken, operands.size(), file);
   if (!attrs)
+    return std::nullopt;
+  if (kind == OpKind::Attention &&
+      failed(checkAttentionAttrs(*attrs, module, loc, diags)))
     return std::nullopt;
 
   unsigned numResults = 1;
@@ -432,6 +493,21 @@ Value *GraphBuilder::instantiateBlock(llvm::StringRef name, BlockDecl &decl,
                              (params.size() == 1 ? " argument" : " arguments") +
                              ", found " + llvm::Twine(args.size()));
     diags.note(file.loc(decl.ctx->ID()), "block '" + name + "' is declared here");
+    return nullptr;
+  }
+  if (decl.imported && !decl.missingNames.empty()) {
+    if (!decl.missingReported) {
+      decl.missingReported = true;
+      SourceLoc declared = file.loc(decl.ctx->ID());
+      diags.error(callLoc,
+                  "block '" + name + "' (" +
+                      llvm::sys::path::filename(declared.file) + ":" +
+                      llvm::Twine(declared.line) + ") uses " +
+                      llvm::join(decl.missingNames, ", ") +
+                      ", which this model does not declare: declare each "
+                      "as a dim (`dim " + decl.missingNames.front() +
+                      " = ...;`) or an axis before the model");
+    }
     return nullptr;
   }
   if (!decl.signatureValid)

@@ -26,6 +26,13 @@ struct BlockDecl {
   std::optional<TensorType> resultType;
   bool signatureValid = true;
   bool instantiated = false;
+  /// Declared in an imported file (a library), not the one compiled.
+  bool imported = false;
+  /// The names its expressions (and the blocks it calls) use that the
+  /// module does not declare. A library block with some is reported once,
+  /// at its first call, and not at all if nothing calls it.
+  std::vector<std::string> missingNames;
+  bool missingReported = false;
 };
 
 class GraphBuilder {

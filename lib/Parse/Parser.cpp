@@ -54,6 +54,10 @@ private:
 
   void applyOverrides();
   void resolveAxes();
+  void findMissingNames();
+  void collectMissingNames(antlr4::tree::ParseTree *tree,
+                           llvm::StringSet<> &names,
+                           llvm::StringSet<> &visiting);
   void checkBlockSignatures();
 
   /// Reports if `name` already names a dim, axis or option.
@@ -102,6 +106,7 @@ std::unique_ptr<Module> ModuleBuilder::build(llvm::StringRef text,
   loadAndProcess(text, path, canonicalPath(path));
   applyOverrides();
   resolveAxes();
+  findMissingNames();
   checkBlockSignatures();
 
   GraphBuilder graphs(*module, diags, exprs, blocks);
@@ -109,7 +114,10 @@ std::unique_ptr<Module> ModuleBuilder::build(llvm::StringRef text,
     graphs.buildModel(modelCtx, *modelFile);
   for (const std::string &name : blockOrder) {
     BlockDecl &decl = blocks[name];
-    if (!decl.instantiated && !diags.reachedErrorLimit())
+    // A library block that uses names this model lacks is meant for
+    // another model: checked only where called.
+    bool foreign = decl.imported && !decl.missingNames.empty();
+    if (!decl.instantiated && !foreign && !diags.reachedErrorLimit())
       graphs.checkUncalledBlock(name, decl);
   }
   if (diags.hasErrors()) {
@@ -392,9 +400,25 @@ void ModuleBuilder::declareBlock(STGParser::BlockDeclContext *ctx,
                                  const SourceFile &file) {
   std::string name = ctx->ID()->getText();
   SourceLoc loc = file.loc(ctx->ID());
+  if (ctx->over) {
+    auto it = blocks.find(name);
+    if (it == blocks.end()) {
+      diags.error(file.loc(ctx->over),
+                  "'override block " + name + "' replaces nothing: no block '" +
+                      name + "' is declared before it; remove 'override' to "
+                      "declare one");
+      return;
+    }
+    // Every caller, in any file, gets the new body.
+    it->second = BlockDecl();
+    it->second.ctx = ctx;
+    it->second.file = &file;
+    return;
+  }
   auto [it, inserted] = blocks.try_emplace(name);
   if (!inserted) {
-    diags.error(loc, "block '" + name + "' is already declared");
+    diags.error(loc, "block '" + name + "' is already declared; to replace "
+                     "it, write 'override block " + name + "'");
     diags.note(it->second.file->loc(it->second.ctx->ID()),
                "previous declaration is here");
     return;
@@ -492,9 +516,56 @@ void ModuleBuilder::resolveAxes() {
   }
 }
 
+void ModuleBuilder::collectMissingNames(antlr4::tree::ParseTree *tree,
+                                        llvm::StringSet<> &names,
+                                        llvm::StringSet<> &visiting) {
+  // A bare word in brackets is an attribute's choice (`attention[causal]`).
+  if (auto *attr = dynamic_cast<STGParser::ExprAttrContext *>(tree))
+    if (dynamic_cast<STGParser::SymExprContext *>(attr->expr()))
+      return;
+  if (auto *sym = dynamic_cast<STGParser::SymExprContext *>(tree)) {
+    std::string name = sym->ID()->getText();
+    if (!module->lookupDim(name) && !module->lookupAxis(name) &&
+        !module->lookupOption(name))
+      names.insert(name);
+    return;
+  }
+  // What a called block lacks, its caller lacks too.
+  antlr4::tree::TerminalNode *callee = nullptr;
+  if (auto *call = dynamic_cast<STGParser::CallValueContext *>(tree))
+    callee = call->ID();
+  else if (auto *call = dynamic_cast<STGParser::CallAttrValueContext *>(tree))
+    callee = call->ID();
+  if (callee) {
+    auto block = blocks.find(callee->getText());
+    if (block != blocks.end() && visiting.insert(block->first()).second)
+      collectMissingNames(block->second.ctx, names, visiting);
+  }
+  for (antlr4::tree::ParseTree *child : tree->children)
+    collectMissingNames(child, names, visiting);
+}
+
+void ModuleBuilder::findMissingNames() {
+  const SourceFile *compiled = files.empty() ? nullptr : files.front().get();
+  for (const std::string &name : blockOrder) {
+    BlockDecl &decl = blocks[name];
+    decl.imported = decl.file != compiled;
+    llvm::StringSet<> names, visiting;
+    visiting.insert(name);
+    collectMissingNames(decl.ctx, names, visiting);
+    for (const auto &entry : names)
+      decl.missingNames.push_back(entry.getKey().str());
+    llvm::sort(decl.missingNames);
+  }
+}
+
 void ModuleBuilder::checkBlockSignatures() {
   for (const std::string &name : blockOrder) {
     BlockDecl &decl = blocks[name];
+    if (decl.imported && !decl.missingNames.empty()) {
+      decl.signatureValid = false; // Reported at its first call, if any.
+      continue;
+    }
     const SourceFile &file = *decl.file;
     BlockSignature signature;
     signature.name = name;

@@ -9,9 +9,12 @@
 // CTX positions laid out like the keys and values they replace (heads over
 // tp), and the mask is dropped (one query sees the whole context). CTX is
 // the model's `dim CTX` if it declares one (`stagec --context N` sets it),
-// else the sequence length the model had. The new token's keys and values
-// are still computed (they are appended to the cache); the cache is counted
-// as per-rank state memory.
+// else the sequence length the model had. A sliding-window attention keeps
+// only the last W positions: its cache has min(CTX, W) of them (the
+// language's min, symbolic until bound) and sees them all, so its mask is
+// dropped too. The new token's keys and values are still computed (they
+// are appended to the cache); the cache is counted as per-rank state
+// memory.
 //
 // Runs after `distribute` (the cache takes the keys' resolved layout) and
 // before `match-collectives`: a layout change that fed an attention's keys
@@ -140,11 +143,29 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
     context = m.addDim("CTX", sequence->loc);
     context->value = *length;
   }
+  // A window written over the sequence dim (`window=S/2`) keeps its length
+  // when the sequence becomes the one new token.
+  GiNaC::exmap sequenceLength;
+  if (sequence->value)
+    sequenceLength[sequence->symbol] = *sequence->value;
   sequence->value = Expr(1);
 
   for (Op *attention : attentions) {
-    makeCache(*attention, 1, context->symbol);
-    makeCache(*attention, 2, context->symbol);
+    Expr positions = context->symbol;
+    if (attention->getAttr("mask")->text == "sliding") {
+      const Expr &written = attention->getAttr("window")->expr;
+      std::optional<Expr> window = trySubstitute(written, sequenceLength);
+      if (!window) {
+        diags.error(attention->getLoc(),
+                    "kv-cache: the window " + m.getPrinter().str(written) +
+                        " divides by zero with " + m.describeBindings(written));
+        return failure();
+      }
+      positions = *makeFunction("min", {context->symbol, *window});
+      attention->setAttr("window", Attribute::getExpr(AttrKind::Expr, 0));
+    }
+    makeCache(*attention, 1, positions);
+    makeCache(*attention, 2, positions);
     attention->setAttr("mask", Attribute::getText(AttrKind::Ident, "none"));
   }
   return success();

@@ -5,10 +5,11 @@
 #
 # Compiles small models under a matrix of parallel plans (dp, tp with and
 # without sequence parallelism, pp with both schedules, cp, FSDP, recompute,
-# prefill, decode, gzip, mixed; ep on the MoE templates), and every shipped
-# preset shrunk to two layers, and checks every trace set twice over: with
-# `stage-et verify` and with check_trace_set.py, the independent Python
-# decoder. Also checks that a second run writes byte-identical files.
+# prefill, decode, gzip, mixed; ep on the MoE templates; a sliding window
+# on Mistral), and every shipped preset shrunk to two layers, and checks
+# every trace set twice over: with `stage-et verify` and with
+# check_trace_set.py, the independent Python decoder. Also checks that a
+# second run writes byte-identical files.
 #
 #===----------------------------------------------------------------------===#
 
@@ -69,6 +70,18 @@ MATRIX = [
      "gpt.stg"),
     ("mamba-dp-tp", ["--tp", "2", "--dp", "2", "--pp", "2"], "mamba.stg"),
     ("palm-cp", ["--tp", "2", "--cp", "2"], "palm.stg"),
+    # Sliding-window attention (WIN = 64 of S = 256): training over cp,
+    # prefill, and decode with a context longer and shorter than the window.
+    ("mistral-cp-pp", ["--tp", "2", "--cp", "2", "--pp", "2",
+                       "--set", "WIN=64"], "mistral.stg"),
+    ("mistral-prefill", ["--tp", "2", "--pp", "2", "--mode", "prefill",
+                         "--set", "WIN=64"], "mistral.stg"),
+    ("mistral-decode", ["--tp", "2", "--dp", "2", "--mode", "decode",
+                        "--context", "1024", "--set", "WIN=64"],
+     "mistral.stg"),
+    ("mistral-decode-short", ["--tp", "2", "--mode", "decode",
+                              "--context", "32", "--set", "WIN=64"],
+     "mistral.stg"),
 ]
 
 
@@ -76,8 +89,11 @@ MATRIX = [
 # sequences, on a mesh using every axis it can: dp, tp with sequence
 # parallelism, pp, and ep for the mixtures of experts.
 PRESETS = ["gpt3-175b", "llama2-7b", "llama3-8b", "llama3-70b", "llama70b",
-           "llama3-405b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-moe-16b",
-           "deepseek-v3", "mamba-2.8b", "palm-540b"]
+           "llama3-405b", "mistral-7b", "mixtral-8x7b", "mixtral-8x22b",
+           "deepseek-moe-16b", "deepseek-v3", "mamba-2.8b", "palm-540b",
+           "qwen2.5-7b"]
+# Presets also run as inference, prefill and decode.
+INFERENCE_PRESETS = ["mistral-7b", "qwen2.5-7b", "mixtral-8x7b"]
 MOE_PRESETS = {"mixtral-8x7b", "mixtral-8x22b", "deepseek-moe-16b",
                "deepseek-v3"}
 
@@ -91,6 +107,11 @@ def preset_plans():
         if preset.startswith("deepseek"):
             flags += ["--set", "LD=1"]
         yield ("preset-" + preset, flags, preset + ".stg")
+    for preset in INFERENCE_PRESETS:
+        for mode in ("prefill", "decode"):
+            flags = ["--set", "L=2", "--set", "S=256", "--tp", "2", "--pp",
+                     "2", "--microbatches", "2", "--mode", mode]
+            yield (f"preset-{preset}-{mode}", flags, preset + ".stg")
 
 
 def run(command):

@@ -10,11 +10,15 @@ using namespace stg;
 
 namespace {
 
-std::unique_ptr<Module> build(const char *source, llvm::StringRef pipeline) {
+std::unique_ptr<Module>
+build(const char *source, llvm::StringRef pipeline,
+      std::vector<std::pair<std::string, std::string>> overrides = {}) {
   std::string errors;
   llvm::raw_string_ostream os(errors);
   DiagnosticEngine diags(os);
-  auto module = parseSource(source, "cost.stg", {}, diags);
+  ParseOptions options;
+  options.overrides = std::move(overrides);
+  auto module = parseSource(source, "cost.stg", options, diags);
   PassManager passes;
   if (!module || failed(passes.addPipeline(pipeline, diags)) ||
       failed(passes.run(*module, diags))) {
@@ -165,7 +169,7 @@ namespace {
 
 // An unfused attention moves its score matrix through memory: 4 passes of
 // 2-byte scores forward (6.5 with dropout on the probabilities, which also
-// writes a one-byte mask); a fused one does not.
+// writes a one-byte mask; 2 more to soft-cap them); a fused one does not.
 TEST(CostTest, UnfusedAttentionMovesItsScores) {
   const char *source = R"(
     dim B = 2, S = 16, H = 4, E = 8;
@@ -176,6 +180,7 @@ TEST(CostTest, UnfusedAttentionMovesItsScores) {
       fused = attention[causal](q, k, v);
       unfused = attention[mask=causal, kernel=unfused](q, k, v);
       dropped = attention[mask=causal, kernel=unfused, dropout=1/10](q, k, v);
+      capped = attention[mask=causal, kernel=unfused, softcap=30](q, k, v);
     }
   )";
   std::unique_ptr<Module> module = build(source, "shape-infer");
@@ -185,7 +190,7 @@ TEST(CostTest, UnfusedAttentionMovesItsScores) {
     if (op.getKind() == OpKind::Attention)
       attentions.push_back(&op);
   });
-  ASSERT_EQ(attentions.size(), 3u);
+  ASSERT_EQ(attentions.size(), 4u);
   auto extra = [&](const Op *op) {
     return module->bindAll(getBytesAccessed(*op) -
                            getBytesAccessed(*attentions[0]))
@@ -194,7 +199,110 @@ TEST(CostTest, UnfusedAttentionMovesItsScores) {
   const int scores = 2 * 4 * 16 * 16; // B * H * S * S.
   EXPECT_TRUE(sameExpr(extra(attentions[1]), Expr(scores * 8)));
   EXPECT_TRUE(sameExpr(extra(attentions[2]), Expr(scores * 13)));
+  EXPECT_TRUE(sameExpr(extra(attentions[3]), Expr(scores * 12)));
   EXPECT_TRUE(sameExpr(getFlops(*attentions[1]), getFlops(*attentions[0])));
+}
+
+} // namespace
+
+namespace {
+
+/// The (query, key) pairs with 0 <= query - key < window, the queries being
+/// the last `queries` of `keys` positions, counted one by one.
+long long countWindowPairs(long long queries, long long keys,
+                           long long window) {
+  long long pairs = 0;
+  for (long long query = keys - queries; query < keys; ++query)
+    for (long long key = 0; key < keys; ++key)
+      if (query - key >= 0 && query - key < window)
+        ++pairs;
+  return pairs;
+}
+
+// The closed form against a count of every pair: decode (one query), a
+// window longer than the keys, more queries than keys; bound from symbols
+// too, as a model's dims are.
+TEST(CostTest, WindowPairsMatchACountOfEveryPair) {
+  GiNaC::symbol s("S"), t("T"), w("W");
+  Expr symbolic = getWindowPairs(s, t, w);
+  for (long long queries = 1; queries <= 12; ++queries)
+    for (long long keys = 1; keys <= 12; ++keys)
+      for (long long window = 1; window <= 15; ++window) {
+        long long expected = countWindowPairs(queries, keys, window);
+        Expr direct = getWindowPairs(queries, keys, window);
+        Expr bound =
+            symbolic.subs(GiNaC::lst{s == queries, t == keys, w == window});
+        EXPECT_EQ(getIntegerValue(direct), expected)
+            << "S=" << queries << " T=" << keys << " W=" << window;
+        EXPECT_EQ(getIntegerValue(bound), expected)
+            << "S=" << queries << " T=" << keys << " W=" << window;
+      }
+  // S queries over their own S keys need no max(T - S, 0): the formula
+  // stays short, min(S, W)*(min(S, W) + 1)/2 + (S - min(S, W))*W.
+  std::string text = ExprPrinter().str(getWindowPairs(s, s, w));
+  EXPECT_NE(text.find("min(S, W)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("max("), std::string::npos) << text;
+}
+
+// A sliding attention costs 2*(E + F) per pair inside its window; a
+// context-parallel rank its share of them; the backward 2.5x; soft-capping
+// 6 more per pair.
+TEST(CostTest, SlidingAttentionCostsItsWindowPairs) {
+  const char *source = R"(
+    dim B = 2, S = 8, H = 4, E = 8, WIN = 3;
+    axis cp;
+    model m {
+      q: [B, S/cp, H, E] = input();
+      kv: [B, S, H, E] = input();
+      plain = attention[mask=sliding, window=WIN](q, kv, kv);
+      capped = attention[mask=sliding, window=WIN, softcap=30.0](q, kv, kv);
+      causal = attention[mask=causal, softcap=30](q, kv, kv);
+    }
+  )";
+  for (long long cp : {1, 2}) {
+    std::unique_ptr<Module> module =
+        build(source, "shape-infer", {{"cp", std::to_string(cp)}});
+    ASSERT_TRUE(module);
+    std::vector<const Op *> ops;
+    module->getModel()->walk([&](Op &op) {
+      if (op.getKind() == OpKind::Attention)
+        ops.push_back(&op);
+    });
+    ASSERT_EQ(ops.size(), 3u);
+    auto flops = [&](const Op *op) {
+      return getIntegerValue(module->bindAll(getFlops(*op)).value());
+    };
+    // 1 + 2 + 3 * 6 = 21 pairs of 8 positions, window 3, per head and
+    // sequence: 2 * 4 * 21 = 168 kept scores, split over cp.
+    long long kept = 168 / cp;
+    EXPECT_EQ(flops(ops[0]), kept * 2 * (8 + 8));
+    EXPECT_EQ(flops(ops[1]), kept * (2 * (8 + 8) + 6));
+    // Causal keeps half of the rank's S/cp x S scores.
+    EXPECT_EQ(flops(ops[2]), 2 * 4 * (8 / cp) * 8 / 2 * (2 * (8 + 8) + 6));
+  }
+
+  // The gradient of a sliding attention is 2.5x its forward.
+  const char *trained = R"(
+    dim B = 2, S = 8, H = 4, E = 8, WIN = 3;
+    model m {
+      x: [B, S, H, E] = input();
+      param w: [E, E];
+      q = einsum[bshe,ef->bshf](x, w);
+      o = attention[mask=sliding, window=WIN](q, q, q);
+      loss = cross_entropy(o);
+    }
+  )";
+  std::unique_ptr<Module> module = build(trained, "shape-infer,autodiff");
+  ASSERT_TRUE(module);
+  Expr forward = 0, backward = 0;
+  module->getModel()->walk([&](Op &op) {
+    if (op.getKind() == OpKind::Attention)
+      forward = getFlops(op);
+    if (op.getKind() == OpKind::Grad && op.getAttr("of")->text == "attention")
+      backward = getFlops(op);
+  });
+  EXPECT_EQ(getIntegerValue(module->bindAll(forward).value()), 168 * 32);
+  EXPECT_TRUE(sameExpr(backward, forward * 5 / 2));
 }
 
 } // namespace

@@ -31,6 +31,13 @@ Expr getLocalBytes(const Value &value);
 /// queries x keys.
 Expr getAttentionScores(const Op &attention);
 
+/// The (query, key) pairs a causal sliding window of `window` positions
+/// keeps when the `queries` queries are the last positions of the `keys`
+/// keys: the pairs with 0 <= query - key < window. Exact and non-negative
+/// for any positive integers (one query in decode, a window longer than
+/// the keys); symbolic until they are numbers.
+Expr getWindowPairs(const Expr &queries, const Expr &keys, const Expr &window);
+
 } // namespace stg
 
 #endif // STG_IR_COST_H

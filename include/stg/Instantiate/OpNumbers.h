@@ -46,11 +46,15 @@ public:
   /// Bytes of `value` on one rank (a message between stages).
   std::optional<int64_t> getLocalBytes(const Value &value, SourceLoc loc);
   /// `e` bound to a non-negative count, or nothing after reporting why
-  /// not (`what` names it: "FLOPs of 'einsum'").
+  /// not (`what` names it: "FLOPs of 'einsum' '%y'"). A fraction is an
+  /// error too, unless `roundUp` (a formula that is an average by design).
   std::optional<int64_t> evaluate(const Expr &e, SourceLoc loc,
-                                  llvm::StringRef what);
+                                  llvm::StringRef what, bool roundUp = false);
 
 private:
+  /// False after reporting a sliding attention (or its gradient) whose
+  /// window is not a positive integer once bound.
+  bool checkWindow(const Op &op, llvm::StringRef what);
   /// The matrix shape of a two-operand einsum: output indices of both
   /// operands are the batch, of the first only M, of the second only N;
   /// contracted ones K. Empty for anything else.
