@@ -267,6 +267,23 @@ void ExprPrinter::printSum(llvm::raw_ostream &os, const Expr &e,
     os << ')';
 }
 
+bool ExprPrinter::leadsNegative(const Expr &sum) const {
+  // The leading term by symbol order, then by its text without the sign,
+  // so that a sum and its negation agree on which term leads.
+  std::optional<std::pair<unsigned, std::string>> best;
+  bool negative = false;
+  for (const Expr &term : sum) {
+    bool minus = isNegativeTerm(term);
+    std::pair<unsigned, std::string> key{orderKey(term),
+                                         str(minus ? Expr(-term) : term)};
+    if (!best || key < *best) {
+      best = key;
+      negative = minus;
+    }
+  }
+  return negative;
+}
+
 void ExprPrinter::printProduct(llvm::raw_ostream &os, const Expr &e,
                                Prec context) const {
   // Split into a numeric coefficient, numerator and denominator factors.
@@ -288,6 +305,15 @@ void ExprPrinter::printProduct(llvm::raw_ostream &os, const Expr &e,
       addFactor(f);
   else
     addFactor(e);
+  // GiNaC may keep a sum factor as (x - y) or, with the coefficient
+  // negated, (y - x), depending on symbol serials that vary from run to
+  // run; print the one whose leading term, in printing order, is positive.
+  for (std::vector<Expr> *factors : {&numer, &denom})
+    for (Expr &f : *factors)
+      if (GiNaC::is_a<GiNaC::add>(f) && leadsNegative(f)) {
+        f = -f;
+        coeff = -coeff;
+      }
   sortOperands(numer);
   sortOperands(denom);
 

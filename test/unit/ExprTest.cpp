@@ -24,6 +24,19 @@ TEST_F(ExprPrinterTest, ProductsFollowDeclarationOrder) {
   EXPECT_EQ(print(tp * b), "B*tp");
 }
 
+TEST_F(ExprPrinterTest, FactoredSumsLeadWithAPositiveTerm) {
+  // GiNaC stores a sum factor with either sign depending on symbol serials;
+  // the printer picks the one whose first term in printing order (B before
+  // S) is positive, so both forms print alike.
+  Expr stored = GiNaC::mul(GiNaC::numeric(-2), d,
+                                      GiNaC::add(s, -b)).hold();
+  Expr negated = GiNaC::mul(GiNaC::numeric(2), d,
+                                       GiNaC::add(b, -s)).hold();
+  EXPECT_EQ(print(stored), "2*(B - S)*D");
+  EXPECT_EQ(print(negated), "2*(B - S)*D");
+  EXPECT_EQ(print(d * (b - s) / (s - b + tp)), "-(B - S)*D/(B - S - tp)");
+}
+
 TEST_F(ExprPrinterTest, DivisionIsWrittenAsAFraction) {
   EXPECT_EQ(print(d / nh), "D/NH");
   EXPECT_EQ(print(s / (tp * nh)), "S/(NH*tp)");

@@ -66,6 +66,8 @@ private:
   void printSum(llvm::raw_ostream &os, const Expr &e, Prec context) const;
   unsigned orderKey(const Expr &e) const;
   void sortOperands(std::vector<Expr> &operands) const;
+  /// True if the term of `sum` that leads in printing order is negative.
+  bool leadsNegative(const Expr &sum) const;
 
   const SymbolTable *symbols;
 };
