@@ -10,6 +10,8 @@
 #ifndef STG_TOOLS_COMMON_COMMANDLINE_H
 #define STG_TOOLS_COMMON_COMMANDLINE_H
 
+#include "stg/Support/Version.h"
+
 #include "CLI/CLI.hpp"
 
 #include "llvm/ADT/StringExtras.h"
@@ -71,6 +73,12 @@ parseAssignment(llvm::StringRef text) {
 }
 
 /// Errors as `TOOL: error: MESSAGE`, then where help is.
+/// `--version`: prints `TOOL VERSION` and exits 0.
+inline void addVersionFlag(CLI::App &app, const std::string &tool) {
+  app.set_version_flag("--version", tool + " " + getToolVersion().str(),
+                       "print the version and exit");
+}
+
 inline void useToolErrorFormat(CLI::App &app, const std::string &tool) {
   app.failure_message([tool](const CLI::App *, const CLI::Error &error) {
     return tool + ": error: " + error.what() + "\n" + tool +

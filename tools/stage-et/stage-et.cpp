@@ -148,6 +148,7 @@ int main(int argc, char **argv) {
                      "problems printed per kind (default: 10)")
       ->check(wholeNumber(0, 1000000));
 
+  addVersionFlag(app, "stage-et");
   useToolErrorFormat(app, "stage-et");
   try {
     app.parse(argc, argv);

@@ -50,6 +50,7 @@ int main(int argc, char **argv) {
   app.add_flag("--print-param-count", printParamCount,
                "print the model's trainable parameter count (dims bound)");
   app.footer(describePasses());
+  addVersionFlag(app, "stage-opt");
   useToolErrorFormat(app, "stage-opt");
   try {
     app.parse(argc, argv);

@@ -191,6 +191,7 @@ static std::optional<int> parseOptions(int argc, char **argv,
       ->check(wholeNumber(0, 1024))
       ->group(output);
   app.add_flag("-q,--quiet", options.quiet, "no progress bar")->group(output);
+  addVersionFlag(app, "stage-search");
   useToolErrorFormat(app, "stage-search");
   try {
     app.parse(argc, argv);
