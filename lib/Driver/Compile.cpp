@@ -111,6 +111,7 @@ std::optional<ProgramSet> stg::instantiateModel(const Module &module,
       options.microbatches ? options.microbatches : numStages;
   instantiateOptions.schedule = options.schedule;
   instantiateOptions.numVirtualStages = options.virtualStages;
+  instantiateOptions.chunkLayers = options.chunkLayers;
   instantiateOptions.gradientBucketBytes =
       uint64_t(options.gradientBucketMB * 1e6);
   instantiateOptions.memoryAccounting = options.memoryAccounting;

@@ -189,7 +189,8 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
   set.numVirtualStages = numChunks;
   set.folded = options.foldMicrobatches;
   std::optional<Placement> placement =
-      Placement::create(module, numStages, numChunks, diags);
+      Placement::create(module, numStages, numChunks, options.chunkLayers,
+                        diags);
   if (!placement)
     return std::nullopt;
   set.numLayers = placement->getNumLayers();

@@ -26,6 +26,7 @@ bool stg::isElided(const Op &op) {
 std::optional<Placement> Placement::create(const Module &module,
                                            unsigned numStages,
                                            unsigned numChunks,
+                                           llvm::ArrayRef<unsigned> chunkLayers,
                                            DiagnosticEngine &diags) {
   Placement placement;
   placement.numStages = numStages;
@@ -99,12 +100,30 @@ std::optional<Placement> Placement::create(const Module &module,
     return std::nullopt;
   }
 
-  // Model chunk c takes an even share of the layers (the remainder to the
-  // first chunks) and runs on stage c mod numStages as its chunk
+  if (!chunkLayers.empty()) {
+    uint64_t total = 0;
+    for (unsigned layers : chunkLayers)
+      total += layers;
+    if (chunkLayers.size() != numModelChunks || total != placement.numLayers ||
+        llvm::is_contained(chunkLayers, 0u)) {
+      diags.error(firstRepeat ? firstRepeat->getLoc() : module.getModelLoc(),
+                  "--pp-layers gives " + llvm::Twine(chunkLayers.size()) +
+                      " layer counts adding up to " + llvm::Twine(total) +
+                      "; the plan has " + llvm::Twine(numModelChunks) +
+                      " model chunks and the model " +
+                      llvm::Twine(placement.numLayers) +
+                      " repetitions, at least one a chunk");
+      return std::nullopt;
+    }
+  }
+  // Model chunk c takes its given layers, or an even share (the remainder
+  // to the first chunks), and runs on stage c mod numStages as its chunk
   // c / numStages.
   for (unsigned chunk = 0; chunk < numModelChunks; ++chunk) {
-    unsigned size = placement.numLayers / numModelChunks +
-                    (chunk < placement.numLayers % numModelChunks ? 1 : 0);
+    unsigned size = !chunkLayers.empty()
+                        ? chunkLayers[chunk]
+                        : placement.numLayers / numModelChunks +
+                              (chunk < placement.numLayers % numModelChunks);
     placement.layerStages.insert(placement.layerStages.end(), size,
                                  chunk % numStages);
     placement.layerChunks.insert(placement.layerChunks.end(), size,

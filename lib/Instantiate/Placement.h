@@ -41,9 +41,11 @@ public:
   /// `numChunks` model chunks, chunk c on stage c mod numStages (Megatron-
   /// LM's interleaving; one chunk per stage without it). Reports (and
   /// returns null for) what cannot be split.
+  /// `chunkLayers`, if not empty, gives each chunk's layer count.
   static std::optional<Placement> create(const Module &module,
                                          unsigned numStages,
                                          unsigned numChunks,
+                                         llvm::ArrayRef<unsigned> chunkLayers,
                                          DiagnosticEngine &diags);
 
   unsigned getNumLayers() const { return numLayers; }

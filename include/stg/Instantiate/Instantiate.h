@@ -65,6 +65,11 @@ struct InstantiateOptions {
   /// Model chunks per pipeline stage (Megatron-LM's virtual stages); more
   /// than one interleaves them in the 1F1B schedule.
   unsigned numVirtualStages = 1;
+  /// The layers (repetitions) of each model chunk, in chunk order, when
+  /// they are not to be split evenly: Megatron-LM's fewer layers on the
+  /// first and last stage, which also hold the embedding and the head.
+  /// Empty: even, the remainder to the first chunks.
+  std::vector<unsigned> chunkLayers;
   /// Gradient reductions of consecutive weights are issued together, as
   /// data-parallel frameworks do, up to this many bytes; 0 issues one per
   /// weight.
