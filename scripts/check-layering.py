@@ -27,7 +27,7 @@ LAYERS = {
     "Instantiate": ["IR"],
     "Perf": ["Instantiate"],
     "Perturb": ["Perf"],
-    "Emit": ["Chakra", "Perf"],
+    "Emit": ["Chakra", "Perf", "Perturb"],
     "Trace": ["Chakra"],
     "Driver": ["Parse", "Passes", "Instantiate"],
     "Search": ["Driver", "Perf"],

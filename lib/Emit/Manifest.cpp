@@ -12,6 +12,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace stg;
 
@@ -353,6 +354,8 @@ llvm::json::Value stg::buildReportJson(const llvm::json::Value &manifest,
     report["metrics"] = nullptr;
   if (!report.get("system"))
     report["system"] = nullptr;
+  if (!report.get("variants"))
+    report["variants"] = nullptr;
   return report;
 }
 
@@ -560,4 +563,142 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
   }
   if (metrics)
     printMetrics(os, *metrics);
+}
+
+/// `1.23`, `12.3`, `123`: three significant digits without an exponent;
+/// `0` for what would print as zero.
+static std::string significant(double value) {
+  if (std::fabs(value) < 5e-4)
+    return "0";
+  double magnitude = std::fabs(value);
+  const char *format = magnitude >= 100  ? "%.0f"
+                       : magnitude >= 10 ? "%.1f"
+                       : magnitude >= 1  ? "%.2f"
+                                         : "%.3f";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format(format, value);
+  return text;
+}
+
+/// `1.23 GPU-s`, `4.10 GPU-ms`, `812 GPU-us`: GPU time as `duration`
+/// writes time.
+static std::string gpuTime(double micros) {
+  std::string text = duration(micros);
+  size_t unit = text.rfind(' ');
+  return text.substr(0, unit + 1) + "GPU-" + text.substr(unit + 1);
+}
+
+/// The relative slowdown of each variant and the GPU-seconds each wastes.
+static void getVariantLosses(const VariantSteps &steps,
+                             std::vector<double> &slowdowns,
+                             std::vector<double> &wastedGpuSeconds) {
+  for (double micros : steps.variantMicros) {
+    double lost = micros - steps.cleanMicros;
+    slowdowns.push_back(steps.cleanMicros > 0 ? lost / steps.cleanMicros : 0.0);
+    wastedGpuSeconds.push_back(steps.gpus * lost / 1e6);
+  }
+}
+
+/// The share of the variants' GPU time spent waiting: all lost time over
+/// all step time.
+static double getWastedFraction(const VariantSteps &steps) {
+  double lost = 0, total = 0;
+  for (double micros : steps.variantMicros) {
+    lost += micros - steps.cleanMicros;
+    total += micros;
+  }
+  return total > 0 ? lost / total : 0.0;
+}
+
+void stg::printVariantReport(llvm::raw_ostream &os, const VariantSteps &steps) {
+  if (steps.variantMicros.empty())
+    return;
+  std::vector<double> slowdowns, wasted;
+  getVariantLosses(steps, slowdowns, wasted);
+  auto line = [&](llvm::StringRef key) -> llvm::raw_ostream & {
+    return os << "  " << llvm::left_justify(key, 26) << ' ';
+  };
+  auto spread = [&](const Percentiles &p,
+                    llvm::function_ref<std::string(double)> show) {
+    os << "min " << show(p.min) << ", median " << show(p.median) << ", p90 "
+       << show(p.p90) << ", p99 " << show(p.p99) << ", max " << show(p.max);
+  };
+  size_t count = steps.variantMicros.size();
+  os << "\nwhat-if: " << count << " variant" << (count == 1 ? "" : "s")
+     << " of " << steps.spec << ", seed " << steps.seed
+     << ", estimated (nearest-rank percentiles; docs/perturbation.md):\n";
+  line("clean step") << duration(steps.cleanMicros);
+  if (steps.scale != 1.0)
+    os << " (scaled by the spec's scale, " << llvm::format("%g", steps.scale)
+       << ")";
+  os << "\n";
+  line("step time");
+  spread(getPercentiles(steps.variantMicros), duration);
+  os << "\n";
+  line("slowdown");
+  spread(getPercentiles(slowdowns),
+         [](double fraction) { return significant(100 * fraction) + " %"; });
+  os << "\n";
+  Percentiles lost = getPercentiles(wasted);
+  line("GPU time wasted waiting")
+      << "median " << gpuTime(1e6 * lost.median) << " a step, p99 "
+      << gpuTime(1e6 * lost.p99) << ", mean " << gpuTime(1e6 * lost.mean)
+      << " (" << steps.gpus << (steps.gpus == 1 ? " GPU" : " GPUs")
+      << " x (variant - clean step)); "
+      << significant(100 * getWastedFraction(steps)) << " % of the GPU time\n";
+  unsigned perReplica = steps.replicas ? steps.gpus / steps.replicas : 0;
+  line("replicas") << steps.replicas << " of " << perReplica << " GPU"
+                   << (perReplica == 1 ? "" : "s")
+                   << " (each runs in step; the step waits for the slowest)\n";
+}
+
+llvm::json::Value stg::describeVariants(const VariantSteps &steps) {
+  std::vector<double> slowdowns, wasted;
+  getVariantLosses(steps, slowdowns, wasted);
+  auto spread = [](llvm::ArrayRef<double> values, double factor) {
+    if (values.empty())
+      return llvm::json::Value(nullptr);
+    Percentiles p = getPercentiles(values);
+    return llvm::json::Value(
+        llvm::json::Object{{"min", number(factor * p.min)},
+                           {"median", number(factor * p.median)},
+                           {"p90", number(factor * p.p90)},
+                           {"p99", number(factor * p.p99)},
+                           {"max", number(factor * p.max)},
+                           {"mean", number(factor * p.mean)}});
+  };
+  llvm::json::Array stepTimes;
+  for (double micros : steps.variantMicros)
+    stepTimes.push_back(number(micros / 1e6));
+  // A seed past JSON's exact integers is written as its digits.
+  llvm::json::Value seed =
+      steps.seed <= uint64_t(std::numeric_limits<int64_t>::max())
+          ? llvm::json::Value(int64_t(steps.seed))
+          : llvm::json::Value(std::to_string(steps.seed));
+  // Percentiles of the values in seconds, not seconds of the percentiles
+  // in microseconds, so that each is exactly one of `step_times`.
+  std::vector<double> stepSeconds;
+  for (double micros : steps.variantMicros)
+    stepSeconds.push_back(micros / 1e6);
+  return llvm::json::Object{
+      {"spec", steps.spec},
+      {"seed", std::move(seed)},
+      {"count", int64_t(steps.variantMicros.size())},
+      {"scale", number(steps.scale)},
+      {"gpus", int64_t(steps.gpus)},
+      {"replicas", int64_t(steps.replicas)},
+      {"percentiles", "nearest-rank"},
+      {"clean_step_time", number(steps.cleanMicros / 1e6)},
+      {"step_time", spread(stepSeconds, 1)},
+      {"slowdown", spread(slowdowns, 100)},
+      {"gpu_time_wasted", spread(wasted, 1)},
+      {"gpu_time_wasted_fraction", number(100 * getWastedFraction(steps))},
+      {"units", llvm::json::Object{{"clean_step_time", "s"},
+                                   {"step_time", "s"},
+                                   {"slowdown", "%"},
+                                   {"gpu_time_wasted", "GPU-s"},
+                                   {"gpu_time_wasted_fraction", "%"},
+                                   {"step_times", "s"}}},
+      {"step_times", std::move(stepTimes)}};
 }

@@ -2,10 +2,12 @@
 
 #include "stg/Perturb/Perturbation.h"
 
+#include "stg/Perturb/SeedSequence.h"
 #include "stg/Support/CheckedMath.h"
 
 #include "llvm/Support/JSON.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -97,107 +99,166 @@ bool matchesNode(const Rule &rule, const ProgramNode &node) {
   return true;
 }
 
-/// What a rule drew for one (rank, layer) unit.
-struct UnitDraw {
-  bool selected = false;
-  double slowdown = 0;
-};
-
 } // namespace
 
-std::optional<StageProgram>
-Perturber::perturb(unsigned rank,
-                   std::vector<PerturbationRecord> &records) const {
-  const StageProgram &base = programs.stages[programs.getStageOfRank(rank)];
-  size_t numNodes = base.nodes.size();
-  std::vector<double> factors(numNodes, 1.0);
-  std::vector<uint64_t> delays(numNodes, 0);
-  std::vector<unsigned> ruleOf(numNodes, 0);
-  bool changed = false;
-  // Unit 0 is the top level (layer -1), unit i the stage's i-th layer; then
-  // the other stages' layers that some node here names (the receive of a
-  // neighbour's activation or gradient), ascending.
-  std::vector<unsigned> unitLayers = base.layers;
-  for (const ProgramNode &node : base.nodes)
-    if (node.layer >= 0 &&
-        !std::binary_search(base.layers.begin(), base.layers.end(),
-                            unsigned(node.layer)))
-      unitLayers.push_back(node.layer);
-  llvm::sort(unitLayers.begin() + base.layers.size(), unitLayers.end());
-  unitLayers.erase(std::unique(unitLayers.begin() + base.layers.size(),
-                               unitLayers.end()),
-                   unitLayers.end());
-  auto unitOf = [&](int layer) -> size_t {
-    if (layer < 0)
-      return 0;
-    auto own = llvm::lower_bound(base.layers, unsigned(layer));
-    if (own != base.layers.end() && *own == unsigned(layer))
-      return own - base.layers.begin() + 1;
-    auto foreign = std::lower_bound(unitLayers.begin() + base.layers.size(),
-                                    unitLayers.end(), unsigned(layer));
-    return foreign - unitLayers.begin() + 1;
+PerturbationDraws::PerturbationDraws(const PerturbationSpec &spec,
+                                     const ProgramSet &programs,
+                                     const DeviceSpec *device)
+    : spec(spec), programs(programs), device(device),
+      stages(programs.stages.size()) {
+  for (size_t stage = 0; stage < programs.stages.size(); ++stage) {
+    const StageProgram &base = programs.stages[stage];
+    StageUnits &units = stages[stage];
+    std::vector<unsigned> &unitLayers = units.unitLayers;
+    unitLayers = base.layers;
+    for (const ProgramNode &node : base.nodes)
+      if (node.layer >= 0 &&
+          !std::binary_search(base.layers.begin(), base.layers.end(),
+                              unsigned(node.layer)))
+        unitLayers.push_back(node.layer);
+    llvm::sort(unitLayers.begin() + base.layers.size(), unitLayers.end());
+    unitLayers.erase(
+        std::unique(unitLayers.begin() + base.layers.size(), unitLayers.end()),
+        unitLayers.end());
+    auto unitOf = [&](int layer) -> uint32_t {
+      if (layer < 0)
+        return 0;
+      auto own = llvm::lower_bound(base.layers, unsigned(layer));
+      if (own != base.layers.end() && *own == unsigned(layer))
+        return own - base.layers.begin() + 1;
+      auto foreign = std::lower_bound(unitLayers.begin() + base.layers.size(),
+                                      unitLayers.end(), unsigned(layer));
+      return foreign - unitLayers.begin() + 1;
+    };
+    std::vector<uint32_t> unitOfNode;
+    unitOfNode.reserve(base.nodes.size());
+    for (const ProgramNode &node : base.nodes)
+      unitOfNode.push_back(unitOf(node.layer));
+    // Per rule, the matched nodes grouped by unit (a counting sort, so each
+    // unit's nodes stay ascending).
+    size_t numUnits = unitLayers.size() + 1;
+    units.begin.resize(spec.rules.size());
+    units.nodes.resize(spec.rules.size());
+    for (size_t r = 0; r < spec.rules.size(); ++r) {
+      std::vector<uint32_t> &begin = units.begin[r];
+      std::vector<uint32_t> &nodes = units.nodes[r];
+      begin.assign(numUnits + 1, 0);
+      for (size_t id = 0; id < base.nodes.size(); ++id)
+        if (matchesNode(spec.rules[r], base.nodes[id]))
+          ++begin[unitOfNode[id] + 1];
+      for (size_t u = 0; u < numUnits; ++u)
+        begin[u + 1] += begin[u];
+      nodes.resize(begin[numUnits]);
+      std::vector<uint32_t> filled(begin.begin(), begin.end() - 1);
+      for (size_t id = 0; id < base.nodes.size(); ++id)
+        if (matchesNode(spec.rules[r], base.nodes[id]))
+          nodes[filled[unitOfNode[id]]++] = uint32_t(id);
+    }
+  }
+}
+
+void PerturbationDraws::draw(unsigned variant, unsigned rank,
+                             std::vector<NodeChange> &changes) const {
+  changes.clear();
+  unsigned stage = programs.getStageOfRank(rank);
+  const StageProgram &base = programs.stages[stage];
+  const StageUnits &units = stages[stage];
+  size_t numUnits = units.unitLayers.size() + 1;
+  // What each rule does to each matched node of a selected unit, in rule
+  // order; merged per node below.
+  struct Hit {
+    uint32_t node;
+    unsigned rule;
+    double slowdown;
   };
-  std::vector<UnitDraw> units(unitLayers.size() + 1);
+  llvm::SmallVector<Hit, 16> hits;
   for (unsigned r = 0; r < spec.rules.size(); ++r) {
     const Rule &rule = spec.rules[r];
     if (rule.ranks && !rule.ranks->count(rank))
       continue;
-    std::seed_seq seeds{uint32_t(spec.seed), uint32_t(spec.seed >> 32),
-                        uint32_t(variant), uint32_t(r), uint32_t(rank)};
+    // A rule that can select nothing here need not draw: each rule and
+    // rank has its own stream, so no other draw changes.
+    if (rule.chance == 0 || units.nodes[r].empty())
+      continue;
+    // std::seed_seq's numbers (SeedSequence.h).
+    SeedSequence seeds{uint32_t(spec.seed), uint32_t(spec.seed >> 32),
+                       uint32_t(variant), uint32_t(r), uint32_t(rank)};
     std::mt19937_64 stream(seeds);
     auto uniform = [&] { return (stream() >> 11) * 0x1.0p-53; };
-    for (unsigned u = 0; u < units.size(); ++u) {
+    const std::vector<uint32_t> &begin = units.begin[r];
+    const std::vector<uint32_t> &nodes = units.nodes[r];
+    for (size_t u = 0; u < numUnits; ++u) {
+      // Three uniforms per unit, drawn or not: a unit's draw does not
+      // depend on the units before it.
       double chance = uniform(), u1 = uniform(), u2 = uniform();
-      int layer = u == 0 ? -1 : int(unitLayers[u - 1]);
+      int layer = u == 0 ? -1 : int(units.unitLayers[u - 1]);
       bool inLayers = !rule.layers || (layer >= 0 && rule.layers->count(layer));
-      units[u] = {inLayers && chance < rule.chance,
-                  rule.slowdown.sample(u1, u2)};
-    }
-    for (size_t id = 0; id < numNodes; ++id) {
-      const ProgramNode &node = base.nodes[id];
-      const UnitDraw &draw = units[unitOf(node.layer)];
-      if (!draw.selected || draw.slowdown == 0 || !matchesNode(rule, node))
+      if (!inLayers || !(chance < rule.chance) || begin[u] == begin[u + 1])
         continue;
-      changed = true;
-      ruleOf[id] = r;
-      if (rule.kind == Rule::Kind::GpuSlowdown) {
-        factors[id] *= 1 + draw.slowdown;
+      double slowdown = rule.slowdown.sample(u1, u2);
+      if (slowdown == 0)
         continue;
-      }
-      double commMicros = node.commBytes / device->linkBandwidth * 1e6;
-      delays[id] = std::min<uint64_t>(
-          uint64_t(toCount(double(delays[id]) +
-                           toCount(draw.slowdown * commMicros))),
-          uint64_t(std::numeric_limits<int64_t>::max()));
+      for (uint32_t i = begin[u]; i < begin[u + 1]; ++i)
+        hits.push_back({nodes[i], r, slowdown});
     }
   }
-  if (!changed)
-    return std::nullopt;
+  // By node, each node's hits in rule order: factors multiply and delays
+  // add in that order.
+  std::stable_sort(hits.begin(), hits.end(),
+                   [](const Hit &a, const Hit &b) { return a.node < b.node; });
+  for (const Hit &hit : hits) {
+    if (changes.empty() || changes.back().node != hit.node)
+      changes.push_back({hit.node, 1.0, 0, 0});
+    NodeChange &change = changes.back();
+    change.rule = hit.rule;
+    if (spec.rules[hit.rule].kind == Rule::Kind::GpuSlowdown) {
+      change.factor *= 1 + hit.slowdown;
+      continue;
+    }
+    const ProgramNode &node = base.nodes[hit.node];
+    double commMicros = node.commBytes / device->linkBandwidth * 1e6;
+    change.delayMicros = std::min<uint64_t>(
+        uint64_t(toCount(double(change.delayMicros) +
+                         toCount(hit.slowdown * commMicros))),
+        uint64_t(std::numeric_limits<int64_t>::max()));
+  }
+}
 
+StageProgram stg::applyNodeChanges(const StageProgram &base,
+                                   llvm::ArrayRef<NodeChange> changes,
+                                   const DeviceSpec *device, unsigned rank,
+                                   std::vector<PerturbationRecord> *records) {
   // Copy the program, inserting a delay node before each delayed
-  // communication and renumbering. The copy keeps no steps: the inserted
-  // nodes shift their ranges, and a program without steps replays as one.
+  // communication and renumbering.
   StageProgram program;
   program.stage = base.stage;
   program.layers = base.layers;
   program.schedule = base.schedule;
   program.memory = base.memory;
+  size_t numNodes = base.nodes.size();
+  program.nodes.reserve(numNodes + changes.size());
   std::vector<uint32_t> newId(numNodes);
+  // Where each old node's run of new nodes (its delay, then itself)
+  // starts; a step moves with its first and its end node.
+  std::vector<uint32_t> newStart(numNodes + 1);
   auto remap = [&](llvm::SmallVectorImpl<uint32_t> &deps) {
     for (uint32_t &dep : deps)
       dep = newId[dep];
   };
+  const NodeChange *change = changes.begin();
   for (size_t id = 0; id < numNodes; ++id) {
+    newStart[id] = program.nodes.size();
     ProgramNode node = base.nodes[id];
     remap(node.dataDeps);
     remap(node.ctrlDeps);
-    if (delays[id]) {
+    bool changed = change != changes.end() && change->node == id;
+    if (changed && change->delayMicros) {
       ProgramNode delay;
       delay.kind = ProgramNodeKind::Compute;
       delay.name = node.name + ".delay";
       delay.opType = "delay";
-      delay.durationMicros = delays[id];
-      delay.numOps = toCount(delays[id] * 1e-6 * device->peakFlops);
+      delay.durationMicros = change->delayMicros;
+      delay.numOps = toCount(change->delayMicros * 1e-6 * device->peakFlops);
       delay.tensorBytes = 1; // Compute-bound at any roofline.
       delay.phase = node.phase;
       delay.layer = node.layer;
@@ -207,18 +268,37 @@ Perturber::perturb(unsigned rank,
       uint32_t delayId = program.nodes.size();
       program.nodes.push_back(std::move(delay));
       node.ctrlDeps.push_back(delayId);
-      records.push_back({rank, delayId + 1ull, node.name, ruleOf[id], 1.0,
-                         delays[id], delayId});
-    } else if (factors[id] != 1.0) {
-      node.numOps = scaleCount(node.numOps, factors[id]);
-      node.durationMicros = scaleCount(node.durationMicros, factors[id]);
-      records.push_back(
-          {rank, program.nodes.size(), node.name, ruleOf[id], factors[id], 0, 0});
+      if (records)
+        records->push_back({rank, delayId + 1ull, node.name, change->rule, 1.0,
+                            change->delayMicros, delayId});
+    } else if (changed && change->factor != 1.0) {
+      node.numOps = scaleCount(node.numOps, change->factor);
+      node.durationMicros = scaleCount(node.durationMicros, change->factor);
+      if (records)
+        records->push_back({rank, program.nodes.size(), node.name, change->rule,
+                            change->factor, 0, 0});
     }
+    if (changed)
+      ++change;
     newId[id] = program.nodes.size();
     program.nodes.push_back(std::move(node));
   }
+  newStart[numNodes] = program.nodes.size();
+  for (const ProgramStep &step : base.steps)
+    program.steps.push_back(
+        {newStart[step.begin], newStart[step.end], step.tagOffset});
   return program;
+}
+
+std::optional<StageProgram>
+Perturber::perturb(unsigned rank,
+                   std::vector<PerturbationRecord> &records) const {
+  std::vector<NodeChange> changes;
+  draws.draw(variant, rank, changes);
+  if (changes.empty())
+    return std::nullopt;
+  return applyNodeChanges(programs.stages[programs.getStageOfRank(rank)],
+                          changes, device, rank, &records);
 }
 
 void stg::writePerturbationRecords(

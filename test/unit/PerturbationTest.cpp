@@ -7,10 +7,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "stg/Perturb/Perturbation.h"
+#include "stg/Perturb/SeedSequence.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <random>
 
 using namespace stg;
 
@@ -42,6 +44,25 @@ TEST(PerturbationTest, DistributionsFromUniforms) {
   SlowdownDistribution negative;
   negative.value = -0.5;
   EXPECT_DOUBLE_EQ(negative.sample(0.5, 0.5), 0.0);
+}
+
+TEST(PerturbationTest, SeedSequenceGivesTheStandardsWords) {
+  // Every branch of the algorithm's lag t, fewer and more words than
+  // values, and the engine the draws use.
+  for (size_t n : {0, 1, 2, 6, 7, 38, 39, 67, 68, 622, 623, 624, 1000})
+    for (uint32_t r : {0u, 1u, 0xffffffffu}) {
+      std::seed_seq standard{r, 0xffffffffu, 7u, r >> 3, 12345u};
+      SeedSequence ours{r, 0xffffffffu, 7u, r >> 3, 12345u};
+      std::vector<uint32_t> expected(n), words(n);
+      standard.generate(expected.begin(), expected.end());
+      ours.generate(words.begin(), words.end());
+      EXPECT_EQ(words, expected) << n << " words";
+    }
+  std::seed_seq standard{42u, 0u, 3u, 1u, 17u};
+  SeedSequence ours{42u, 0u, 3u, 1u, 17u};
+  std::mt19937_64 expected(standard), engine(ours);
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_EQ(engine(), expected());
 }
 
 /// One stage of two ranks (tp=2): a forward and a backward kernel in

@@ -25,6 +25,10 @@ static const char *const Examples = R"(Examples:
   stagec templates/llama3-8b.stg --tp 8 --dp 4 --system dgx-h100 --report-json r.json
       the estimated step and its CCL-Bench metrics (MFU, exposed
       communication, bandwidth utilities) as JSON
+  stagec templates/llama3-70b.stg --tp 8 --pp 4 --dp 32 --microbatches 16 \
+      --system dgx-h100 --perturb stragglers.yaml --variants 1000 --report
+      the step-time distribution of 1000 variants with stragglers (min,
+      median, p90, p99, max, GPU time wasted), writing nothing
   stagec model.stg --tp 2 --format json --ranks 0-1 -o readable/
       the first two ranks as JSON, to read
 
@@ -132,6 +136,14 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "1F1B (micro-batches a multiple of pp)")
       ->check(wholeNumber(1, 1024))
       ->group(step);
+  app.add_option("--pp-layers", options.compile.chunkLayers,
+                 "layers of each model chunk, stage by stage (with "
+                 "--virtual-stages, chunk c on stage c mod pp), e.g. "
+                 "18,20,20,22: fewer on the stages that also hold the "
+                 "embedding and the head (default: an even split)")
+      ->delimiter(',')
+      ->check(wholeNumber(1, 65536))
+      ->group(step);
   app.add_option("--recompute", options.compile.recompute,
                  "activation recomputation: none, full or selective "
                  "(attention core only)")
@@ -173,7 +185,9 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   const char *whatIf = "Perturbed variants";
   app.add_option("--perturb", options.perturb,
                  "YAML spec of stragglers and slow links; writes variant-K/ "
-                 "directories beside the clean traces")
+                 "directories beside the clean traces (-o), and with "
+                 "--system or --device, --report and --report-json give the "
+                 "variants' step-time distribution")
       ->group(whatIf);
   app.add_option("--seed", options.seed, "overrides the spec's seed")
       ->check(wholeNumber(0, UINT64_MAX))
@@ -202,8 +216,14 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   app.add_option("--ranks", ranks, "write only these ranks, e.g. 0-7,12")
       ->group(output);
   app.add_option("-j,--jobs", options.jobs,
-                 "threads writing traces (default: one per core)")
+                 "threads writing traces or estimating variants (default: "
+                 "one per core)")
       ->check(wholeNumber(0, 1024))
+      ->group(output);
+  app.add_flag("--print-dims", options.printDims,
+               "list the model's dims, options and axes with their values "
+               "(after --set and the degrees), comments and locations, and "
+               "exit")
       ->group(output);
   app.add_flag("--report", options.report,
                "print FLOPs, communication and memory per rank class (and, "
@@ -225,13 +245,14 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   app.add_flag("-q,--quiet", options.quiet, "no progress or summary on stderr")
       ->group(output);
 
+  addVersionFlag(app, "stagec");
   useToolErrorFormat(app, "stagec");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
-  if (options.outputDir.empty() && !options.report &&
+  if (options.outputDir.empty() && !options.report && !options.printDims &&
       options.reportJson.empty() && options.timeline.empty()) {
     std::fprintf(stderr, "stagec: error: give -o DIR to write traces, "
                          "--report to print a summary, --report-json FILE "
@@ -307,8 +328,13 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                          "--perturb SPEC.yaml\n");
     return 1;
   }
-  if (!options.perturb.empty() && options.outputDir.empty()) {
-    std::fprintf(stderr, "stagec: error: --perturb needs -o DIR\n");
+  // Without -o nothing is written: the variants are only estimated, which
+  // needs a system.
+  if (!options.perturb.empty() && options.outputDir.empty() &&
+      options.device.empty() && options.system.empty()) {
+    std::fprintf(stderr, "stagec: error: --perturb needs -o DIR to write the "
+                         "variants, or --system or --device to estimate "
+                         "them with --report or --report-json\n");
     return 1;
   }
   if (!options.measured.empty() && options.device.empty() &&

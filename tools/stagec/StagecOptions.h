@@ -41,6 +41,7 @@ struct StagecOptions {
   std::vector<unsigned> ranks;
   unsigned jobs = 0;
   bool report = false;
+  bool printDims = false; ///< `--print-dims`: list the declarations, exit.
   std::string reportJson; ///< `--report-json FILE`: the report as JSON.
   std::string timeline;   ///< `--timeline FILE`: the step as trace events.
   bool quiet = false;

@@ -12,6 +12,7 @@
 #include "ProgressBar.h"
 
 #include "stg/Driver/Compile.h"
+#include "stg/Driver/Declarations.h"
 #include "stg/Driver/ModelFlops.h"
 #include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/Manifest.h"
@@ -23,6 +24,7 @@
 #include "stg/Perf/StepMetrics.h"
 #include "stg/Perf/System.h"
 #include "stg/Perturb/Perturbation.h"
+#include "stg/Perturb/VariantEstimate.h"
 #include "stg/Support/LogicalResult.h"
 #include "stg/Support/Version.h"
 
@@ -135,6 +137,58 @@ loadPerturbation(const StagecOptions &options, const ProgramSet &programs,
   return std::move(*spec);
 }
 
+/// The step times of --variants perturbed variants, estimated without
+/// writing them (VariantEstimate.h). Unless a rule selects micro-batches,
+/// the variants replay folded programs (Program.h), which give the step of
+/// the written ones for a fraction of the nodes.
+static std::optional<VariantSteps> estimateWhatIf(const StagecOptions &options,
+                                                  const CompiledModel &compiled,
+                                                  const SystemSpec &system,
+                                                  const PerturbationSpec &spec,
+                                                  DiagnosticEngine &diags) {
+  const ProgramSet &programs = compiled.programs;
+  std::optional<ProgramSet> folded;
+  bool selectsMicrobatches =
+      llvm::any_of(spec.rules, [](const PerturbationRule &rule) {
+        return rule.microbatches.has_value();
+      });
+  if (!selectsMicrobatches && programs.numMicrobatches > 2) {
+    CompileOptions foldOptions = options.compile;
+    foldOptions.foldMicrobatches = true;
+    folded =
+        instantiateModel(*compiled.module, programs.mesh, foldOptions, diags);
+    if (!folded)
+      return std::nullopt;
+    std::optional<MeasuredKernels> measured;
+    if (!options.measured.empty()) {
+      llvm::Expected<MeasuredKernels> table =
+          MeasuredKernels::load(options.measured);
+      if (!table) {
+        diags.error({}, "--measured: " + llvm::toString(table.takeError()));
+        return std::nullopt;
+      }
+      measured = std::move(*table);
+    }
+    applyDeviceModel(*folded, system.device, measured ? &*measured : nullptr);
+  }
+  ProgressBar bar("variants");
+  VariantEstimateOptions estimateOptions;
+  estimateOptions.jobs = options.jobs;
+  auto progress = [&bar](unsigned done, unsigned total) {
+    bar.update(done, total);
+  };
+  if (!options.quiet && llvm::sys::Process::StandardErrIsDisplayed())
+    estimateOptions.progress = progress;
+  llvm::Expected<VariantSteps> steps =
+      estimateVariants(spec, folded ? *folded : programs, system,
+                       options.variants, estimateOptions);
+  if (!steps) {
+    diags.error({}, "--perturb: " + llvm::toString(steps.takeError()));
+    return std::nullopt;
+  }
+  return std::move(*steps);
+}
+
 /// The metrics of the estimated step: the model's FLOPs from a compile on
 /// one GPU a pipeline stage, the tokens from the model's dims, and the step
 /// re-estimated with each resource of the system doubled.
@@ -231,6 +285,13 @@ int main(int argc, char **argv) {
 
   DiagnosticEngine diags(llvm::errs());
   diags.setProgramName("stagec");
+  if (options.printDims) {
+    std::unique_ptr<Module> module = loadModel(options.compile, diags);
+    if (!module || !bindPlan(*module, options.compile, diags))
+      return 1;
+    printDeclarations(llvm::outs(), *module, diags);
+    return 0;
+  }
   if (failed(checkSideFile(options, "--report-json", options.reportJson,
                            ReportJsonMarker, diags)) ||
       failed(checkSideFile(options, "--timeline", options.timeline,
@@ -258,6 +319,13 @@ int main(int argc, char **argv) {
                           mesh.describe() + ")");
       return 1;
     }
+  // Read before the work: a bad spec is an error whatever else was asked.
+  std::optional<PerturbationSpec> perturbation;
+  if (!options.perturb.empty()) {
+    perturbation = loadPerturbation(options, programs, diags);
+    if (!perturbation)
+      return 1;
+  }
 
   std::vector<StageSummary> summaries = summarize(programs);
   std::optional<StepEstimate> estimate;
@@ -277,9 +345,19 @@ int main(int argc, char **argv) {
     if (!metrics)
       return 1;
   }
-  if (options.report)
+  std::optional<VariantSteps> whatIf;
+  if (perturbation && system &&
+      (options.report || !options.reportJson.empty())) {
+    whatIf = estimateWhatIf(options, *compiled, *system, *perturbation, diags);
+    if (!whatIf)
+      return 1;
+  }
+  if (options.report) {
     printReport(llvm::outs(), module, programs, summaries,
                 estimate ? &*estimate : nullptr, metrics ? &*metrics : nullptr);
+    if (whatIf)
+      printVariantReport(llvm::outs(), *whatIf);
+  }
   if (options.outputDir.empty() && options.reportJson.empty() &&
       options.timeline.empty())
     return 0;
@@ -303,8 +381,10 @@ int main(int argc, char **argv) {
   if (failed(createSideFile(
           "--report-json", options.reportJson, ReportJsonMarker,
           [&](llvm::raw_ostream &os) {
-            os << llvm::formatv("{0:2}", buildReportJson(manifest, programs))
-               << "\n";
+            llvm::json::Value report = buildReportJson(manifest, programs);
+            if (whatIf)
+              (*report.getAsObject())["variants"] = describeVariants(*whatIf);
+            os << llvm::formatv("{0:2}", report) << "\n";
           },
           sideFiles, diags)) ||
       failed(createSideFile(
@@ -340,13 +420,6 @@ int main(int argc, char **argv) {
     emitOptions.progress = [&bar](unsigned done, unsigned total) {
       bar.update(done, total);
     };
-
-  std::optional<PerturbationSpec> perturbation;
-  if (!options.perturb.empty()) {
-    perturbation = loadPerturbation(options, programs, diags);
-    if (!perturbation)
-      return 1;
-  }
 
   // From here on an interrupt stops the writers and removes what they
   // wrote; before, nothing is on disk and the default action is right.

@@ -8,7 +8,8 @@
 // communication bytes by collective and group axes, per-rank memory.
 // The same summary prints as the `--report` table, and `--report-json`
 // writes it as JSON. With a system, all three add the step estimate and its
-// metrics under CCL-Bench's keys (StepMetrics.h, docs/metrics.md).
+// metrics under CCL-Bench's keys (StepMetrics.h, docs/metrics.md), and the
+// report the step times of perturbed variants (VariantEstimate.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,7 @@
 #include "stg/Perf/StepEstimate.h"
 #include "stg/Perf/StepMetrics.h"
 #include "stg/Perf/System.h"
+#include "stg/Perturb/VariantEstimate.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -118,6 +120,15 @@ void printReport(llvm::raw_ostream &os, const Module &module,
                  llvm::ArrayRef<StageSummary> summaries,
                  const StepEstimate *estimate = nullptr,
                  const MetricsReport *metrics = nullptr);
+
+/// The what-if section of `--report`, after the metrics: the step-time
+/// distribution of the variants (nearest-rank percentiles), the slowdown
+/// against the clean step and the GPU time wasted waiting.
+void printVariantReport(llvm::raw_ostream &os, const VariantSteps &steps);
+
+/// The `variants` object of the report JSON: the same in seconds, per cent
+/// and GPU-seconds, with every variant's step time.
+llvm::json::Value describeVariants(const VariantSteps &steps);
 
 } // namespace stg
 

@@ -25,7 +25,9 @@
 // implementations.
 //
 // Only perturbed ranks get their own program; the others are stamped from
-// their stage's shared one.
+// their stage's shared one. The draws (PerturbationDraws) are apart from
+// the copy (applyNodeChanges), so that a variant's step estimate
+// (VariantEstimate.h) can take the changes without a program per rank.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +37,7 @@
 #include "stg/Instantiate/Program.h"
 #include "stg/Perf/DeviceModel.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -113,11 +116,65 @@ struct PerturbationRecord {
 /// `scale` (rounded, and at least 1 where it was not 0).
 ProgramSet scalePrograms(const ProgramSet &programs, double scale);
 
+/// What the rules do to one node of a rank's stage program.
+struct NodeChange {
+  uint32_t node = 0;        ///< Index in the stage program's nodes.
+  double factor = 1.0;      ///< gpu_slowdown: num_ops and duration multiplier.
+  uint64_t delayMicros = 0; ///< nic_slowdown: a delay node before it.
+  unsigned rule = 0;        ///< The last rule that matched it.
+};
+
+/// The draws of a spec's rules on a program set: for a (variant, rank), the
+/// changes to the nodes of the rank's stage program. Construction indexes,
+/// once per stage and rule, the nodes each draw unit's rule matches, so a
+/// draw visits only the nodes of the units it selects; a rank no unit
+/// selects costs its random streams alone. Thread-safe once built.
+class PerturbationDraws {
+public:
+  PerturbationDraws(const PerturbationSpec &spec, const ProgramSet &programs,
+                    const DeviceSpec *device);
+
+  /// Replaces `changes` with `rank`'s in `variant`, by ascending node; empty
+  /// if no rule matches a node of it. A change may leave its node as it was
+  /// (a delay that rounds to 0 us).
+  void draw(unsigned variant, unsigned rank,
+            std::vector<NodeChange> &changes) const;
+
+  const PerturbationSpec &getSpec() const { return spec; }
+
+private:
+  /// One stage's draw units: unit 0 is the top level (layer -1), unit i the
+  /// stage's i-th layer, then the other stages' layers that a node names
+  /// (the receive of a neighbour's activation or gradient), ascending.
+  struct StageUnits {
+    std::vector<unsigned> unitLayers; ///< Of units 1, 2, ...
+    /// Per rule: the nodes it matches in unit u are
+    /// nodes[rule][begin[rule][u], begin[rule][u + 1]), ascending.
+    std::vector<std::vector<uint32_t>> begin, nodes;
+  };
+
+  const PerturbationSpec &spec;
+  const ProgramSet &programs;
+  const DeviceSpec *device;
+  std::vector<StageUnits> stages;
+};
+
+/// `base` with `changes` (by ascending node) made: matched compute nodes'
+/// num_ops and duration times their factor, a COMP delay node inserted before
+/// each delayed communication (which then depends on it), the nodes
+/// renumbered and the schedule steps moved with them. Appends what changed
+/// on `rank` to `records` if given. `device` is needed for delays.
+StageProgram
+applyNodeChanges(const StageProgram &base, llvm::ArrayRef<NodeChange> changes,
+                 const DeviceSpec *device, unsigned rank = 0,
+                 std::vector<PerturbationRecord> *records = nullptr);
+
 class Perturber {
 public:
   Perturber(const PerturbationSpec &spec, const ProgramSet &programs,
             unsigned variant, const DeviceSpec *device)
-      : spec(spec), programs(programs), variant(variant), device(device) {}
+      : programs(programs), variant(variant), device(device),
+        draws(spec, programs, device) {}
 
   /// `rank`'s own program if a rule changes it (appending what changed to
   /// `records`), else nothing. Thread-safe.
@@ -125,10 +182,10 @@ public:
   perturb(unsigned rank, std::vector<PerturbationRecord> &records) const;
 
 private:
-  const PerturbationSpec &spec;
   const ProgramSet &programs;
   unsigned variant;
   const DeviceSpec *device;
+  PerturbationDraws draws;
 };
 
 /// Writes `perturbations.json`: the spec, seed, variant and every change.
