@@ -8,15 +8,6 @@
 
 using namespace stg;
 
-std::optional<long long> stg::getDimValue(const Module &module,
-                                          llvm::StringRef name) {
-  const Dim *dim = module.lookupDim(name);
-  if (!dim)
-    return std::nullopt;
-  std::optional<Expr> value = module.bindAll(dim->symbol);
-  return value ? getIntegerValue(*value) : std::nullopt;
-}
-
 CompileOptions stg::getReferenceOptions(const CompileOptions &plan,
                                         const CompiledModel &compiled) {
   const Module &planModule = *compiled.module;
@@ -75,7 +66,7 @@ double stg::countProgramFlops(const ProgramSet &programs, bool withOptimizer) {
 
 std::optional<double> stg::countStepSequences(const Module &module,
                                               const ProgramSet &programs) {
-  std::optional<long long> batch = getDimValue(module, "B");
+  std::optional<long long> batch = module.getDimValue("B");
   if (!batch || *batch <= 0)
     return std::nullopt;
   return double(*batch) * programs.numMicrobatches;
@@ -84,7 +75,7 @@ std::optional<double> stg::countStepSequences(const Module &module,
 std::optional<double> stg::countStepTokens(const Module &module,
                                            const ProgramSet &programs) {
   std::optional<double> sequences = countStepSequences(module, programs);
-  std::optional<long long> length = getDimValue(module, "S");
+  std::optional<long long> length = module.getDimValue("S");
   if (!sequences || !length || *length <= 0)
     return std::nullopt;
   return *sequences * double(*length);

@@ -21,16 +21,6 @@
 
 using namespace stg;
 
-/// A dim's bound value, if the model declares it.
-static std::optional<long long> getDim(const Module &module,
-                                       llvm::StringRef name) {
-  const Dim *dim = module.lookupDim(name);
-  if (!dim)
-    return std::nullopt;
-  std::optional<Expr> value = module.bindAll(dim->symbol);
-  return value ? getIntegerValue(*value) : std::nullopt;
-}
-
 static std::optional<long long> getCount(const Module &module,
                                          const Expr &count) {
   std::optional<Expr> value = module.bindDims(count);
@@ -84,9 +74,9 @@ void stg::writeWorkloadCard(llvm::raw_ostream &os, const Module &module,
   bool training = inputs.mode == "train";
   bool decode = inputs.mode == "decode";
   std::string family = llvm::sys::path::stem(inputs.input).str();
-  std::optional<long long> batch = getDim(module, "B");
-  std::optional<long long> length = getDim(module, "S");
-  std::optional<long long> context = getDim(module, "CTX");
+  std::optional<long long> batch = module.getDimValue("B");
+  std::optional<long long> length = module.getDimValue("S");
+  std::optional<long long> context = module.getDimValue("CTX");
   bool fsdp = false;
   for (const std::unique_ptr<Option> &option : module.getOptions())
     if (option->name == "weight_sharded" && option->isBool())
@@ -131,8 +121,8 @@ void stg::writeWorkloadCard(llvm::raw_ostream &os, const Module &module,
   out << YAML::Key << "num_layers" << YAML::Value
       << (long long)programs.numLayers;
   out << YAML::Key << "num_heads" << YAML::Value
-      << orNull(getDim(module, "NH"));
-  out << YAML::Key << "head_dim" << YAML::Value << orNull(getDim(module, "DH"));
+      << orNull(module.getDimValue("NH"));
+  out << YAML::Key << "head_dim" << YAML::Value << orNull(module.getDimValue("DH"));
   out << YAML::EndMap << YAML::EndMap; // model_arch, model
 
   out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
@@ -205,7 +195,7 @@ void stg::writeWorkloadCard(llvm::raw_ostream &os, const Module &module,
     out << YAML::Key << axis << YAML::Value << degree(axis);
   // The template's pp_mb is the micro-batch size (sequences per replica);
   // how many micro-batches a step runs is stagec's own field.
-  out << YAML::Key << "pp_mb" << YAML::Value << orNull(getDim(module, "MB"));
+  out << YAML::Key << "pp_mb" << YAML::Value << orNull(module.getDimValue("MB"));
   out << YAML::Key << "microbatches" << YAML::Value
       << (long long)programs.numMicrobatches;
   out << YAML::EndMap;

@@ -167,6 +167,14 @@ std::optional<Expr> Module::bindAll(const Expr &e) const {
   return bound ? trySubstitute(*bound, degrees) : std::nullopt;
 }
 
+std::optional<long long> Module::getDimValue(llvm::StringRef name) const {
+  const Dim *dim = lookupDim(name);
+  if (!dim)
+    return std::nullopt;
+  std::optional<Expr> value = bindAll(dim->symbol);
+  return value ? getIntegerValue(*value) : std::nullopt;
+}
+
 std::string Module::describeBindings(const Expr &e) const {
   std::set<std::string> names = getSymbolNames(e);
   std::string text;

@@ -92,14 +92,10 @@ llvm::Expected<ModelFacts> stg::readModelFacts(const CompileOptions &base) {
           node.phase != Phase::Optimizer)
         facts.flopsPerSequence += double(node.numOps);
   // On one GPU the micro-batch is the model's default MB sequences.
-  std::optional<Expr> batch = module.bindAll(module.lookupDim("MB")->symbol);
-  std::optional<long long> sequences =
-      batch ? getIntegerValue(*batch) : std::nullopt;
+  std::optional<long long> sequences = module.getDimValue("MB");
   facts.flopsPerSequence /= double(std::max(1LL, sequences.value_or(1)));
-  if (const Dim *sequence = module.lookupDim("S"))
-    if (std::optional<Expr> value = module.bindAll(sequence->symbol))
-      if (std::optional<long long> length = getIntegerValue(*value))
-        facts.sequenceLength = uint64_t(std::max(0LL, *length));
+  if (std::optional<long long> length = module.getDimValue("S"))
+    facts.sequenceLength = uint64_t(std::max(0LL, *length));
   return facts;
 }
 
@@ -251,10 +247,8 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
   }
   // The plan's micro-batches must add up to the global batch: the search
   // takes the model's B to be MB over the data replicas.
-  if (const Dim *batch = module->lookupDim("B")) {
-    std::optional<Expr> value = module->bindAll(batch->symbol);
-    std::optional<long long> sequences =
-        value ? getIntegerValue(*value) : std::nullopt;
+  if (module->lookupDim("B")) {
+    std::optional<long long> sequences = module->getDimValue("B");
     if (!sequences || uint64_t(*sequences) * plan.microbatches != globalBatch) {
       result.reason = "the model's B is not MB x dp x ep: the micro-batches "
                       "would not add up to the global batch";

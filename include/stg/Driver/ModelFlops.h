@@ -52,11 +52,6 @@ std::optional<double> countStepSequences(const Module &module,
 std::optional<double> countStepTokens(const Module &module,
                                       const ProgramSet &programs);
 
-/// A dim's bound value, if the model declares it and it binds to an
-/// integer.
-std::optional<long long> getDimValue(const Module &module,
-                                     llvm::StringRef name);
-
 } // namespace stg
 
 #endif // STG_DRIVER_MODELFLOPS_H

@@ -109,6 +109,10 @@ public:
   /// Nothing if the numbers divide by zero, as bindDims.
   std::optional<Expr> bindAll(const Expr &e) const;
 
+  /// The bound value of the dim called `name`, if the module declares it
+  /// and it binds to an integer.
+  std::optional<long long> getDimValue(llvm::StringRef name) const;
+
   /// The values of the dims and axis degrees `e` mentions, as a message
   /// says which binding made an expression fail: "D = 4, tp = 8".
   std::string describeBindings(const Expr &e) const;
