@@ -39,6 +39,27 @@ double SlowdownDistribution::sample(double u1, double u2) const {
   return std::clamp(slowdown, 0.0, MaxSlowdown);
 }
 
+llvm::StringRef stg::getRuleKindName(PerturbationRule::Kind kind) {
+  switch (kind) {
+  case PerturbationRule::Kind::GpuSlowdown:
+    return "gpu_slowdown";
+  case PerturbationRule::Kind::NicSlowdown:
+    return "nic_slowdown";
+  case PerturbationRule::Kind::LinkSlowdown:
+    return "link_slowdown";
+  }
+  return "gpu_slowdown";
+}
+
+void stg::scaleNode(ProgramNode &node, double factor) {
+  if (node.kind == ProgramNodeKind::Compute) {
+    node.numOps = scaleCount(node.numOps, factor);
+    node.durationMicros = scaleCount(node.durationMicros, factor);
+  } else {
+    node.commBytes = scaleCount(node.commBytes, factor);
+  }
+}
+
 static int64_t scaled(int64_t value, double scale) {
   if (value <= 0)
     return 0;
@@ -90,6 +111,11 @@ bool matchesNode(const Rule &rule, const ProgramNode &node) {
   bool compute = node.kind == ProgramNodeKind::Compute;
   if (compute != (rule.kind == Rule::Kind::GpuSlowdown))
     return false;
+  // A slower link stretches collectives; a send and its receive would
+  // disagree on the size.
+  if (rule.kind == Rule::Kind::LinkSlowdown &&
+      node.kind != ProgramNodeKind::Collective)
+    return false;
   if (!matchesPass(rule.pass, node.phase))
     return false;
   if (rule.microbatches && !rule.microbatches->count(node.microbatch))
@@ -100,6 +126,51 @@ bool matchesNode(const Rule &rule, const ProgramNode &node) {
 }
 
 } // namespace
+
+llvm::Error stg::checkLinkRules(const PerturbationSpec &spec,
+                                const ProgramSet &programs) {
+  const Mesh &mesh = programs.mesh;
+  for (const Rule &rule : spec.rules) {
+    if (rule.kind != Rule::Kind::LinkSlowdown)
+      continue;
+    std::string where = spec.path + ":" + std::to_string(rule.line) +
+                        ": link_slowdown: ";
+    if (rule.chance != 1.0 ||
+        rule.slowdown.kind != SlowdownDistribution::Kind::Constant)
+      return llvm::createStringError(
+          std::errc::invalid_argument,
+          "%sneeds chance 1 and a constant slowdown: every rank of a "
+          "collective runs over the same link, so all must draw alike",
+          where.c_str());
+    if (!rule.ranks)
+      continue;
+    // Each selected rank's matched collectives: their groups must be
+    // selected whole.
+    llvm::SmallVector<unsigned, 16> members;
+    for (unsigned rank : *rule.ranks) {
+      const StageProgram &stage =
+          programs.stages[programs.getStageOfRank(rank)];
+      llvm::SmallVector<AxisMask, 4> groups;
+      for (const ProgramNode &node : stage.nodes)
+        if (matchesNode(rule, node) && !llvm::is_contained(groups, node.group))
+          groups.push_back(node.group);
+      for (AxisMask group : groups) {
+        members.clear();
+        mesh.getGroupMembers(rank, group, members);
+        for (unsigned member : members)
+          if (!rule.ranks->count(member))
+            return llvm::createStringError(
+                std::errc::invalid_argument,
+                "%srank %u's collectives over %s also run on rank %u, which "
+                "the rule does not select: a slower link slows every rank "
+                "of a collective, so select its group whole",
+                where.c_str(), rank, mesh.describeMask(group).c_str(),
+                member);
+      }
+    }
+  }
+  return llvm::Error::success();
+}
 
 PerturbationDraws::PerturbationDraws(const PerturbationSpec &spec,
                                      const ProgramSet &programs,
@@ -211,8 +282,8 @@ void PerturbationDraws::draw(unsigned variant, unsigned rank,
       changes.push_back({hit.node, 1.0, 0, 0});
     NodeChange &change = changes.back();
     change.rule = hit.rule;
-    if (spec.rules[hit.rule].kind == Rule::Kind::GpuSlowdown) {
-      change.factor *= 1 + hit.slowdown;
+    if (spec.rules[hit.rule].kind != Rule::Kind::NicSlowdown) {
+      change.factor *= 1 + hit.slowdown; // Of the work, or of the transfer.
       continue;
     }
     const ProgramNode &node = base.nodes[hit.node];
@@ -272,8 +343,7 @@ StageProgram stg::applyNodeChanges(const StageProgram &base,
         records->push_back({rank, delayId + 1ull, node.name, change->rule, 1.0,
                             change->delayMicros, delayId});
     } else if (changed && change->factor != 1.0) {
-      node.numOps = scaleCount(node.numOps, change->factor);
-      node.durationMicros = scaleCount(node.durationMicros, change->factor);
+      scaleNode(node, change->factor);
       if (records)
         records->push_back({rank, program.nodes.size(), node.name, change->rule,
                             change->factor, 0, 0});
@@ -315,13 +385,13 @@ void stg::writePerturbationRecords(
         for (const PerturbationRecord &record : records)
           json.object([&] {
             const Rule &rule = spec.rules[record.rule];
-            bool gpu = rule.kind == Rule::Kind::GpuSlowdown;
+            bool delay = rule.kind == Rule::Kind::NicSlowdown;
             json.attribute("rank", int64_t(record.rank));
             json.attribute("node", int64_t(record.node));
             json.attribute("name", record.name);
             json.attribute("rule", int64_t(record.rule));
-            json.attribute("kind", gpu ? "gpu_slowdown" : "nic_slowdown");
-            if (gpu) {
+            json.attribute("kind", getRuleKindName(rule.kind));
+            if (!delay) {
               json.attribute("factor", record.factor);
             } else {
               json.attribute("delay_micros", int64_t(record.delayMicros));

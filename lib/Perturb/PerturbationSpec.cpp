@@ -154,9 +154,11 @@ PerturbationRule SpecReader::readRule(const YAML::Node &node) {
     rule.kind = PerturbationRule::Kind::GpuSlowdown;
   else if (kind == "nic_slowdown")
     rule.kind = PerturbationRule::Kind::NicSlowdown;
+  else if (kind == "link_slowdown")
+    rule.kind = PerturbationRule::Kind::LinkSlowdown;
   else
     fail(node["kind"] ? node["kind"] : node,
-         "'kind' must be gpu_slowdown or nic_slowdown");
+         "'kind' must be gpu_slowdown, nic_slowdown or link_slowdown");
 
   if (auto ranks = readSelector(node, "ranks", numRanks, "rank"))
     rule.ranks = std::set<unsigned>(ranks->begin(), ranks->end());
@@ -185,19 +187,25 @@ PerturbationRule SpecReader::readRule(const YAML::Node &node) {
     fail(node, "a rule needs a 'slowdown'");
   rule.slowdown = readSlowdown(node["slowdown"]);
   if (const YAML::Node collectives = node["collectives"]) {
-    if (rule.kind != PerturbationRule::Kind::NicSlowdown)
-      fail(collectives, "'collectives' filters nic_slowdown rules only");
+    if (rule.kind == PerturbationRule::Kind::GpuSlowdown)
+      fail(collectives, "'collectives' filters nic_slowdown and "
+                        "link_slowdown rules only");
     if (!collectives.IsSequence())
       fail(collectives, "'collectives' must be a list");
     static const std::set<std::string> names = {
         "ALL_REDUCE", "ALL_GATHER", "REDUCE_SCATTER", "ALL_TO_ALL",
         "SEND",       "RECV"};
+    bool link = rule.kind == PerturbationRule::Kind::LinkSlowdown;
     rule.collectives.emplace();
     for (const YAML::Node &item : collectives) {
       if (!names.count(item.Scalar()))
         fail(item, "'collectives': '" + item.Scalar() +
                        "' is not ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, "
                        "ALL_TO_ALL, SEND or RECV");
+      if (link && (item.Scalar() == "SEND" || item.Scalar() == "RECV"))
+        fail(item, "'collectives': link_slowdown slows collectives, not " +
+                       item.Scalar() + " (its peer would disagree on the "
+                       "size)");
       rule.collectives->insert(item.Scalar());
     }
   }

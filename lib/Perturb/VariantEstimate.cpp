@@ -168,8 +168,10 @@ ReplicaReplayer::estimate(const ReplicaChanges &changes) {
     for (const NodeChange &change : stage.nodes) {
       const ProgramNode &base = clean.stages[stage.stage].nodes[change.node];
       ProgramNode &node = scratch.stages[stage.stage].nodes[change.node];
-      node.numOps = scaleCount(base.numOps, change.factor);
-      node.durationMicros = scaleCount(base.durationMicros, change.factor);
+      node.numOps = base.numOps; // The scaled fields, from the clean node.
+      node.durationMicros = base.durationMicros;
+      node.commBytes = base.commBytes;
+      scaleNode(node, change.factor);
       edited.push_back({stage.stage, change.node});
     }
   }
@@ -182,6 +184,7 @@ ReplicaReplayer::estimate(const ReplicaChanges &changes) {
     ProgramNode &node = scratch.stages[edit.stage].nodes[edit.node];
     node.numOps = base.numOps;
     node.durationMicros = base.durationMicros;
+    node.commBytes = base.commBytes;
   }
   if (!step)
     return step.takeError();

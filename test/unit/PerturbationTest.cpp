@@ -139,6 +139,27 @@ TEST(PerturbationTest, NicSlowdownInsertsADelayTheCollectiveWaitsFor) {
   EXPECT_EQ(records[0].delayNode, 2u);
 }
 
+TEST(PerturbationTest, LinkSlowdownScalesOnlyTheTransfer) {
+  ProgramSet programs = makePrograms();
+  PerturbationSpec spec;
+  PerturbationRule rule;
+  rule.kind = PerturbationRule::Kind::LinkSlowdown;
+  rule.collectives = std::set<std::string>{"ALL_REDUCE"};
+  rule.slowdown.value = 1.0; // half the bandwidth
+  spec.rules.push_back(rule);
+  Perturber perturber(spec, programs, 0, nullptr);
+  std::vector<PerturbationRecord> records;
+  std::optional<StageProgram> program = perturber.perturb(0, records);
+  ASSERT_TRUE(program);
+  ASSERT_EQ(program->nodes.size(), 3u); // No delay node.
+  EXPECT_EQ(program->nodes[0].numOps, 1000);
+  EXPECT_EQ(program->nodes[2].commBytes, 900'000);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_DOUBLE_EQ(records[0].factor, 2.0);
+  EXPECT_EQ(getRuleKindName(spec.rules[records[0].rule].kind),
+            "link_slowdown");
+}
+
 TEST(PerturbationTest, DrawsAreReproducibleAndSeeded) {
   ProgramSet programs = makePrograms();
   PerturbationSpec spec;

@@ -111,6 +111,20 @@ TEST(VariantEstimateTest, UniformSlowdownScalesAComputeBoundStep) {
   EXPECT_EQ(steps.replicas, 2u);
 }
 
+TEST(VariantEstimateTest, ASlowerLinkStretchesItsCollectiveOnly) {
+  // The all-reduce (1000 bytes over tp = 2: 1 us) sits between the two
+  // kernels: at a quarter of the bandwidth it takes 4 us, the step 3 us
+  // more. A nic_slowdown of the same size waits before it instead.
+  SystemSpec system = makeSingleDomainSystem(Device, 4);
+  ProgramSet programs = makeTwoLayers();
+  PerturbationRule link;
+  link.kind = PerturbationRule::Kind::LinkSlowdown;
+  link.slowdown.value = 3.0;
+  VariantSteps slower = estimate(makeSpec({link}), programs, system, 1);
+  ASSERT_EQ(slower.variantMicros.size(), 1u);
+  EXPECT_NEAR(slower.variantMicros[0] - slower.cleanMicros, 3.0, 1e-6);
+}
+
 TEST(VariantEstimateTest, RanksMeetingAtCollectivesFormAReplica) {
   ProgramSet programs = makeTwoLayers();
   SystemSpec system = makeSingleDomainSystem(Device, 4);

@@ -129,6 +129,10 @@ loadPerturbation(const StagecOptions &options, const ProgramSet &programs,
   }
   if (options.seed)
     spec->seed = *options.seed;
+  if (llvm::Error err = checkLinkRules(*spec, programs)) {
+    diags.error({}, "--perturb: " + llvm::toString(std::move(err)));
+    return std::nullopt;
+  }
   if (spec->needsDevice() && options.device.empty() && options.system.empty()) {
     diags.error({}, "--perturb: nic_slowdown rules need --device or --system: "
                     "a delay is a share of the message's time on the links");

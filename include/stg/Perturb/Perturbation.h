@@ -10,7 +10,12 @@
 //                 which then depends on it: a COMP node whose duration is
 //                 slowdown x the communication's modelled time (size / link
 //                 bandwidth) and whose num_ops is that delay at peak FLOP/s,
-//                 so replay and roofline simulation charge the same delay;
+//                 so replay and roofline simulation charge the same delay
+//                 (a late start: the compute stream waits too);
+//   link_slowdown multiplies matched communication nodes' comm_size by
+//                 1 + slowdown: the same transfer over a link that much
+//                 slower, on the communication stream only (MLSynth's
+//                 Fig. 5, an all-reduce given less bandwidth);
 //
 // selected by rank, layer (the repetition index), pass, micro-batch and
 // collective type, each (rank, layer) unit drawn with probability `chance`.
@@ -65,7 +70,7 @@ struct SlowdownDistribution {
 };
 
 struct PerturbationRule {
-  enum class Kind { GpuSlowdown, NicSlowdown };
+  enum class Kind { GpuSlowdown, NicSlowdown, LinkSlowdown };
   enum class Pass { Forward, Backward, Optimizer, Any };
   Kind kind = Kind::GpuSlowdown;
   std::optional<std::set<unsigned>> ranks;      ///< Unset: all.
@@ -74,7 +79,8 @@ struct PerturbationRule {
   std::optional<std::set<int>> microbatches;    ///< Unset: all.
   double chance = 1.0;
   SlowdownDistribution slowdown;
-  /// nic_slowdown: ALL_REDUCE, ..., SEND, RECV; unset: every communication.
+  /// nic_slowdown, link_slowdown: ALL_REDUCE, ..., SEND, RECV; unset: every
+  /// communication.
   std::optional<std::set<std::string>> collectives;
   unsigned line = 0; ///< Where the rule starts in the spec, for messages.
 };
@@ -107,10 +113,23 @@ struct PerturbationRecord {
   uint64_t node = 0; ///< Id in the variant's file.
   std::string name;
   unsigned rule = 0;
-  double factor = 1.0;      ///< gpu_slowdown: num_ops multiplier.
+  double factor = 1.0;      ///< gpu_slowdown (num_ops), link_slowdown (size).
   uint64_t delayMicros = 0; ///< nic_slowdown.
   uint64_t delayNode = 0;   ///< nic_slowdown: the inserted node's id.
 };
+
+/// Fails unless every link_slowdown rule changes a collective on all of its
+/// ranks alike (chance 1, a constant slowdown, whole groups selected): the
+/// ranks of a collective must agree on its size.
+llvm::Error checkLinkRules(const PerturbationSpec &spec,
+                           const ProgramSet &programs);
+
+/// `gpu_slowdown`, `nic_slowdown` or `link_slowdown`.
+llvm::StringRef getRuleKindName(PerturbationRule::Kind kind);
+
+/// A node `factor` times slower: a compute node's FLOPs and duration, a
+/// communication's size (the same transfer over a slower link).
+void scaleNode(ProgramNode &node, double factor);
 
 /// `programs` with every FLOP count, byte count and message size times
 /// `scale` (rounded, and at least 1 where it was not 0).
@@ -119,7 +138,8 @@ ProgramSet scalePrograms(const ProgramSet &programs, double scale);
 /// What the rules do to one node of a rank's stage program.
 struct NodeChange {
   uint32_t node = 0;        ///< Index in the stage program's nodes.
-  double factor = 1.0;      ///< gpu_slowdown: num_ops and duration multiplier.
+  /// gpu_slowdown: num_ops and duration multiplier; link_slowdown: comm_size.
+  double factor = 1.0;
   uint64_t delayMicros = 0; ///< nic_slowdown: a delay node before it.
   unsigned rule = 0;        ///< The last rule that matched it.
 };
