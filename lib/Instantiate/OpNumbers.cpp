@@ -20,9 +20,29 @@
 
 using namespace stg;
 
+std::optional<int64_t> OpNumberCache::tryEvaluate(const Expr &e,
+                                                  bool roundUp) const {
+  std::optional<Expr> bound = module.bindAll(e);
+  if (!bound || !GiNaC::is_a<GiNaC::numeric>(*bound))
+    return std::nullopt;
+  const auto &number = GiNaC::ex_to<GiNaC::numeric>(*bound);
+  if (!number.is_real())
+    return std::nullopt;
+  double real = number.to_double();
+  if (real < 0 || real >= 9.2e18 || (!number.is_integer() && !roundUp))
+    return std::nullopt;
+  // Exact integers stay exact (a double has 53 bits); a fraction rounds
+  // up: a kernel does whole operations.
+  if (number.is_integer())
+    return int64_t(number.to_long());
+  return int64_t(std::ceil(real));
+}
+
 std::optional<int64_t> OpNumberCache::evaluate(const Expr &e, SourceLoc loc,
                                                llvm::StringRef what,
                                                bool roundUp) {
+  if (std::optional<int64_t> count = tryEvaluate(e, roundUp))
+    return count;
   ExprPrinter printer = module.getPrinter();
   std::optional<Expr> bound = module.bindAll(e);
   auto fail = [&](const llvm::Twine &why) {
@@ -111,29 +131,46 @@ bool OpNumberCache::checkWindow(const Op &op, llvm::StringRef what) {
   return false;
 }
 
+const OpNumberCache::Formulas &OpNumberCache::getFormulas(const Op &op) {
+  auto [it, inserted] = formulas.try_emplace(&op);
+  if (inserted)
+    it->second = op.getInfo().has(Collective)
+                     ? Formulas{0, op.getAttr("bytes")->expr}
+                     : Formulas{getFlops(op), getBytesAccessed(op)};
+  return it->second;
+}
+
 const OpNumbers *OpNumberCache::get(const Op &op) {
   auto [it, inserted] = ops.try_emplace(&op);
   if (!inserted)
     return it->second ? &*it->second : nullptr;
   OpNumbers numbers;
-  // The kind and the name, so that one op among a layer's is found.
-  std::string what = ("'" + op.getKindName() + "'").str();
-  if (!op.getResults().empty())
-    what += " '%" + op.getResults().front()->getName().str() + "'";
-  if (!checkWindow(op, what))
-    return nullptr;
+  // The kind and the name, so that one op among a layer's is found; made
+  // only for a message.
+  auto describe = [&] {
+    std::string what = ("'" + op.getKindName() + "'").str();
+    if (!op.getResults().empty())
+      what += " '%" + op.getResults().front()->getName().str() + "'";
+    return what;
+  };
   bool roundUp = isAttention(op);
+  if (roundUp && !checkWindow(op, describe()))
+    return nullptr;
+  auto count = [&](const Expr &formula, const char *quantity,
+                   bool averaged) -> std::optional<int64_t> {
+    if (std::optional<int64_t> value = tryEvaluate(formula, averaged))
+      return value;
+    return evaluate(formula, op.getLoc(), quantity + describe(), averaged);
+  };
+  const Formulas &costs = getFormulas(op);
   if (op.getInfo().has(Collective)) {
-    std::optional<int64_t> bytes = evaluate(
-        op.getAttr("bytes")->expr, op.getLoc(), "size of " + what, false);
+    std::optional<int64_t> bytes = count(costs.bytes, "size of ", false);
     if (!bytes)
       return nullptr;
     numbers.commBytes = *bytes;
   } else {
-    std::optional<int64_t> flops =
-        evaluate(getFlops(op), op.getLoc(), "FLOPs of " + what, roundUp);
-    std::optional<int64_t> bytes = evaluate(getBytesAccessed(op), op.getLoc(),
-                                            "bytes of " + what, roundUp);
+    std::optional<int64_t> flops = count(costs.flops, "FLOPs of ", roundUp);
+    std::optional<int64_t> bytes = count(costs.bytes, "bytes of ", roundUp);
     if (!flops || !bytes)
       return nullptr;
     numbers.flops = *flops;
@@ -148,8 +185,14 @@ const OpNumbers *OpNumberCache::get(const Op &op) {
 std::optional<int64_t> OpNumberCache::getLocalBytes(const Value &value,
                                                     SourceLoc loc) {
   auto [it, inserted] = values.try_emplace(&value);
-  if (inserted)
-    it->second = evaluate(stg::getLocalBytes(value), loc,
-                          "size of '%" + value.getName().str() + "'", false);
+  if (inserted) {
+    auto [formula, fresh] = valueBytes.try_emplace(&value);
+    if (fresh)
+      formula->second = stg::getLocalBytes(value);
+    it->second = tryEvaluate(formula->second, false);
+    if (!it->second)
+      it->second = evaluate(formula->second, loc,
+                            "size of '%" + value.getName().str() + "'", false);
+  }
   return it->second;
 }

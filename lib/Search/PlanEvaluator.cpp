@@ -234,7 +234,11 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
   if (bound != cached->bound) {
     cached->bound = bound;
     cached->checkFailure.clear();
-    cached->numbers = std::make_unique<OpNumberCache>(*module, diags);
+    if (cached->numbers)
+      cached->numbers->forgetNumbers();
+    else
+      cached->numbers = std::make_unique<OpNumberCache>(*module, diags);
+    cached->numbers->setDiagnostics(diags);
     PassManager check;
     if (failed(check.addPipeline("check-divisibility", diags)) ||
         failed(check.run(*module, diags)))

@@ -6,7 +6,9 @@
 // costs microseconds, and a 32K-rank run has billions of node instances.
 // A caller that instantiates one module many times with the same dims and
 // degrees (the plan search: plans that differ in interleaving or rank
-// order) may keep the cache across instantiations.
+// order) may keep the cache across instantiations; one that binds other
+// numbers calls forgetNumbers, which keeps the symbolic costs (they depend
+// on the module alone) and drops only what they evaluated to.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +41,12 @@ public:
   /// Where later errors go, when the cache outlives the engine it was made
   /// with. An error is reported once; its op stays null in the cache.
   void setDiagnostics(DiagnosticEngine &engine) { diags = &engine; }
+  /// Drops the evaluated numbers, after the module's dims or degrees
+  /// changed; the symbolic costs stay.
+  void forgetNumbers() {
+    ops.clear();
+    values.clear();
+  }
 
   /// The numbers of `op`, or null after reporting a cost that does not
   /// evaluate to a number.
@@ -52,6 +60,8 @@ public:
                                   llvm::StringRef what, bool roundUp = false);
 
 private:
+  /// `e` bound to a count, or nothing (evaluate says why).
+  std::optional<int64_t> tryEvaluate(const Expr &e, bool roundUp) const;
   /// False after reporting a sliding attention (or its gradient) whose
   /// window is not a positive integer once bound.
   bool checkWindow(const Op &op, llvm::StringRef what);
@@ -60,10 +70,18 @@ private:
   /// contracted ones K. Empty for anything else.
   GemmShape getGemmShape(const Op &einsum);
 
+  /// An op's cost formulas: FLOPs and bytes, or a collective's size.
+  struct Formulas {
+    Expr flops, bytes;
+  };
+  const Formulas &getFormulas(const Op &op);
+
   const Module &module;
   DiagnosticEngine *diags;
   llvm::DenseMap<const Op *, std::optional<OpNumbers>> ops;
   llvm::DenseMap<const Value *, std::optional<int64_t>> values;
+  llvm::DenseMap<const Op *, Formulas> formulas;
+  llvm::DenseMap<const Value *, Expr> valueBytes;
 };
 
 } // namespace stg
