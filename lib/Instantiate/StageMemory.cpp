@@ -36,7 +36,7 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
   // cache, which the decode steps read), and the ops whose operands and
   // results are live at once.
   llvm::DenseSet<Key> producedCache;
-  uint64_t workingSet = 0;
+  uint64_t workingSet = 0, recurrentState = 0;
   bool failedWorkingSet = false;
   llvm::SmallVector<const Op *, 2> found;
   // An unfused attention keeps its softmax output (the score matrix) for
@@ -79,6 +79,27 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
       for (const Value *result : op.getResults())
         addLive(result);
       workingSet = std::max(workingSet, live);
+      // A recurrent layer leaves its state for the decode steps: a scan's
+      // last position, a causal convolution's last kernel - 1 inputs
+      // (along dim 1, the sequence, as in nn/mamba.stg).
+      if (op.getKind() == OpKind::PScan || op.getKind() == OpKind::Conv1D) {
+        bool scan = op.getKind() == OpKind::PScan;
+        const Value *value =
+            scan ? op.getResult()
+                 : placement.resolve(op.getOperand(0), layer).value;
+        const TensorType &type = value->getType();
+        std::optional<long long> dim =
+            scan ? getIntegerValue(op.getAttr("dim")->expr) : 1;
+        if (dim && *dim >= 0 && unsigned(*dim) < type.getRank()) {
+          Expr positions = scan ? Expr(1) : op.getAttr("kernel")->expr - 1;
+          std::optional<int64_t> bytes = numbers.evaluate(
+              getLocalBytes(*value) / type.getLocalDim(*dim) * positions,
+              op.getLoc(), "recurrent state of '" + op.getKindName().str() +
+                               "'");
+          failedWorkingSet |= !bytes;
+          recurrentState += bytes.value_or(0);
+        }
+      }
       if (op.getKind() == OpKind::Attention)
         for (unsigned index : {1u, 2u}) {
           ValueInstance source = placement.resolve(op.getOperand(index), layer);
@@ -162,6 +183,7 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
       return std::nullopt;
     memory.state += *bytes;
   }
+  memory.state += recurrentState;
   // Every micro-batch's sequences keep their caches on the stage between
   // steps, not only the one in flight.
   memory.state *= numMicrobatches;
