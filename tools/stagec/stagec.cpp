@@ -41,12 +41,13 @@ using namespace stg;
 
 static std::atomic<bool> interrupted{false};
 
-/// Loads --system or --device (and --measured) into `system` and fills the
-/// kernel durations; reports a bad system, device or table. `--device`
-/// alone is one scale-up domain holding every rank.
+/// Loads --system or --device (and --measured) into `system` and
+/// `measured` and fills the kernel durations; reports a bad system, device
+/// or table. `--device` alone is one scale-up domain holding every rank.
 static LogicalResult applySystem(const StagecOptions &options,
                                  ProgramSet &programs,
                                  std::optional<SystemSpec> &system,
+                                 std::optional<MeasuredKernels> &measured,
                                  DiagnosticEngine &diags) {
   if (!options.system.empty()) {
     llvm::Expected<SystemSpec> loaded = loadSystem(options.system);
@@ -65,7 +66,6 @@ static LogicalResult applySystem(const StagecOptions &options,
   } else {
     return success();
   }
-  std::optional<MeasuredKernels> measured;
   if (!options.measured.empty()) {
     llvm::Expected<MeasuredKernels> table =
         MeasuredKernels::load(options.measured);
@@ -145,11 +145,10 @@ loadPerturbation(const StagecOptions &options, const ProgramSet &programs,
 /// writing them (VariantEstimate.h). Unless a rule selects micro-batches,
 /// the variants replay folded programs (Program.h), which give the step of
 /// the written ones for a fraction of the nodes.
-static std::optional<VariantSteps> estimateWhatIf(const StagecOptions &options,
-                                                  const CompiledModel &compiled,
-                                                  const SystemSpec &system,
-                                                  const PerturbationSpec &spec,
-                                                  DiagnosticEngine &diags) {
+static std::optional<VariantSteps>
+estimateWhatIf(const StagecOptions &options, const CompiledModel &compiled,
+               const SystemSpec &system, const MeasuredKernels *measured,
+               const PerturbationSpec &spec, DiagnosticEngine &diags) {
   const ProgramSet &programs = compiled.programs;
   std::optional<ProgramSet> folded;
   bool selectsMicrobatches =
@@ -163,17 +162,7 @@ static std::optional<VariantSteps> estimateWhatIf(const StagecOptions &options,
         instantiateModel(*compiled.module, programs.mesh, foldOptions, diags);
     if (!folded)
       return std::nullopt;
-    std::optional<MeasuredKernels> measured;
-    if (!options.measured.empty()) {
-      llvm::Expected<MeasuredKernels> table =
-          MeasuredKernels::load(options.measured);
-      if (!table) {
-        diags.error({}, "--measured: " + llvm::toString(table.takeError()));
-        return std::nullopt;
-      }
-      measured = std::move(*table);
-    }
-    applyDeviceModel(*folded, system.device, measured ? &*measured : nullptr);
+    applyDeviceModel(*folded, system.device, measured);
   }
   ProgressBar bar("variants");
   VariantEstimateOptions estimateOptions;
@@ -311,7 +300,8 @@ int main(int argc, char **argv) {
     return 1;
   const Module &module = *compiled->module;
   std::optional<SystemSpec> system;
-  if (failed(applySystem(options, compiled->programs, system, diags)))
+  std::optional<MeasuredKernels> measured;
+  if (failed(applySystem(options, compiled->programs, system, measured, diags)))
     return 1;
   const ProgramSet &programs = compiled->programs;
   const Mesh &mesh = programs.mesh;
@@ -352,7 +342,9 @@ int main(int argc, char **argv) {
   std::optional<VariantSteps> whatIf;
   if (perturbation && system &&
       (options.report || !options.reportJson.empty())) {
-    whatIf = estimateWhatIf(options, *compiled, *system, *perturbation, diags);
+    whatIf = estimateWhatIf(options, *compiled, *system,
+                            measured ? &*measured : nullptr, *perturbation,
+                            diags);
     if (!whatIf)
       return 1;
   }
