@@ -50,10 +50,24 @@ stmt
   | 'state' declItem (',' declItem)* ';'                 # stateStmt
   | target (',' target)* '=' value ';'                   # assignStmt
   | 'repeat' expr ('as' ID)? body                        # repeatStmt
+  | 'if' indexCond body ('else' 'if' indexCond body)* ('else' body)?
+                                                         # ifStmt
   | 'return' value ';'                                   # returnStmt
   ;
 
 declItem : ID ':' type ;
+
+// A condition on a repeat's index (`layer % 6 == 5`), so a repeat can run
+// a pattern of layers. Earlier alternatives bind tighter.
+indexCond
+  : '(' indexCond ')'                                        # parenCond
+  | '!' indexCond                                            # notCond
+  | indexCond '&&' indexCond                                 # andCond
+  | indexCond '||' indexCond                                 # orCond
+  | ID ('%' modulus=INT)? op=('==' | '!=' | '<' | '<=' | '>' | '>=')
+    rhs=INT                                                  # compareCond
+  ;
+
 target   : ID (':' type)? ;
 
 // A value is a name or an op/block call; calls nest.
@@ -78,7 +92,7 @@ attr      : (anyName '=')? attrValue ;
 anyName
   : ID | 'import' | 'dim' | 'axis' | 'if' | 'option' | 'set' | 'true'
   | 'false' | 'block' | 'model' | 'param' | 'state' | 'repeat' | 'as'
-  | 'return' | 'override'
+  | 'return' | 'override' | 'else'
   ;
 attrValue
   : STRING                                   # stringAttr

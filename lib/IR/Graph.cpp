@@ -47,11 +47,15 @@ Op *Graph::createOp(OpKind kind, SourceLoc loc) {
 }
 
 Op *Graph::createOpBefore(Op *anchor, OpKind kind, SourceLoc loc) {
-  return insertOp(indexOf(anchor), kind, loc);
+  Op *op = insertOp(indexOf(anchor), kind, loc);
+  op->setBodyLayer(anchor->getBodyLayer());
+  return op;
 }
 
 Op *Graph::createOpAfter(Op *anchor, OpKind kind, SourceLoc loc) {
-  return insertOp(indexOf(anchor) + 1, kind, loc);
+  Op *op = insertOp(indexOf(anchor) + 1, kind, loc);
+  op->setBodyLayer(anchor->getBodyLayer());
+  return op;
 }
 
 void Graph::eraseOp(Op *op) {

@@ -5,6 +5,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <optional>
+
 using namespace stg;
 
 namespace {
@@ -93,8 +95,17 @@ void IRPrinter::printType(const Value &value) {
 }
 
 void IRPrinter::printGraph(const Graph &graph, unsigned indent) {
-  for (const auto &op : graph.getOps())
+  // A body of several layers says where each begins.
+  std::optional<unsigned> layer;
+  for (const auto &op : graph.getOps()) {
+    if (graph.getNumLayers() > 1 && op->getKind() != OpKind::Yield &&
+        layer != op->getBodyLayer()) {
+      layer = op->getBodyLayer();
+      os.indent(indent) << "// layer " << *layer << " of "
+                        << graph.getNumLayers() << "\n";
+    }
     printOp(*op, indent);
+  }
 }
 
 void IRPrinter::printOp(const Op &op, unsigned indent) {

@@ -26,6 +26,7 @@ private:
   void verifyGraph(const Graph &graph);
   void verifyOp(const Op &op);
   void verifyRepeat(const Op &op);
+  void verifyBodyLayer(const Op &op, const Graph &graph);
   void define(const Value *value, SourceLoc loc);
   void fail(SourceLoc loc, const llvm::Twine &message) {
     diags.error(loc, "invalid IR: " + message);
@@ -67,7 +68,35 @@ void Verifier::verifyGraph(const Graph &graph) {
       fail(op->getLoc(), "op '" + op->getKindName() + "' has a wrong parent");
     if (op->getKind() == OpKind::Yield && op.get() != graph.getTerminator())
       fail(op->getLoc(), "'yield' must be the last op of a repeat body");
+    verifyBodyLayer(*op, graph);
     verifyOp(*op);
+  }
+}
+
+void Verifier::verifyBodyLayer(const Op &op, const Graph &graph) {
+  unsigned layer = op.getBodyLayer();
+  if (layer >= graph.getNumLayers()) {
+    fail(op.getLoc(), "'" + op.getKindName() + "' is in layer " +
+                          llvm::Twine(layer) + " of a body of " +
+                          llvm::Twine(graph.getNumLayers()) + " layers");
+    return;
+  }
+  // Within a repetition, data flows from a layer to the later ones forward
+  // and to the earlier ones backward; an edge the other way would be an
+  // edge against the pipeline.
+  bool backward =
+      graph.getParentOp() && graph.getParentOp()->getForwardRepeat();
+  for (const Value *operand : op.getOperands()) {
+    const Op *def = operand->getDefiningOp();
+    if (!def || def->getParent() != &graph)
+      continue;
+    unsigned from = def->getBodyLayer();
+    if (backward ? from < layer : from > layer)
+      fail(op.getLoc(), "'" + op.getKindName() + "' in body layer " +
+                            llvm::Twine(layer) + " reads '%" +
+                            operand->getName() + "' of layer " +
+                            llvm::Twine(from) + ", against the " +
+                            (backward ? "backward" : "forward") + " order");
   }
 }
 
@@ -143,8 +172,14 @@ void Verifier::verifyRepeat(const Op &op) {
   // Values defined in the body are not visible after it. A backward body
   // sees its forward body's values (those of the same repetition).
   llvm::DenseSet<const Value *> outer = visible;
-  if (const Op *forward = op.getForwardRepeat())
+  if (const Op *forward = op.getForwardRepeat()) {
     forward->getBody()->walkValues([&](const Value *v) { visible.insert(v); });
+    if (forward->getBody()->getNumLayers() != body->getNumLayers())
+      fail(op.getLoc(), "a backward repeat's body has " +
+                            llvm::Twine(body->getNumLayers()) +
+                            " layers, its forward body " +
+                            llvm::Twine(forward->getBody()->getNumLayers()));
+  }
   verifyGraph(*body);
   visible = std::move(outer);
 }

@@ -32,6 +32,7 @@ std::optional<Placement> Placement::create(const Module &module,
   placement.numStages = numStages;
   const Graph &model = *module.getModel();
   const Op *firstRepeat = nullptr;
+  const Op *previousForward = nullptr;
   bool ok = true;
   for (const std::unique_ptr<Op> &op : model.getOps()) {
     if (op->getKind() != OpKind::Repeat)
@@ -67,7 +68,9 @@ std::optional<Placement> Placement::create(const Module &module,
         ok = false;
         continue;
       }
-      if (placement.numLayers + *value > MaxLayers) {
+      info.period = op->getBody()->getNumLayers();
+      uint64_t layers = uint64_t(*value) * info.period;
+      if (placement.numLayers + layers > MaxLayers) {
         diags.error(op->getLoc(), "the repeats add up to more than the limit "
                                   "of " + llvm::Twine(MaxLayers) + " layers");
         ok = false;
@@ -75,7 +78,13 @@ std::optional<Placement> Placement::create(const Module &module,
       }
       info.offset = placement.numLayers;
       info.count = *value;
-      placement.numLayers += *value;
+      info.loopStart = info.offset;
+      // A layer pattern's remainder repeats follow it, under its name.
+      if (previousForward &&
+          previousForward->getAttr("name")->text == op->getAttr("name")->text)
+        info.loopStart = placement.repeats.lookup(previousForward).loopStart;
+      placement.numLayers += layers;
+      previousForward = op.get();
       if (!firstRepeat)
         firstRepeat = op.get();
     }
@@ -88,15 +97,14 @@ std::optional<Placement> Placement::create(const Module &module,
     return std::nullopt;
   unsigned numModelChunks = numStages * numChunks;
   if (numModelChunks > 1 && placement.numLayers < numModelChunks) {
-    diags.error(firstRepeat ? firstRepeat->getLoc() : module.getModelLoc(),
-                "pipeline parallelism splits repetitions over stages: " +
-                    llvm::Twine(numStages) + " stages" +
-                    (numChunks > 1 ? " of " + llvm::Twine(numChunks) +
-                                         " model chunks"
-                                   : llvm::Twine()) +
-                    " need at least " + llvm::Twine(numModelChunks) +
-                    " repetitions, the model has " +
-                    llvm::Twine(placement.numLayers));
+    diags.error(
+        firstRepeat ? firstRepeat->getLoc() : module.getModelLoc(),
+        "pipeline parallelism splits layers over stages: " +
+            llvm::Twine(numStages) + " stages" +
+            (numChunks > 1 ? " of " + llvm::Twine(numChunks) + " model chunks"
+                           : llvm::Twine()) +
+            " need at least " + llvm::Twine(numModelChunks) +
+            " layers, the model has " + llvm::Twine(placement.numLayers));
     return std::nullopt;
   }
 
@@ -112,7 +120,7 @@ std::optional<Placement> Placement::create(const Module &module,
                       "; the plan has " + llvm::Twine(numModelChunks) +
                       " model chunks and the model " +
                       llvm::Twine(placement.numLayers) +
-                      " repetitions, at least one a chunk");
+                      " layers, at least one a chunk");
       return std::nullopt;
     }
   }
@@ -158,7 +166,7 @@ std::vector<unsigned> Placement::getLayersOf(unsigned stage) const {
 
 void Placement::assignTopLevelStages(const Graph &model) {
   // Work before the first repeat runs on the first stage, after a forward
-  // repeat on the stage (and in the chunk) of its last repetition, after a
+  // repeat on the stage (and in the chunk) of its last layer, after a
   // backward repeat on that of its first. Gradient sync and optimizer steps
   // follow the gradient they consume, wherever it was computed.
   unsigned current = 0, currentChunk = 0;
@@ -166,8 +174,9 @@ void Placement::assignTopLevelStages(const Graph &model) {
     if (op->getKind() == OpKind::Repeat) {
       const RepeatInfo &info = repeats.find(op.get())->second;
       if (info.count) {
-        unsigned layer =
-            info.backward ? info.offset : info.offset + info.count - 1;
+        unsigned layer = info.backward
+                             ? info.offset
+                             : info.offset + info.count * info.period - 1;
         current = layerStages[layer];
         currentChunk = layerChunks[layer];
       }
@@ -205,21 +214,23 @@ ValueInstance Placement::resolve(const Value *value, int layer) const {
         continue;
       }
       value = def->getBody()->getTerminator()->getOperand(index);
-      layer = info.backward ? info.offset : info.offset + info.count - 1;
+      layer = info.backward ? info.offset
+                            : info.offset + (info.count - 1) * info.period;
       continue;
     }
     // A loop-carried argument: the initial value in the first repetition
     // run, else what the previous one yielded.
     auto [repeat, index] = bodyArgs.find(value)->second;
     const RepeatInfo &info = repeats.find(repeat)->second;
-    int first = info.backward ? info.offset + info.count - 1 : info.offset;
+    int first = info.backward ? info.offset + (info.count - 1) * info.period
+                              : info.offset;
     if (layer == first) {
       value = repeat->getOperand(index);
       layer = -1;
       continue;
     }
     value = repeat->getBody()->getTerminator()->getOperand(index);
-    layer += info.backward ? 1 : -1;
+    layer += info.backward ? int(info.period) : -int(info.period);
   }
 }
 
@@ -231,11 +242,10 @@ void stg::forEachInstance(const Module &module, const Placement &placement,
       continue;
     }
     const Placement::RepeatInfo &info = placement.getRepeat(op.get());
-    for (unsigned layer = info.offset; layer < info.offset + info.count;
-         ++layer)
+    for (unsigned i = 0; i < info.count; ++i)
       for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
         if (inner->getKind() != OpKind::Yield)
-          fn(*inner, layer);
+          fn(*inner, info.offset + i * info.period);
   }
 }
 

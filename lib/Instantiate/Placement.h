@@ -1,12 +1,16 @@
 //===- Placement.h - Where and how often each op of a module runs -*- C++ -*-===//
 //
-// The numbering instantiation works with: every repetition of every repeat
-// gets a global layer index (forward repeats in program order; a backward
-// repeat shares its forward repeat's indices), layers are split over the
-// pipeline stages, and every top-level op is given a stage. An op instance
-// is an op and a layer (-1 at top level); `resolve` follows loop-carried
-// arguments and repeat results to the instance that really computes a
-// value, so that cross-layer and cross-stage edges are plain edges.
+// The numbering instantiation works with: every layer of every repetition
+// of every repeat gets a global layer index (forward repeats in program
+// order; a backward repeat shares its forward repeat's indices), layers are
+// split over the pipeline stages, and every top-level op is given a stage.
+// A repetition runs as many layers as its body holds (several for a layer
+// pattern's period), so a stage boundary may fall inside a repetition.
+// An op instance is an op and the index of its repetition's first layer (-1
+// at top level); the op's body layer adds to it. `resolve` follows
+// loop-carried arguments and repeat results to the instance that really
+// computes a value, so that cross-layer and cross-stage edges are plain
+// edges.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,11 +37,16 @@ class Placement {
 public:
   struct RepeatInfo {
     bool backward = false;
-    unsigned offset = 0; ///< Global index of repetition 0.
-    unsigned count = 0;
+    unsigned offset = 0; ///< Global index of repetition 0's first layer.
+    unsigned count = 0;  ///< Repetitions.
+    unsigned period = 1; ///< Layers a repetition runs.
+    /// Global index of the first layer of the repeat statement it comes
+    /// from: a layer pattern's last layers, repeats of their own, continue
+    /// its numbering.
+    unsigned loopStart = 0;
   };
 
-  /// Numbers the repeats of `module` and splits them into `numStages` x
+  /// Numbers the layers of `module` and splits them into `numStages` x
   /// `numChunks` model chunks, chunk c on stage c mod numStages (Megatron-
   /// LM's interleaving; one chunk per stage without it). Reports (and
   /// returns null for) what cannot be split.
@@ -57,9 +66,14 @@ public:
   unsigned getChunkOfLayer(unsigned layer) const { return layerChunks[layer]; }
   /// The layers `stage` runs, ascending.
   std::vector<unsigned> getLayersOf(unsigned stage) const;
-  /// The chunk of an op instance (top-level ops: their assigned chunk).
+  /// The global layer an op instance runs in.
+  unsigned getLayer(const Op *op, int layer) const {
+    return layer + op->getBodyLayer();
+  }
+  /// The model chunk of an op instance (top-level ops: their assigned
+  /// chunk).
   unsigned getChunk(const Op *op, int layer) const {
-    return layer >= 0 ? layerChunks[layer] : topChunks.lookup(op);
+    return layer >= 0 ? layerChunks[getLayer(op, layer)] : topChunks.lookup(op);
   }
 
   const RepeatInfo &getRepeat(const Op *repeat) const {
@@ -67,7 +81,7 @@ public:
   }
   /// The stage of an op instance (top-level ops: their assigned stage).
   unsigned getStage(const Op *op, int layer) const {
-    return layer >= 0 ? layerStages[layer] : topStages.lookup(op);
+    return layer >= 0 ? layerStages[getLayer(op, layer)] : topStages.lookup(op);
   }
   /// True if `op`'s results need no computation on any stage: parameters,
   /// inputs, state, and layouts or reshapes of only those.
@@ -92,7 +106,7 @@ private:
 
 /// Calls `fn(op, layer)` for every instance of a non-repeat op, in program
 /// order: top-level ops, and each repeat's body ops once per repetition
-/// (ascending, yields left out).
+/// (ascending, yields left out; `layer` is the repetition's first layer).
 void forEachInstance(const Module &module, const Placement &placement,
                      llvm::function_ref<void(const Op &, int)> fn);
 /// The same for the instances placed on `stage`.

@@ -72,10 +72,11 @@ std::string StageBuilder::getInstanceName(const Op &op,
     return std::string();
   if (layer < 0)
     return instanceName(valueName, "", -1, microbatch);
-  // Repetitions are numbered within their repeat in names.
+  // Layers are numbered within their repeat statement in names.
   const Graph &body = *op.getParent();
-  int offset = placement.getRepeat(body.getParentOp()).offset;
-  return instanceName(valueName, body.getName(), layer - offset, microbatch);
+  int start = placement.getRepeat(body.getParentOp()).loopStart;
+  return instanceName(valueName, body.getName(),
+                      placement.getLayer(&op, layer) - start, microbatch);
 }
 
 uint32_t StageBuilder::addNode(ProgramNode node) {
@@ -342,12 +343,17 @@ void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
     if (info.backward != step.backward)
       continue;
     for (unsigned i = 0; i < info.count; ++i) {
-      int layer = info.offset + (info.backward ? info.count - 1 - i : i);
-      if (placement.getStageOfLayer(layer) != stage ||
-          placement.getChunkOfLayer(layer) != step.chunk)
+      unsigned repetition = info.backward ? info.count - 1 - i : i;
+      int layer = info.offset + repetition * info.period;
+      bool anyLayerHere = false;
+      for (unsigned k = 0; k < info.period && !anyLayerHere; ++k)
+        anyLayerHere = placement.getStageOfLayer(layer + k) == stage &&
+                       placement.getChunkOfLayer(layer + k) == step.chunk;
+      if (!anyLayerHere)
         continue;
       for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
-        if (inner->getKind() != OpKind::Yield && runs(*inner))
+        if (inner->getKind() != OpKind::Yield && here(*inner, layer) &&
+            runs(*inner))
           buildOp(*inner, layer, mb);
     }
     if (failed)

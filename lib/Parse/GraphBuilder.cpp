@@ -17,6 +17,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
 
+#include <functional>
+#include <numeric>
+
 using namespace stg;
 
 //===----------------------------------------------------------------------===//
@@ -54,6 +57,9 @@ void GraphBuilder::collectAssignedNames(
     } else if (auto *repeat =
                    dynamic_cast<STGParser::RepeatStmtContext *>(stmt)) {
       collectAssignedNames(repeat->body(), names);
+    } else if (auto *ifStmt = dynamic_cast<STGParser::IfStmtContext *>(stmt)) {
+      for (STGParser::BodyContext *branch : ifStmt->body())
+        collectAssignedNames(branch, names);
     }
   }
 }
@@ -105,6 +111,8 @@ void GraphBuilder::buildBody(STGParser::BodyContext *body, Scope &scope) {
     } else if (auto *repeat =
                    dynamic_cast<STGParser::RepeatStmtContext *>(stmt)) {
       buildRepeat(repeat, scope);
+    } else if (auto *ifStmt = dynamic_cast<STGParser::IfStmtContext *>(stmt)) {
+      buildIf(ifStmt, scope);
     } else if (auto *ret = dynamic_cast<STGParser::ReturnStmtContext *>(stmt)) {
       buildReturn(ret, scope);
     }
@@ -168,8 +176,9 @@ void GraphBuilder::buildRepeat(STGParser::RepeatStmtContext *ctx,
                                Scope &scope) {
   const SourceFile &file = *scope.file;
   SourceLoc loc = file.loc(ctx);
-  auto count = exprs.buildExpr(ctx->expr(), file);
-  std::string loopName = ctx->ID() ? ctx->ID()->getText() : "layer";
+  std::optional<Expr> count = exprs.buildExpr(ctx->expr(), file);
+  std::string indexName = ctx->ID() ? ctx->ID()->getText() : "layer";
+  std::string loopName = indexName;
   // A second loop of the same name in this scope is `layer_1`, as blocks are.
   if (unsigned instance = scope.instances[loopName]++)
     loopName += ("_" + llvm::Twine(instance)).str();
@@ -181,19 +190,76 @@ void GraphBuilder::buildRepeat(STGParser::RepeatStmtContext *ctx,
     if (lookup(scope, name))
       carried.push_back(name);
 
+  // Without a count the body is still checked; its results stay unbound.
+  auto poisonResults = [&] {
+    for (const std::string &name : carried)
+      scope.names[name] = Binding{nullptr, loc};
+  };
+  std::optional<unsigned> period = findPeriod(ctx->body(), indexName, file);
+  if (!period) {
+    poisonResults();
+    return;
+  }
+  if (*period == 1 || !count) {
+    buildLoop(ctx, scope, count ? *count : Expr(1), loopName, indexName,
+              carried, {0});
+    if (*period == 1)
+      checkBranchesTaken(ctx->body(), file);
+    if (!count)
+      poisonResults();
+    return;
+  }
+  // A pattern of period P over N layers: floor(N/P) repetitions of a body
+  // of P layers, then the remaining N mod P layers, each a repeat of its
+  // own that runs once or not at all. N may be symbolic, so every one of
+  // those P - 1 is there, with its count a formula.
+  llvm::SmallVector<int64_t, 8> indices;
+  for (unsigned index = 0; index < *period; ++index)
+    indices.push_back(index);
+  Expr periods = *makeFunction("floor", {*count / *period});
+  // The layers' block calls are numbered across all the repeats
+  // (`decoder`, `decoder_1`, ...), so every layer's names differ.
+  llvm::StringMap<unsigned> instances;
+  unsigned errorsBefore = diags.getNumErrors();
+  buildLoop(ctx, scope, periods, loopName, indexName, carried, indices,
+            &instances);
+  // The same statements again would report the same errors again.
+  if (diags.getNumErrors() != errorsBefore)
+    return;
+  Expr rest = *count - *period * periods;
+  for (unsigned index = 0; index + 1 < *period; ++index) {
+    Expr runs = *makeFunction(
+        "min", {Expr(1), *makeFunction("max", {Expr(0), rest - int(index)})});
+    buildLoop(ctx, scope, runs, loopName, indexName, carried, {int64_t(index)},
+              &instances);
+  }
+  checkBranchesTaken(ctx->body(), file);
+}
+
+void GraphBuilder::buildLoop(STGParser::RepeatStmtContext *ctx, Scope &scope,
+                             const Expr &count, llvm::StringRef loopName,
+                             llvm::StringRef indexName,
+                             llvm::ArrayRef<std::string> carried,
+                             llvm::ArrayRef<int64_t> indices,
+                             llvm::StringMap<unsigned> *instances) {
+  const SourceFile &file = *scope.file;
+  SourceLoc loc = file.loc(ctx);
   Op *repeat = scope.graph->createOp(OpKind::Repeat, loc);
-  repeat->setAttr("count", Attribute::getExpr(AttrKind::Expr,
-                                              count ? *count : Expr(1)));
-  repeat->setAttr("name", Attribute::getText(AttrKind::String, loopName));
-  repeat->setBody(std::make_unique<Graph>(scope.prefix + loopName));
+  repeat->setAttr("count", Attribute::getExpr(AttrKind::Expr, count));
+  repeat->setAttr("name", Attribute::getText(AttrKind::String, loopName.str()));
+  repeat->setBody(std::make_unique<Graph>(scope.prefix + loopName.str()));
   Graph &body = *repeat->getBody();
+  body.setNumLayers(indices.size());
 
   Scope inner;
-  inner.prefix = scope.prefix + loopName + ".";
+  inner.prefix = scope.prefix + loopName.str() + ".";
   inner.graph = &body;
   inner.parent = &scope;
   inner.file = &file;
-  bool poisoned = !count;
+  inner.indexName = indexName.str();
+  if (instances)
+    inner.instances = std::move(*instances);
+  bool poisoned = false;
   for (const std::string &name : carried) {
     Value *initial = lookup(scope, name)->value;
     if (!initial) {
@@ -209,9 +275,38 @@ void GraphBuilder::buildRepeat(STGParser::RepeatStmtContext *ctx,
     inner.names[name] = Binding{arg, loc};
     inner.carried.insert(name);
   }
-  buildBody(ctx->body(), inner);
+  if (indices.size() == 1) {
+    inner.index = indices.front();
+    buildBody(ctx->body(), inner);
+  } else {
+    // Each layer of the period has its own local names; the loop-carried
+    // ones flow from one layer to the next.
+    for (unsigned layer = 0; layer < indices.size(); ++layer) {
+      Scope copy;
+      copy.prefix = inner.prefix;
+      copy.graph = &body;
+      copy.parent = &inner;
+      copy.file = &file;
+      copy.carried = inner.carried;
+      copy.instances = std::move(inner.instances);
+      copy.indexName = inner.indexName;
+      copy.index = indices[layer];
+      size_t firstOp = body.getOps().size();
+      buildBody(ctx->body(), copy);
+      for (size_t i = firstOp; i < body.getOps().size(); ++i)
+        body.getOps()[i]->setBodyLayer(layer);
+      inner.instances = std::move(copy.instances);
+      for (const std::string &name : carried)
+        if (auto it = copy.names.find(name); it != copy.names.end())
+          inner.names[name] = it->second;
+    }
+  }
+
+  if (instances)
+    *instances = std::move(inner.instances);
 
   Op *yield = body.createOp(OpKind::Yield, file.loc(ctx->body()->stop));
+  yield->setBodyLayer(indices.size() - 1);
   for (const std::string &name : carried) {
     Value *next = inner.names[name].value;
     poisoned |= !next;
@@ -229,6 +324,167 @@ void GraphBuilder::buildRepeat(STGParser::RepeatStmtContext *ctx,
     }
     // Rebinding an outer name is what the repeat means; not a redefinition.
     scope.names[name] = Binding{result, loc};
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Layer patterns
+//===----------------------------------------------------------------------===//
+
+/// The longest layer pattern: its period's layers are built one by one.
+static constexpr unsigned MaxPatternPeriod = 64;
+
+/// Moduli and compared values are small: a period of layers.
+static std::optional<int64_t> readSmallInteger(antlr4::Token *token) {
+  llvm::StringRef digits = token->getText();
+  int64_t value;
+  if (digits.size() > 9 || digits.getAsInteger(10, value))
+    return std::nullopt;
+  return value;
+}
+
+bool GraphBuilder::findModuli(STGParser::IndexCondContext *cond,
+                              llvm::StringRef indexName, const SourceFile &file,
+                              unsigned &period) {
+  if (auto *paren = dynamic_cast<STGParser::ParenCondContext *>(cond))
+    return findModuli(paren->indexCond(), indexName, file, period);
+  if (auto *negation = dynamic_cast<STGParser::NotCondContext *>(cond))
+    return findModuli(negation->indexCond(), indexName, file, period);
+  if (auto *both = dynamic_cast<STGParser::AndCondContext *>(cond))
+    return findModuli(both->indexCond(0), indexName, file, period) &
+           findModuli(both->indexCond(1), indexName, file, period);
+  if (auto *either = dynamic_cast<STGParser::OrCondContext *>(cond))
+    return findModuli(either->indexCond(0), indexName, file, period) &
+           findModuli(either->indexCond(1), indexName, file, period);
+  auto *compare = static_cast<STGParser::CompareCondContext *>(cond);
+  std::string name = compare->ID()->getText();
+  if (name != indexName) {
+    diags.error(file.loc(compare->ID()),
+                "a condition tests the repeat's index '" + indexName +
+                    "', not '" + name + "'");
+    return false;
+  }
+  if (!compare->modulus) {
+    diags.error(file.loc(compare),
+                "'" + name + " " + compare->op->getText() + " " +
+                    compare->rhs->getText() +
+                    "' holds for no repeating pattern of layers: take the "
+                    "index modulo the period ('" +
+                    name +
+                    " % 6 == 5'); give the first or last layers a repeat of "
+                    "their own, as templates/deepseek.stg does");
+    return false;
+  }
+  std::optional<int64_t> modulus = readSmallInteger(compare->modulus);
+  if (!modulus || *modulus < 1 || *modulus > MaxPatternPeriod) {
+    diags.error(file.loc(compare->modulus),
+                "the modulus must be 1 to " + llvm::Twine(MaxPatternPeriod) +
+                    ", not " + compare->modulus->getText());
+    return false;
+  }
+  if (!readSmallInteger(compare->rhs)) {
+    diags.error(file.loc(compare->rhs),
+                "'" + compare->rhs->getText() + "' is too large");
+    return false;
+  }
+  uint64_t combined = std::lcm<uint64_t>(period, *modulus);
+  if (combined > MaxPatternPeriod) {
+    diags.error(file.loc(compare),
+                "the layer pattern repeats every " + llvm::Twine(combined) +
+                    " layers, more than the " + llvm::Twine(MaxPatternPeriod) +
+                    " it may");
+    return false;
+  }
+  period = combined;
+  return true;
+}
+
+std::optional<unsigned> GraphBuilder::findPeriod(STGParser::BodyContext *body,
+                                                 llvm::StringRef indexName,
+                                                 const SourceFile &file) {
+  unsigned period = 1;
+  bool ok = true;
+  std::function<void(STGParser::BodyContext *)> visit =
+      [&](STGParser::BodyContext *statements) {
+        for (STGParser::StmtContext *stmt : statements->stmt()) {
+          auto *ifStmt = dynamic_cast<STGParser::IfStmtContext *>(stmt);
+          if (!ifStmt)
+            continue;
+          for (STGParser::IndexCondContext *cond : ifStmt->indexCond())
+            ok &= findModuli(cond, indexName, file, period);
+          for (STGParser::BodyContext *branch : ifStmt->body())
+            visit(branch);
+        }
+      };
+  visit(body);
+  if (!ok)
+    return std::nullopt;
+  return period;
+}
+
+bool GraphBuilder::holds(STGParser::IndexCondContext *cond, int64_t index) {
+  if (auto *paren = dynamic_cast<STGParser::ParenCondContext *>(cond))
+    return holds(paren->indexCond(), index);
+  if (auto *negation = dynamic_cast<STGParser::NotCondContext *>(cond))
+    return !holds(negation->indexCond(), index);
+  if (auto *both = dynamic_cast<STGParser::AndCondContext *>(cond))
+    return holds(both->indexCond(0), index) && holds(both->indexCond(1), index);
+  if (auto *either = dynamic_cast<STGParser::OrCondContext *>(cond))
+    return holds(either->indexCond(0), index) ||
+           holds(either->indexCond(1), index);
+  // findPeriod checked the numbers.
+  auto *compare = static_cast<STGParser::CompareCondContext *>(cond);
+  int64_t lhs = index % *readSmallInteger(compare->modulus);
+  int64_t rhs = *readSmallInteger(compare->rhs);
+  llvm::StringRef op = compare->op->getText();
+  if (op == "==")
+    return lhs == rhs;
+  if (op == "!=")
+    return lhs != rhs;
+  if (op == "<")
+    return lhs < rhs;
+  if (op == "<=")
+    return lhs <= rhs;
+  if (op == ">")
+    return lhs > rhs;
+  return lhs >= rhs;
+}
+
+void GraphBuilder::buildIf(STGParser::IfStmtContext *ctx, Scope &scope) {
+  if (scope.indexName.empty()) {
+    diags.error(scope.file->loc(ctx),
+                "'if' chooses by a repeat's index, so it belongs in a repeat "
+                "body (not in a block or the model's top level)");
+    return;
+  }
+  std::vector<STGParser::IndexCondContext *> conds = ctx->indexCond();
+  std::vector<STGParser::BodyContext *> branches = ctx->body();
+  // Branch i runs if condition i holds and none before it; a last branch
+  // without a condition is the `else`.
+  for (size_t i = 0; i < branches.size(); ++i) {
+    if (i < conds.size() && !holds(conds[i], scope.index))
+      continue;
+    takenBranches.insert(branches[i]);
+    buildBody(branches[i], scope);
+    return;
+  }
+}
+
+void GraphBuilder::checkBranchesTaken(STGParser::BodyContext *body,
+                                      const SourceFile &file) {
+  for (STGParser::StmtContext *stmt : body->stmt()) {
+    auto *ifStmt = dynamic_cast<STGParser::IfStmtContext *>(stmt);
+    if (!ifStmt)
+      continue;
+    for (STGParser::BodyContext *branch : ifStmt->body()) {
+      if (!takenBranches.count(branch)) {
+        diags.error(file.loc(branch),
+                    "no layer takes this branch: for every index, its "
+                    "condition fails or an earlier one holds");
+        return;
+      }
+      checkBranchesTaken(branch, file);
+    }
   }
 }
 

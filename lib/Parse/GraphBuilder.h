@@ -13,6 +13,7 @@
 
 #include "ExprBuilder.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -61,6 +62,11 @@ private:
     llvm::StringSet<> carried; ///< Loop-carried: may be rebound.
     llvm::StringMap<unsigned> instances;
     std::optional<Value *> returned;
+    /// In a repeat body: the name of the repeat's index and the index the
+    /// body is being built for (a layer pattern builds it once per index of
+    /// its period). Empty outside repeats and in blocks.
+    std::string indexName;
+    int64_t index = 0;
   };
   struct Target {
     std::string name;
@@ -73,6 +79,26 @@ private:
   void buildDecl(STGParser::DeclItemContext *item, OpKind kind, Scope &scope);
   void buildAssign(STGParser::AssignStmtContext *ctx, Scope &scope);
   void buildRepeat(STGParser::RepeatStmtContext *ctx, Scope &scope);
+  /// One repeat op of `count` repetitions whose body runs the repeat
+  /// statement's body once for each of `indices` (a layer each).
+  /// `instances`, if given, numbers block calls across several loops.
+  void buildLoop(STGParser::RepeatStmtContext *ctx, Scope &scope,
+                 const Expr &count, llvm::StringRef loopName,
+                 llvm::StringRef indexName, llvm::ArrayRef<std::string> carried,
+                 llvm::ArrayRef<int64_t> indices,
+                 llvm::StringMap<unsigned> *instances = nullptr);
+  void buildIf(STGParser::IfStmtContext *ctx, Scope &scope);
+  /// The period of the layer pattern of a repeat body: the least common
+  /// multiple of the moduli its conditions take the index by (1 without
+  /// conditions). Nothing after reporting a condition that is not periodic.
+  std::optional<unsigned> findPeriod(STGParser::BodyContext *body,
+                                     llvm::StringRef indexName,
+                                     const SourceFile &file);
+  bool findModuli(STGParser::IndexCondContext *cond, llvm::StringRef indexName,
+                  const SourceFile &file, unsigned &period);
+  bool holds(STGParser::IndexCondContext *cond, int64_t index);
+  /// Reports the branches of `body`'s conditions no index took.
+  void checkBranchesTaken(STGParser::BodyContext *body, const SourceFile &file);
   void buildReturn(STGParser::ReturnStmtContext *ctx, Scope &scope);
 
   /// Evaluates a value; `targets` are the names it is assigned to, if any.
@@ -105,6 +131,8 @@ private:
   ExprBuilder &exprs;
   llvm::StringMap<BlockDecl> &blocks;
   llvm::SmallVector<llvm::StringRef, 8> activeBlocks;
+  /// The `if` branches some layer took.
+  llvm::DenseSet<const STGParser::BodyContext *> takenBranches;
 };
 
 } // namespace stg

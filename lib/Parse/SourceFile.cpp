@@ -58,7 +58,8 @@ std::string describeExpected(const antlr4::misc::IntervalSet &set,
   }
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
-  if (names.size() > 6)
+  // A statement may start 7 ways; longer lists say little.
+  if (names.size() > 7)
     return "";
   std::string text;
   for (size_t i = 0; i < names.size(); ++i) {

@@ -82,6 +82,9 @@ private:
   DiagnosticEngine *diags = nullptr;
   std::unique_ptr<ExtentComparator> extents;
   llvm::DenseSet<const Value *> requiresGrad;
+  /// The body layer of the forward op being differentiated: its backward
+  /// ops run in the same layer.
+  unsigned bodyLayer = 0;
 };
 
 } // namespace
@@ -131,6 +134,7 @@ Op *AutodiffPass::create(Graph &backward, OpKind kind, SourceLoc loc,
                          llvm::ArrayRef<std::string> resultNames) {
   Op *op = backward.createOp(kind, loc);
   op->setPhase(Phase::Backward);
+  op->setBodyLayer(bodyLayer);
   for (Value *operand : operands)
     op->addOperand(operand);
   for (const std::string &name : resultNames)
@@ -212,6 +216,7 @@ void AutodiffPass::differentiate(const Graph &forward, Graph &backward,
     Op &op = **it;
     if (op.getKind() == OpKind::Yield)
       continue;
+    bodyLayer = op.getBodyLayer();
     if (op.getKind() == OpKind::Param) {
       if (Value *gradient =
               takeGradient(op.getResult(), backward, grads, op.getLoc()))
@@ -464,8 +469,12 @@ void AutodiffPass::differentiateRepeat(Op &repeat, Graph &backward,
   reverse->setForwardRepeat(&repeat);
   reverse->setBody(std::make_unique<Graph>(forwardBody.getName().str()));
   Graph &body = *reverse->getBody();
+  body.setNumLayers(forwardBody.getNumLayers());
+  unsigned outerLayer = bodyLayer;
 
-  // Each repetition starts from the gradient of what the forward one yielded.
+  // Each repetition starts from the gradient of what the forward one
+  // yielded, in its last layer.
+  bodyLayer = forwardBody.getNumLayers() - 1;
   Grads inner;
   for (unsigned n = 0; n < carried.size(); ++n) {
     unsigned i = carried[n];
@@ -475,6 +484,8 @@ void AutodiffPass::differentiateRepeat(Op &repeat, Graph &backward,
     accumulate(yield->getOperand(i), arg, body, inner, loc);
   }
   differentiate(forwardBody, body, inner);
+  // What is left reaches the loop-carried inputs, in the first layer.
+  bodyLayer = 0;
 
   llvm::DenseSet<const Value *> local;
   forwardBody.walkValues([&](const Value *v) { local.insert(v); });
@@ -510,6 +521,7 @@ void AutodiffPass::differentiateRepeat(Op &repeat, Graph &backward,
     }
     next->addOperand(gradient);
   }
+  bodyLayer = outerLayer;
   for (unsigned n = 0; n < carried.size(); ++n) {
     Value *initial = repeat.getOperand(carried[n]);
     Value *result = backward.createResult(reverse, gradName(initial));

@@ -72,6 +72,8 @@ LogicalResult OptimizerPass::run(Module &module, DiagnosticEngine &diags) {
                                            loc)
                    : graph->createOp(OpKind::Adam, loc);
     step->setPhase(Phase::Optimizer);
+    // In its weight's layer: a pipeline stage updates the weights it holds.
+    step->setBodyLayer(gradient->getDefiningOp()->getBodyLayer());
     step->addOperand(weight);
     step->addOperand(gradient);
     Value *updated = graph->createResult(

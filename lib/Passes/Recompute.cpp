@@ -10,6 +10,10 @@
 //   recompute-selective  replays only the attention core (`attention` ops),
 //                        whose output is large and cheap to recompute
 //
+// In a body of several layers (a layer pattern's period) each layer replays
+// its own ops at the start of its backward, from its own saved input, as a
+// pipeline stage holding only some of the layers would.
+//
 // A replayed op keeps its forward attributes and written types, so
 // `distribute` and `match-collectives` give it the same collectives as the
 // forward (an all-gathered input is gathered again). Runs after autodiff and
@@ -50,22 +54,45 @@ private:
 void RecomputePass::replay(Op &backward, Module &module) {
   Graph &forwardBody = *backward.getForwardRepeat()->getBody();
   Graph &body = *backward.getBody();
-  Op *first = body.getOps().empty() ? nullptr : body.getOps().front().get();
+  // Where each layer's backward starts (the body runs its layers last to
+  // first); a layer with no backward op replays before the next one down.
+  unsigned numLayers = body.getNumLayers();
+  std::vector<Op *> starts(numLayers + 1, nullptr);
+  starts[numLayers] = body.getTerminator();
+  for (const auto &op : body.getOps())
+    if (op->getKind() != OpKind::Yield && !starts[op->getBodyLayer()])
+      starts[op->getBodyLayer()] = op.get();
+  if (!starts[0])
+    starts[0] = starts[numLayers];
+  for (unsigned layer = 1; layer < numLayers; ++layer)
+    if (!starts[layer])
+      starts[layer] = starts[layer - 1];
+
   llvm::DenseMap<Value *, Value *> replayed;
+  // A layer reads what other layers computed as saved, not replayed.
+  auto replayedIn = [&](Value *value, unsigned layer) -> Value * {
+    Value *again = replayed.lookup(value);
+    return again && again->getDefiningOp()->getBodyLayer() == layer ? again
+                                                                    : nullptr;
+  };
   std::vector<Op *> forwardOps;
   for (const auto &op : forwardBody.getOps())
     forwardOps.push_back(op.get());
   for (Op *op : forwardOps) {
     if (!replays(*op))
       continue;
-    Op *copy = first ? body.createOpBefore(first, op->getKind(), op->getLoc())
+    unsigned layer = op->getBodyLayer();
+    Op *start = starts[layer];
+    Op *copy = start ? body.createOpBefore(start, op->getKind(), op->getLoc())
                      : body.createOp(op->getKind(), op->getLoc());
     copy->setPhase(Phase::Backward);
+    copy->setBodyLayer(layer);
     for (const NamedAttribute &attr : op->getAttrs())
       copy->setAttr(attr.name, attr.value);
-    for (Value *operand : op->getOperands())
-      copy->addOperand(replayed.lookup(operand) ? replayed.lookup(operand)
-                                                : operand);
+    for (Value *operand : op->getOperands()) {
+      Value *again = replayedIn(operand, layer);
+      copy->addOperand(again ? again : operand);
+    }
     for (Value *result : op->getResults()) {
       Value *again = body.createResult(
           copy, module.makeUniqueName(result->getName().str() + ".recompute"));
@@ -74,10 +101,10 @@ void RecomputePass::replay(Op &backward, Module &module) {
       replayed[result] = again;
     }
   }
-  // The backward ops now read the replayed values.
+  // The backward ops now read the replayed values of their layer.
   for (const auto &op : body.getOps())
     for (unsigned k = 0; k < op->getOperands().size(); ++k)
-      if (Value *again = replayed.lookup(op->getOperand(k)))
+      if (Value *again = replayedIn(op->getOperand(k), op->getBodyLayer()))
         if (again->getDefiningOp() != op.get())
           op->setOperand(k, again);
 }

@@ -113,4 +113,37 @@ TEST_F(VerifierTest, RejectsAYieldCountMismatch) {
             std::string::npos);
 }
 
+TEST_F(VerifierTest, ChecksBodyLayers) {
+  Op *repeat = repeatOver(input("x"));
+  Graph &body = *repeat->getBody();
+  body.setNumLayers(2);
+  Value *arg = body.getArguments()[0];
+  // Layer 0 computes `a`, layer 1 reads it: forward order.
+  Op *first = body.createOpBefore(body.getTerminator(), OpKind::Relu, {});
+  first->addOperand(arg);
+  Value *a = body.createResult(first, "layer.a");
+  Op *second = body.createOpBefore(body.getTerminator(), OpKind::Relu, {});
+  second->setBodyLayer(1);
+  second->addOperand(a);
+  Value *b = body.createResult(second, "layer.b");
+  body.getTerminator()->setBodyLayer(1);
+  body.getTerminator()->addOperand(b);
+  graph->createResult(repeat, "x_1");
+  EXPECT_EQ(verify(), "");
+
+  // An op inserted next to another shares its layer.
+  EXPECT_EQ(body.createOpAfter(second, OpKind::Layout, {})->getBodyLayer(), 1u);
+  body.eraseOp(body.getOps()[2].get());
+
+  // Layer 0 reading layer 1's value runs against the pipeline.
+  second->setBodyLayer(0);
+  first->setBodyLayer(1);
+  EXPECT_NE(verify().find("'relu' in body layer 0 reads '%layer.a' of layer 1, "
+                          "against the forward order"),
+            std::string::npos);
+  first->setBodyLayer(2);
+  EXPECT_NE(verify().find("'relu' is in layer 2 of a body of 2 layers"),
+            std::string::npos);
+}
+
 } // namespace

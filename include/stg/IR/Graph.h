@@ -7,6 +7,9 @@
 // loop-carried values and whose `yield` op passes them to the next
 // repetition. The body is kept once, however many times it repeats: later
 // passes split and number the repetitions (`layer.3.*`) without copying.
+// A body may hold several layers (a layer pattern's period, as Gemma 3's
+// five local layers and one global): each op then says which of them it
+// belongs to, so that pipeline stages can split between them.
 //
 // Values carry hierarchical names (`layer.decoder.swiglu.w_up`) that are
 // unique in the module; the Module hands them out.
@@ -108,6 +111,12 @@ public:
   Op *getForwardRepeat() const { return forwardRepeat; }
   void setForwardRepeat(Op *op) { forwardRepeat = op; }
 
+  /// Which layer of its repeat body the op belongs to (0 .. the body's
+  /// getNumLayers() - 1); 0 at the top level. Ops inserted next to an op
+  /// take its layer; a backward op takes its forward op's.
+  unsigned getBodyLayer() const { return bodyLayer; }
+  void setBodyLayer(unsigned layer) { bodyLayer = layer; }
+
 private:
   OpKind kind;
   SourceLoc loc;
@@ -118,6 +127,7 @@ private:
   Graph *parent = nullptr;
   Op *forwardRepeat = nullptr;
   Phase phase = Phase::Forward;
+  unsigned bodyLayer = 0;
 };
 
 class Graph {
@@ -129,14 +139,21 @@ public:
   Op *getParentOp() const { return parentOp; }
   void setParentOp(Op *op) { parentOp = op; }
 
+  /// The layers one repetition of this body runs (1 unless a layer pattern
+  /// made it a period of several).
+  unsigned getNumLayers() const { return numLayers; }
+  void setNumLayers(unsigned layers) { numLayers = layers; }
+
   llvm::ArrayRef<std::unique_ptr<Op>> getOps() const { return ops; }
   llvm::ArrayRef<Value *> getArguments() const { return arguments; }
 
-  /// Appends a new op at the end of the graph.
+  /// Appends a new op at the end of the graph (in body layer 0).
   Op *createOp(OpKind kind, SourceLoc loc);
-  /// Inserts a new op right before `anchor`, which must be in this graph.
+  /// Inserts a new op right before `anchor`, which must be in this graph,
+  /// in `anchor`'s body layer.
   Op *createOpBefore(Op *anchor, OpKind kind, SourceLoc loc);
-  /// Inserts a new op right after `anchor`, which must be in this graph.
+  /// Inserts a new op right after `anchor`, which must be in this graph,
+  /// in `anchor`'s body layer.
   Op *createOpAfter(Op *anchor, OpKind kind, SourceLoc loc);
   /// Removes `op` (which must have no remaining uses) and its results.
   void eraseOp(Op *op);
@@ -167,6 +184,7 @@ private:
 
   std::string name;
   Op *parentOp = nullptr;
+  unsigned numLayers = 1;
   std::vector<std::unique_ptr<Op>> ops;
   std::vector<std::unique_ptr<Value>> values;
   llvm::SmallVector<Value *, 2> arguments;
