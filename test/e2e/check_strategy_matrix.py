@@ -6,7 +6,8 @@
 # Compiles small models under a matrix of parallel plans (dp, tp with and
 # without sequence parallelism, pp with both schedules, cp, FSDP, recompute,
 # prefill, decode, gzip, mixed; ep on the MoE templates; a sliding window
-# on Mistral), and every shipped preset shrunk to two layers, and checks
+# on Mistral), and every shipped preset shrunk to two layers (a layer
+# pattern's to one period or so), and checks
 # every trace set twice over: with `stage-et verify` and with
 # check_trace_set.py, the independent Python decoder. Also checks that a
 # second run writes byte-identical files.
@@ -91,17 +92,23 @@ MATRIX = [
 PRESETS = ["gpt3-175b", "llama2-7b", "llama3-8b", "llama3-70b", "llama70b",
            "llama3-405b", "mistral-7b", "mixtral-8x7b", "mixtral-8x22b",
            "deepseek-moe-16b", "deepseek-v3", "mamba-2.8b", "palm-540b",
-           "qwen2.5-7b"]
+           "qwen2.5-7b", "gemma3-27b", "jamba-1.5-mini"]
 # Presets also run as inference, prefill and decode.
-INFERENCE_PRESETS = ["mistral-7b", "qwen2.5-7b", "mixtral-8x7b"]
+INFERENCE_PRESETS = ["mistral-7b", "qwen2.5-7b", "mixtral-8x7b",
+                     "gemma3-27b", "jamba-1.5-mini"]
 MOE_PRESETS = {"mixtral-8x7b", "mixtral-8x22b", "deepseek-moe-16b",
-               "deepseek-v3"}
+               "deepseek-v3", "jamba-1.5-mini"}
+# Layer patterns keep enough layers for every kind: Gemma 3's global layer
+# is its sixth (and a seventh splits the stages inside the repetition),
+# Jamba's attention layer its fifth of eight.
+PRESET_LAYERS = {"gemma3-27b": 7, "jamba-1.5-mini": 8}
 
 
 def preset_plans():
     for preset in PRESETS:
-        flags = ["--set", "L=2", "--set", "S=256", "--dp", "2", "--tp", "2",
-                 "--pp", "2"]
+        layers = PRESET_LAYERS.get(preset, 2)
+        flags = ["--set", f"L={layers}", "--set", "S=256", "--dp", "2",
+                 "--tp", "2", "--pp", "2"]
         if preset in MOE_PRESETS:
             flags += ["--ep", "2", "--set", "B=16"]
         if preset.startswith("deepseek"):
@@ -109,8 +116,9 @@ def preset_plans():
         yield ("preset-" + preset, flags, preset + ".stg")
     for preset in INFERENCE_PRESETS:
         for mode in ("prefill", "decode"):
-            flags = ["--set", "L=2", "--set", "S=256", "--tp", "2", "--pp",
-                     "2", "--microbatches", "2", "--mode", mode]
+            layers = PRESET_LAYERS.get(preset, 2)
+            flags = ["--set", f"L={layers}", "--set", "S=256", "--tp", "2",
+                     "--pp", "2", "--microbatches", "2", "--mode", mode]
             yield (f"preset-{preset}-{mode}", flags, preset + ".stg")
 
 
