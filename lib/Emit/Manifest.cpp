@@ -671,11 +671,7 @@ llvm::json::Value stg::describeVariants(const VariantSteps &steps) {
   llvm::json::Array stepTimes;
   for (double micros : steps.variantMicros)
     stepTimes.push_back(number(micros / 1e6));
-  // A seed past JSON's exact integers is written as its digits.
-  llvm::json::Value seed =
-      steps.seed <= uint64_t(std::numeric_limits<int64_t>::max())
-          ? llvm::json::Value(int64_t(steps.seed))
-          : llvm::json::Value(std::to_string(steps.seed));
+  llvm::json::Value seed = getSeedJSON(steps.seed);
   // Percentiles of the values in seconds, not seconds of the percentiles
   // in microseconds, so that each is exactly one of `step_times`.
   std::vector<double> stepSeconds;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 using namespace stg;
@@ -371,13 +372,19 @@ Perturber::perturb(unsigned rank,
                           changes, device, rank, &records);
 }
 
+llvm::json::Value stg::getSeedJSON(uint64_t seed) {
+  if (seed <= uint64_t(std::numeric_limits<int64_t>::max()))
+    return int64_t(seed);
+  return std::to_string(seed);
+}
+
 void stg::writePerturbationRecords(
     llvm::raw_ostream &os, const PerturbationSpec &spec, unsigned variant,
     const std::vector<std::vector<PerturbationRecord>> &recordsByRank) {
   llvm::json::OStream json(os, 1);
   json.object([&] {
     json.attribute("spec", spec.path);
-    json.attribute("seed", int64_t(spec.seed));
+    json.attribute("seed", getSeedJSON(spec.seed));
     json.attribute("variant", int64_t(variant));
     json.attribute("scale", spec.scale);
     json.attributeArray("changes", [&] {

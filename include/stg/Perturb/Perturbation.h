@@ -44,6 +44,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -207,6 +208,10 @@ private:
   const DeviceSpec *device;
   PerturbationDraws draws;
 };
+
+/// A seed as JSON: a number while JSON readers hold it exactly (up to
+/// 2^63 - 1), its digits as a string above.
+llvm::json::Value getSeedJSON(uint64_t seed);
 
 /// Writes `perturbations.json`: the spec, seed, variant and every change.
 void writePerturbationRecords(
