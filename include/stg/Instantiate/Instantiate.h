@@ -3,7 +3,7 @@
 // Instantiation binds every dim and axis degree to its number and lays the
 // training step (or inference pass) out in time, per pipeline stage:
 //
-//  - pipeline split: the repetitions of the model's `repeat`s are divided
+//  - pipeline split: the layers of the model's `repeat`s are divided
 //    evenly over the `pp` stages, the remainder going to the first stages;
 //    ops before the first repeat run on the first stage, ops after it on the
 //    last; the backward repeat mirrors the forward one;
@@ -65,7 +65,7 @@ struct InstantiateOptions {
   /// Model chunks per pipeline stage (Megatron-LM's virtual stages); more
   /// than one interleaves them in the 1F1B schedule.
   unsigned numVirtualStages = 1;
-  /// The layers (repetitions) of each model chunk, in chunk order, when
+  /// The layer count of each model chunk, in chunk order, when
   /// they are not to be split evenly: Megatron-LM's fewer layers on the
   /// first and last stage, which also hold the embedding and the head.
   /// Empty: even, the remainder to the first chunks.
@@ -91,7 +91,7 @@ struct InstantiateOptions {
 
 /// Builds one program per pipeline stage of `module`, which has been
 /// through the passes and has every dim bound. Reports what cannot be
-/// instantiated (an unbound symbol, more stages than repetitions) at its
+/// instantiated (an unbound symbol, more stages than layers) at its
 /// source location.
 ///
 /// `numbers`, if given, holds the ops' numbers of an earlier call with the

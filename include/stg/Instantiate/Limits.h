@@ -18,7 +18,8 @@ namespace stg {
 /// Ranks in a mesh: 2^20, a million GPUs, 32 times the largest set
 /// measured (docs/performance.md).
 constexpr uint64_t MaxRanks = uint64_t(1) << 20;
-/// Layers (repetitions of every repeat together).
+/// Layers (of every repeat together; a layer pattern's repetition runs
+/// several).
 constexpr int64_t MaxLayers = 1 << 16;
 /// Micro-batches in one step.
 constexpr unsigned MaxMicrobatches = 1 << 16;

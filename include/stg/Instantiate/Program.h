@@ -99,7 +99,7 @@ struct ProgramStep {
 
 struct StageProgram {
   unsigned stage = 0;
-  /// The repetitions this stage runs, ascending (with virtual stages, not
+  /// The layers this stage runs, ascending (with virtual stages, not
   /// contiguous).
   std::vector<unsigned> layers;
   std::vector<ProgramNode> nodes;
