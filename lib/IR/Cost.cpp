@@ -31,18 +31,16 @@ Expr stg::getLocalBytes(const Value &value) {
   return value.getType().getLocalBytes();
 }
 
-namespace {
-
-/// The sequence dimension of an attention operand: [batch..., seq, heads,
-/// size], or [seq, size] for rank 2.
-unsigned getSequenceDim(const TensorType &type) {
+unsigned stg::getAttentionSequenceDim(const TensorType &type) {
   return type.getRank() >= 3 ? type.getRank() - 3 : 0;
 }
+
+namespace {
 
 /// Score matrices of an attention on one rank: batch x heads.
 Expr getScoreMatrices(const Op &op) {
   const TensorType &q = op.getOperand(0)->getType();
-  unsigned seq = getSequenceDim(q);
+  unsigned seq = getAttentionSequenceDim(q);
   Expr matrices = 1;
   for (unsigned d = 0; d < seq; ++d)
     matrices = matrices * q.getLocalDim(d);
@@ -56,7 +54,7 @@ Expr getScoreMatrices(const Op &op) {
 Expr stg::getAttentionScores(const Op &op) {
   const TensorType &q = op.getOperand(0)->getType();
   const TensorType &k = op.getOperand(1)->getType();
-  unsigned seq = getSequenceDim(q);
+  unsigned seq = getAttentionSequenceDim(q);
   return q.getLocalDim(seq) * k.getLocalDim(seq) * getScoreMatrices(op);
 }
 
@@ -90,6 +88,12 @@ Expr windowPrefixPairs(const Expr &n, const Expr &window) {
 }
 
 } // namespace
+
+Expr stg::getCachedPositions(const Op &attention, const Expr &keys) {
+  if (attention.getAttr("mask")->text != "sliding")
+    return keys;
+  return minOf(keys, attention.getAttr("window")->expr);
+}
 
 Expr stg::getWindowPairs(const Expr &queries, const Expr &keys,
                          const Expr &window) {
@@ -212,7 +216,7 @@ Expr maskedScores(const Op &op) {
     return scores;
   const TensorType &q = op.getOperand(0)->getType();
   const TensorType &k = op.getOperand(1)->getType();
-  unsigned seq = getSequenceDim(q);
+  unsigned seq = getAttentionSequenceDim(q);
   Expr queries = q.getDim(seq), localQueries = q.getLocalDim(seq);
   Expr keys = k.getLocalDim(seq); // Whole on every rank: k is gathered.
   Expr pairs = getWindowPairs(queries, keys, op.getAttr("window")->expr);

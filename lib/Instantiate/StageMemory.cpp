@@ -4,6 +4,7 @@
 
 #include "stg/IR/Cost.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <cmath>
@@ -32,10 +33,10 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
                         bool training, MemoryAccounting accounting) {
   using Key = std::pair<const Value *, int>;
   llvm::DenseSet<Key> declarations, saved, steps;
-  // Inference: the keys and values attention computes here (a prefill's KV
-  // cache, which the decode steps read), and the ops whose operands and
-  // results are live at once.
-  llvm::DenseSet<Key> producedCache;
+  // Inference: the keys and values attention computes here, with the
+  // attention reading them (a prefill's KV cache, which the decode steps
+  // read), and the ops whose operands and results are live at once.
+  llvm::DenseMap<Key, const Op *> producedCache;
   uint64_t workingSet = 0, recurrentState = 0;
   bool failedWorkingSet = false;
   llvm::SmallVector<const Op *, 2> found;
@@ -81,7 +82,9 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
       workingSet = std::max(workingSet, live);
       // A recurrent layer leaves its state for the decode steps: a scan's
       // last position, a causal convolution's last kernel - 1 inputs
-      // (along dim 1, the sequence, as in nn/mamba.stg).
+      // (along dim 1, the sequence, as in nn/mamba.stg). A decode step has
+      // neither op (kv-cache made them steps over `state` tensors, counted
+      // as declarations), so the state is not counted twice.
       if (op.getKind() == OpKind::PScan || op.getKind() == OpKind::Conv1D) {
         bool scan = op.getKind() == OpKind::PScan;
         const Value *value =
@@ -106,7 +109,7 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
           found.clear();
           findDeclarations(source.value, found);
           if (found.empty()) // Not read from a cache: it makes one.
-            producedCache.insert({source.value, source.layer});
+            producedCache.try_emplace({source.value, source.layer}, &op);
         }
     }
     bool backward = op.getPhase() != Phase::Forward;
@@ -177,8 +180,14 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
   if (failedWorkingSet)
     return std::nullopt;
   memory.activations = workingSet;
-  for (const Key &key : producedCache) {
-    std::optional<int64_t> bytes = bytesOf(key.first);
+  // A sliding window's cache keeps only its last positions, as decode's.
+  for (const auto &[key, attention] : producedCache) {
+    const TensorType &type = key.first->getType();
+    Expr positions = type.getLocalDim(getAttentionSequenceDim(type));
+    std::optional<int64_t> bytes =
+        numbers.evaluate(getLocalBytes(*key.first) / positions *
+                             getCachedPositions(*attention, positions),
+                         attention->getLoc(), "KV cache of 'attention'");
     if (!bytes)
       return std::nullopt;
     memory.state += *bytes;

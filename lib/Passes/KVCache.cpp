@@ -16,12 +16,26 @@
 // are appended to the cache); the cache is counted as per-rank state
 // memory.
 //
+// A recurrent layer (Mamba) decodes as inference frameworks run it
+// (mamba_ssm's selective_state_update and causal_conv1d_update): it keeps a
+// fixed-size state per sequence instead of a cache that grows with the
+// context. A `pscan` becomes one step of its recurrence, h = a * h + b,
+// reading the last position's state from a `state` tensor laid out like
+// the scan's result (channels over tp) and writing the new one: an
+// `elementwise[flops=2]`, the scan's 2 FLOPs per element at one position.
+// A causal `conv1d` of kernel K reads its last K - 1 inputs from a `state`
+// tensor: the window of those and the new token (a `concat`, whose last
+// K - 1 positions are the state written back) is contracted with the
+// weight (an `einsum`, the conv's 2K FLOPs per output element). The ops
+// kept their kinds' arities, so the step is built from existing ops.
+//
 // Runs after `distribute` (the cache takes the keys' resolved layout) and
 // before `match-collectives`: a layout change that fed an attention's keys
 // and has no other use (a gather over cp) is dropped with them.
 //
 //===----------------------------------------------------------------------===//
 
+#include "stg/IR/Cost.h"
 #include "stg/Passes/Passes.h"
 
 #include <set>
@@ -41,8 +55,20 @@ private:
   /// The dims in `e` (not axis degrees).
   std::set<const Dim *> findDims(const Expr &e) const;
   Value *makeCache(Op &attention, unsigned operand, const Expr &context);
+  /// A `state` tensor before `anchor` laid out like `like`, with
+  /// `positions` on dimension `dim`, named `base.state`.
+  Value *makeState(Op &anchor, const Value &like, unsigned dim,
+                   const Expr &positions, llvm::StringRef base);
+  /// Replaces `op` by one step of its recurrence over a state.
+  LogicalResult makeScanStep(Op &scan, DiagnosticEngine &diags);
+  LogicalResult makeConvStep(Op &conv, DiagnosticEngine &diags);
+  /// Gives `old`'s result (its name, type and uses) to `replacement` and
+  /// erases `old`.
+  void replaceOp(Op &old, Op &replacement);
 
   Module *module = nullptr;
+  /// The sequence dim, which decode makes 1.
+  const Dim *sequenceDim = nullptr;
 };
 
 } // namespace
@@ -55,19 +81,13 @@ std::set<const Dim *> KVCachePass::findDims(const Expr &e) const {
   return dims;
 }
 
-/// The sequence dimension of an attention operand: [batch..., seq, heads,
-/// size], or [seq, size] for rank 2.
-static unsigned getSequenceDim(const TensorType &type) {
-  return type.getRank() >= 3 ? type.getRank() - 3 : 0;
-}
-
 Value *KVCachePass::makeCache(Op &attention, unsigned operand,
                               const Expr &context) {
   Value *original = attention.getOperand(operand);
   const TensorType &type = original->getType();
   llvm::SmallVector<Expr, 4> shape(type.getShape().begin(),
                                    type.getShape().end());
-  shape[getSequenceDim(type)] = context;
+  shape[getAttentionSequenceDim(type)] = context;
   Graph &graph = *attention.getParent();
   Op *state = graph.createOpBefore(&attention, OpKind::State, attention.getLoc());
   // Named after the keys or values themselves, not a layout change of them.
@@ -92,41 +112,218 @@ Value *KVCachePass::makeCache(Op &attention, unsigned operand,
   return cache;
 }
 
+/// The dimension a pscan runs along, or nothing if out of range.
+static std::optional<unsigned> getScanDim(const Op &scan) {
+  std::optional<long long> dim = getIntegerValue(scan.getAttr("dim")->expr);
+  long long rank = scan.getResult()->getType().getRank();
+  if (!dim || *dim < -rank || *dim >= rank)
+    return std::nullopt;
+  return unsigned(*dim < 0 ? *dim + rank : *dim);
+}
+
+Value *KVCachePass::makeState(Op &anchor, const Value &like, unsigned dim,
+                              const Expr &positions, llvm::StringRef base) {
+  const TensorType &type = like.getType();
+  llvm::SmallVector<Expr, 4> shape(type.getShape().begin(),
+                                   type.getShape().end());
+  shape[dim] = positions;
+  Op *state = anchor.getParent()->createOpBefore(&anchor, OpKind::State,
+                                                 anchor.getLoc());
+  Value *value = anchor.getParent()->createResult(
+      state, module->makeUniqueName(base.str() + ".state"));
+  value->setType(
+      TensorType(type.getElementType(), shape, type.getDistribution()));
+  value->setAnnotated(true);
+  return value;
+}
+
+void KVCachePass::replaceOp(Op &old, Op &replacement) {
+  Value *from = old.getResult();
+  // The name is free once `old` goes; makeUniqueName has it counted.
+  Value *to = replacement.getParent()->createResult(&replacement,
+                                                    from->getName().str());
+  to->setType(from->getType());
+  to->setAnnotated(from->isAnnotated());
+  module->getModel()->replaceUsesOf(from, to);
+  old.getParent()->eraseOp(&old);
+}
+
+LogicalResult KVCachePass::makeScanStep(Op &scan, DiagnosticEngine &diags) {
+  std::optional<unsigned> dim = getScanDim(scan);
+  const TensorType &type = scan.getResult()->getType();
+  if (!dim || !findDims(type.getDim(*dim)).count(sequenceDim)) {
+    diags.error(scan.getLoc(),
+                "kv-cache: the scan runs along " +
+                    (dim ? module->getPrinter().str(type.getDim(*dim))
+                         : std::string("no dimension of its result")) +
+                    ", not the sequence dim '" + sequenceDim->name +
+                    "'; decode keeps a state only for a scan over it");
+    return failure();
+  }
+  // The state is the scan's last position, laid out like its result.
+  Value *state =
+      makeState(scan, *scan.getResult(), *dim, 1, scan.getResult()->getName());
+  Op *step = scan.getParent()->createOpBefore(&scan, OpKind::Elementwise,
+                                              scan.getLoc());
+  step->setAttr("flops", Attribute::getExpr(AttrKind::Expr, 2));
+  step->addOperand(scan.getOperand(0));
+  step->addOperand(state);
+  step->addOperand(scan.getOperand(1));
+  replaceOp(scan, *step);
+  return success();
+}
+
+LogicalResult KVCachePass::makeConvStep(Op &conv, DiagnosticEngine &diags) {
+  Value *input = conv.getOperand(0);
+  const TensorType &type = input->getType();
+  unsigned rank = type.getRank();
+  if (rank < 2 || !findDims(type.getDim(rank - 2)).count(sequenceDim)) {
+    diags.error(conv.getLoc(),
+                "kv-cache: the convolution runs along " +
+                    (rank < 2
+                         ? std::string("no sequence dimension")
+                         : module->getPrinter().str(type.getDim(rank - 2))) +
+                    ", not the sequence dim '" + sequenceDim->name +
+                    "'; decode keeps a state only for a convolution over it");
+    return failure();
+  }
+  const Expr &kernel = conv.getAttr("kernel")->expr;
+  std::optional<Expr> width = module->bindDims(kernel);
+  if (width && width->is_equal(Expr(1)))
+    return success(); // Sees only the new token: no state.
+  if (conv.getOperands().size() != 2 ||
+      conv.getOperand(1)->getType().getRank() != 2) {
+    diags.error(
+        conv.getLoc(),
+        "kv-cache: decoding a conv1d applies its weight, [channels, "
+        "kernel], to the cached inputs; this one has " +
+            (conv.getOperands().size() == 2
+                 ? "a weight of rank " +
+                       std::to_string(conv.getOperand(1)->getType().getRank())
+                 : std::string("no weight")));
+    return failure();
+  }
+  // Named after the input itself, not a layout change of it.
+  Op *def = input->getDefiningOp();
+  const Value *named =
+      def && def->getKind() == OpKind::Layout ? def->getOperand(0) : input;
+  unsigned seq = rank - 2;
+  Value *state = makeState(conv, *input, seq, kernel - 1, named->getName());
+
+  // The window: the K - 1 cached inputs, then the new token's.
+  Graph &graph = *conv.getParent();
+  Op *concat = graph.createOpBefore(&conv, OpKind::Concat, conv.getLoc());
+  concat->setAttr("dim", Attribute::getExpr(AttrKind::Int, Expr(seq)));
+  concat->addOperand(state);
+  concat->addOperand(input);
+  llvm::SmallVector<Expr, 4> shape(type.getShape().begin(),
+                                   type.getShape().end());
+  shape[seq] = kernel - 1 + type.getDim(seq);
+  Value *window = graph.createResult(
+      concat, module->makeUniqueName(named->getName().str() + ".window"));
+  window->setType(
+      TensorType(type.getElementType(), shape, type.getDistribution()));
+
+  // out[..., c] = sum over k of window[..., k, c] * weight[c, k]: the batch
+  // indices, k along the window, c the channels.
+  static const char batchIndices[] = "bacdfghijlmnopqrtuvwxyz";
+  if (seq >= sizeof(batchIndices) - 1) {
+    diags.error(conv.getLoc(), "kv-cache: the conv1d's input has too many "
+                               "dimensions to decode");
+    return failure();
+  }
+  std::string batch(batchIndices, seq);
+  EinsumSpec spec;
+  spec.inputs = {batch + "ke", "ek"};
+  spec.output = batch + "e";
+  Op *contract = graph.createOpBefore(&conv, OpKind::Einsum, conv.getLoc());
+  contract->setAttr("spec", Attribute::getEinsum(spec));
+  contract->addOperand(window);
+  contract->addOperand(conv.getOperand(1));
+  shape.erase(shape.begin() + seq);
+  const Distribution &layout = type.getDistribution();
+  Distribution outLayout(rank - 1);
+  for (unsigned d = 0, o = 0; d < rank; ++d) {
+    if (d == seq)
+      continue;
+    for (const Axis *axis : layout.getPartition(d))
+      outLayout.addPartition(o, axis);
+    ++o;
+  }
+  Value *out = graph.createResult(
+      contract,
+      module->makeUniqueName(conv.getResult()->getName().str() + ".step"));
+  out->setType(TensorType(conv.getResult()->getType().getElementType(), shape,
+                          outLayout));
+  // Back to the conv's type, one position along the sequence: a view.
+  Op *reshape = graph.createOpBefore(&conv, OpKind::Reshape, conv.getLoc());
+  reshape->addOperand(out);
+  replaceOp(conv, *reshape);
+  return success();
+}
+
 LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
   module = &m;
   Graph *model = m.getModel();
   if (!model)
     return success();
-  llvm::SmallVector<Op *, 8> attentions;
+  llvm::SmallVector<Op *, 8> attentions, scans, convs;
   model->walk([&](Op &op) {
     if (op.getKind() == OpKind::Attention)
       attentions.push_back(&op);
+    else if (op.getKind() == OpKind::PScan)
+      scans.push_back(&op);
+    else if (op.getKind() == OpKind::Conv1D)
+      convs.push_back(&op);
   });
-  if (attentions.empty()) {
-    diags.error(m.getModelLoc(), "kv-cache: the model has no attention to "
-                                 "read a KV cache; decode needs one");
+  if (attentions.empty() && scans.empty() && convs.empty()) {
+    diags.error(m.getModelLoc(),
+                "kv-cache: the model has no attention to read a KV cache "
+                "and no recurrent layer (pscan, conv1d) to keep a state; "
+                "decode needs one or the other");
     return failure();
   }
-  for (Op *op : attentions)
-    if (!op->getOperand(0)->hasType()) {
-      diags.error(op->getLoc(), "kv-cache needs shapes: run shape-infer and "
-                                "distribute first");
-      return failure();
-    }
+  for (const auto *ops : {&attentions, &scans, &convs})
+    for (Op *op : *ops)
+      if (!op->getOperand(0)->hasType()) {
+        diags.error(op->getLoc(), "kv-cache needs shapes: run shape-infer "
+                                  "and distribute first");
+        return failure();
+      }
 
-  // The sequence dim: the one dim in every query's sequence extent.
-  const TensorType &query = attentions.front()->getOperand(0)->getType();
-  std::set<const Dim *> dims = findDims(query.getDim(getSequenceDim(query)));
+  // The sequence dim: the one dim in every query's sequence extent, or,
+  // without attention, in the first scan's or convolution's.
+  Op *first = !attentions.empty() ? attentions.front()
+              : !scans.empty()    ? scans.front()
+                                  : convs.front();
+  Expr extent;
+  if (first->getKind() == OpKind::Attention) {
+    const TensorType &query = first->getOperand(0)->getType();
+    extent = query.getDim(getAttentionSequenceDim(query));
+  } else if (first->getKind() == OpKind::PScan) {
+    std::optional<unsigned> dim = getScanDim(*first);
+    extent = dim ? first->getResult()->getType().getDim(*dim) : Expr(1);
+  } else {
+    const TensorType &input = first->getOperand(0)->getType();
+    extent = input.getRank() >= 2 ? input.getDim(input.getRank() - 2) : Expr(1);
+  }
+  std::set<const Dim *> dims = findDims(extent);
   if (dims.size() != 1) {
-    diags.error(attentions.front()->getLoc(),
-                "kv-cache: the sequence extent of the attention's queries, " +
-                    m.getPrinter().str(query.getDim(getSequenceDim(query))) +
-                    ", must involve exactly one dim");
+    std::string what = first->getKind() == OpKind::Attention
+                           ? "the sequence extent of the attention's queries"
+                       : first->getKind() == OpKind::PScan
+                           ? "the extent the scan runs along"
+                           : "the extent the convolution runs along";
+    diags.error(first->getLoc(), "kv-cache: " + what + ", " +
+                                     m.getPrinter().str(extent) +
+                                     ", must involve exactly one dim");
     return failure();
   }
   Dim *sequence = m.lookupDim((*dims.begin())->name);
+  sequenceDim = sequence;
+  // Only attention reads a context; a recurrent layer's state has no length.
   Dim *context = m.lookupDim("CTX");
-  if (!context) {
+  if (!context && !attentions.empty()) {
     if (!sequence->value) {
       diags.error(sequence->loc, "kv-cache: dim '" + sequence->name +
                                      "' has no value to take as the context "
@@ -168,6 +365,12 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
     makeCache(*attention, 2, positions);
     attention->setAttr("mask", Attribute::getText(AttrKind::Ident, "none"));
   }
+  for (Op *scan : scans)
+    if (failed(makeScanStep(*scan, diags)))
+      return failure();
+  for (Op *conv : convs)
+    if (failed(makeConvStep(*conv, diags)))
+      return failure();
   return success();
 }
 

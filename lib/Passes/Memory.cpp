@@ -2,9 +2,10 @@
 //
 // Sums what one rank keeps, by kind, for one micro-batch: its weight shards,
 // a gradient per weight element, Adam's fp32 master weights and moments
-// (12 bytes per element), `state` tensors, and the activations the backward
-// pass reads: every forward value used by a backward op. A value inside a
-// repeat body counts once per repetition, since each layer keeps its own.
+// (12 bytes per element), `state` tensors (a decode step's KV caches and
+// recurrent states), and the activations the backward pass reads: every
+// forward value used by a backward op. A value inside a repeat body counts
+// once per repetition, since each layer keeps its own.
 // Recomputation therefore lowers the activations (the backward reads
 // replayed values instead), and FSDP divides weights, gradients and
 // optimizer state by the data-parallel degree (the shards are smaller).

@@ -31,6 +31,14 @@ Expr getLocalBytes(const Value &value);
 /// queries x keys.
 Expr getAttentionScores(const Op &attention);
 
+/// The sequence dimension of an attention operand: [batch..., seq, heads,
+/// size], or [seq, size] for rank 2.
+unsigned getAttentionSequenceDim(const TensorType &type);
+
+/// Of `keys` positions, those an attention keeps for the queries after
+/// them (its KV cache): all, or a sliding window's last `window`.
+Expr getCachedPositions(const Op &attention, const Expr &keys);
+
 /// The (query, key) pairs a causal sliding window of `window` positions
 /// keeps when the `queries` queries are the last positions of the `keys`
 /// keys: the pairs with 0 <= query - key < window. Exact and non-negative
