@@ -131,6 +131,9 @@ Expr unfusedScoreBytes(const Op &attention) {
 } // namespace
 
 Expr stg::getBytesAccessed(const Op &op) {
+  // A custom kernel's bytes are what its author wrote, when written.
+  if (op.getKind() == OpKind::Custom && !op.getAttr("bytes")->expr.is_zero())
+    return op.getAttr("bytes")->expr;
   Expr bytes = 0;
   for (const Value *operand : op.getOperands())
     bytes = bytes + getLocalBytes(*operand);

@@ -222,6 +222,24 @@ long long countWindowPairs(long long queries, long long keys,
 // The closed form against a count of every pair: decode (one query), a
 // window longer than the keys, more queries than keys; bound from symbols
 // too, as a model's dims are.
+TEST(CostTest, ACustomKernelMovesTheBytesItsAuthorWrote) {
+  auto module = build(R"(
+    dim B = 4, D = 8;
+    model m {
+      x: [B, D] = input();
+      y: [B, D] = custom[name="given", flops=3*B, bytes=7*B](x);
+      z: [B, D] = custom[name="unsaid", flops=1](y);
+    }
+  )", "shape-infer");
+  ASSERT_TRUE(module);
+  llvm::ArrayRef<std::unique_ptr<Op>> ops = module->getModel()->getOps();
+  Expr b = module->lookupDim("B")->symbol, d = module->lookupDim("D")->symbol;
+  EXPECT_TRUE(sameExpr(getBytesAccessed(*ops[1]), 7 * b));
+  EXPECT_TRUE(sameExpr(getFlops(*ops[1]), 3 * b));
+  // Without `bytes`, its operand and result (bf16).
+  EXPECT_TRUE(sameExpr(getBytesAccessed(*ops[2]), 2 * (2 * b * d)));
+}
+
 TEST(CostTest, WindowPairsMatchACountOfEveryPair) {
   GiNaC::symbol s("S"), t("T"), w("W");
   Expr symbolic = getWindowPairs(s, t, w);
