@@ -91,32 +91,37 @@ void GraphBuilder::buildModel(STGParser::ModelDeclContext *ctx,
 }
 
 void GraphBuilder::buildBody(STGParser::BodyContext *body, Scope &scope) {
+  for (STGParser::StmtContext *stmt : body->stmt())
+    if (!buildStatement(stmt, scope))
+      return;
+}
+
+bool GraphBuilder::buildStatement(STGParser::StmtContext *stmt, Scope &scope) {
   const SourceFile &file = *scope.file;
-  for (STGParser::StmtContext *stmt : body->stmt()) {
-    if (diags.reachedErrorLimit())
-      return;
-    if (scope.returned) {
-      diags.error(file.loc(stmt), "statement after 'return'");
-      return;
-    }
-    if (auto *param = dynamic_cast<STGParser::ParamStmtContext *>(stmt)) {
-      for (auto *item : param->declItem())
-        buildDecl(item, OpKind::Param, scope);
-    } else if (auto *state = dynamic_cast<STGParser::StateStmtContext *>(stmt)) {
-      for (auto *item : state->declItem())
-        buildDecl(item, OpKind::State, scope);
-    } else if (auto *assign =
-                   dynamic_cast<STGParser::AssignStmtContext *>(stmt)) {
-      buildAssign(assign, scope);
-    } else if (auto *repeat =
-                   dynamic_cast<STGParser::RepeatStmtContext *>(stmt)) {
-      buildRepeat(repeat, scope);
-    } else if (auto *ifStmt = dynamic_cast<STGParser::IfStmtContext *>(stmt)) {
-      buildIf(ifStmt, scope);
-    } else if (auto *ret = dynamic_cast<STGParser::ReturnStmtContext *>(stmt)) {
-      buildReturn(ret, scope);
-    }
+  if (diags.reachedErrorLimit())
+    return false;
+  if (scope.returned) {
+    diags.error(file.loc(stmt), "statement after 'return'");
+    return false;
   }
+  if (auto *param = dynamic_cast<STGParser::ParamStmtContext *>(stmt)) {
+    for (auto *item : param->declItem())
+      buildDecl(item, OpKind::Param, scope);
+  } else if (auto *state = dynamic_cast<STGParser::StateStmtContext *>(stmt)) {
+    for (auto *item : state->declItem())
+      buildDecl(item, OpKind::State, scope);
+  } else if (auto *assign =
+                 dynamic_cast<STGParser::AssignStmtContext *>(stmt)) {
+    buildAssign(assign, scope);
+  } else if (auto *repeat =
+                 dynamic_cast<STGParser::RepeatStmtContext *>(stmt)) {
+    buildRepeat(repeat, scope);
+  } else if (auto *ifStmt = dynamic_cast<STGParser::IfStmtContext *>(stmt)) {
+    buildIf(ifStmt, scope);
+  } else if (auto *ret = dynamic_cast<STGParser::ReturnStmtContext *>(stmt)) {
+    buildReturn(ret, scope);
+  }
+  return true;
 }
 
 void GraphBuilder::buildDecl(STGParser::DeclItemContext *item, OpKind kind,
@@ -275,7 +280,21 @@ void GraphBuilder::buildLoop(STGParser::RepeatStmtContext *ctx, Scope &scope,
     inner.names[name] = Binding{arg, loc};
     inner.carried.insert(name);
   }
-  if (indices.size() == 1) {
+  unsigned statementLayers =
+      indices.size() == 1 ? countStatementLayers(ctx->body(), carried) : 1;
+  if (statementLayers > 1) {
+    // A period written out, a layer a statement.
+    body.setNumLayers(statementLayers);
+    inner.index = indices.front();
+    std::vector<STGParser::StmtContext *> statements = ctx->body()->stmt();
+    for (unsigned layer = 0; layer < statements.size(); ++layer) {
+      size_t firstOp = body.getOps().size();
+      if (!buildStatement(statements[layer], inner))
+        break;
+      for (size_t i = firstOp; i < body.getOps().size(); ++i)
+        body.getOps()[i]->setBodyLayer(layer);
+    }
+  } else if (indices.size() == 1) {
     inner.index = indices.front();
     buildBody(ctx->body(), inner);
   } else {
@@ -306,7 +325,7 @@ void GraphBuilder::buildLoop(STGParser::RepeatStmtContext *ctx, Scope &scope,
     *instances = std::move(inner.instances);
 
   Op *yield = body.createOp(OpKind::Yield, file.loc(ctx->body()->stop));
-  yield->setBodyLayer(indices.size() - 1);
+  yield->setBodyLayer(body.getNumLayers() - 1);
   for (const std::string &name : carried) {
     Value *next = inner.names[name].value;
     poisoned |= !next;
@@ -325,6 +344,30 @@ void GraphBuilder::buildLoop(STGParser::RepeatStmtContext *ctx, Scope &scope,
     // Rebinding an outer name is what the repeat means; not a redefinition.
     scope.names[name] = Binding{result, loc};
   }
+}
+
+unsigned
+GraphBuilder::countStatementLayers(STGParser::BodyContext *body,
+                                   llvm::ArrayRef<std::string> carried) {
+  std::vector<STGParser::StmtContext *> statements = body->stmt();
+  if (statements.size() < 2)
+    return 1;
+  for (STGParser::StmtContext *stmt : statements) {
+    auto *assign = dynamic_cast<STGParser::AssignStmtContext *>(stmt);
+    if (!assign || assign->target().size() != 1 ||
+        !llvm::is_contained(carried, assign->target(0)->ID()->getText()))
+      return 1;
+    antlr4::tree::TerminalNode *callee = nullptr;
+    if (auto *call =
+            dynamic_cast<STGParser::CallValueContext *>(assign->value()))
+      callee = call->ID();
+    else if (auto *call = dynamic_cast<STGParser::CallAttrValueContext *>(
+                 assign->value()))
+      callee = call->ID();
+    if (!callee || !blocks.count(callee->getText()))
+      return 1;
+  }
+  return statements.size();
 }
 
 //===----------------------------------------------------------------------===//

@@ -76,6 +76,8 @@ private:
   using Values = llvm::SmallVector<Value *, 1>;
 
   void buildBody(STGParser::BodyContext *body, Scope &scope);
+  /// False once building should stop (after `return`, at the error limit).
+  bool buildStatement(STGParser::StmtContext *stmt, Scope &scope);
   void buildDecl(STGParser::DeclItemContext *item, OpKind kind, Scope &scope);
   void buildAssign(STGParser::AssignStmtContext *ctx, Scope &scope);
   void buildRepeat(STGParser::RepeatStmtContext *ctx, Scope &scope);
@@ -88,6 +90,12 @@ private:
                  llvm::ArrayRef<int64_t> indices,
                  llvm::StringMap<unsigned> *instances = nullptr);
   void buildIf(STGParser::IfStmtContext *ctx, Scope &scope);
+  /// The layers of a repeat body written as a period, one statement each:
+  /// two or more statements, every one assigning a loop-carried name from
+  /// a block call (`x = mamba_layer(x); x = attention_layer(x);`). 1 for
+  /// any other body.
+  unsigned countStatementLayers(STGParser::BodyContext *body,
+                                llvm::ArrayRef<std::string> carried);
   /// The period of the layer pattern of a repeat body: the least common
   /// multiple of the moduli its conditions take the index by (1 without
   /// conditions). Nothing after reporting a condition that is not periodic.
