@@ -124,6 +124,21 @@ static std::optional<llvm::StringRef> getFunctionName(const Expr &e) {
   return std::nullopt;
 }
 
+std::optional<IntegerFunction> stg::getIntegerFunction(const Expr &e) {
+  if (!GiNaC::is_a<GiNaC::function>(e))
+    return std::nullopt;
+  unsigned serial = GiNaC::ex_to<GiNaC::function>(e).get_serial();
+  if (serial == stg_floor_SERIAL::serial)
+    return IntegerFunction::Floor;
+  if (serial == stg_ceil_SERIAL::serial)
+    return IntegerFunction::Ceil;
+  if (serial == stg_min_SERIAL::serial)
+    return IntegerFunction::Min;
+  if (serial == stg_max_SERIAL::serial)
+    return IntegerFunction::Max;
+  return std::nullopt;
+}
+
 std::optional<Expr> stg::makeFunction(llvm::StringRef name,
                                       llvm::ArrayRef<Expr> arguments) {
   if (arguments.size() == 1 && name == "floor")

@@ -20,12 +20,9 @@
 
 using namespace stg;
 
-std::optional<int64_t> OpNumberCache::tryEvaluate(const Expr &e,
-                                                  bool roundUp) const {
-  std::optional<Expr> bound = module.bindAll(e);
-  if (!bound || !GiNaC::is_a<GiNaC::numeric>(*bound))
-    return std::nullopt;
-  const auto &number = GiNaC::ex_to<GiNaC::numeric>(*bound);
+/// `number` as a count, or nothing: see evaluate for why not.
+static std::optional<int64_t> getCount(const GiNaC::numeric &number,
+                                       bool roundUp) {
   if (!number.is_real())
     return std::nullopt;
   double real = number.to_double();
@@ -36,6 +33,48 @@ std::optional<int64_t> OpNumberCache::tryEvaluate(const Expr &e,
   if (number.is_integer())
     return int64_t(number.to_long());
   return int64_t(std::ceil(real));
+}
+
+std::optional<int64_t> OpNumberCache::tryEvaluate(const Expr &e,
+                                                  bool roundUp) const {
+  std::optional<Expr> bound = module.bindAll(e);
+  if (!bound || !GiNaC::is_a<GiNaC::numeric>(*bound))
+    return std::nullopt;
+  return getCount(GiNaC::ex_to<GiNaC::numeric>(*bound), roundUp);
+}
+
+std::optional<Rational>
+OpNumberCache::tryCompiled(const CompiledExpr &program) {
+  if (!program.isValid())
+    return std::nullopt;
+  // Each symbol bound as bindAll binds it in a formula: the formula's
+  // value is then the one substitution gives.
+  const std::vector<Expr> &symbols = slots.getSymbols();
+  for (size_t slot = symbolValues.size(); slot < symbols.size(); ++slot) {
+    std::optional<Expr> bound = module.bindAll(symbols[slot]);
+    symbolValues.push_back(bound ? Rational::fromNumeric(*bound)
+                                 : std::nullopt);
+  }
+  return program.evaluate(symbolValues);
+}
+
+std::optional<int64_t> OpNumberCache::tryEvaluate(const Expr &e,
+                                                  const CompiledExpr &program,
+                                                  bool roundUp) {
+  std::optional<Rational> value = tryCompiled(program);
+  if (!value)
+    return tryEvaluate(e, roundUp);
+  // A whole count that a double holds exactly passes every check; anything
+  // else is checked on the GiNaC number, which converts to double alike.
+  if (value->isInteger() && value->num >= 0 &&
+      value->num <= (__int128(1) << 53))
+    return int64_t(value->num);
+  if (value->num > INT64_MAX || value->num < INT64_MIN ||
+      value->den > INT64_MAX)
+    return tryEvaluate(e, roundUp);
+  return getCount(GiNaC::numeric(long(value->num)) /
+                      GiNaC::numeric(long(value->den)),
+                  roundUp);
 }
 
 std::optional<int64_t> OpNumberCache::evaluate(const Expr &e, SourceLoc loc,
@@ -79,13 +118,27 @@ GemmShape OpNumberCache::getGemmShape(const Op &einsum) {
   const EinsumSpec &spec = einsum.getAttr("spec")->einsum;
   if (spec.inputs.size() != 2)
     return {};
+  std::vector<CompiledExpr> &programs = getFormulas(einsum).gemmDims;
+  if (programs.empty())
+    for (unsigned k = 0; k < 2; ++k)
+      for (unsigned d = 0; d < spec.inputs[k].size(); ++d)
+        programs.push_back(CompiledExpr::compile(
+            einsum.getOperand(k)->getType().getLocalDim(d), slots));
   std::map<char, int64_t> extent;
+  size_t index = 0;
   for (unsigned k = 0; k < 2; ++k)
     for (unsigned d = 0; d < spec.inputs[k].size(); ++d) {
-      std::optional<Expr> bound = module.bindAll(
-          einsum.getOperand(k)->getType().getLocalDim(d));
-      std::optional<long long> value =
-          bound ? getIntegerValue(*bound) : std::nullopt;
+      // As getIntegerValue of the bound dim, from the program if it tells.
+      std::optional<long long> value;
+      if (std::optional<Rational> exact = tryCompiled(programs[index++])) {
+        if (exact->isInteger() && exact->num <= (__int128(1) << 62) &&
+            exact->num >= -(__int128(1) << 62))
+          value = (long long)exact->num;
+      } else {
+        std::optional<Expr> bound =
+            module.bindAll(einsum.getOperand(k)->getType().getLocalDim(d));
+        value = bound ? getIntegerValue(*bound) : std::nullopt;
+      }
       if (!value || *value <= 0)
         return {};
       extent[spec.inputs[k][d]] = *value;
@@ -131,13 +184,17 @@ bool OpNumberCache::checkWindow(const Op &op, llvm::StringRef what) {
   return false;
 }
 
-const OpNumberCache::Formulas &OpNumberCache::getFormulas(const Op &op) {
+OpNumberCache::Formulas &OpNumberCache::getFormulas(const Op &op) {
   auto [it, inserted] = formulas.try_emplace(&op);
-  if (inserted)
-    it->second = op.getInfo().has(Collective)
-                     ? Formulas{0, op.getAttr("bytes")->expr}
-                     : Formulas{getFlops(op), getBytesAccessed(op)};
-  return it->second;
+  Formulas &costs = it->second;
+  if (inserted) {
+    bool collective = op.getInfo().has(Collective);
+    costs.flops = collective ? Expr(0) : getFlops(op);
+    costs.bytes = collective ? op.getAttr("bytes")->expr : getBytesAccessed(op);
+    costs.flopsProgram = CompiledExpr::compile(costs.flops, slots);
+    costs.bytesProgram = CompiledExpr::compile(costs.bytes, slots);
+  }
+  return costs;
 }
 
 const OpNumbers *OpNumberCache::get(const Op &op) {
@@ -156,21 +213,25 @@ const OpNumbers *OpNumberCache::get(const Op &op) {
   bool roundUp = isAttention(op);
   if (roundUp && !checkWindow(op, describe()))
     return nullptr;
-  auto count = [&](const Expr &formula, const char *quantity,
+  auto count = [&](const Expr &formula, const CompiledExpr &program,
+                   const char *quantity,
                    bool averaged) -> std::optional<int64_t> {
-    if (std::optional<int64_t> value = tryEvaluate(formula, averaged))
+    if (std::optional<int64_t> value = tryEvaluate(formula, program, averaged))
       return value;
     return evaluate(formula, op.getLoc(), quantity + describe(), averaged);
   };
   const Formulas &costs = getFormulas(op);
   if (op.getInfo().has(Collective)) {
-    std::optional<int64_t> bytes = count(costs.bytes, "size of ", false);
+    std::optional<int64_t> bytes =
+        count(costs.bytes, costs.bytesProgram, "size of ", false);
     if (!bytes)
       return nullptr;
     numbers.commBytes = *bytes;
   } else {
-    std::optional<int64_t> flops = count(costs.flops, "FLOPs of ", roundUp);
-    std::optional<int64_t> bytes = count(costs.bytes, "bytes of ", roundUp);
+    std::optional<int64_t> flops =
+        count(costs.flops, costs.flopsProgram, "FLOPs of ", roundUp);
+    std::optional<int64_t> bytes =
+        count(costs.bytes, costs.bytesProgram, "bytes of ", roundUp);
     if (!flops || !bytes)
       return nullptr;
     numbers.flops = *flops;
@@ -187,11 +248,14 @@ std::optional<int64_t> OpNumberCache::getLocalBytes(const Value &value,
   auto [it, inserted] = values.try_emplace(&value);
   if (inserted) {
     auto [formula, fresh] = valueBytes.try_emplace(&value);
-    if (fresh)
-      formula->second = stg::getLocalBytes(value);
-    it->second = tryEvaluate(formula->second, false);
+    auto &[bytes, program] = formula->second;
+    if (fresh) {
+      bytes = stg::getLocalBytes(value);
+      program = CompiledExpr::compile(bytes, slots);
+    }
+    it->second = tryEvaluate(bytes, program, false);
     if (!it->second)
-      it->second = evaluate(formula->second, loc,
+      it->second = evaluate(bytes, loc,
                             "size of '%" + value.getName().str() + "'", false);
   }
   return it->second;

@@ -10,8 +10,10 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Hashing.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <queue>
 #include <set>
@@ -128,12 +130,15 @@ Stream getStream(const ProgramNode &node) {
   return Stream::None;
 }
 
-/// A step's dependency structure, derived once per node range: edges from
-/// earlier steps are left out, as those nodes are done when the step
-/// starts.
+/// A step's dependency structure and node times, derived once per node
+/// range: edges from earlier steps are left out, as those nodes are done
+/// when the step starts. It is all a simulation reads, so steps of equal
+/// shapes (a stage's first and last micro-batch, the middle stages of a
+/// pipeline) share one, and their outcomes.
 struct StepShape {
   std::vector<uint32_t> initialPending;
   std::vector<Stream> streams;
+  std::vector<double> micros; ///< Per node: its time on its stream.
   /// The children of offset i are children[childBegin[i], childBegin[i+1]).
   std::vector<uint32_t> childBegin, children;
   std::vector<uint32_t> recvs, sends; ///< Offsets, in id order.
@@ -141,6 +146,32 @@ struct StepShape {
   llvm::ArrayRef<uint32_t> getChildren(uint32_t offset) const {
     return llvm::makeArrayRef(children).slice(
         childBegin[offset], childBegin[offset + 1] - childBegin[offset]);
+  }
+  void clear() {
+    for (auto *list : {&initialPending, &childBegin, &children, &recvs, &sends})
+      list->clear();
+    streams.clear();
+    micros.clear();
+  }
+  /// Equal streams, times (bit for bit) and edges: recvs and sends follow
+  /// from the streams.
+  bool operator==(const StepShape &other) const {
+    return streams == other.streams && initialPending == other.initialPending &&
+           childBegin == other.childBegin && children == other.children &&
+           micros.size() == other.micros.size() &&
+           std::memcmp(micros.data(), other.micros.data(),
+                       micros.size() * sizeof(double)) == 0;
+  }
+  /// A hash, never DenseMap's empty or tombstone key.
+  uint64_t hash() const {
+    uint64_t value = llvm::hash_combine(
+        llvm::hash_combine_range(streams.begin(), streams.end()),
+        llvm::hash_combine_range(children.begin(), children.end()),
+        llvm::hash_combine_range(childBegin.begin(), childBegin.end()),
+        llvm::hash_combine_range(
+            reinterpret_cast<const char *>(micros.data()),
+            reinterpret_cast<const char *>(micros.data() + micros.size())));
+    return value >= ~uint64_t(0) - 1 ? 0 : value;
   }
 };
 
@@ -162,23 +193,72 @@ struct StepOutcome {
 using ArrivalPattern = std::vector<int64_t>;
 
 struct OutcomeKeyHash {
-  size_t operator()(const std::pair<uint32_t, ArrivalPattern> &key) const {
-    return llvm::hash_combine(
-        key.first, llvm::hash_combine_range(key.second.begin(),
-                                            key.second.end()));
+  size_t operator()(const ArrivalPattern &key) const {
+    return llvm::hash_combine_range(key.begin(), key.end());
   }
 };
 
 /// A message: sending stage, receiving stage, tag.
 using MessageKey = std::tuple<unsigned, unsigned, int32_t>;
 
+/// When each message's send completed. A program set numbers its edges
+/// globally, so a tag names one message in practice: the message lives in
+/// the slot of its tag, and one whose slot another message took first, or
+/// whose tag is out of the slots' range, lives in a map. Either way the
+/// lookups answer the same; the slots spare the replay a hash lookup per
+/// send and receive (a plan has thousands of steps).
+class MessageTimes {
+public:
+  /// When `key`'s send completed, or null if it has not been sent.
+  const double *find(const MessageKey &key) const {
+    auto [from, to, tag] = key;
+    if (tag >= 0 && size_t(tag) < slots.size()) {
+      const Slot &slot = slots[tag];
+      if (slot.from == from && slot.to == to)
+        return &slot.time;
+    }
+    auto found = overflow.find(key);
+    return found == overflow.end() ? nullptr : &found->second;
+  }
+  void set(const MessageKey &key, double time) {
+    auto [from, to, tag] = key;
+    if (tag >= 0 && size_t(tag) < MaxSlots) {
+      if (size_t(tag) >= slots.size())
+        slots.resize(
+            std::min(MaxSlots, std::max<size_t>(tag + 1, 2 * slots.size())));
+      Slot &slot = slots[tag];
+      if (slot.from == NoStage || (slot.from == from && slot.to == to)) {
+        slot = {from, to, time};
+        return;
+      }
+    }
+    overflow[key] = time;
+  }
+
+private:
+  static constexpr unsigned NoStage = ~0u;
+  static constexpr size_t MaxSlots = size_t(1) << 20;
+  struct Slot {
+    unsigned from = NoStage, to = NoStage;
+    double time = 0;
+  };
+  std::vector<Slot> slots;
+  llvm::DenseMap<MessageKey, double> overflow;
+};
+
+/// The outcomes of one step shape, by arrival pattern. A step has one
+/// receive or none almost always (a pipeline stage's input): those are
+/// keyed by the one arrival, without building a pattern.
+struct ShapeOutcomes {
+  llvm::DenseMap<int64_t, uint32_t> byArrival;
+  std::unordered_map<ArrivalPattern, uint32_t, OutcomeKeyHash> byPattern;
+};
+
 struct StageState {
   unsigned rank = 0; ///< The rank that stands for the stage.
   std::vector<double> micros; ///< Per node: its time on its stream.
-  std::unordered_map<uint32_t, StepShape> shapes; ///< By the first node.
-  std::unordered_map<std::pair<uint32_t, ArrivalPattern>, StepOutcome,
-                     OutcomeKeyHash>
-      outcomes;
+  /// The index of a step's shape in Replay::shapes, by the first node.
+  llvm::DenseMap<uint32_t, uint32_t> shapeIndex;
   std::vector<ProgramStep> steps;
   size_t next = 0; ///< The next step to run.
   double now = 0;  ///< When the previous step finished.
@@ -198,7 +278,7 @@ public:
   Replay(const ProgramSet &programs, const SystemSpec &system,
          StepTimeline *timeline)
       : programs(programs), system(system), timeline(timeline),
-        states(programs.stages.size()) {}
+        states(programs.stages.size()), waiting(programs.stages.size()) {}
 
   llvm::Expected<StepEstimate> run();
 
@@ -209,10 +289,11 @@ private:
   void initialize(unsigned stage);
   double getMicros(unsigned stage, const ProgramNode &node,
                    std::map<AxisMask, GroupSpan> &spans);
-  const StepShape &getShape(unsigned stage, const ProgramStep &step);
-  StepOutcome simulate(unsigned stage, const ProgramStep &step,
-                       const StepShape &shape,
-                       const ArrivalPattern &arrivals);
+  /// The index of `step`'s shape in `shapes`.
+  uint32_t getShape(unsigned stage, const ProgramStep &step);
+  /// A step of `shape` from its start: it depends on nothing else.
+  StepOutcome simulate(const StepShape &shape,
+                       llvm::ArrayRef<int64_t> arrivals);
   /// Runs the stage's steps until one waits for a message not yet sent.
   void advance(unsigned stage);
   llvm::Error describeDeadlock() const;
@@ -222,12 +303,21 @@ private:
   StepTimeline *timeline; ///< Null unless recording.
   std::vector<StageState> states;
   StepEstimate estimate;
-  /// When each message's send completed.
-  llvm::DenseMap<MessageKey, double> sentAt;
+  /// The distinct step shapes of all stages, with their outcomes.
+  std::vector<StepShape> shapes;
+  std::vector<ShapeOutcomes> outcomeIndex; ///< Per shape.
+  std::vector<StepOutcome> outcomes;
+  /// Shapes by their hash, to find an equal one.
+  llvm::DenseMap<uint64_t, llvm::SmallVector<uint32_t, 1>> shapesByHash;
+  StepShape candidate; ///< getShape's buffers, reused.
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  MessageTimes sentAt;
   SimulationScratch scratch;
-  /// The stage waiting for a message, and the stages to advance.
-  std::map<MessageKey, unsigned> waiting;
+  /// Per stage, the message it waits for (a stage waits for one at a
+  /// time), and the stages to advance.
+  std::vector<std::optional<MessageKey>> waiting;
   std::set<unsigned> runnable;
+  ArrivalPattern arrivals; ///< The current step's, reused.
 };
 
 } // namespace
@@ -269,16 +359,20 @@ void Replay::initialize(unsigned stage) {
     state.steps.push_back({0, uint32_t(program.nodes.size()), 0});
 }
 
-const StepShape &Replay::getShape(unsigned stage, const ProgramStep &step) {
-  auto [it, inserted] = states[stage].shapes.try_emplace(step.begin);
-  StepShape &shape = it->second;
+uint32_t Replay::getShape(unsigned stage, const ProgramStep &step) {
+  StageState &state = states[stage];
+  auto [it, inserted] = state.shapeIndex.try_emplace(step.begin, 0);
   if (!inserted)
-    return shape;
+    return it->second;
+  StepShape &shape = candidate;
+  shape.clear();
   unsigned size = step.end - step.begin;
   shape.initialPending.assign(size, 0);
   shape.streams.reserve(size);
+  shape.micros.assign(state.micros.begin() + step.begin,
+                      state.micros.begin() + step.end);
   // Edges inside the step as (parent, child), then grouped by parent.
-  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  edges.clear();
   for (uint32_t offset = 0; offset < size; ++offset) {
     const ProgramNode &work = node(stage, step.begin + offset);
     shape.streams.push_back(getStream(work));
@@ -288,7 +382,7 @@ const StepShape &Replay::getShape(unsigned stage, const ProgramStep &step) {
       for (uint32_t dep : list)
         if (dep >= step.begin)
           deps.push_back(dep - step.begin);
-    llvm::sort(deps);
+    std::sort(deps.begin(), deps.end()); // Not qsort: a few ids.
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     shape.initialPending[offset] = deps.size();
     for (uint32_t dep : deps)
@@ -309,12 +403,19 @@ const StepShape &Replay::getShape(unsigned stage, const ProgramStep &step) {
                                shape.childBegin.end() - 1);
   for (const auto &edge : edges)
     shape.children[filled[edge.first]++] = edge.second;
-  return shape;
+  llvm::SmallVector<uint32_t, 1> &equalHash = shapesByHash[shape.hash()];
+  for (uint32_t index : equalHash)
+    if (shapes[index] == shape)
+      return it->second = index;
+  uint32_t index = shapes.size();
+  equalHash.push_back(index);
+  shapes.push_back(std::move(shape));
+  outcomeIndex.emplace_back();
+  return it->second = index;
 }
 
-StepOutcome Replay::simulate(unsigned stage, const ProgramStep &step,
-                             const StepShape &shape,
-                             const ArrivalPattern &arrivals) {
+StepOutcome Replay::simulate(const StepShape &shape,
+                             llvm::ArrayRef<int64_t> arrivals) {
   // Events are node completions, ordered by time and then by id; each
   // stream runs its ready node with the lowest id. The heaps live in
   // `scratch`, reused from step to step.
@@ -330,7 +431,6 @@ StepOutcome Replay::simulate(unsigned stage, const ProgramStep &step,
     arrival[shape.recvs[i]] = arrivals[i] / 1e3;
   std::vector<double> &done = scratch.done;
   done.assign(pending.size(), 0);
-  const std::vector<double> &micros = states[stage].micros;
   StepOutcome outcome;
   if (timeline) {
     outcome.starts.assign(pending.size(), 0);
@@ -361,7 +461,7 @@ StepOutcome Replay::simulate(unsigned stage, const ProgramStep &step,
       std::pop_heap(queue.begin(), queue.end(), later);
       uint32_t offset = queue.back();
       queue.pop_back();
-      double duration = micros[step.begin + offset];
+      double duration = shape.micros[offset];
       (Stream(stream) == Stream::Compute ? outcome.computeMicros
                                          : outcome.communicationMicros) +=
           duration;
@@ -401,34 +501,45 @@ void Replay::advance(unsigned stage) {
   StageTime &time = estimate.stages[stage];
   for (; state.next < state.steps.size(); ++state.next) {
     const ProgramStep &step = state.steps[state.next];
-    const StepShape &shape = getShape(stage, step);
-    ArrivalPattern arrivals;
+    uint32_t shapeIndex = getShape(stage, step);
+    const StepShape &shape = shapes[shapeIndex];
+    arrivals.clear();
     int64_t latest = 0;
     for (uint32_t offset : shape.recvs) {
       const ProgramNode &recv = node(stage, step.begin + offset);
       MessageKey key{recv.peerStage, stage, recv.tag + step.tagOffset};
-      auto sent = sentAt.find(key);
-      if (sent == sentAt.end()) {
-        waiting[key] = stage;
+      const double *sent = sentAt.find(key);
+      if (!sent) {
+        waiting[stage] = key;
         return;
       }
-      arrivals.push_back(std::max<int64_t>(
-          0, std::llround((sent->second - state.now) * 1e3)));
+      arrivals.push_back(
+          std::max<int64_t>(0, std::llround((*sent - state.now) * 1e3)));
       latest = std::max(latest, arrivals.back());
     }
-    auto [it, inserted] =
-        state.outcomes.try_emplace({step.begin, std::move(arrivals)});
-    if (inserted)
-      it->second = simulate(stage, step, shape, it->first.second);
-    const StepOutcome &outcome = it->second;
+    // The outcome of the same nodes with the same arrivals, else a new one.
+    ShapeOutcomes &known = outcomeIndex[shapeIndex];
+    uint32_t fresh = outcomes.size();
+    bool single = arrivals.size() <= 1 &&
+                  (arrivals.empty() || arrivals[0] < INT64_MAX - 1);
+    uint32_t index = fresh;
+    if (single) {
+      auto found = known.byArrival.try_emplace(
+          arrivals.empty() ? 0 : arrivals[0], fresh);
+      index = found.first->second;
+    } else {
+      index = known.byPattern.try_emplace(arrivals, fresh).first->second;
+    }
+    if (index == fresh)
+      outcomes.push_back(simulate(shape, arrivals));
+    const StepOutcome &outcome = outcomes[index];
     for (size_t i = 0; i < shape.sends.size(); ++i) {
       const ProgramNode &send = node(stage, step.begin + shape.sends[i]);
       MessageKey key{stage, send.peerStage, send.tag + step.tagOffset};
-      sentAt[key] = state.now + outcome.sendDone[i];
-      auto receiver = waiting.find(key);
-      if (receiver != waiting.end()) {
-        runnable.insert(receiver->second);
-        waiting.erase(receiver);
+      sentAt.set(key, state.now + outcome.sendDone[i]);
+      if (send.peerStage < waiting.size() && waiting[send.peerStage] == key) {
+        runnable.insert(send.peerStage);
+        waiting[send.peerStage].reset();
       }
     }
     if (timeline)
@@ -458,15 +569,13 @@ llvm::Error Replay::describeDeadlock() const {
     }
     if (state.next == state.steps.size())
       continue;
-    auto waits = llvm::find_if(waiting, [&](const auto &entry) {
-      return entry.second == stage;
-    });
+    const std::optional<MessageKey> &waits = waiting[stage];
     const ProgramStep &step = state.steps[state.next];
     for (uint32_t id = step.begin; id < step.end; ++id) {
       const ProgramNode &recv = node(stage, id);
-      if (waits != waiting.end() && recv.kind == ProgramNodeKind::Recv &&
+      if (waits && recv.kind == ProgramNodeKind::Recv &&
           MessageKey{recv.peerStage, stage, recv.tag + step.tagOffset} ==
-              waits->first) {
+              *waits) {
         std::string name = !recv.name.empty()
                                ? recv.name
                                : "a receive from stage " +

@@ -137,6 +137,36 @@ TEST(StepEstimateTest, StagesWaitForTheirMessages) {
   EXPECT_DOUBLE_EQ(estimate->stages[1].communicationMicros, 3.0);
 }
 
+TEST(StepEstimateTest, MessagesOfOneTagBetweenOtherStagesStayApart) {
+  // A chain of four stages whose messages share tag 7 (and one has a
+  // negative tag): each receive waits for its own sender's message.
+  // Stage 0: 10 us, a 5 us send; stage 1: 20 us, a 2 us send; stage 2:
+  // 1 us, a 1 us send; stage 3: 2 us.
+  ProgramSet programs;
+  programs.mesh = Mesh({{"pp", 4}});
+  programs.pipelineAxis = 0;
+  programs.stages.resize(4);
+  programs.stages[0].nodes = {compute(10, {}),
+                              message(ProgramNodeKind::Send, 1, 5000, {0})};
+  programs.stages[1].nodes = {message(ProgramNodeKind::Recv, 0, 5000, {}),
+                              compute(20, {0}),
+                              message(ProgramNodeKind::Send, 2, 2000, {1})};
+  programs.stages[2].nodes = {message(ProgramNodeKind::Recv, 1, 2000, {}),
+                              compute(1, {0}),
+                              message(ProgramNodeKind::Send, 3, 1000, {1})};
+  programs.stages[3].nodes = {message(ProgramNodeKind::Recv, 2, 1000, {}),
+                              compute(2, {0})};
+  programs.stages[2].nodes[2].tag = -5;
+  programs.stages[3].nodes[0].tag = -5;
+  llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
+  if (!estimate)
+    FAIL() << llvm::toString(estimate.takeError());
+  EXPECT_DOUBLE_EQ(estimate->stages[1].finishMicros, 37.0);
+  EXPECT_DOUBLE_EQ(estimate->stages[2].finishMicros, 39.0);
+  EXPECT_DOUBLE_EQ(estimate->stepMicros, 41.0);
+  EXPECT_DOUBLE_EQ(estimate->stages[3].pipelineWaitMicros, 39.0);
+}
+
 TEST(StepEstimateTest, OneKernelAtATimeLowestIdFirst) {
   // Two independent kernels share the compute stream; the communication
   // stream runs beside them.

@@ -79,6 +79,11 @@ private:
 std::optional<Expr> makeFunction(llvm::StringRef name,
                                  llvm::ArrayRef<Expr> arguments);
 
+/// The functions makeFunction makes.
+enum class IntegerFunction { Floor, Ceil, Min, Max };
+/// Which of them `e` is an application of, if any (CompiledExpr).
+std::optional<IntegerFunction> getIntegerFunction(const Expr &e);
+
 /// The names makeFunction knows, with their arity, for messages.
 llvm::StringRef getFunctionSignatures();
 

@@ -10,11 +10,16 @@
 // numbers calls forgetNumbers, which keeps the symbolic costs (they depend
 // on the module alone) and drops only what they evaluated to.
 //
+// The costs are evaluated from CompiledExprs over the bound value of each
+// symbol (bound once per binding), not by GiNaC substitution; only what
+// those cannot answer exactly, errors included, takes the GiNaC path.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef STG_INSTANTIATE_OPNUMBERS_H
 #define STG_INSTANTIATE_OPNUMBERS_H
 
+#include "stg/IR/CompiledExpr.h"
 #include "stg/IR/Module.h"
 #include "stg/Instantiate/Program.h"
 #include "stg/Support/Diagnostics.h"
@@ -46,6 +51,7 @@ public:
   void forgetNumbers() {
     ops.clear();
     values.clear();
+    symbolValues.clear();
   }
 
   /// The numbers of `op`, or null after reporting a cost that does not
@@ -62,6 +68,12 @@ public:
 private:
   /// `e` bound to a count, or nothing (evaluate says why).
   std::optional<int64_t> tryEvaluate(const Expr &e, bool roundUp) const;
+  /// `e` bound exactly from `program`, its compiled form, or nothing when
+  /// the program cannot tell (then bind `e` with GiNaC).
+  std::optional<Rational> tryCompiled(const CompiledExpr &program);
+  /// tryEvaluate, from `program` where it can tell.
+  std::optional<int64_t> tryEvaluate(const Expr &e, const CompiledExpr &program,
+                                     bool roundUp);
   /// False after reporting a sliding attention (or its gradient) whose
   /// window is not a positive integer once bound.
   bool checkWindow(const Op &op, llvm::StringRef what);
@@ -73,15 +85,23 @@ private:
   /// An op's cost formulas: FLOPs and bytes, or a collective's size.
   struct Formulas {
     Expr flops, bytes;
+    CompiledExpr flopsProgram, bytesProgram;
+    /// An einsum's local operand dims, operand by operand.
+    std::vector<CompiledExpr> gemmDims;
   };
-  const Formulas &getFormulas(const Op &op);
+  Formulas &getFormulas(const Op &op);
 
   const Module &module;
   DiagnosticEngine *diags;
   llvm::DenseMap<const Op *, std::optional<OpNumbers>> ops;
   llvm::DenseMap<const Value *, std::optional<int64_t>> values;
   llvm::DenseMap<const Op *, Formulas> formulas;
-  llvm::DenseMap<const Value *, Expr> valueBytes;
+  llvm::DenseMap<const Value *, std::pair<Expr, CompiledExpr>> valueBytes;
+  /// The symbols the compiled formulas mention, and their values under the
+  /// current binding (filled as formulas need them; nothing: not a
+  /// rational).
+  SymbolSlots slots;
+  std::vector<std::optional<Rational>> symbolValues;
 };
 
 } // namespace stg

@@ -23,10 +23,11 @@
 // A stage's schedule steps run one after another (each step's first nodes
 // wait for all of the previous step's), so the replay goes step by step: a
 // step is simulated from its start and the arrival of its messages, and
-// the outcome is reused by every step of the same nodes whose messages
-// arrive alike, as in a pipeline's steady state. The cost is that of the
-// distinct steps, and folded programs (Program.h) need no more nodes than
-// two micro-batches have.
+// the outcome is reused by every step of equal nodes (the same times and
+// dependencies, on any stage) whose messages arrive alike, as in a
+// pipeline's steady state. The cost is that of the distinct steps, and
+// folded programs (Program.h) need no more nodes than two micro-batches
+// have.
 //
 //===----------------------------------------------------------------------===//
 
