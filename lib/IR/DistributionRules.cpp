@@ -129,6 +129,14 @@ std::optional<IndexSpace> Rule::indexSpace() {
       space.whole += weight.substr(1);
       space.operands.push_back(weight.substr(0, rank(1)));
     }
+    // A decode step's state, the last kernel - 1 inputs: laid out as the
+    // input, its positions whole.
+    if (op.getOperands().size() > 2 && rank(2) == rank(0) && rank(0) >= 2) {
+      std::string state = space.result;
+      state[rank(0) - 2] = freshIndex();
+      space.whole += state[rank(0) - 2];
+      space.operands.push_back(state);
+    }
     return space;
   }
   case OpKind::Route: {

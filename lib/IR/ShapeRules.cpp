@@ -173,10 +173,17 @@ LogicalResult ShapeRule::run() {
   case OpKind::Scale:
   case OpKind::RMSNorm:
   case OpKind::LayerNorm:
-  case OpKind::Conv1D:
   case OpKind::AllReduce:
   case OpKind::Broadcast:
   case OpKind::Adam:
+    return sameAsOperand({});
+  case OpKind::Conv1D:
+    // A decode step's state holds the last inputs, laid out as the input.
+    if (op.getOperands().size() > 2 &&
+        operandType(2).getRank() != operandType(0).getRank())
+      return error("'conv1d' state " + name(2) + " " + shapeOf(2) +
+                   " must have the rank of its input " + name(0) + " " +
+                   shapeOf(0));
     return sameAsOperand({});
   case OpKind::Dropout:
     return sameAsOperand({});

@@ -82,10 +82,11 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
       workingSet = std::max(workingSet, live);
       // A recurrent layer leaves its state for the decode steps: a scan's
       // last position, a causal convolution's last kernel - 1 inputs
-      // (along dim 1, the sequence, as in nn/mamba.stg). A decode step has
-      // neither op (kv-cache made them steps over `state` tensors, counted
-      // as declarations), so the state is not counted twice.
-      if (op.getKind() == OpKind::PScan || op.getKind() == OpKind::Conv1D) {
+      // (along dim 1, the sequence, as in nn/mamba.stg). A decode step's
+      // ops read theirs as a third operand (kv-cache's `state` tensors,
+      // counted as declarations), not counted twice.
+      if ((op.getKind() == OpKind::PScan || op.getKind() == OpKind::Conv1D) &&
+          op.getOperands().size() < 3) {
         bool scan = op.getKind() == OpKind::PScan;
         const Value *value =
             scan ? op.getResult()

@@ -19,15 +19,10 @@
 // A recurrent layer (Mamba) decodes as inference frameworks run it
 // (mamba_ssm's selective_state_update and causal_conv1d_update): it keeps a
 // fixed-size state per sequence instead of a cache that grows with the
-// context. A `pscan` becomes one step of its recurrence, h = a * h + b,
-// reading the last position's state from a `state` tensor laid out like
-// the scan's result (channels over tp) and writing the new one: an
-// `elementwise[flops=2]`, the scan's 2 FLOPs per element at one position.
-// A causal `conv1d` of kernel K reads its last K - 1 inputs from a `state`
-// tensor: the window of those and the new token (a `concat`, whose last
-// K - 1 positions are the state written back) is contracted with the
-// weight (an `einsum`, the conv's 2K FLOPs per output element). The ops
-// kept their kinds' arities, so the step is built from existing ops.
+// context. A `pscan` gets its initial state as a third operand, a `state`
+// tensor of one position laid out like the scan's result (channels over
+// tp): one step of h = a * h + b. A causal `conv1d` gets its last K - 1
+// inputs as a third operand, a `state` laid out like its input.
 //
 // Runs after `distribute` (the cache takes the keys' resolved layout) and
 // before `match-collectives`: a layout change that fed an attention's keys
@@ -59,12 +54,10 @@ private:
   /// `positions` on dimension `dim`, named `base.state`.
   Value *makeState(Op &anchor, const Value &like, unsigned dim,
                    const Expr &positions, llvm::StringRef base);
-  /// Replaces `op` by one step of its recurrence over a state.
+  /// Gives a scan or a causal convolution its state: one step of its
+  /// recurrence.
   LogicalResult makeScanStep(Op &scan, DiagnosticEngine &diags);
   LogicalResult makeConvStep(Op &conv, DiagnosticEngine &diags);
-  /// Gives `old`'s result (its name, type and uses) to `replacement` and
-  /// erases `old`.
-  void replaceOp(Op &old, Op &replacement);
 
   Module *module = nullptr;
   /// The sequence dim, which decode makes 1.
@@ -137,17 +130,6 @@ Value *KVCachePass::makeState(Op &anchor, const Value &like, unsigned dim,
   return value;
 }
 
-void KVCachePass::replaceOp(Op &old, Op &replacement) {
-  Value *from = old.getResult();
-  // The name is free once `old` goes; makeUniqueName has it counted.
-  Value *to = replacement.getParent()->createResult(&replacement,
-                                                    from->getName().str());
-  to->setType(from->getType());
-  to->setAnnotated(from->isAnnotated());
-  module->getModel()->replaceUsesOf(from, to);
-  old.getParent()->eraseOp(&old);
-}
-
 LogicalResult KVCachePass::makeScanStep(Op &scan, DiagnosticEngine &diags) {
   std::optional<unsigned> dim = getScanDim(scan);
   const TensorType &type = scan.getResult()->getType();
@@ -161,15 +143,8 @@ LogicalResult KVCachePass::makeScanStep(Op &scan, DiagnosticEngine &diags) {
     return failure();
   }
   // The state is the scan's last position, laid out like its result.
-  Value *state =
-      makeState(scan, *scan.getResult(), *dim, 1, scan.getResult()->getName());
-  Op *step = scan.getParent()->createOpBefore(&scan, OpKind::Elementwise,
-                                              scan.getLoc());
-  step->setAttr("flops", Attribute::getExpr(AttrKind::Expr, 2));
-  step->addOperand(scan.getOperand(0));
-  step->addOperand(state);
-  step->addOperand(scan.getOperand(1));
-  replaceOp(scan, *step);
+  scan.addOperand(
+      makeState(scan, *scan.getResult(), *dim, 1, scan.getResult()->getName()));
   return success();
 }
 
@@ -191,74 +166,18 @@ LogicalResult KVCachePass::makeConvStep(Op &conv, DiagnosticEngine &diags) {
   std::optional<Expr> width = module->bindDims(kernel);
   if (width && width->is_equal(Expr(1)))
     return success(); // Sees only the new token: no state.
-  if (conv.getOperands().size() != 2 ||
-      conv.getOperand(1)->getType().getRank() != 2) {
-    diags.error(
-        conv.getLoc(),
-        "kv-cache: decoding a conv1d applies its weight, [channels, "
-        "kernel], to the cached inputs; this one has " +
-            (conv.getOperands().size() == 2
-                 ? "a weight of rank " +
-                       std::to_string(conv.getOperand(1)->getType().getRank())
-                 : std::string("no weight")));
+  if (conv.getOperands().size() != 2) {
+    diags.error(conv.getLoc(),
+                "kv-cache: decoding a conv1d passes its state after its "
+                "weight, conv1d(x, weight, state); this one has no weight");
     return failure();
   }
   // Named after the input itself, not a layout change of it.
   Op *def = input->getDefiningOp();
   const Value *named =
       def && def->getKind() == OpKind::Layout ? def->getOperand(0) : input;
-  unsigned seq = rank - 2;
-  Value *state = makeState(conv, *input, seq, kernel - 1, named->getName());
-
-  // The window: the K - 1 cached inputs, then the new token's.
-  Graph &graph = *conv.getParent();
-  Op *concat = graph.createOpBefore(&conv, OpKind::Concat, conv.getLoc());
-  concat->setAttr("dim", Attribute::getExpr(AttrKind::Int, Expr(seq)));
-  concat->addOperand(state);
-  concat->addOperand(input);
-  llvm::SmallVector<Expr, 4> shape(type.getShape().begin(),
-                                   type.getShape().end());
-  shape[seq] = kernel - 1 + type.getDim(seq);
-  Value *window = graph.createResult(
-      concat, module->makeUniqueName(named->getName().str() + ".window"));
-  window->setType(
-      TensorType(type.getElementType(), shape, type.getDistribution()));
-
-  // out[..., c] = sum over k of window[..., k, c] * weight[c, k]: the batch
-  // indices, k along the window, c the channels.
-  static const char batchIndices[] = "bacdfghijlmnopqrtuvwxyz";
-  if (seq >= sizeof(batchIndices) - 1) {
-    diags.error(conv.getLoc(), "kv-cache: the conv1d's input has too many "
-                               "dimensions to decode");
-    return failure();
-  }
-  std::string batch(batchIndices, seq);
-  EinsumSpec spec;
-  spec.inputs = {batch + "ke", "ek"};
-  spec.output = batch + "e";
-  Op *contract = graph.createOpBefore(&conv, OpKind::Einsum, conv.getLoc());
-  contract->setAttr("spec", Attribute::getEinsum(spec));
-  contract->addOperand(window);
-  contract->addOperand(conv.getOperand(1));
-  shape.erase(shape.begin() + seq);
-  const Distribution &layout = type.getDistribution();
-  Distribution outLayout(rank - 1);
-  for (unsigned d = 0, o = 0; d < rank; ++d) {
-    if (d == seq)
-      continue;
-    for (const Axis *axis : layout.getPartition(d))
-      outLayout.addPartition(o, axis);
-    ++o;
-  }
-  Value *out = graph.createResult(
-      contract,
-      module->makeUniqueName(conv.getResult()->getName().str() + ".step"));
-  out->setType(TensorType(conv.getResult()->getType().getElementType(), shape,
-                          outLayout));
-  // Back to the conv's type, one position along the sequence: a view.
-  Op *reshape = graph.createOpBefore(&conv, OpKind::Reshape, conv.getLoc());
-  reshape->addOperand(out);
-  replaceOp(conv, *reshape);
+  conv.addOperand(
+      makeState(conv, *input, rank - 2, kernel - 1, named->getName()));
   return success();
 }
 
