@@ -56,8 +56,8 @@ private:
                    const Expr &positions, llvm::StringRef base);
   /// Gives a scan or a causal convolution its state: one step of its
   /// recurrence.
-  LogicalResult makeScanStep(Op &scan, DiagnosticEngine &diags);
-  LogicalResult makeConvStep(Op &conv, DiagnosticEngine &diags);
+  LogicalResult addScanState(Op &scan, DiagnosticEngine &diags);
+  LogicalResult addConvState(Op &conv, DiagnosticEngine &diags);
 
   Module *module = nullptr;
   /// The sequence dim, which decode makes 1.
@@ -130,7 +130,7 @@ Value *KVCachePass::makeState(Op &anchor, const Value &like, unsigned dim,
   return value;
 }
 
-LogicalResult KVCachePass::makeScanStep(Op &scan, DiagnosticEngine &diags) {
+LogicalResult KVCachePass::addScanState(Op &scan, DiagnosticEngine &diags) {
   std::optional<unsigned> dim = getScanDim(scan);
   const TensorType &type = scan.getResult()->getType();
   if (!dim || !findDims(type.getDim(*dim)).count(sequenceDim)) {
@@ -148,7 +148,7 @@ LogicalResult KVCachePass::makeScanStep(Op &scan, DiagnosticEngine &diags) {
   return success();
 }
 
-LogicalResult KVCachePass::makeConvStep(Op &conv, DiagnosticEngine &diags) {
+LogicalResult KVCachePass::addConvState(Op &conv, DiagnosticEngine &diags) {
   Value *input = conv.getOperand(0);
   const TensorType &type = input->getType();
   unsigned rank = type.getRank();
@@ -285,10 +285,10 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
     attention->setAttr("mask", Attribute::getText(AttrKind::Ident, "none"));
   }
   for (Op *scan : scans)
-    if (failed(makeScanStep(*scan, diags)))
+    if (failed(addScanState(*scan, diags)))
       return failure();
   for (Op *conv : convs)
-    if (failed(makeConvStep(*conv, diags)))
+    if (failed(addConvState(*conv, diags)))
       return failure();
   return success();
 }
