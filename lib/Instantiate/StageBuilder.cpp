@@ -174,7 +174,7 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
     recv.peerStage = sourceStage;
     recv.tag = getTag(edge->number, mb);
     recv.phase = def->getPhase();
-    recv.layer = source.layer;
+    recv.layer = getModelLayer(*def, source.layer);
     recv.microbatch = mb;
     uint32_t id = addNode(std::move(recv));
     holders[{key, mb}] = {id};
@@ -206,7 +206,7 @@ void StageBuilder::sendResult(ValueInstance producer, int microbatch,
     send.peerStage = edge.stage;
     send.tag = getTag(edge.number, microbatch);
     send.phase = def.getPhase();
-    send.layer = producer.layer;
+    send.layer = getModelLayer(def, producer.layer);
     send.microbatch = microbatch;
     send.dataDeps.assign(deps.begin(), deps.end());
     addNode(std::move(send));
@@ -265,7 +265,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
         op.getResults().empty() ? op.getKindName() : op.getResult()->getName();
     node.name = getInstanceName(op, valueName, layer, mb);
     node.phase = op.getPhase();
-    node.layer = layer;
+    node.layer = getModelLayer(op, layer);
     node.microbatch = mb;
     node.dataDeps = deps;
     if (op.getInfo().has(Collective)) {

@@ -111,6 +111,10 @@ private:
   }
   std::string getInstanceName(const Op &op, llvm::StringRef valueName,
                               int layer, int microbatch) const;
+  /// The model's layer an op instance runs in, or -1 at top level.
+  int32_t getModelLayer(const Op &op, int layer) const {
+    return layer < 0 ? -1 : int32_t(placement.getLayer(&op, layer));
+  }
   std::string getInstanceName(const Value &value, int layer,
                               int microbatch) const {
     return getInstanceName(*value.getDefiningOp(), value.getName(), layer,

@@ -65,7 +65,7 @@ struct ProgramNode {
 
   // Where the node comes from: reports and perturbation selectors use it.
   Phase phase = Phase::Forward;
-  int32_t layer = -1;      ///< Repetition index of the repeat, or -1.
+  int32_t layer = -1;      ///< The model's layer, or -1 at top level.
   int32_t microbatch = -1; ///< -1 for once-per-step work (gradient sync).
 
   llvm::SmallVector<uint32_t, 4> dataDeps;
