@@ -2,45 +2,15 @@
 
 #include "stg/Perf/StepEstimate.h"
 
+#include "HandBuiltPrograms.h"
+
 #include "gtest/gtest.h"
 
 using namespace stg;
 
 namespace {
 
-ProgramNode compute(uint64_t micros, llvm::SmallVector<uint32_t, 4> deps) {
-  ProgramNode node;
-  node.durationMicros = micros;
-  node.dataDeps = deps;
-  return node;
-}
-
-ProgramNode message(ProgramNodeKind kind, unsigned peer, int64_t bytes,
-                    llvm::SmallVector<uint32_t, 4> deps) {
-  ProgramNode node;
-  node.kind = kind;
-  node.peerStage = peer;
-  node.commBytes = bytes;
-  node.tag = 7;
-  node.dataDeps = deps;
-  return node;
-}
-
-// Links of 1 GB/s: 1000 bytes per microsecond.
-const DeviceSpec Device{"test", 1e12, 1e12, 1e9, 1.0, 1.0};
-const SystemSpec OneDomain = makeSingleDomainSystem(Device, 4);
-
-/// Two nodes of two GPUs: scale-up 1 GB/s with 1 us a step, scale-out
-/// 0.1 GB/s with 10 us a step.
-SystemSpec makeTwoTier() {
-  SystemSpec system = OneDomain;
-  system.gpusPerNode = 2;
-  system.scaleUp = {1e9, 1e-6, NetworkTopology::Switch,
-                    CollectiveAlgorithm::Ring};
-  system.scaleOut = {1e8, 10e-6, NetworkTopology::Switch,
-                     CollectiveAlgorithm::Ring};
-  return system;
-}
+const SystemSpec OneDomain = makeSingleDomainSystem(TestDevice, 4);
 
 TEST(StepEstimateTest, CollectiveTimesFollowTheRingAlgorithm) {
   GroupSpan four{4, 1, 4};
@@ -55,7 +25,7 @@ TEST(StepEstimateTest, CollectiveTimesFollowTheRingAlgorithm) {
 }
 
 TEST(StepEstimateTest, EachAlgorithmStepCostsTheLatency) {
-  SystemSpec system = makeTwoTier();
+  SystemSpec system = makeTwoTierSystem();
   GroupSpan inNode{2, 1, 2}, acrossNodes{2, 2, 1};
   // 2*(1/2)*1000/1e9 s + 2 steps of 1 us; across: 0.1 GB/s, 10 us steps.
   EXPECT_DOUBLE_EQ(
@@ -83,7 +53,7 @@ TEST(StepEstimateTest, AGroupAcrossNodesIsHierarchical) {
   // bandwidth at 1 GB/s for half of 2 MB, 1 step), all-reduce across
   // nodes on the 1 MB share (1 MB at 0.1 GB/s, 2 steps of 10 us), then
   // all-gather in the node (1 MB, 1 step).
-  SystemSpec system = makeTwoTier();
+  SystemSpec system = makeTwoTierSystem();
   GroupSpan span{4, 2, 2};
   EXPECT_DOUBLE_EQ(
       getCollectiveMicros(CollectiveKind::AllReduce, 2e6, span, system),
@@ -96,7 +66,7 @@ TEST(StepEstimateTest, AGroupAcrossNodesIsHierarchical) {
 
 TEST(StepEstimateTest, GroupsAreSpannedByRankOrder) {
   Mesh mesh({{"tp", 2}, {"dp", 4}});
-  SystemSpec system = makeTwoTier(); // Ranks 0-1 node 0, 2-3 node 1, ...
+  SystemSpec system = makeTwoTierSystem(); // Ranks 0-1 node 0, 2-3 node 1, ...
   GroupSpan tp = getGroupSpan(mesh, system, 0, 1u << 0);
   EXPECT_EQ(tp.members, 2u);
   EXPECT_EQ(tp.nodes, 1u);
@@ -116,16 +86,16 @@ TEST(StepEstimateTest, StagesWaitForTheirMessages) {
   programs.mesh = Mesh({{"tp", 2}, {"pp", 2}});
   programs.pipelineAxis = 1;
   programs.stages.resize(2);
-  programs.stages[0].nodes = {
-      compute(10, {}), message(ProgramNodeKind::Send, 1, 5000, {0})};
+  programs.stages[0].nodes = {makeCompute(10, {}),
+                              makeMessage(ProgramNodeKind::Send, 1, 5000, {0})};
   ProgramNode reduce;
   reduce.kind = ProgramNodeKind::Collective;
   reduce.commType = CollectiveKind::AllReduce;
   reduce.commBytes = 3000;
   reduce.group = 1;
   reduce.dataDeps = {1};
-  programs.stages[1].nodes = {message(ProgramNodeKind::Recv, 0, 5000, {}),
-                              compute(20, {0}), reduce};
+  programs.stages[1].nodes = {makeMessage(ProgramNodeKind::Recv, 0, 5000, {}),
+                              makeCompute(20, {0}), reduce};
   llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
   if (!estimate)
     FAIL() << llvm::toString(estimate.takeError());
@@ -146,16 +116,16 @@ TEST(StepEstimateTest, MessagesOfOneTagBetweenOtherStagesStayApart) {
   programs.mesh = Mesh({{"pp", 4}});
   programs.pipelineAxis = 0;
   programs.stages.resize(4);
-  programs.stages[0].nodes = {compute(10, {}),
-                              message(ProgramNodeKind::Send, 1, 5000, {0})};
-  programs.stages[1].nodes = {message(ProgramNodeKind::Recv, 0, 5000, {}),
-                              compute(20, {0}),
-                              message(ProgramNodeKind::Send, 2, 2000, {1})};
-  programs.stages[2].nodes = {message(ProgramNodeKind::Recv, 1, 2000, {}),
-                              compute(1, {0}),
-                              message(ProgramNodeKind::Send, 3, 1000, {1})};
-  programs.stages[3].nodes = {message(ProgramNodeKind::Recv, 2, 1000, {}),
-                              compute(2, {0})};
+  programs.stages[0].nodes = {makeCompute(10, {}),
+                              makeMessage(ProgramNodeKind::Send, 1, 5000, {0})};
+  programs.stages[1].nodes = {makeMessage(ProgramNodeKind::Recv, 0, 5000, {}),
+                              makeCompute(20, {0}),
+                              makeMessage(ProgramNodeKind::Send, 2, 2000, {1})};
+  programs.stages[2].nodes = {makeMessage(ProgramNodeKind::Recv, 1, 2000, {}),
+                              makeCompute(1, {0}),
+                              makeMessage(ProgramNodeKind::Send, 3, 1000, {1})};
+  programs.stages[3].nodes = {makeMessage(ProgramNodeKind::Recv, 2, 1000, {}),
+                              makeCompute(2, {0})};
   programs.stages[2].nodes[2].tag = -5;
   programs.stages[3].nodes[0].tag = -5;
   llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
@@ -178,7 +148,7 @@ TEST(StepEstimateTest, OneKernelAtATimeLowestIdFirst) {
   reduce.commType = CollectiveKind::AllReduce;
   reduce.commBytes = 8000;
   reduce.group = 1;
-  programs.stages[0].nodes = {compute(4, {}), compute(6, {}), reduce};
+  programs.stages[0].nodes = {makeCompute(4, {}), makeCompute(6, {}), reduce};
   llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
   if (!estimate)
     FAIL() << llvm::toString(estimate.takeError());
@@ -214,7 +184,7 @@ TEST(StepEstimateTest, AReceiveWithoutItsSendNeverCompletes) {
   programs.mesh = Mesh({{"pp", 2}});
   programs.pipelineAxis = 0;
   programs.stages.resize(2);
-  programs.stages[1].nodes = {message(ProgramNodeKind::Recv, 0, 10, {})};
+  programs.stages[1].nodes = {makeMessage(ProgramNodeKind::Recv, 0, 10, {})};
   programs.stages[1].nodes[0].name = "lonely.recv";
   llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
   if (estimate)

@@ -13,20 +13,13 @@
 #include "stg/Driver/ModelFlops.h"
 #include "stg/Perf/DeviceModel.h"
 
+#include "HandBuiltPrograms.h"
+
 #include "gtest/gtest.h"
 
 using namespace stg;
 
 namespace {
-
-ProgramNode compute(uint64_t micros, int64_t flops,
-                    llvm::SmallVector<uint32_t, 4> deps) {
-  ProgramNode node;
-  node.durationMicros = micros;
-  node.numOps = flops;
-  node.dataDeps = deps;
-  return node;
-}
 
 ProgramNode collective(CollectiveKind kind, int64_t bytes, AxisMask group,
                        Phase phase, llvm::SmallVector<uint32_t, 4> deps) {
@@ -38,32 +31,6 @@ ProgramNode collective(CollectiveKind kind, int64_t bytes, AxisMask group,
   node.phase = phase;
   node.dataDeps = deps;
   return node;
-}
-
-ProgramNode message(ProgramNodeKind kind, unsigned peer, int64_t bytes,
-                    llvm::SmallVector<uint32_t, 4> deps) {
-  ProgramNode node;
-  node.kind = kind;
-  node.peerStage = peer;
-  node.commBytes = bytes;
-  node.tag = 7;
-  node.dataDeps = deps;
-  return node;
-}
-
-// 1 TFLOP/s; links of 1 GB/s (1000 bytes per microsecond), no latency.
-const DeviceSpec Device{"test", 1e12, 1e12, 1e9, 1.0, 1.0};
-
-/// Two nodes of two GPUs: scale-up 1 GB/s with 1 us a step, scale-out
-/// 0.1 GB/s with 10 us a step.
-SystemSpec makeTwoTier() {
-  SystemSpec system = makeSingleDomainSystem(Device, 4);
-  system.gpusPerNode = 2;
-  system.scaleUp = {1e9, 1e-6, NetworkTopology::Switch,
-                    CollectiveAlgorithm::Ring};
-  system.scaleOut = {1e8, 10e-6, NetworkTopology::Switch,
-                     CollectiveAlgorithm::Ring};
-  return system;
 }
 
 StepEstimate estimate(const ProgramSet &programs, const SystemSpec &system) {
@@ -79,9 +46,9 @@ TEST(StepMetricsTest, ComputeOnlyStepSpendsNothingOnCommunication) {
   ProgramSet programs;
   programs.mesh = Mesh({{"dp", 1}});
   programs.stages.resize(1);
-  programs.stages[0].nodes = {compute(10, 4'000'000, {}),
-                              compute(20, 11'000'000, {0})};
-  SystemSpec system = makeSingleDomainSystem(Device, 1);
+  programs.stages[0].nodes = {makeCompute(10, {}, 4'000'000),
+                              makeCompute(20, {0}, 11'000'000)};
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 1);
   StepEstimate step = estimate(programs, system);
   ASSERT_DOUBLE_EQ(step.stepMicros, 30.0);
   StepWork work;
@@ -114,10 +81,10 @@ TEST(StepMetricsTest, ACollectiveOnTheCriticalPathIsExposed) {
   programs.mesh = Mesh({{"tp", 4}});
   programs.stages.resize(1);
   programs.stages[0].nodes = {
-      compute(10, 0, {}),
+      makeCompute(10, {}, 0),
       collective(CollectiveKind::AllReduce, 4000, 1, Phase::Forward, {0}),
-      compute(10, 0, {1})};
-  SystemSpec system = makeSingleDomainSystem(Device, 4);
+      makeCompute(10, {1}, 0)};
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 4);
   StepEstimate step = estimate(programs, system);
   ASSERT_DOUBLE_EQ(step.stepMicros, 26.0);
   StepMetrics metrics = computeStepMetrics(programs, step, system, {});
@@ -143,7 +110,7 @@ TEST(StepMetricsTest, EveryKindReachesTheLinkBandwidthWithoutLatency) {
         CollectiveKind::ReduceScatter, CollectiveKind::AllToAll})
     programs.stages[0].nodes.push_back(
         collective(kind, 8000, 1, Phase::Forward, none));
-  SystemSpec system = makeSingleDomainSystem(Device, 4);
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 4);
   StepMetrics metrics =
       computeStepMetrics(programs, estimate(programs, system), system, {});
   for (const CollectiveTraffic &traffic : metrics.collectives)
@@ -157,10 +124,10 @@ TEST(StepMetricsTest, AGradientReductionUnderComputeIsHidden) {
   programs.mesh = Mesh({{"dp", 4}});
   programs.stages.resize(1);
   programs.stages[0].nodes = {
-      compute(10, 0, {}),
+      makeCompute(10, {}, 0),
       collective(CollectiveKind::AllReduce, 4000, 1, Phase::GradientSync, {0}),
-      compute(10, 0, {0})};
-  SystemSpec system = makeSingleDomainSystem(Device, 4);
+      makeCompute(10, {0}, 0)};
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 4);
   StepEstimate step = estimate(programs, system);
   ASSERT_DOUBLE_EQ(step.stepMicros, 20.0);
   StepMetrics metrics = computeStepMetrics(programs, step, system, {});
@@ -176,11 +143,11 @@ TEST(StepMetricsTest, StagesThatWaitMakeTheBubble) {
   programs.mesh = Mesh({{"pp", 2}});
   programs.pipelineAxis = 0;
   programs.stages.resize(2);
-  programs.stages[0].nodes = {compute(10, 0, {}),
-                              message(ProgramNodeKind::Send, 1, 5000, {0})};
-  programs.stages[1].nodes = {message(ProgramNodeKind::Recv, 0, 5000, {}),
-                              compute(20, 0, {0})};
-  SystemSpec system = makeSingleDomainSystem(Device, 2);
+  programs.stages[0].nodes = {makeCompute(10, {}, 0),
+                              makeMessage(ProgramNodeKind::Send, 1, 5000, {0})};
+  programs.stages[1].nodes = {makeMessage(ProgramNodeKind::Recv, 0, 5000, {}),
+                              makeCompute(20, {0}, 0)};
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 2);
   StepEstimate step = estimate(programs, system);
   ASSERT_DOUBLE_EQ(step.stepMicros, 35.0);
   StepMetrics metrics = computeStepMetrics(programs, step, system, {});
@@ -195,8 +162,8 @@ TEST(StepMetricsTest, InferencePhasesNameTheirStep) {
   ProgramSet programs;
   programs.mesh = Mesh({{"tp", 1}});
   programs.stages.resize(1);
-  programs.stages[0].nodes = {compute(8, 0, {})};
-  SystemSpec system = makeSingleDomainSystem(Device, 1);
+  programs.stages[0].nodes = {makeCompute(8, {}, 0)};
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 1);
   StepEstimate step = estimate(programs, system);
   StepWork work;
   work.phase = StepPhase::Prefill;
@@ -215,15 +182,15 @@ ProgramSet makeCommunicationBound() {
   programs.mesh = Mesh({{"tp", 2}, {"dp", 2}});
   programs.stages.resize(1);
   programs.stages[0].nodes = {
-      compute(10, 0, {}),
+      makeCompute(10, {}, 0),
       collective(CollectiveKind::AllReduce, 1'000'000, 2, Phase::Forward, {0}),
-      compute(10, 0, {1})};
+      makeCompute(10, {1}, 0)};
   return programs;
 }
 
 TEST(StepMetricsTest, DoublingTheTierACollectiveCrossesPaysOff) {
   ProgramSet programs = makeCommunicationBound();
-  SystemSpec system = makeTwoTier();
+  SystemSpec system = makeTwoTierSystem();
   StepEstimate step = estimate(programs, system);
   // Across nodes: 1 MB at 0.1 GB/s, 2 steps of 10 us.
   ASSERT_DOUBLE_EQ(step.stepMicros, 10 + 10000 + 20 + 10);
@@ -240,7 +207,7 @@ TEST(StepMetricsTest, DoublingTheTierACollectiveCrossesPaysOff) {
 }
 
 TEST(StepMetricsTest, DoublingAResourceChangesOnlyIt) {
-  SystemSpec system = makeTwoTier();
+  SystemSpec system = makeTwoTierSystem();
   SystemSpec up = doubleResource(system, ClusterResource::ScaleUpBandwidth);
   EXPECT_DOUBLE_EQ(up.scaleUp.bandwidth, 2e9);
   EXPECT_DOUBLE_EQ(up.scaleOut.bandwidth, 1e8);

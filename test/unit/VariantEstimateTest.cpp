@@ -15,14 +15,13 @@
 #include "stg/Driver/Compile.h"
 #include "stg/Perf/DeviceModel.h"
 
+#include "HandBuiltPrograms.h"
+
 #include "gtest/gtest.h"
 
 using namespace stg;
 
 namespace {
-
-// Links of 1 GB/s: 1000 bytes per microsecond; no latency.
-const DeviceSpec Device{"test", 1e12, 1e12, 1e9, 1.0, 1.0};
 
 ProgramNode compute(uint64_t micros, int layer,
                     llvm::SmallVector<uint32_t, 4> deps) {
@@ -100,7 +99,7 @@ TEST(VariantEstimateTest, UniformSlowdownScalesAComputeBoundStep) {
   programs.stages[0].layers = {0};
   programs.stages[0].nodes = {compute(1000, 0, {}), compute(1000, 0, {0}),
                               compute(1000, 0, {1})};
-  SystemSpec system = makeSingleDomainSystem(Device, 2);
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 2);
   VariantSteps steps = estimate(makeSpec({gpuRule(0.10)}), programs, system, 3);
   EXPECT_DOUBLE_EQ(steps.cleanMicros, 3000);
   ASSERT_EQ(steps.variantMicros.size(), 3u);
@@ -115,7 +114,7 @@ TEST(VariantEstimateTest, ASlowerLinkStretchesItsCollectiveOnly) {
   // The all-reduce (1000 bytes over tp = 2: 1 us) sits between the two
   // kernels: at a quarter of the bandwidth it takes 4 us, the step 3 us
   // more. A nic_slowdown of the same size waits before it instead.
-  SystemSpec system = makeSingleDomainSystem(Device, 4);
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 4);
   ProgramSet programs = makeTwoLayers();
   PerturbationRule link;
   link.kind = PerturbationRule::Kind::LinkSlowdown;
@@ -127,7 +126,7 @@ TEST(VariantEstimateTest, ASlowerLinkStretchesItsCollectiveOnly) {
 
 TEST(VariantEstimateTest, RanksMeetingAtCollectivesFormAReplica) {
   ProgramSet programs = makeTwoLayers();
-  SystemSpec system = makeSingleDomainSystem(Device, 4);
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 4);
   VariantEstimator estimator(makeSpec({}), programs, system);
   EXPECT_EQ(estimator.getLockstepAxes(), AxisMask(1)); // tp
   EXPECT_EQ(estimator.getNumReplicas(), 2u);           // dp
@@ -138,7 +137,7 @@ TEST(VariantEstimateTest, RanksMeetingAtCollectivesFormAReplica) {
 
 TEST(VariantEstimateTest, OneSlowRankSlowsItsStage) {
   ProgramSet programs = makeTwoLayers();
-  SystemSpec system = makeSingleDomainSystem(Device, 4);
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 4);
   PerturbationRule rule = gpuRule(0.5);
   rule.ranks = std::set<unsigned>{1};
   rule.layers = std::set<int>{0};
@@ -166,7 +165,7 @@ TEST(VariantEstimateTest, OneSlowRankSlowsItsStage) {
 
 TEST(VariantEstimateTest, SlowRanksOfOneReplicaAddUpAndOfTwoDoNot) {
   ProgramSet programs = makeTwoLayers();
-  SystemSpec system = makeSingleDomainSystem(Device, 4);
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 4);
   auto slowLayer = [](unsigned rank, int layer) {
     PerturbationRule rule = gpuRule(0.5);
     rule.ranks = std::set<unsigned>{rank};
@@ -187,7 +186,7 @@ TEST(VariantEstimateTest, SlowRanksOfOneReplicaAddUpAndOfTwoDoNot) {
 
 TEST(VariantEstimateTest, ZeroChanceGivesTheCleanStep) {
   ProgramSet programs = makeTwoLayers();
-  SystemSpec system = makeSingleDomainSystem(Device, 4);
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 4);
   PerturbationRule rule = gpuRule(5.0);
   rule.chance = 0;
   PerturbationSpec spec = makeSpec({rule});
@@ -202,7 +201,7 @@ TEST(VariantEstimateTest, ADelayRunsBeforeItsCollectiveInTheSameStep) {
   // An all-reduce of 100 KB takes 100 us on tp = 2; a nic_slowdown of 2
   // puts 2 x 100 KB / 1 GB/s = 200 us on the compute stream before it.
   ProgramSet programs = makeTwoLayers(100'000);
-  SystemSpec system = makeSingleDomainSystem(Device, 4);
+  SystemSpec system = makeSingleDomainSystem(TestDevice, 4);
   PerturbationRule rule = gpuRule(2.0);
   rule.kind = PerturbationRule::Kind::NicSlowdown;
   rule.ranks = std::set<unsigned>{3};
