@@ -89,6 +89,25 @@ Expr windowPrefixPairs(const Expr &n, const Expr &window) {
 
 } // namespace
 
+std::optional<RecurrentState> stg::getRecurrentState(const Op &op) {
+  if (op.getKind() == OpKind::PScan) {
+    const Value *result = op.getResult();
+    std::optional<long long> dim = getIntegerValue(op.getAttr("dim")->expr);
+    long long rank = result->getType().getRank();
+    if (!dim || *dim < -rank || *dim >= rank)
+      return std::nullopt;
+    return RecurrentState{result, unsigned(*dim < 0 ? *dim + rank : *dim), 1};
+  }
+  if (op.getKind() == OpKind::Conv1D) {
+    const Value *input = op.getOperand(0);
+    unsigned rank = input->getType().getRank();
+    if (rank < 2)
+      return std::nullopt;
+    return RecurrentState{input, rank - 2, op.getAttr("kernel")->expr - 1};
+  }
+  return std::nullopt;
+}
+
 Expr stg::getCachedPositions(const Op &attention, const Expr &keys) {
   if (attention.getAttr("mask")->text != "sliding")
     return keys;

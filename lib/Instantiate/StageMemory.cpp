@@ -80,29 +80,18 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
       for (const Value *result : op.getResults())
         addLive(result);
       workingSet = std::max(workingSet, live);
-      // A recurrent layer leaves its state for the decode steps: a scan's
-      // last position, a causal convolution's last kernel - 1 inputs
-      // (along dim 1, the sequence, as in nn/mamba.stg). A decode step's
-      // ops read theirs as a third operand (kv-cache's `state` tensors,
-      // counted as declarations), not counted twice.
-      if ((op.getKind() == OpKind::PScan || op.getKind() == OpKind::Conv1D) &&
-          op.getOperands().size() < 3) {
-        bool scan = op.getKind() == OpKind::PScan;
-        const Value *value =
-            scan ? op.getResult()
-                 : placement.resolve(op.getOperand(0), layer).value;
-        const TensorType &type = value->getType();
-        std::optional<long long> dim =
-            scan ? getIntegerValue(op.getAttr("dim")->expr) : 1;
-        if (dim && *dim >= 0 && unsigned(*dim) < type.getRank()) {
-          Expr positions = scan ? Expr(1) : op.getAttr("kernel")->expr - 1;
-          std::optional<int64_t> bytes = numbers.evaluate(
-              getLocalBytes(*value) / type.getLocalDim(*dim) * positions,
-              op.getLoc(), "recurrent state of '" + op.getKindName().str() +
-                               "'");
-          failedWorkingSet |= !bytes;
-          recurrentState += bytes.value_or(0);
-        }
+      // A recurrent layer leaves its state for the decode steps. A decode
+      // step's ops read theirs as a third operand (kv-cache's `state`
+      // tensors, counted as declarations), not counted twice.
+      std::optional<RecurrentState> state = getRecurrentState(op);
+      if (state && op.getOperands().size() < 3) {
+        const TensorType &type = state->like->getType();
+        std::optional<int64_t> bytes = numbers.evaluate(
+            getLocalBytes(*state->like) / type.getLocalDim(state->dim) *
+                state->positions,
+            op.getLoc(), "recurrent state of '" + op.getKindName().str() + "'");
+        failedWorkingSet |= !bytes;
+        recurrentState += bytes.value_or(0);
       }
       if (op.getKind() == OpKind::Attention)
         for (unsigned index : {1u, 2u}) {

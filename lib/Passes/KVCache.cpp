@@ -50,10 +50,10 @@ private:
   /// The dims in `e` (not axis degrees).
   std::set<const Dim *> findDims(const Expr &e) const;
   Value *makeCache(Op &attention, unsigned operand, const Expr &context);
-  /// A `state` tensor before `anchor` laid out like `like`, with
-  /// `positions` on dimension `dim`, named `base.state`.
-  Value *makeState(Op &anchor, const Value &like, unsigned dim,
-                   const Expr &positions, llvm::StringRef base);
+  /// A `state` tensor before `anchor` holding `carried`, named
+  /// `base.state`.
+  Value *makeState(Op &anchor, const RecurrentState &carried,
+                   llvm::StringRef base);
   /// Gives a scan or a causal convolution its state: one step of its
   /// recurrence.
   LogicalResult addScanState(Op &scan, DiagnosticEngine &diags);
@@ -105,21 +105,12 @@ Value *KVCachePass::makeCache(Op &attention, unsigned operand,
   return cache;
 }
 
-/// The dimension a pscan runs along, or nothing if out of range.
-static std::optional<unsigned> getScanDim(const Op &scan) {
-  std::optional<long long> dim = getIntegerValue(scan.getAttr("dim")->expr);
-  long long rank = scan.getResult()->getType().getRank();
-  if (!dim || *dim < -rank || *dim >= rank)
-    return std::nullopt;
-  return unsigned(*dim < 0 ? *dim + rank : *dim);
-}
-
-Value *KVCachePass::makeState(Op &anchor, const Value &like, unsigned dim,
-                              const Expr &positions, llvm::StringRef base) {
-  const TensorType &type = like.getType();
+Value *KVCachePass::makeState(Op &anchor, const RecurrentState &carried,
+                              llvm::StringRef base) {
+  const TensorType &type = carried.like->getType();
   llvm::SmallVector<Expr, 4> shape(type.getShape().begin(),
                                    type.getShape().end());
-  shape[dim] = positions;
+  shape[carried.dim] = carried.positions;
   Op *state = anchor.getParent()->createOpBefore(&anchor, OpKind::State,
                                                  anchor.getLoc());
   Value *value = anchor.getParent()->createResult(
@@ -131,39 +122,34 @@ Value *KVCachePass::makeState(Op &anchor, const Value &like, unsigned dim,
 }
 
 LogicalResult KVCachePass::addScanState(Op &scan, DiagnosticEngine &diags) {
-  std::optional<unsigned> dim = getScanDim(scan);
+  std::optional<RecurrentState> state = getRecurrentState(scan);
   const TensorType &type = scan.getResult()->getType();
-  if (!dim || !findDims(type.getDim(*dim)).count(sequenceDim)) {
+  if (!state || !findDims(type.getDim(state->dim)).count(sequenceDim)) {
     diags.error(scan.getLoc(),
                 "kv-cache: the scan runs along " +
-                    (dim ? module->getPrinter().str(type.getDim(*dim))
-                         : std::string("no dimension of its result")) +
+                    (state ? module->getPrinter().str(type.getDim(state->dim))
+                           : std::string("no dimension of its result")) +
                     ", not the sequence dim '" + sequenceDim->name +
                     "'; decode keeps a state only for a scan over it");
     return failure();
   }
-  // The state is the scan's last position, laid out like its result.
-  scan.addOperand(
-      makeState(scan, *scan.getResult(), *dim, 1, scan.getResult()->getName()));
+  scan.addOperand(makeState(scan, *state, scan.getResult()->getName()));
   return success();
 }
 
 LogicalResult KVCachePass::addConvState(Op &conv, DiagnosticEngine &diags) {
-  Value *input = conv.getOperand(0);
-  const TensorType &type = input->getType();
-  unsigned rank = type.getRank();
-  if (rank < 2 || !findDims(type.getDim(rank - 2)).count(sequenceDim)) {
+  std::optional<RecurrentState> state = getRecurrentState(conv);
+  const TensorType &type = conv.getOperand(0)->getType();
+  if (!state || !findDims(type.getDim(state->dim)).count(sequenceDim)) {
     diags.error(conv.getLoc(),
                 "kv-cache: the convolution runs along " +
-                    (rank < 2
-                         ? std::string("no sequence dimension")
-                         : module->getPrinter().str(type.getDim(rank - 2))) +
+                    (state ? module->getPrinter().str(type.getDim(state->dim))
+                           : std::string("no sequence dimension")) +
                     ", not the sequence dim '" + sequenceDim->name +
                     "'; decode keeps a state only for a convolution over it");
     return failure();
   }
-  const Expr &kernel = conv.getAttr("kernel")->expr;
-  std::optional<Expr> width = module->bindDims(kernel);
+  std::optional<Expr> width = module->bindDims(conv.getAttr("kernel")->expr);
   if (width && width->is_equal(Expr(1)))
     return success(); // Sees only the new token: no state.
   if (conv.getOperands().size() != 2) {
@@ -173,11 +159,11 @@ LogicalResult KVCachePass::addConvState(Op &conv, DiagnosticEngine &diags) {
     return failure();
   }
   // Named after the input itself, not a layout change of it.
+  const Value *input = conv.getOperand(0);
   Op *def = input->getDefiningOp();
   const Value *named =
       def && def->getKind() == OpKind::Layout ? def->getOperand(0) : input;
-  conv.addOperand(
-      makeState(conv, *input, rank - 2, kernel - 1, named->getName()));
+  conv.addOperand(makeState(conv, *state, named->getName()));
   return success();
 }
 
@@ -219,12 +205,10 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
   if (first->getKind() == OpKind::Attention) {
     const TensorType &query = first->getOperand(0)->getType();
     extent = query.getDim(getAttentionSequenceDim(query));
-  } else if (first->getKind() == OpKind::PScan) {
-    std::optional<unsigned> dim = getScanDim(*first);
-    extent = dim ? first->getResult()->getType().getDim(*dim) : Expr(1);
+  } else if (std::optional<RecurrentState> state = getRecurrentState(*first)) {
+    extent = state->like->getType().getDim(state->dim);
   } else {
-    const TensorType &input = first->getOperand(0)->getType();
-    extent = input.getRank() >= 2 ? input.getDim(input.getRank() - 2) : Expr(1);
+    extent = 1;
   }
   std::set<const Dim *> dims = findDims(extent);
   if (dims.size() != 1) {

@@ -14,6 +14,8 @@
 
 #include "stg/IR/Graph.h"
 
+#include <optional>
+
 namespace stg {
 
 /// Floating-point operations of `op` on one rank. Data movement (layouts,
@@ -38,6 +40,19 @@ unsigned getAttentionSequenceDim(const TensorType &type);
 /// Of `keys` positions, those an attention keeps for the queries after
 /// them (its KV cache): all, or a sliding window's last `window`.
 Expr getCachedPositions(const Op &attention, const Expr &keys);
+
+/// What a recurrent op carries from one position to the next: laid out
+/// like `like` with `positions` on dimension `dim`, the one it runs along.
+/// A `pscan` keeps the last position of its result (its `dim`, negative
+/// from the end), a causal `conv1d` the last kernel - 1 of its input
+/// (dimension -2).
+struct RecurrentState {
+  const Value *like;
+  unsigned dim;
+  Expr positions;
+};
+/// Nothing for another op, or a dimension out of range.
+std::optional<RecurrentState> getRecurrentState(const Op &op);
 
 /// The (query, key) pairs a causal sliding window of `window` positions
 /// keeps when the `queries` queries are the last positions of the `keys`
