@@ -280,6 +280,14 @@ void GraphBuilder::buildLoop(STGParser::RepeatStmtContext *ctx, Scope &scope,
     inner.names[name] = Binding{arg, loc};
     inner.carried.insert(name);
   }
+  // Runs `build` and puts the ops it appends to the body in `layer`.
+  auto buildLayer = [&](unsigned layer, llvm::function_ref<bool()> build) {
+    size_t firstOp = body.getOps().size();
+    bool more = build();
+    for (size_t i = firstOp; i < body.getOps().size(); ++i)
+      body.getOps()[i]->setBodyLayer(layer);
+    return more;
+  };
   unsigned statementLayers =
       indices.size() == 1 ? countStatementLayers(ctx->body(), carried) : 1;
   if (statementLayers > 1) {
@@ -287,13 +295,10 @@ void GraphBuilder::buildLoop(STGParser::RepeatStmtContext *ctx, Scope &scope,
     body.setNumLayers(statementLayers);
     inner.index = indices.front();
     std::vector<STGParser::StmtContext *> statements = ctx->body()->stmt();
-    for (unsigned layer = 0; layer < statements.size(); ++layer) {
-      size_t firstOp = body.getOps().size();
-      if (!buildStatement(statements[layer], inner))
+    for (unsigned layer = 0; layer < statements.size(); ++layer)
+      if (!buildLayer(layer,
+                      [&] { return buildStatement(statements[layer], inner); }))
         break;
-      for (size_t i = firstOp; i < body.getOps().size(); ++i)
-        body.getOps()[i]->setBodyLayer(layer);
-    }
   } else if (indices.size() == 1) {
     inner.index = indices.front();
     buildBody(ctx->body(), inner);
@@ -310,10 +315,10 @@ void GraphBuilder::buildLoop(STGParser::RepeatStmtContext *ctx, Scope &scope,
       copy.instances = std::move(inner.instances);
       copy.indexName = inner.indexName;
       copy.index = indices[layer];
-      size_t firstOp = body.getOps().size();
-      buildBody(ctx->body(), copy);
-      for (size_t i = firstOp; i < body.getOps().size(); ++i)
-        body.getOps()[i]->setBodyLayer(layer);
+      buildLayer(layer, [&] {
+        buildBody(ctx->body(), copy);
+        return true;
+      });
       inner.instances = std::move(copy.instances);
       for (const std::string &name : carried)
         if (auto it = copy.names.find(name); it != copy.names.end())
