@@ -12,6 +12,8 @@
 #include "stg/Perf/DeviceModel.h"
 #include "stg/Perf/StepEstimate.h"
 
+#include "CompileForTest.h"
+
 #include "gtest/gtest.h"
 
 using namespace stg;
@@ -42,11 +44,7 @@ StepEstimate estimate(const Plan &plan, bool fold, const SystemSpec &system,
   options.schedule = plan.schedule;
   options.overrides = {{"L", "8"}, {"S", "1024"}};
   options.foldMicrobatches = fold;
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  DiagnosticEngine diags(os);
-  std::optional<CompiledModel> compiled = compileModel(options, diags);
-  EXPECT_TRUE(compiled) << os.str();
+  std::optional<CompiledModel> compiled = compileForTest(options);
   if (!compiled)
     return {};
   EXPECT_EQ(compiled->programs.folded, fold);

@@ -15,6 +15,8 @@
 
 #include "HandBuiltPrograms.h"
 
+#include "CompileForTest.h"
+
 #include "gtest/gtest.h"
 
 using namespace stg;
@@ -232,17 +234,8 @@ llamaOptions(std::vector<std::pair<std::string, unsigned>> degrees,
   return options;
 }
 
-std::optional<CompiledModel> compile(const CompileOptions &options) {
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  DiagnosticEngine diags(os);
-  std::optional<CompiledModel> compiled = compileModel(options, diags);
-  EXPECT_TRUE(compiled) << os.str();
-  return compiled;
-}
-
 double modelFlops(const CompileOptions &options) {
-  std::optional<CompiledModel> compiled = compile(options);
+  std::optional<CompiledModel> compiled = compileForTest(options);
   if (!compiled)
     return 0;
   llvm::Expected<double> flops = countModelFlops(options, *compiled);
@@ -274,7 +267,7 @@ TEST(StepMetricsTest, RecomputationRaisesHardwareUtilisationOnly) {
   auto measure = [&](const std::string &recompute) {
     CompileOptions options = llamaOptions({{"tp", 2}});
     options.recompute = recompute;
-    std::optional<CompiledModel> compiled = compile(options);
+    std::optional<CompiledModel> compiled = compileForTest(options);
     if (!compiled)
       return StepMetrics();
     applyDeviceModel(compiled->programs, system->device, nullptr);
@@ -299,7 +292,7 @@ TEST(StepMetricsTest, FoldedProgramsGiveTheSameCounts) {
   auto measure = [&](bool fold) {
     CompileOptions options = llamaOptions({{"tp", 2}, {"dp", 2}, {"pp", 2}}, 6);
     options.foldMicrobatches = fold;
-    std::optional<CompiledModel> compiled = compile(options);
+    std::optional<CompiledModel> compiled = compileForTest(options);
     if (!compiled)
       return StepMetrics();
     applyDeviceModel(compiled->programs, system->device, nullptr);

@@ -12,6 +12,8 @@
 #include "stg/Perf/DeviceModel.h"
 #include "stg/Perf/StepEstimate.h"
 
+#include "CompileForTest.h"
+
 #include "gtest/gtest.h"
 
 #include <map>
@@ -57,11 +59,8 @@ TEST_P(TimelineTest, TheTimelineIsTheEstimate) {
   options.mode = plan.mode;
   options.schedule = plan.schedule;
   options.overrides = {{"L", "4"}, {"S", "1024"}};
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  DiagnosticEngine diags(os);
-  std::optional<CompiledModel> compiled = compileModel(options, diags);
-  ASSERT_TRUE(compiled) << os.str();
+  std::optional<CompiledModel> compiled = compileForTest(options);
+  ASSERT_TRUE(compiled);
   ProgramSet &programs = compiled->programs;
   llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
   ASSERT_TRUE(bool(system)) << llvm::toString(system.takeError());

@@ -13,6 +13,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "CompileForTest.h"
+
 #include "gtest/gtest.h"
 
 using namespace stg;
@@ -62,11 +64,7 @@ protected:
   /// Per-rank FLOPs of one step, by phase, summed over every stage.
   StepFlops compile(CompileOptions options) {
     options.input = path.str().str();
-    std::string errors;
-    llvm::raw_string_ostream errorStream(errors);
-    DiagnosticEngine diags(errorStream);
-    std::optional<CompiledModel> compiled = compileModel(options, diags);
-    EXPECT_TRUE(compiled) << errors;
+    std::optional<CompiledModel> compiled = compileForTest(options);
     StepFlops flops;
     if (!compiled)
       return flops;
@@ -133,11 +131,8 @@ TEST_F(TrainingStepTest, EinsumNodesCarryTheirMatrixShapePerRank) {
   CompileOptions options;
   options.input = path.str().str();
   options.degrees = {{"dp", 2}, {"tp", 2}};
-  std::string errors;
-  llvm::raw_string_ostream errorStream(errors);
-  DiagnosticEngine diags(errorStream);
-  std::optional<CompiledModel> compiled = compileModel(options, diags);
-  ASSERT_TRUE(compiled) << errors;
+  std::optional<CompiledModel> compiled = compileForTest(options);
+  ASSERT_TRUE(compiled);
   const ProgramNode *first = nullptr;
   for (const ProgramNode &node : compiled->programs.stages[0].nodes)
     if (node.opType == "einsum") {

@@ -17,6 +17,8 @@
 
 #include "HandBuiltPrograms.h"
 
+#include "CompileForTest.h"
+
 #include "gtest/gtest.h"
 
 using namespace stg;
@@ -260,11 +262,7 @@ Shipped compileShipped(bool fold) {
   options.microbatches = 4;
   options.overrides = {{"L", "4"}, {"S", "1024"}};
   options.foldMicrobatches = fold;
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  DiagnosticEngine diags(os);
-  std::optional<CompiledModel> compiled = compileModel(options, diags);
-  EXPECT_TRUE(compiled) << os.str();
+  std::optional<CompiledModel> compiled = compileForTest(options);
   llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
   EXPECT_TRUE(bool(system));
   if (!compiled || !system) {
