@@ -49,15 +49,14 @@ public:
 private:
   /// The dims in `e` (not axis degrees).
   std::set<const Dim *> findDims(const Expr &e) const;
+  /// A `state` tensor before `anchor`, laid out like `like` with
+  /// `positions` on dimension `dim`, named after `like` plus `suffix`.
+  Value *makeState(Op &anchor, const Value &like, unsigned dim,
+                   const Expr &positions, llvm::StringRef suffix);
   Value *makeCache(Op &attention, unsigned operand, const Expr &context);
-  /// A `state` tensor before `anchor` holding `carried`, named
-  /// `base.state`.
-  Value *makeState(Op &anchor, const RecurrentState &carried,
-                   llvm::StringRef base);
   /// Gives a scan or a causal convolution its state: one step of its
   /// recurrence.
-  LogicalResult addScanState(Op &scan, DiagnosticEngine &diags);
-  LogicalResult addConvState(Op &conv, DiagnosticEngine &diags);
+  LogicalResult addRecurrentState(Op &op, DiagnosticEngine &diags);
 
   Module *module = nullptr;
   /// The sequence dim, which decode makes 1.
@@ -74,27 +73,35 @@ std::set<const Dim *> KVCachePass::findDims(const Expr &e) const {
   return dims;
 }
 
+Value *KVCachePass::makeState(Op &anchor, const Value &like, unsigned dim,
+                              const Expr &positions, llvm::StringRef suffix) {
+  const TensorType &type = like.getType();
+  llvm::SmallVector<Expr, 4> shape(type.getShape().begin(),
+                                   type.getShape().end());
+  shape[dim] = positions;
+  Graph &graph = *anchor.getParent();
+  Op *state = graph.createOpBefore(&anchor, OpKind::State, anchor.getLoc());
+  // Named after the value itself, not a layout change of it.
+  Op *def = like.getDefiningOp();
+  const Value *named =
+      def && def->getKind() == OpKind::Layout ? def->getOperand(0) : &like;
+  Value *value = graph.createResult(
+      state, module->makeUniqueName(named->getName().str() + suffix.str()));
+  value->setType(
+      TensorType(type.getElementType(), shape, type.getDistribution()));
+  value->setAnnotated(true);
+  return value;
+}
+
 Value *KVCachePass::makeCache(Op &attention, unsigned operand,
                               const Expr &context) {
   Value *original = attention.getOperand(operand);
-  const TensorType &type = original->getType();
-  llvm::SmallVector<Expr, 4> shape(type.getShape().begin(),
-                                   type.getShape().end());
-  shape[getAttentionSequenceDim(type)] = context;
-  Graph &graph = *attention.getParent();
-  Op *state = graph.createOpBefore(&attention, OpKind::State, attention.getLoc());
-  // Named after the keys or values themselves, not a layout change of them.
-  Op *def = original->getDefiningOp();
-  const Value *named =
-      def && def->getKind() == OpKind::Layout ? def->getOperand(0) : original;
-  std::string base = named->getName().str();
-  Value *cache = graph.createResult(
-      state, module->makeUniqueName(base + ".cache"));
-  cache->setType(TensorType(type.getElementType(), shape,
-                            type.getDistribution()));
-  cache->setAnnotated(true);
+  Value *cache = makeState(attention, *original,
+                           getAttentionSequenceDim(original->getType()),
+                           context, ".cache");
   attention.setOperand(operand, cache);
   // A layout change that only fed this operand goes with it.
+  Op *def = original->getDefiningOp();
   bool used = false;
   module->getModel()->walk([&](Op &op) {
     for (Value *use : op.getOperands())
@@ -105,65 +112,35 @@ Value *KVCachePass::makeCache(Op &attention, unsigned operand,
   return cache;
 }
 
-Value *KVCachePass::makeState(Op &anchor, const RecurrentState &carried,
-                              llvm::StringRef base) {
-  const TensorType &type = carried.like->getType();
-  llvm::SmallVector<Expr, 4> shape(type.getShape().begin(),
-                                   type.getShape().end());
-  shape[carried.dim] = carried.positions;
-  Op *state = anchor.getParent()->createOpBefore(&anchor, OpKind::State,
-                                                 anchor.getLoc());
-  Value *value = anchor.getParent()->createResult(
-      state, module->makeUniqueName(base.str() + ".state"));
-  value->setType(
-      TensorType(type.getElementType(), shape, type.getDistribution()));
-  value->setAnnotated(true);
-  return value;
-}
-
-LogicalResult KVCachePass::addScanState(Op &scan, DiagnosticEngine &diags) {
-  std::optional<RecurrentState> state = getRecurrentState(scan);
-  const TensorType &type = scan.getResult()->getType();
-  if (!state || !findDims(type.getDim(state->dim)).count(sequenceDim)) {
-    diags.error(scan.getLoc(),
-                "kv-cache: the scan runs along " +
-                    (state ? module->getPrinter().str(type.getDim(state->dim))
-                           : std::string("no dimension of its result")) +
+LogicalResult KVCachePass::addRecurrentState(Op &op, DiagnosticEngine &diags) {
+  bool scan = op.getKind() == OpKind::PScan;
+  std::string what = scan ? "scan" : "convolution";
+  std::optional<RecurrentState> state = getRecurrentState(op);
+  if (!state ||
+      !findDims(state->like->getType().getDim(state->dim)).count(sequenceDim)) {
+    diags.error(op.getLoc(),
+                "kv-cache: the " + what + " runs along " +
+                    (state ? module->getPrinter().str(
+                                 state->like->getType().getDim(state->dim))
+                     : scan ? std::string("no dimension of its result")
+                            : std::string("no sequence dimension")) +
                     ", not the sequence dim '" + sequenceDim->name +
-                    "'; decode keeps a state only for a scan over it");
+                    "'; decode keeps a state only for a " + what + " over it");
     return failure();
   }
-  scan.addOperand(makeState(scan, *state, scan.getResult()->getName()));
-  return success();
-}
-
-LogicalResult KVCachePass::addConvState(Op &conv, DiagnosticEngine &diags) {
-  std::optional<RecurrentState> state = getRecurrentState(conv);
-  const TensorType &type = conv.getOperand(0)->getType();
-  if (!state || !findDims(type.getDim(state->dim)).count(sequenceDim)) {
-    diags.error(conv.getLoc(),
-                "kv-cache: the convolution runs along " +
-                    (state ? module->getPrinter().str(type.getDim(state->dim))
-                           : std::string("no sequence dimension")) +
-                    ", not the sequence dim '" + sequenceDim->name +
-                    "'; decode keeps a state only for a convolution over it");
-    return failure();
+  if (!scan) {
+    std::optional<Expr> width = module->bindDims(op.getAttr("kernel")->expr);
+    if (width && width->is_equal(Expr(1)))
+      return success(); // Sees only the new token: no state.
+    if (op.getOperands().size() != 2) {
+      diags.error(op.getLoc(),
+                  "kv-cache: decoding a conv1d passes its state after its "
+                  "weight, conv1d(x, weight, state); this one has no weight");
+      return failure();
+    }
   }
-  std::optional<Expr> width = module->bindDims(conv.getAttr("kernel")->expr);
-  if (width && width->is_equal(Expr(1)))
-    return success(); // Sees only the new token: no state.
-  if (conv.getOperands().size() != 2) {
-    diags.error(conv.getLoc(),
-                "kv-cache: decoding a conv1d passes its state after its "
-                "weight, conv1d(x, weight, state); this one has no weight");
-    return failure();
-  }
-  // Named after the input itself, not a layout change of it.
-  const Value *input = conv.getOperand(0);
-  Op *def = input->getDefiningOp();
-  const Value *named =
-      def && def->getKind() == OpKind::Layout ? def->getOperand(0) : input;
-  conv.addOperand(makeState(conv, *state, named->getName()));
+  op.addOperand(
+      makeState(op, *state->like, state->dim, state->positions, ".state"));
   return success();
 }
 
@@ -268,12 +245,10 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
     makeCache(*attention, 2, positions);
     attention->setAttr("mask", Attribute::getText(AttrKind::Ident, "none"));
   }
-  for (Op *scan : scans)
-    if (failed(addScanState(*scan, diags)))
-      return failure();
-  for (Op *conv : convs)
-    if (failed(addConvState(*conv, diags)))
-      return failure();
+  for (const auto *ops : {&scans, &convs})
+    for (Op *op : *ops)
+      if (failed(addRecurrentState(*op, diags)))
+        return failure();
   return success();
 }
 
