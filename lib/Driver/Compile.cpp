@@ -118,6 +118,7 @@ std::optional<ProgramSet> stg::instantiateModel(const Module &module,
   instantiateOptions.overlapGradientReduction =
       options.overlapGradientReduction;
   instantiateOptions.foldMicrobatches = options.foldMicrobatches;
+  instantiateOptions.foldLayers = options.foldLayers;
   return instantiate(module, mesh, instantiateOptions, diags, numbers);
 }
 

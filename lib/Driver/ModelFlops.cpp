@@ -46,19 +46,11 @@ double stg::countProgramFlops(const ProgramSet &programs, bool withOptimizer) {
   double ranksPerStage = double(programs.mesh.getNumRanks()) / stages;
   for (const StageProgram &program : programs.stages) {
     double stage = 0;
-    auto add = [&](uint32_t begin, uint32_t end) {
-      for (uint32_t id = begin; id < end && id < program.nodes.size(); ++id) {
-        const ProgramNode &node = program.nodes[id];
-        if (node.kind == ProgramNodeKind::Compute &&
-            (withOptimizer || node.phase != Phase::Optimizer))
-          stage += double(node.numOps);
-      }
-    };
-    // The steps say what runs: a folded program replays some of its nodes.
-    if (program.steps.empty())
-      add(0, program.nodes.size());
-    for (const ProgramStep &step : program.steps)
-      add(step.begin, step.end);
+    forEachExecutedNode(program, [&](const ProgramNode &node) {
+      if (node.kind == ProgramNodeKind::Compute &&
+          (withOptimizer || node.phase != Phase::Optimizer))
+        stage += double(node.numOps);
+    });
     total += stage * ranksPerStage;
   }
   return total;

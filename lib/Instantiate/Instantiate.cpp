@@ -103,6 +103,23 @@ llvm::StringRef stg::getCollectiveName(CollectiveKind kind) {
   llvm_unreachable("unknown collective kind");
 }
 
+void stg::forEachExecutedNode(
+    const StageProgram &program,
+    llvm::function_ref<void(const ProgramNode &)> visit) {
+  auto run = [&](size_t begin, size_t end) {
+    for (size_t id = begin; id < std::min(end, program.nodes.size()); ++id)
+      visit(program.nodes[id]);
+  };
+  if (program.steps.empty())
+    run(0, program.nodes.size());
+  for (const ProgramStep &step : program.steps) {
+    run(step.begin, step.end);
+    for (uint32_t index : step.folds) // A folded layer's copies.
+      for (uint32_t copy = 0; copy < program.folds[index].copies; ++copy)
+        run(program.folds[index].begin, program.folds[index].end);
+  }
+}
+
 std::vector<AxisMask> ProgramSet::getUsedMasks() const {
   llvm::DenseSet<AxisMask> seen;
   std::vector<AxisMask> masks;
@@ -187,7 +204,7 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
     return std::nullopt;
   }
   set.numVirtualStages = numChunks;
-  set.folded = options.foldMicrobatches;
+  set.folded = options.foldMicrobatches || options.foldLayers;
   std::optional<Placement> placement =
       Placement::create(module, numStages, numChunks, options.chunkLayers,
                         diags);

@@ -68,7 +68,7 @@ std::string StageBuilder::getInstanceName(const Op &op,
                                           llvm::StringRef valueName, int layer,
                                           int microbatch) const {
   // Folded programs are priced, never written: names would only cost.
-  if (shared.options.foldMicrobatches)
+  if (shared.options.foldMicrobatches || shared.options.foldLayers)
     return std::string();
   if (layer < 0)
     return instanceName(valueName, "", -1, microbatch);
@@ -79,7 +79,7 @@ std::string StageBuilder::getInstanceName(const Op &op,
                       placement.getLayer(&op, layer) - start, microbatch);
 }
 
-uint32_t StageBuilder::addNode(ProgramNode node) {
+uint32_t StageBuilder::addNode(ProgramNode node, const Op *op) {
   if (nodes->size() >= MaxStageNodes) {
     if (!failed)
       shared.diags.error(shared.module.getModelLoc(),
@@ -105,6 +105,7 @@ uint32_t StageBuilder::addNode(ProgramNode node) {
     }
   }
   nodes->push_back(std::move(node));
+  nodeOps.push_back(op);
   return id;
 }
 
@@ -115,6 +116,10 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
   const Op *def = source.value->getDefiningOp();
   if (!def || placement.isFloating(def))
     return;
+  if (redirect.repeat && source.layer >= redirect.first &&
+      source.layer <= redirect.last &&
+      def->getParent()->getParentOp() == redirect.repeat)
+    source.layer = redirect.templateLayer;
   int first = microbatch, last = microbatch;
   if (isOncePerStep(*def)) {
     first = last = -1;
@@ -153,6 +158,8 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
       deps.append(found->second.begin(), found->second.end());
       continue;
     }
+    if (!edge && source.layer >= 0 && foldedAway[source.layer])
+      continue; // Made by a folded layer of an earlier step.
     if (!edge) {
       // Produced on this stage by a step not run yet: a schedule error.
       shared.diags.error(def->getLoc(),
@@ -304,14 +311,14 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       if (!mask)
         held.assign(deps.begin(), deps.end());
       else
-        held = {addNode(std::move(node))};
+        held = {addNode(std::move(node), &op)};
     } else {
       node.kind = ProgramNodeKind::Compute;
       node.opType = getOpType(op);
       node.numOps = numbers->flops;
       node.tensorBytes = numbers->bytesAccessed;
       node.gemm = numbers->gemm;
-      held = {addNode(std::move(node))};
+      held = {addNode(std::move(node), &op)};
     }
   }
   for (const Value *result : op.getResults()) {
@@ -342,6 +349,8 @@ void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
     const Placement::RepeatInfo &info = placement.getRepeat(op.get());
     if (info.backward != step.backward)
       continue;
+    // The repetitions with a layer in this chunk, in the order they run.
+    llvm::SmallVector<unsigned, 16> repetitions;
     for (unsigned i = 0; i < info.count; ++i) {
       unsigned repetition = info.backward ? info.count - 1 - i : i;
       int layer = info.offset + repetition * info.period;
@@ -349,16 +358,89 @@ void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
       for (unsigned k = 0; k < info.period && !anyLayerHere; ++k)
         anyLayerHere = placement.getStageOfLayer(layer + k) == stage &&
                        placement.getChunkOfLayer(layer + k) == step.chunk;
-      if (!anyLayerHere)
-        continue;
+      if (anyLayerHere)
+        repetitions.push_back(repetition);
+    }
+    uint32_t firstBegin = nodes->size(), templateBegin = firstBegin;
+    for (size_t i = 0; i < repetitions.size(); ++i) {
+      int layer = info.offset + repetitions[i] * info.period;
+      if (i == 1)
+        templateBegin = nodes->size();
       for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
         if (inner->getKind() != OpKind::Yield && here(*inner, layer) &&
             runs(*inner))
           buildOp(*inner, layer, mb);
+      if (i == 1 && !failed &&
+          foldLayers(*op, repetitions, step.chunk, firstBegin, templateBegin))
+        i = repetitions.size() - 2; // On to the last.
     }
+    redirect.repeat = nullptr;
     if (failed)
       return;
   }
+}
+
+bool StageBuilder::foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,
+                              unsigned chunk, uint32_t firstBegin,
+                              uint32_t templateBegin) {
+  if (!shared.options.foldLayers || shared.options.gradientBucketBytes ||
+      here.size() < 4)
+    return false;
+  const Placement::RepeatInfo &info = placement.getRepeat(&repeat);
+  auto firstLayer = [&](unsigned repetition) {
+    return int(info.offset + repetition * info.period);
+  };
+  // The template, the repetition before it and the folded ones run all
+  // their layers here, and the folded ones send nothing: they are the same
+  // nodes but for their ids.
+  llvm::ArrayRef<unsigned> folded = here.slice(2, here.size() - 3);
+  for (unsigned repetition : here.drop_back())
+    for (unsigned k = 0; k < info.period; ++k) {
+      unsigned layer = firstLayer(repetition) + k;
+      if (placement.getStageOfLayer(layer) != stage ||
+          placement.getChunkOfLayer(layer) != chunk)
+        return false;
+    }
+  for (unsigned repetition : folded)
+    if (sendingRepetitions.count({&repeat, firstLayer(repetition)}))
+      return false;
+  uint32_t templateEnd = nodes->size();
+  llvm::DenseMap<const Op *, uint32_t> templateNodes;
+  for (uint32_t id = templateBegin; id < templateEnd; ++id) {
+    if (!nodeOps[id])
+      return false; // A message: each copy's would need a tag of its own.
+    templateNodes[nodeOps[id]] = id;
+  }
+  LayerFold fold;
+  fold.begin = templateBegin;
+  fold.end = templateEnd;
+  fold.copies = here.size() - 3;
+  for (uint32_t id = templateBegin; id < templateEnd; ++id) {
+    const ProgramNode &node = (*nodes)[id];
+    for (auto deps : {llvm::ArrayRef<uint32_t>(node.dataDeps),
+                      llvm::ArrayRef<uint32_t>(node.ctrlDeps)})
+      for (uint32_t dep : deps) {
+        if (dep < firstBegin || dep >= templateBegin || !nodeOps[dep])
+          continue; // The same node for every copy.
+        auto same = templateNodes.find(nodeOps[dep]);
+        if (same == templateNodes.end())
+          return false;
+        fold.carried.push_back({id, dep, same->second});
+      }
+  }
+  if (fold.begin == fold.end)
+    return false;
+  llvm::sort(fold.carried);
+  stepFolds.push_back(folds->size());
+  folds->push_back(std::move(fold));
+  for (unsigned repetition : folded)
+    foldedAway[firstLayer(repetition)] = true;
+  int first = firstLayer(folded.front()), last = firstLayer(folded.back());
+  redirect.repeat = &repeat;
+  redirect.first = std::min(first, last);
+  redirect.last = std::max(first, last);
+  redirect.templateLayer = firstLayer(here[1]);
+  return true;
 }
 
 void StageBuilder::findDeferredSync() {
@@ -440,7 +522,14 @@ void StageBuilder::chainEntries(size_t begin, llvm::ArrayRef<uint32_t> exits) {
 
 bool StageBuilder::build(StageProgram &program) {
   nodes = &program.nodes;
+  folds = &program.folds;
   program.stage = stage;
+  foldedAway.assign(placement.getNumLayers(), false);
+  for (const auto &edge : shared.edges)
+    if (edge.first.second >= 0)
+      sendingRepetitions.insert(
+          {edge.first.first->getDefiningOp()->getParent()->getParentOp(),
+           edge.first.second});
   // Fail in milliseconds, not after minutes of building: the nodes the
   // stage's op instances make, per micro-batch and once per step.
   uint64_t perMicrobatch = 0, perStep = 0;
@@ -462,8 +551,11 @@ bool StageBuilder::build(StageProgram &program) {
                            "micro-batches or layers per stage");
     return false;
   }
-  nodes->reserve(expected);
-  holders.reserve(expected);
+  // Folded layers need a few repetitions' nodes of a chunk, not all.
+  if (!shared.options.foldLayers) {
+    nodes->reserve(expected);
+    holders.reserve(expected);
+  }
   findDeferredSync();
   program.layers = placement.getLayersOf(stage);
   program.schedule = getStageSchedule(
@@ -484,16 +576,19 @@ bool StageBuilder::build(StageProgram &program) {
         exits = {addStepBarrier(exits, stepName, microbatch)};
     }
     size_t stepBegin = nodes->size();
+    stepFolds.clear();
     buildNodes();
     flushBucket();
     if (failed)
       return false;
     if (nodes->size() == stepBegin) {
       nodes->resize(begin); // An empty step: no barrier either.
+      nodeOps.resize(begin);
       return true;
     }
     chainEntries(stepBegin, exits);
-    program.steps.push_back({uint32_t(begin), uint32_t(nodes->size()), 0});
+    program.steps.push_back(
+        {uint32_t(begin), uint32_t(nodes->size()), 0, stepFolds});
     previousBegin = begin;
     firstStep = false;
     return true;

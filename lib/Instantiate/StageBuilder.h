@@ -70,6 +70,13 @@ public:
 
 private:
   void buildStep(ScheduleStep step, bool lastBackward);
+  /// Folds the repetitions of `repeat` between the second and the last of
+  /// `here` (a step's, in build order), once the first two are built, from
+  /// `firstBegin` and `templateBegin` (InstantiateOptions::foldLayers).
+  /// False, with nothing changed, if they cannot be folded exactly: the
+  /// step then builds them all.
+  bool foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,
+                  unsigned chunk, uint32_t firstBegin, uint32_t templateBegin);
   /// Finds the gradient synchronization that runs after the schedule's last
   /// step: all of it without overlapGradientReduction; else the top-level
   /// sync that waits for another stage (a tied weight's gradient) or for
@@ -85,7 +92,8 @@ private:
                       bool allMicrobatches, llvm::SmallVectorImpl<uint32_t> &deps);
   void sendResult(ValueInstance producer, int microbatch,
                   llvm::ArrayRef<uint32_t> deps);
-  uint32_t addNode(ProgramNode node);
+  /// Appends `node`, built for `op` if it is an op's.
+  uint32_t addNode(ProgramNode node, const Op *op = nullptr);
   /// Adds a gradient reduction to the pending bucket (issued as one
   /// collective when full, when another kind or group comes, when a member
   /// is needed, or at the end of the step).
@@ -125,6 +133,27 @@ private:
   const Placement &placement;
   unsigned stage;
   std::vector<ProgramNode> *nodes = nullptr;
+  std::vector<LayerFold> *folds = nullptr;
+  /// The op each node was built for (null for receives, sends, barriers and
+  /// buckets): a folded layer's template finds its op's node in the
+  /// repetition before it.
+  std::vector<const Op *> nodeOps;
+  /// The folds of the step being built.
+  llvm::SmallVector<uint32_t, 1> stepFolds;
+  /// Per repetition's first layer: whether a step folded it, so that later
+  /// steps find no nodes for it (what an earlier step made is done when a
+  /// step starts: the estimate needs no edge to it).
+  std::vector<bool> foldedAway;
+  /// The repetitions (repeat, first layer) that send a value to another
+  /// stage.
+  llvm::DenseSet<std::pair<const Op *, int>> sendingRepetitions;
+  /// While a step builds the repetition after a fold: values of the folded
+  /// repetitions of `repeat` (first layers in [first, last]) are taken from
+  /// the template's (first layer `templateLayer`), which stands for them.
+  struct {
+    const Op *repeat = nullptr;
+    int first = 0, last = 0, templateLayer = 0;
+  } redirect;
   /// (instance, micro-batch) -> the nodes that hold it on this stage.
   llvm::DenseMap<std::pair<InstanceKey, int>, llvm::SmallVector<uint32_t, 1>>
       holders;

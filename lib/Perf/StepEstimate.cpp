@@ -135,6 +135,10 @@ Stream getStream(const ProgramNode &node) {
 /// when the step starts. It is all a simulation reads, so steps of equal
 /// shapes (a stage's first and last micro-batch, the middle stages of a
 /// pipeline) share one, and their outcomes.
+///
+/// Its nodes are the step's in the order they run, folded layers unfolded
+/// (LayerFold): an offset is a place in that order, and `stored` maps it to
+/// the node's offset in the program's step (a copy's: its template's).
 struct StepShape {
   std::vector<uint32_t> initialPending;
   std::vector<Stream> streams;
@@ -142,13 +146,20 @@ struct StepShape {
   /// The children of offset i are children[childBegin[i], childBegin[i+1]).
   std::vector<uint32_t> childBegin, children;
   std::vector<uint32_t> recvs, sends; ///< Offsets, in id order.
+  /// Empty when the step folds no layers: the offsets are then the stored.
+  std::vector<uint32_t> stored;
+
+  uint32_t getStored(uint32_t offset) const {
+    return stored.empty() ? offset : stored[offset];
+  }
 
   llvm::ArrayRef<uint32_t> getChildren(uint32_t offset) const {
     return llvm::makeArrayRef(children).slice(
         childBegin[offset], childBegin[offset + 1] - childBegin[offset]);
   }
   void clear() {
-    for (auto *list : {&initialPending, &childBegin, &children, &recvs, &sends})
+    for (auto *list :
+         {&initialPending, &childBegin, &children, &recvs, &sends, &stored})
       list->clear();
     streams.clear();
     micros.clear();
@@ -158,7 +169,7 @@ struct StepShape {
   bool operator==(const StepShape &other) const {
     return streams == other.streams && initialPending == other.initialPending &&
            childBegin == other.childBegin && children == other.children &&
-           micros.size() == other.micros.size() &&
+           stored == other.stored && micros.size() == other.micros.size() &&
            std::memcmp(micros.data(), other.micros.data(),
                        micros.size() * sizeof(double)) == 0;
   }
@@ -168,6 +179,7 @@ struct StepShape {
         llvm::hash_combine_range(streams.begin(), streams.end()),
         llvm::hash_combine_range(children.begin(), children.end()),
         llvm::hash_combine_range(childBegin.begin(), childBegin.end()),
+        llvm::hash_combine_range(stored.begin(), stored.end()),
         llvm::hash_combine_range(
             reinterpret_cast<const char *>(micros.data()),
             reinterpret_cast<const char *>(micros.data() + micros.size())));
@@ -291,6 +303,14 @@ private:
                    std::map<AxisMask, GroupSpan> &spans);
   /// The index of `step`'s shape in `shapes`.
   uint32_t getShape(unsigned stage, const ProgramStep &step);
+  /// Lists the step's nodes in the order they run, folded layers unfolded,
+  /// into `stored` (left empty if it folds none), and returns their count.
+  unsigned unfoldStep(unsigned stage, const ProgramStep &step,
+                      std::vector<uint32_t> &stored);
+  /// The unfolded offset of `dep`, a dependency of the node at unfolded
+  /// `offset` (stored at `id`), after unfoldStep.
+  uint32_t getUnfoldedDep(unsigned stage, const ProgramStep &step,
+                          uint32_t offset, uint32_t id, uint32_t dep) const;
   /// A step of `shape` from its start: it depends on nothing else.
   StepOutcome simulate(const StepShape &shape,
                        llvm::ArrayRef<int64_t> arrivals);
@@ -310,6 +330,9 @@ private:
   /// Shapes by their hash, to find an equal one.
   llvm::DenseMap<uint64_t, llvm::SmallVector<uint32_t, 1>> shapesByHash;
   StepShape candidate; ///< getShape's buffers, reused.
+  /// unfoldStep's: per unfolded offset, the copy of a folded layer it is
+  /// (0: a stored node) and its fold; per stored offset, its unfolded one.
+  std::vector<uint32_t> unfoldedCopy, unfoldedFold, unfoldedOffset;
   std::vector<std::pair<uint32_t, uint32_t>> edges;
   MessageTimes sentAt;
   SimulationScratch scratch;
@@ -356,7 +379,7 @@ void Replay::initialize(unsigned stage) {
     state.micros.push_back(getMicros(stage, work, spans));
   state.steps = program.steps;
   if (state.steps.empty() && !program.nodes.empty())
-    state.steps.push_back({0, uint32_t(program.nodes.size()), 0});
+    state.steps.push_back({0, uint32_t(program.nodes.size()), 0, {}});
 }
 
 uint32_t Replay::getShape(unsigned stage, const ProgramStep &step) {
@@ -366,22 +389,30 @@ uint32_t Replay::getShape(unsigned stage, const ProgramStep &step) {
     return it->second;
   StepShape &shape = candidate;
   shape.clear();
-  unsigned size = step.end - step.begin;
+  unsigned size = unfoldStep(stage, step, shape.stored);
   shape.initialPending.assign(size, 0);
   shape.streams.reserve(size);
-  shape.micros.assign(state.micros.begin() + step.begin,
-                      state.micros.begin() + step.end);
+  if (step.folds.empty())
+    shape.micros.assign(state.micros.begin() + step.begin,
+                        state.micros.begin() + step.end);
+  else
+    for (uint32_t stored : shape.stored)
+      shape.micros.push_back(state.micros[step.begin + stored]);
   // Edges inside the step as (parent, child), then grouped by parent.
   edges.clear();
   for (uint32_t offset = 0; offset < size; ++offset) {
-    const ProgramNode &work = node(stage, step.begin + offset);
+    const ProgramNode &work = node(stage, step.begin + shape.getStored(offset));
     shape.streams.push_back(getStream(work));
     llvm::SmallVector<uint32_t, 8> deps;
     for (auto list : {llvm::ArrayRef<uint32_t>(work.dataDeps),
                       llvm::ArrayRef<uint32_t>(work.ctrlDeps)})
       for (uint32_t dep : list)
         if (dep >= step.begin)
-          deps.push_back(dep - step.begin);
+          deps.push_back(
+              step.folds.empty()
+                  ? dep - step.begin
+                  : getUnfoldedDep(stage, step, offset,
+                                   step.begin + shape.getStored(offset), dep));
     std::sort(deps.begin(), deps.end()); // Not qsort: a few ids.
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     shape.initialPending[offset] = deps.size();
@@ -412,6 +443,66 @@ uint32_t Replay::getShape(unsigned stage, const ProgramStep &step) {
   shapes.push_back(std::move(shape));
   outcomeIndex.emplace_back();
   return it->second = index;
+}
+
+unsigned Replay::unfoldStep(unsigned stage, const ProgramStep &step,
+                            std::vector<uint32_t> &stored) {
+  unsigned size = step.end - step.begin;
+  if (step.folds.empty())
+    return size;
+  const StageProgram &program = programs.stages[stage];
+  unfoldedCopy.clear();
+  unfoldedFold.clear();
+  unfoldedOffset.assign(size, 0);
+  auto next = step.folds.begin();
+  auto addCopies = [&] {
+    const LayerFold &fold = program.folds[*next];
+    for (uint32_t copy = 1; copy <= fold.copies; ++copy)
+      for (uint32_t id = fold.begin; id < fold.end; ++id) {
+        stored.push_back(id - step.begin);
+        unfoldedCopy.push_back(copy);
+        unfoldedFold.push_back(*next);
+      }
+    ++next;
+  };
+  for (uint32_t offset = 0; offset < size; ++offset) {
+    while (next != step.folds.end() &&
+           program.folds[*next].end == step.begin + offset)
+      addCopies();
+    unfoldedOffset[offset] = stored.size();
+    stored.push_back(offset);
+    unfoldedCopy.push_back(0);
+    unfoldedFold.push_back(0);
+  }
+  while (next != step.folds.end())
+    addCopies();
+  return stored.size();
+}
+
+uint32_t Replay::getUnfoldedDep(unsigned stage, const ProgramStep &step,
+                                uint32_t offset, uint32_t id,
+                                uint32_t dep) const {
+  const StageProgram &program = programs.stages[stage];
+  uint32_t place = unfoldedOffset[dep - step.begin];
+  if (uint32_t copy = unfoldedCopy[offset]) {
+    const LayerFold &fold = program.folds[unfoldedFold[offset]];
+    uint32_t size = fold.end - fold.begin;
+    if (dep >= fold.begin && dep < fold.end)
+      return place + copy * size; // In the same copy.
+    LayerFold::CarriedDep key{id, dep, 0};
+    auto carried = llvm::lower_bound(fold.carried, key);
+    if (carried != fold.carried.end() && carried->node == id &&
+        carried->dep == dep) // In the copy before.
+      return unfoldedOffset[carried->same - step.begin] + (copy - 1) * size;
+    return place;
+  }
+  // After a fold, its template stands for its last copy.
+  for (uint32_t index : step.folds) {
+    const LayerFold &fold = program.folds[index];
+    if (id >= fold.end && dep >= fold.begin && dep < fold.end)
+      return place + fold.copies * (fold.end - fold.begin);
+  }
+  return place;
 }
 
 StepOutcome Replay::simulate(const StepShape &shape,
@@ -506,7 +597,8 @@ void Replay::advance(unsigned stage) {
     arrivals.clear();
     int64_t latest = 0;
     for (uint32_t offset : shape.recvs) {
-      const ProgramNode &recv = node(stage, step.begin + offset);
+      const ProgramNode &recv =
+          node(stage, step.begin + shape.getStored(offset));
       MessageKey key{recv.peerStage, stage, recv.tag + step.tagOffset};
       const double *sent = sentAt.find(key);
       if (!sent) {
@@ -534,7 +626,8 @@ void Replay::advance(unsigned stage) {
       outcomes.push_back(simulate(shape, arrivals));
     const StepOutcome &outcome = outcomes[index];
     for (size_t i = 0; i < shape.sends.size(); ++i) {
-      const ProgramNode &send = node(stage, step.begin + shape.sends[i]);
+      const ProgramNode &send =
+          node(stage, step.begin + shape.getStored(shape.sends[i]));
       MessageKey key{stage, send.peerStage, send.tag + step.tagOffset};
       sentAt.set(key, state.now + outcome.sendDone[i]);
       if (send.peerStage < waiting.size() && waiting[send.peerStage] == key) {
@@ -544,8 +637,8 @@ void Replay::advance(unsigned stage) {
     }
     if (timeline)
       for (uint32_t offset = 0; offset < shape.streams.size(); ++offset)
-        timeline->events.push_back({stage, step.begin + offset, state.next,
-                                    shape.streams[offset],
+        timeline->events.push_back({stage, step.begin + shape.getStored(offset),
+                                    state.next, shape.streams[offset],
                                     state.now + outcome.starts[offset],
                                     state.now + outcome.ends[offset]});
     time.computeMicros += outcome.computeMicros;

@@ -36,19 +36,6 @@ static double getBusBytes(CollectiveKind kind, double bytes, unsigned members) {
   return 0;
 }
 
-/// Calls `visit` on each node of `program` as often as its steps run it.
-template <typename Visit>
-static void forEachExecutedNode(const StageProgram &program, Visit visit) {
-  auto run = [&](size_t begin, size_t end) {
-    for (size_t id = begin; id < std::min(end, program.nodes.size()); ++id)
-      visit(program.nodes[id]);
-  };
-  if (program.steps.empty())
-    run(0, program.nodes.size());
-  for (const ProgramStep &step : program.steps)
-    run(step.begin, step.end);
-}
-
 StepMetrics stg::computeStepMetrics(const ProgramSet &programs,
                                     const StepEstimate &estimate,
                                     const SystemSpec &system,

@@ -8,6 +8,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -301,7 +302,9 @@ StageProgram stg::applyNodeChanges(const StageProgram &base,
                                    const DeviceSpec *device, unsigned rank,
                                    std::vector<PerturbationRecord> *records) {
   // Copy the program, inserting a delay node before each delayed
-  // communication and renumbering.
+  // communication and renumbering. A folded layer's copies have no nodes
+  // of their own to change.
+  assert(base.folds.empty() && "perturbing a program with folded layers");
   StageProgram program;
   program.stage = base.stage;
   program.layers = base.layers;
@@ -357,7 +360,7 @@ StageProgram stg::applyNodeChanges(const StageProgram &base,
   newStart[numNodes] = program.nodes.size();
   for (const ProgramStep &step : base.steps)
     program.steps.push_back(
-        {newStart[step.begin], newStart[step.end], step.tagOffset});
+        {newStart[step.begin], newStart[step.end], step.tagOffset, {}});
   return program;
 }
 

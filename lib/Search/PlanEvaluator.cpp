@@ -212,6 +212,7 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
   result.plan = plan;
   CompileOptions options = getCompileOptions(plan);
   options.foldMicrobatches = true;
+  options.foldLayers = true;
   std::string errors;
   llvm::raw_string_ostream os(errors);
   DiagnosticEngine diags(os);

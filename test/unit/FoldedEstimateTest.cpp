@@ -1,14 +1,16 @@
 //===- FoldedEstimateTest.cpp - Folded programs price plans alike ---------===//
 //
 // The plan search prices plans from programs whose middle micro-batches
-// replay the first one's nodes (InstantiateOptions::foldMicrobatches). The
-// promise is that this changes nothing but the cost: for shipped models
-// under every schedule shape, training and inference, the folded programs
-// give the step time and memory of the programs written as traces.
+// replay the first one's nodes (InstantiateOptions::foldMicrobatches), and
+// whose middle layers replay a template layer's (foldLayers). The promise
+// is that this changes nothing but the cost: for shipped models under every
+// schedule shape, training and inference, the folded programs give the step
+// time and memory of the programs written as traces.
 //
 //===----------------------------------------------------------------------===//
 
 #include "stg/Driver/Compile.h"
+#include "stg/Driver/ModelFlops.h"
 #include "stg/Perf/DeviceModel.h"
 #include "stg/Perf/StepEstimate.h"
 
@@ -29,10 +31,18 @@ struct Plan {
   std::string mode = "train";
   bool fsdp = false;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  unsigned layers = 8;
+  bool distributedOptimizer = false;
+  bool overlapGradientReduction = true;
+  /// `true` or `false` to set the model's option; empty leaves it.
+  std::string sequenceParallel = "";
 };
 
-StepEstimate estimate(const Plan &plan, bool fold, const SystemSpec &system,
-                      std::vector<StageMemory> &memory) {
+enum class Fold { None, Microbatches, MicrobatchesAndLayers };
+
+StepEstimate estimate(const Plan &plan, Fold fold, const SystemSpec &system,
+                      std::vector<StageMemory> &memory,
+                      size_t *numFolds = nullptr, double *flops = nullptr) {
   CompileOptions options;
   options.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/" + plan.model;
   options.degrees = plan.degrees;
@@ -42,12 +52,22 @@ StepEstimate estimate(const Plan &plan, bool fold, const SystemSpec &system,
   options.mode = plan.mode;
   options.fsdp = plan.fsdp;
   options.schedule = plan.schedule;
-  options.overrides = {{"L", "8"}, {"S", "1024"}};
-  options.foldMicrobatches = fold;
+  options.distributedOptimizer = plan.distributedOptimizer;
+  options.overlapGradientReduction = plan.overlapGradientReduction;
+  options.overrides = {{"L", std::to_string(plan.layers)}, {"S", "1024"}};
+  if (!plan.sequenceParallel.empty())
+    options.overrides.push_back({"sequence_parallel", plan.sequenceParallel});
+  options.foldMicrobatches = fold != Fold::None;
+  options.foldLayers = fold == Fold::MicrobatchesAndLayers;
   std::optional<CompiledModel> compiled = compileForTest(options);
   if (!compiled)
     return {};
-  EXPECT_EQ(compiled->programs.folded, fold);
+  EXPECT_EQ(compiled->programs.folded, fold != Fold::None);
+  if (numFolds)
+    for (const StageProgram &stage : compiled->programs.stages)
+      *numFolds += stage.folds.size();
+  if (flops)
+    *flops = countProgramFlops(compiled->programs, true);
   applyDeviceModel(compiled->programs, system.device, nullptr);
   for (const StageProgram &stage : compiled->programs.stages)
     memory.push_back(stage.memory);
@@ -60,14 +80,11 @@ StepEstimate estimate(const Plan &plan, bool fold, const SystemSpec &system,
   return *step;
 }
 
-class FoldedEstimateTest : public ::testing::TestWithParam<Plan> {};
-
-TEST_P(FoldedEstimateTest, FoldedProgramsGiveTheSameEstimate) {
-  llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
-  ASSERT_TRUE(bool(system)) << llvm::toString(system.takeError());
-  std::vector<StageMemory> flatMemory, foldedMemory;
-  StepEstimate flat = estimate(GetParam(), false, *system, flatMemory);
-  StepEstimate folded = estimate(GetParam(), true, *system, foldedMemory);
+/// Expects the estimates of the flat and the folded programs to agree.
+void expectSameEstimate(const StepEstimate &flat,
+                        const std::vector<StageMemory> &flatMemory,
+                        const StepEstimate &folded,
+                        const std::vector<StageMemory> &foldedMemory) {
   ASSERT_GT(flat.stepMicros, 0);
   // Arrivals are matched to the nanosecond: steps may differ by that much.
   EXPECT_NEAR(folded.stepMicros, flat.stepMicros, 1e-3 * 512);
@@ -82,6 +99,37 @@ TEST_P(FoldedEstimateTest, FoldedProgramsGiveTheSameEstimate) {
                 flat.stages[stage].pipelineWaitMicros, 1e-3 * 512);
     EXPECT_EQ(foldedMemory[stage].total(), flatMemory[stage].total());
   }
+}
+
+class FoldedEstimateTest : public ::testing::TestWithParam<Plan> {};
+
+TEST_P(FoldedEstimateTest, FoldedProgramsGiveTheSameEstimate) {
+  llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
+  ASSERT_TRUE(bool(system)) << llvm::toString(system.takeError());
+  std::vector<StageMemory> flatMemory, foldedMemory;
+  StepEstimate flat = estimate(GetParam(), Fold::None, *system, flatMemory);
+  StepEstimate folded =
+      estimate(GetParam(), Fold::Microbatches, *system, foldedMemory);
+  expectSameEstimate(flat, flatMemory, folded, foldedMemory);
+}
+
+class FoldedLayersTest : public ::testing::TestWithParam<Plan> {};
+
+TEST_P(FoldedLayersTest, FoldedLayersGiveTheSameEstimate) {
+  llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
+  ASSERT_TRUE(bool(system)) << llvm::toString(system.takeError());
+  std::vector<StageMemory> flatMemory, foldedMemory;
+  size_t numFolds = 0, unused = 0;
+  double flatFlops = 0, foldedFlops = 0;
+  StepEstimate flat = estimate(GetParam(), Fold::None, *system, flatMemory,
+                               &unused, &flatFlops);
+  StepEstimate folded =
+      estimate(GetParam(), Fold::MicrobatchesAndLayers, *system, foldedMemory,
+               &numFolds, &foldedFlops);
+  EXPECT_GT(numFolds, 0u) << "no step folded its layers";
+  // The steps run every layer's nodes, folded or not.
+  EXPECT_DOUBLE_EQ(foldedFlops, flatFlops);
+  expectSameEstimate(flat, flatMemory, folded, foldedMemory);
 }
 
 using Degrees = std::vector<std::pair<std::string, unsigned>>;
@@ -114,5 +162,59 @@ INSTANTIATE_TEST_SUITE_P(
         Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 4}}, 64, 1, "none",
              "train", false, PipelineSchedule::GPipe},
         Plan{"deepseek-moe-16b.stg", Degrees{{"ep", 2}, {"pp", 4}}, 96, 2}));
+
+/// A plan of `layers` layers, with its options set by `change`.
+template <typename Change>
+Plan withLayers(Plan plan, unsigned layers, Change change) {
+  plan.layers = layers;
+  change(plan);
+  return plan;
+}
+
+Plan withLayers(Plan plan, unsigned layers) {
+  return withLayers(plan, layers, [](Plan &) {});
+}
+
+// Chunks of 4 to 24 layers, every kind of layer the templates have, and
+// each option that adds nodes to a layer.
+INSTANTIATE_TEST_SUITE_P(
+    Plans, FoldedLayersTest,
+    ::testing::Values(
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"tp", 2}}, 4}, 24),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 2}}, 8}, 16),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 2}}, 8, 2},
+                   16),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"dp", 4}, {"pp", 2}}, 6, 1,
+                        "full"},
+                   12),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"tp", 4}, {"pp", 2}}, 4, 1,
+                        "selective"},
+                   12, [](Plan &plan) { plan.sequenceParallel = "true"; }),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"dp", 8}}, 3, 1, "none",
+                        "train", true},
+                   10),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"dp", 4}, {"tp", 2}}, 3}, 10,
+                   [](Plan &plan) {
+                     plan.distributedOptimizer = true;
+                     plan.overlapGradientReduction = false;
+                   }),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"cp", 2}}, 4}, 10),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 2}}, 6, 1,
+                        "none", "train", false, PipelineSchedule::GPipe},
+                   12),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 2}}, 4, 1,
+                        "none", "prefill"},
+                   12),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"tp", 2}}, 1, 1, "none",
+                        "decode"},
+                   12),
+        withLayers(Plan{"mixtral-8x7b.stg", Degrees{{"ep", 4}, {"pp", 2}}, 4},
+                   12),
+        withLayers(Plan{"deepseek-moe-16b.stg", Degrees{{"ep", 2}}, 4}, 12),
+        withLayers(Plan{"gemma3.stg", Degrees{{"tp", 2}}, 4}, 32),
+        withLayers(Plan{"gemma3.stg", Degrees{{"tp", 2}, {"pp", 2}}, 4}, 62),
+        withLayers(Plan{"jamba.stg", Degrees{{"tp", 2}}, 2}, 32),
+        withLayers(Plan{"mamba-2.8b.stg", Degrees{{"dp", 2}, {"pp", 2}}, 4},
+                   12)));
 
 } // namespace

@@ -52,6 +52,7 @@ struct CompileOptions {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   /// Programs for the step estimate only (InstantiateOptions).
   bool foldMicrobatches = false;
+  bool foldLayers = false;
 };
 
 /// The pass pipeline of a mode, as a `--passes` string.

@@ -85,6 +85,12 @@ struct InstantiateOptions {
   /// tags. The plan search prices plans this way, in time independent of
   /// the micro-batch count; such programs cannot be emitted.
   bool foldMicrobatches = false;
+  /// Builds, of the repetitions a step runs of a repeat, the first two and
+  /// the last, and lets the template (the second) stand for those between
+  /// (LayerFold): a step's nodes then do not grow with its layers. For the
+  /// step estimate and memory only, as foldMicrobatches; it is not done
+  /// with gradient buckets, which span layers.
+  bool foldLayers = false;
   /// The mesh axis whose coordinate is the pipeline stage.
   std::string pipelineAxis = "pp";
 };

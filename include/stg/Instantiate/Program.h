@@ -20,11 +20,13 @@
 #include "stg/Instantiate/Mesh.h"
 #include "stg/Instantiate/Schedule.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace stg {
@@ -86,6 +88,27 @@ struct StageMemory {
   }
 };
 
+/// Repetitions of a layer that a step runs without nodes of their own
+/// (InstantiateOptions::foldLayers). The template, the nodes [begin, end)
+/// of one repetition, runs `copies` more times right after itself. A copy
+/// depends on the copy before it (the template, for the first) as the
+/// template depends on the repetition built before it, and on other nodes
+/// as the template does; the step's nodes after `end` that depend on the
+/// template depend on the last copy.
+struct LayerFold {
+  uint32_t begin = 0, end = 0;
+  uint32_t copies = 0;
+  /// The template's dependencies on the repetition before it: (template
+  /// node, the node it depends on, the template node of the same op).
+  struct CarriedDep {
+    uint32_t node, dep, same;
+    bool operator<(const CarriedDep &other) const {
+      return std::tie(node, dep) < std::tie(other.node, other.dep);
+    }
+  };
+  std::vector<CarriedDep> carried; ///< By node, then dep.
+};
+
 /// One schedule step of a stage (or its optimizer step): a stretch of the
 /// program whose first nodes wait for all of the previous step's, so that
 /// it starts on idle streams. The step estimate replays a stage step by
@@ -95,6 +118,9 @@ struct ProgramStep {
   /// Added to the tags of the step's sends and receives: nonzero when a
   /// folded step replays the nodes built for another micro-batch.
   int32_t tagOffset = 0;
+  /// The step's folded layers, as indices into StageProgram::folds, in
+  /// node order.
+  llvm::SmallVector<uint32_t, 1> folds;
 };
 
 struct StageProgram {
@@ -107,8 +133,14 @@ struct StageProgram {
   /// The steps in the order they run. Empty in hand-built programs: the
   /// whole program is then one step.
   std::vector<ProgramStep> steps;
+  std::vector<LayerFold> folds;
   StageMemory memory;
 };
+
+/// Calls `visit` on each node of `program` as often as its steps run it: a
+/// folded program replays some of its nodes.
+void forEachExecutedNode(const StageProgram &program,
+                         llvm::function_ref<void(const ProgramNode &)> visit);
 
 /// Everything emission needs: the mesh, one program per pipeline stage.
 struct ProgramSet {
@@ -120,8 +152,9 @@ struct ProgramSet {
   bool training = false;
   unsigned numLayers = 0; ///< Repetitions of all forward repeats.
   /// Only the first and last micro-batch have nodes; the others' steps
-  /// replay the first's (InstantiateOptions::foldMicrobatches). Enough for
-  /// the step estimate and memory; not for traces.
+  /// replay the first's (InstantiateOptions::foldMicrobatches), and steps
+  /// may fold layers (LayerFold). Enough for the step estimate and memory;
+  /// not for traces.
   bool folded = false;
   std::vector<StageProgram> stages;
 

@@ -184,7 +184,8 @@ private:
 /// num_ops and duration times their factor, a COMP delay node inserted before
 /// each delayed communication (which then depends on it), the nodes
 /// renumbered and the schedule steps moved with them. Appends what changed
-/// on `rank` to `records` if given. `device` is needed for delays.
+/// on `rank` to `records` if given. `device` is needed for delays. `base`
+/// folds no layers (InstantiateOptions::foldLayers).
 StageProgram
 applyNodeChanges(const StageProgram &base, llvm::ArrayRef<NodeChange> changes,
                  const DeviceSpec *device, unsigned rank = 0,
