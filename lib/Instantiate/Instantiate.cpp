@@ -114,9 +114,9 @@ void stg::forEachExecutedNode(
     run(0, program.nodes.size());
   for (const ProgramStep &step : program.steps) {
     run(step.begin, step.end);
-    for (uint32_t index : step.folds) // A folded layer's copies.
-      for (uint32_t copy = 0; copy < program.folds[index].copies; ++copy)
-        run(program.folds[index].begin, program.folds[index].end);
+    if (step.fold >= 0) // A folded layer's copies.
+      for (uint32_t copy = 0; copy < program.folds[step.fold].copies; ++copy)
+        run(program.folds[step.fold].begin, program.folds[step.fold].end);
   }
 }
 

@@ -384,7 +384,7 @@ bool StageBuilder::foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,
                               unsigned chunk, uint32_t firstBegin,
                               uint32_t templateBegin) {
   if (!shared.options.foldLayers || shared.options.gradientBucketBytes ||
-      here.size() < 4)
+      here.size() < 4 || stepFold >= 0)
     return false;
   const Placement::RepeatInfo &info = placement.getRepeat(&repeat);
   auto firstLayer = [&](unsigned repetition) {
@@ -431,7 +431,7 @@ bool StageBuilder::foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,
   if (fold.begin == fold.end)
     return false;
   llvm::sort(fold.carried);
-  stepFolds.push_back(folds->size());
+  stepFold = int32_t(folds->size());
   folds->push_back(std::move(fold));
   for (unsigned repetition : folded)
     foldedAway[firstLayer(repetition)] = true;
@@ -576,7 +576,7 @@ bool StageBuilder::build(StageProgram &program) {
         exits = {addStepBarrier(exits, stepName, microbatch)};
     }
     size_t stepBegin = nodes->size();
-    stepFolds.clear();
+    stepFold = -1;
     buildNodes();
     flushBucket();
     if (failed)
@@ -588,7 +588,7 @@ bool StageBuilder::build(StageProgram &program) {
     }
     chainEntries(stepBegin, exits);
     program.steps.push_back(
-        {uint32_t(begin), uint32_t(nodes->size()), 0, stepFolds});
+        {uint32_t(begin), uint32_t(nodes->size()), 0, stepFold});
     previousBegin = begin;
     firstStep = false;
     return true;

@@ -73,8 +73,8 @@ private:
   /// Folds the repetitions of `repeat` between the second and the last of
   /// `here` (a step's, in build order), once the first two are built, from
   /// `firstBegin` and `templateBegin` (InstantiateOptions::foldLayers).
-  /// False, with nothing changed, if they cannot be folded exactly: the
-  /// step then builds them all.
+  /// False, with nothing changed, if they cannot be folded exactly or the
+  /// step folded another repeat's: the step then builds them all.
   bool foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,
                   unsigned chunk, uint32_t firstBegin, uint32_t templateBegin);
   /// Finds the gradient synchronization that runs after the schedule's last
@@ -138,8 +138,8 @@ private:
   /// buckets): a folded layer's template finds its op's node in the
   /// repetition before it.
   std::vector<const Op *> nodeOps;
-  /// The folds of the step being built.
-  llvm::SmallVector<uint32_t, 1> stepFolds;
+  /// The fold of the step being built, or -1.
+  int32_t stepFold = -1;
   /// Per repetition's first layer: whether a step folded it, so that later
   /// steps find no nodes for it (what an earlier step made is done when a
   /// step starts: the estimate needs no edge to it).

@@ -7,6 +7,8 @@
 
 #include "stg/Perf/StepEstimate.h"
 
+#include "StepShape.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Hashing.h"
 
@@ -112,7 +114,6 @@ namespace {
 
 /// Where a node runs; None for a receive, which only waits.
 using Stream = ReplayStream;
-constexpr unsigned NumStreams = 4;
 
 Stream getStream(const ProgramNode &node) {
   switch (node.kind) {
@@ -129,75 +130,6 @@ Stream getStream(const ProgramNode &node) {
   }
   return Stream::None;
 }
-
-/// A step's dependency structure and node times, derived once per node
-/// range: edges from earlier steps are left out, as those nodes are done
-/// when the step starts. It is all a simulation reads, so steps of equal
-/// shapes (a stage's first and last micro-batch, the middle stages of a
-/// pipeline) share one, and their outcomes.
-///
-/// Its nodes are the step's in the order they run, folded layers unfolded
-/// (LayerFold): an offset is a place in that order, and `stored` maps it to
-/// the node's offset in the program's step (a copy's: its template's).
-struct StepShape {
-  std::vector<uint32_t> initialPending;
-  std::vector<Stream> streams;
-  std::vector<double> micros; ///< Per node: its time on its stream.
-  /// The children of offset i are children[childBegin[i], childBegin[i+1]).
-  std::vector<uint32_t> childBegin, children;
-  std::vector<uint32_t> recvs, sends; ///< Offsets, in id order.
-  /// Empty when the step folds no layers: the offsets are then the stored.
-  std::vector<uint32_t> stored;
-
-  uint32_t getStored(uint32_t offset) const {
-    return stored.empty() ? offset : stored[offset];
-  }
-
-  llvm::ArrayRef<uint32_t> getChildren(uint32_t offset) const {
-    return llvm::makeArrayRef(children).slice(
-        childBegin[offset], childBegin[offset + 1] - childBegin[offset]);
-  }
-  void clear() {
-    for (auto *list :
-         {&initialPending, &childBegin, &children, &recvs, &sends, &stored})
-      list->clear();
-    streams.clear();
-    micros.clear();
-  }
-  /// Equal streams, times (bit for bit) and edges: recvs and sends follow
-  /// from the streams.
-  bool operator==(const StepShape &other) const {
-    return streams == other.streams && initialPending == other.initialPending &&
-           childBegin == other.childBegin && children == other.children &&
-           stored == other.stored && micros.size() == other.micros.size() &&
-           std::memcmp(micros.data(), other.micros.data(),
-                       micros.size() * sizeof(double)) == 0;
-  }
-  /// A hash, never DenseMap's empty or tombstone key.
-  uint64_t hash() const {
-    uint64_t value = llvm::hash_combine(
-        llvm::hash_combine_range(streams.begin(), streams.end()),
-        llvm::hash_combine_range(children.begin(), children.end()),
-        llvm::hash_combine_range(childBegin.begin(), childBegin.end()),
-        llvm::hash_combine_range(stored.begin(), stored.end()),
-        llvm::hash_combine_range(
-            reinterpret_cast<const char *>(micros.data()),
-            reinterpret_cast<const char *>(micros.data() + micros.size())));
-    return value >= ~uint64_t(0) - 1 ? 0 : value;
-  }
-};
-
-/// How a step runs from its start, given when its receives' messages
-/// arrive (also from its start).
-struct StepOutcome {
-  double finish = 0;
-  double computeMicros = 0, communicationMicros = 0;
-  std::vector<double> sendDone; ///< Per send of the shape.
-  /// Per node of the step, when it started and ended (a receive: when it
-  /// was ready to wait, and when its message was there); only when a
-  /// timeline is recorded.
-  std::vector<double> starts, ends;
-};
 
 /// Receive arrivals after the step's start, in whole nanoseconds, so that
 /// the periodic steps of a pipeline's steady state find their outcome again
@@ -276,15 +208,6 @@ struct StageState {
   double now = 0;  ///< When the previous step finished.
 };
 
-/// The buffers of one step's simulation, kept for the next.
-struct SimulationScratch {
-  using Event = std::pair<double, uint32_t>; ///< Completion time, offset.
-  std::vector<Event> events;                 ///< A min-heap.
-  std::array<std::vector<uint32_t>, NumStreams> ready; ///< Min-heaps.
-  std::vector<uint32_t> pending;
-  std::vector<double> arrival, done;
-};
-
 class Replay {
 public:
   Replay(const ProgramSet &programs, const SystemSpec &system,
@@ -303,17 +226,6 @@ private:
                    std::map<AxisMask, GroupSpan> &spans);
   /// The index of `step`'s shape in `shapes`.
   uint32_t getShape(unsigned stage, const ProgramStep &step);
-  /// Lists the step's nodes in the order they run, folded layers unfolded,
-  /// into `stored` (left empty if it folds none), and returns their count.
-  unsigned unfoldStep(unsigned stage, const ProgramStep &step,
-                      std::vector<uint32_t> &stored);
-  /// The unfolded offset of `dep`, a dependency of the node at unfolded
-  /// `offset` (stored at `id`), after unfoldStep.
-  uint32_t getUnfoldedDep(unsigned stage, const ProgramStep &step,
-                          uint32_t offset, uint32_t id, uint32_t dep) const;
-  /// A step of `shape` from its start: it depends on nothing else.
-  StepOutcome simulate(const StepShape &shape,
-                       llvm::ArrayRef<int64_t> arrivals);
   /// Runs the stage's steps until one waits for a message not yet sent.
   void advance(unsigned stage);
   llvm::Error describeDeadlock() const;
@@ -330,10 +242,7 @@ private:
   /// Shapes by their hash, to find an equal one.
   llvm::DenseMap<uint64_t, llvm::SmallVector<uint32_t, 1>> shapesByHash;
   StepShape candidate; ///< getShape's buffers, reused.
-  /// unfoldStep's: per unfolded offset, the copy of a folded layer it is
-  /// (0: a stored node) and its fold; per stored offset, its unfolded one.
-  std::vector<uint32_t> unfoldedCopy, unfoldedFold, unfoldedOffset;
-  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  std::vector<std::pair<uint32_t, ShapeChild>> edges;
   MessageTimes sentAt;
   SimulationScratch scratch;
   /// Per stage, the message it waits for (a stage waits for one at a
@@ -379,7 +288,7 @@ void Replay::initialize(unsigned stage) {
     state.micros.push_back(getMicros(stage, work, spans));
   state.steps = program.steps;
   if (state.steps.empty() && !program.nodes.empty())
-    state.steps.push_back({0, uint32_t(program.nodes.size()), 0, {}});
+    state.steps.push_back({0, uint32_t(program.nodes.size()), 0, -1});
 }
 
 uint32_t Replay::getShape(unsigned stage, const ProgramStep &step) {
@@ -389,46 +298,70 @@ uint32_t Replay::getShape(unsigned stage, const ProgramStep &step) {
     return it->second;
   StepShape &shape = candidate;
   shape.clear();
-  unsigned size = unfoldStep(stage, step, shape.stored);
+  unsigned size = step.end - step.begin;
+  const LayerFold *fold = nullptr;
+  if (step.fold >= 0) {
+    fold = &programs.stages[stage].folds[step.fold];
+    shape.foldBegin = fold->begin - step.begin;
+    shape.foldEnd = fold->end - step.begin;
+    shape.foldCopies = fold->copies;
+  }
   shape.initialPending.assign(size, 0);
   shape.streams.reserve(size);
-  if (step.folds.empty())
-    shape.micros.assign(state.micros.begin() + step.begin,
-                        state.micros.begin() + step.end);
-  else
-    for (uint32_t stored : shape.stored)
-      shape.micros.push_back(state.micros[step.begin + stored]);
+  shape.micros.assign(state.micros.begin() + step.begin,
+                      state.micros.begin() + step.end);
   // Edges inside the step as (parent, child), then grouped by parent.
   edges.clear();
-  for (uint32_t offset = 0; offset < size; ++offset) {
-    const ProgramNode &work = node(stage, step.begin + shape.getStored(offset));
+  for (uint32_t slot = 0; slot < size; ++slot) {
+    uint32_t id = step.begin + slot;
+    const ProgramNode &work = node(stage, id);
     shape.streams.push_back(getStream(work));
     llvm::SmallVector<uint32_t, 8> deps;
     for (auto list : {llvm::ArrayRef<uint32_t>(work.dataDeps),
                       llvm::ArrayRef<uint32_t>(work.ctrlDeps)})
       for (uint32_t dep : list)
         if (dep >= step.begin)
-          deps.push_back(
-              step.folds.empty()
-                  ? dep - step.begin
-                  : getUnfoldedDep(stage, step, offset,
-                                   step.begin + shape.getStored(offset), dep));
+          deps.push_back(dep);
     std::sort(deps.begin(), deps.end()); // Not qsort: a few ids.
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    shape.initialPending[offset] = deps.size();
-    for (uint32_t dep : deps)
-      edges.push_back({dep, offset});
+    shape.initialPending[slot] = deps.size();
+    for (uint32_t dep : deps) {
+      uint32_t parent = dep - step.begin;
+      if (!fold) {
+        edges.push_back({parent, {slot, ShapeChild::Plain}});
+      } else if (shape.isTemplate(slot)) {
+        // The template's copies depend on the copy before where it depends
+        // on the repetition before it, and alike elsewhere.
+        auto carried =
+            llvm::lower_bound(fold->carried, LayerFold::CarriedDep{id, dep, 0});
+        if (shape.isTemplate(parent)) {
+          edges.push_back({parent, {slot, ShapeChild::Plain}});
+        } else if (carried != fold->carried.end() && carried->node == id &&
+                   carried->dep == dep) {
+          edges.push_back({parent, {slot, ShapeChild::Plain}});
+          edges.push_back(
+              {carried->same - step.begin, {slot, ShapeChild::NextCopy}});
+        } else {
+          edges.push_back({parent, {slot, ShapeChild::AllCopies}});
+        }
+      } else {
+        edges.push_back(
+            {parent,
+             {slot, shape.isTemplate(parent) ? ShapeChild::LastCopyOnly
+                                             : ShapeChild::Plain}});
+      }
+    }
     if (work.kind == ProgramNodeKind::Recv)
-      shape.recvs.push_back(offset);
+      shape.recvs.push_back(slot);
     else if (work.kind == ProgramNodeKind::Send)
-      shape.sends.push_back(offset);
+      shape.sends.push_back(slot);
   }
-  // Stable by parent, so each parent's children stay in offset order.
+  // Stable by parent, so each parent's children stay in slot order.
   shape.childBegin.assign(size + 1, 0);
   for (const auto &edge : edges)
     ++shape.childBegin[edge.first + 1];
-  for (unsigned offset = 0; offset < size; ++offset)
-    shape.childBegin[offset + 1] += shape.childBegin[offset];
+  for (unsigned slot = 0; slot < size; ++slot)
+    shape.childBegin[slot + 1] += shape.childBegin[slot];
   shape.children.resize(edges.size());
   std::vector<uint32_t> filled(shape.childBegin.begin(),
                                shape.childBegin.end() - 1);
@@ -445,148 +378,6 @@ uint32_t Replay::getShape(unsigned stage, const ProgramStep &step) {
   return it->second = index;
 }
 
-unsigned Replay::unfoldStep(unsigned stage, const ProgramStep &step,
-                            std::vector<uint32_t> &stored) {
-  unsigned size = step.end - step.begin;
-  if (step.folds.empty())
-    return size;
-  const StageProgram &program = programs.stages[stage];
-  unfoldedCopy.clear();
-  unfoldedFold.clear();
-  unfoldedOffset.assign(size, 0);
-  auto next = step.folds.begin();
-  auto addCopies = [&] {
-    const LayerFold &fold = program.folds[*next];
-    for (uint32_t copy = 1; copy <= fold.copies; ++copy)
-      for (uint32_t id = fold.begin; id < fold.end; ++id) {
-        stored.push_back(id - step.begin);
-        unfoldedCopy.push_back(copy);
-        unfoldedFold.push_back(*next);
-      }
-    ++next;
-  };
-  for (uint32_t offset = 0; offset < size; ++offset) {
-    while (next != step.folds.end() &&
-           program.folds[*next].end == step.begin + offset)
-      addCopies();
-    unfoldedOffset[offset] = stored.size();
-    stored.push_back(offset);
-    unfoldedCopy.push_back(0);
-    unfoldedFold.push_back(0);
-  }
-  while (next != step.folds.end())
-    addCopies();
-  return stored.size();
-}
-
-uint32_t Replay::getUnfoldedDep(unsigned stage, const ProgramStep &step,
-                                uint32_t offset, uint32_t id,
-                                uint32_t dep) const {
-  const StageProgram &program = programs.stages[stage];
-  uint32_t place = unfoldedOffset[dep - step.begin];
-  if (uint32_t copy = unfoldedCopy[offset]) {
-    const LayerFold &fold = program.folds[unfoldedFold[offset]];
-    uint32_t size = fold.end - fold.begin;
-    if (dep >= fold.begin && dep < fold.end)
-      return place + copy * size; // In the same copy.
-    LayerFold::CarriedDep key{id, dep, 0};
-    auto carried = llvm::lower_bound(fold.carried, key);
-    if (carried != fold.carried.end() && carried->node == id &&
-        carried->dep == dep) // In the copy before.
-      return unfoldedOffset[carried->same - step.begin] + (copy - 1) * size;
-    return place;
-  }
-  // After a fold, its template stands for its last copy.
-  for (uint32_t index : step.folds) {
-    const LayerFold &fold = program.folds[index];
-    if (id >= fold.end && dep >= fold.begin && dep < fold.end)
-      return place + fold.copies * (fold.end - fold.begin);
-  }
-  return place;
-}
-
-StepOutcome Replay::simulate(const StepShape &shape,
-                             llvm::ArrayRef<int64_t> arrivals) {
-  // Events are node completions, ordered by time and then by id; each
-  // stream runs its ready node with the lowest id. The heaps live in
-  // `scratch`, reused from step to step.
-  using Event = SimulationScratch::Event;
-  std::vector<Event> &events = scratch.events;
-  auto &ready = scratch.ready;
-  std::array<bool, NumStreams> busy{};
-  std::vector<uint32_t> &pending = scratch.pending;
-  pending = shape.initialPending;
-  std::vector<double> &arrival = scratch.arrival;
-  arrival.assign(pending.size(), 0);
-  for (size_t i = 0; i < shape.recvs.size(); ++i)
-    arrival[shape.recvs[i]] = arrivals[i] / 1e3;
-  std::vector<double> &done = scratch.done;
-  done.assign(pending.size(), 0);
-  StepOutcome outcome;
-  if (timeline) {
-    outcome.starts.assign(pending.size(), 0);
-    outcome.ends.assign(pending.size(), 0);
-  }
-  auto later = std::greater<>();
-
-  auto pushEvent = [&](double time, uint32_t offset) {
-    events.push_back({time, offset});
-    std::push_heap(events.begin(), events.end(), later);
-  };
-  auto makeReady = [&](uint32_t offset, double now) {
-    Stream stream = shape.streams[offset];
-    if (stream == Stream::None) {
-      if (timeline)
-        outcome.starts[offset] = now;
-      return pushEvent(std::max(now, arrival[offset]), offset);
-    }
-    std::vector<uint32_t> &queue = ready[unsigned(stream)];
-    queue.push_back(offset);
-    std::push_heap(queue.begin(), queue.end(), later);
-  };
-  auto issue = [&](double now) {
-    for (unsigned stream = 0; stream < NumStreams; ++stream) {
-      std::vector<uint32_t> &queue = ready[stream];
-      if (busy[stream] || queue.empty())
-        continue;
-      std::pop_heap(queue.begin(), queue.end(), later);
-      uint32_t offset = queue.back();
-      queue.pop_back();
-      double duration = shape.micros[offset];
-      (Stream(stream) == Stream::Compute ? outcome.computeMicros
-                                         : outcome.communicationMicros) +=
-          duration;
-      busy[stream] = true;
-      if (timeline)
-        outcome.starts[offset] = now;
-      pushEvent(now + duration, offset);
-    }
-  };
-  for (uint32_t offset = 0; offset < pending.size(); ++offset)
-    if (!pending[offset])
-      makeReady(offset, 0);
-  issue(0);
-  while (!events.empty()) {
-    std::pop_heap(events.begin(), events.end(), later);
-    auto [now, offset] = events.back();
-    events.pop_back();
-    Stream stream = shape.streams[offset];
-    if (stream != Stream::None)
-      busy[unsigned(stream)] = false;
-    done[offset] = now;
-    outcome.finish = std::max(outcome.finish, now);
-    for (uint32_t child : shape.getChildren(offset))
-      if (--pending[child] == 0)
-        makeReady(child, now);
-    issue(now);
-  }
-  for (uint32_t offset : shape.sends)
-    outcome.sendDone.push_back(done[offset]);
-  if (timeline)
-    outcome.ends = done;
-  return outcome;
-}
-
 void Replay::advance(unsigned stage) {
   StageState &state = states[stage];
   StageTime &time = estimate.stages[stage];
@@ -596,9 +387,8 @@ void Replay::advance(unsigned stage) {
     const StepShape &shape = shapes[shapeIndex];
     arrivals.clear();
     int64_t latest = 0;
-    for (uint32_t offset : shape.recvs) {
-      const ProgramNode &recv =
-          node(stage, step.begin + shape.getStored(offset));
+    for (uint32_t slot : shape.recvs) {
+      const ProgramNode &recv = node(stage, step.begin + slot);
       MessageKey key{recv.peerStage, stage, recv.tag + step.tagOffset};
       const double *sent = sentAt.find(key);
       if (!sent) {
@@ -622,12 +412,13 @@ void Replay::advance(unsigned stage) {
     } else {
       index = known.byPattern.try_emplace(arrivals, fresh).first->second;
     }
-    if (index == fresh)
-      outcomes.push_back(simulate(shape, arrivals));
+    if (index == fresh) {
+      outcomes.push_back(simulateStep(shape, arrivals, timeline, scratch));
+      estimate.jumpedCopies += outcomes.back().jumpedCopies;
+    }
     const StepOutcome &outcome = outcomes[index];
     for (size_t i = 0; i < shape.sends.size(); ++i) {
-      const ProgramNode &send =
-          node(stage, step.begin + shape.getStored(shape.sends[i]));
+      const ProgramNode &send = node(stage, step.begin + shape.sends[i]);
       MessageKey key{stage, send.peerStage, send.tag + step.tagOffset};
       sentAt.set(key, state.now + outcome.sendDone[i]);
       if (send.peerStage < waiting.size() && waiting[send.peerStage] == key) {
@@ -635,12 +426,13 @@ void Replay::advance(unsigned stage) {
         waiting[send.peerStage].reset();
       }
     }
-    if (timeline)
-      for (uint32_t offset = 0; offset < shape.streams.size(); ++offset)
-        timeline->events.push_back({stage, step.begin + shape.getStored(offset),
-                                    state.next, shape.streams[offset],
-                                    state.now + outcome.starts[offset],
-                                    state.now + outcome.ends[offset]});
+    if (timeline) // A folded layer's copies: as their template's nodes.
+      for (uint32_t id = 0; id < shape.getNumNodes(); ++id) {
+        uint32_t slot = shape.getSlot(id).first;
+        timeline->events.push_back(
+            {stage, step.begin + slot, state.next, shape.streams[slot],
+             state.now + outcome.starts[id], state.now + outcome.ends[id]});
+      }
     time.computeMicros += outcome.computeMicros;
     time.communicationMicros += outcome.communicationMicros;
     time.pipelineWaitMicros += std::min(latest / 1e3, outcome.finish);

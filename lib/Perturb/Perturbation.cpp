@@ -360,7 +360,7 @@ StageProgram stg::applyNodeChanges(const StageProgram &base,
   newStart[numNodes] = program.nodes.size();
   for (const ProgramStep &step : base.steps)
     program.steps.push_back(
-        {newStart[step.begin], newStart[step.end], step.tagOffset, {}});
+        {newStart[step.begin], newStart[step.end], step.tagOffset, -1});
   return program;
 }
 

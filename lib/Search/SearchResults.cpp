@@ -7,6 +7,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 
+#include <climits>
+#include <cmath>
 #include <set>
 #include <tuple>
 
@@ -14,12 +16,18 @@ using namespace stg;
 
 void stg::rankPlans(SearchTable &table) {
   // Equal times go to the smaller plan, so the best is on the Pareto front.
+  // Times are equal to the nanosecond: below that, they differ only in how
+  // the estimate's additions rounded.
   auto order = [](const PlanResult &plan) {
-    return std::make_tuple(unsigned(plan.status), plan.stepMicros,
-                           plan.memory.total(), plan.plan.getLabel());
+    double nanos = plan.stepMicros * 1e3;
+    long long time = std::isfinite(nanos) && std::abs(nanos) < 1e18
+                         ? std::llround(nanos)
+                         : LLONG_MAX;
+    return std::make_tuple(unsigned(plan.status), time, plan.memory.total(),
+                           plan.plan.getLabel());
   };
-  std::vector<std::pair<
-      std::tuple<unsigned, double, uint64_t, std::string>, size_t>>
+  std::vector<
+      std::pair<std::tuple<unsigned, long long, uint64_t, std::string>, size_t>>
       keys;
   for (size_t index = 0; index < table.plans.size(); ++index)
     keys.push_back({order(table.plans[index]), index});

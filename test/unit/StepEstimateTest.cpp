@@ -179,6 +179,83 @@ TEST(StepEstimateTest, GradientReductionsOverlapActivationCollectives) {
   EXPECT_DOUBLE_EQ(estimate->stages[0].communicationMicros, 16.0);
 }
 
+/// A tensor-parallel all-reduce of 8000 bytes (8 us on OneDomain), or a
+/// data-parallel gradient reduction of 16000 bytes (16 us).
+ProgramNode makeReduce(llvm::SmallVector<uint32_t, 4> deps,
+                       bool gradient = false) {
+  ProgramNode reduce;
+  reduce.kind = ProgramNodeKind::Collective;
+  reduce.commType = CollectiveKind::AllReduce;
+  reduce.commBytes = gradient ? 16000 : 8000;
+  reduce.group = gradient ? 2 : 1;
+  reduce.phase = gradient ? Phase::GradientSync : Phase::Forward;
+  reduce.dataDeps = deps;
+  return reduce;
+}
+
+/// A step of a 5 us kernel, 23 layers of two nodes each (the first, the
+/// template standing for itself and 20 folded copies, the last) and a 5 us
+/// kernel after the last layer's second node: `layer(first)` gives a
+/// layer's nodes from its first id.
+template <typename Layer> ProgramSet makeFoldedLayers(Layer layer) {
+  ProgramSet programs;
+  programs.mesh = Mesh({{"tp", 2}, {"dp", 2}});
+  programs.stages.resize(1);
+  StageProgram &stage = programs.stages[0];
+  stage.nodes = {makeCompute(5, {})};
+  for (uint32_t first : {1u, 3u, 5u})
+    for (ProgramNode &node : layer(first))
+      stage.nodes.push_back(std::move(node));
+  stage.nodes.push_back(makeCompute(5, {6}));
+  LayerFold fold;
+  fold.begin = 3;
+  fold.end = 5;
+  fold.copies = 20;
+  stage.folds = {fold};
+  stage.steps = {{0, 8, 0, 0}};
+  return programs;
+}
+
+TEST(StepEstimateTest, AFoldedLayerJumpsOverItsPeriod) {
+  // A layer's kernel (10 us) waits for the previous layer's all-reduce
+  // (8 us): 23 layers of 18 us between two 5 us kernels.
+  ProgramSet programs = makeFoldedLayers([](uint32_t first) {
+    return std::vector<ProgramNode>{makeCompute(10, {first - 1}),
+                                    makeReduce({first})};
+  });
+  // The template's kernel waits for the first layer's all-reduce, which
+  // the template's own all-reduce stands for in the next copy.
+  programs.stages[0].folds[0].carried = {{3, 2, 4}};
+  llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
+  if (!estimate)
+    FAIL() << llvm::toString(estimate.takeError());
+  EXPECT_NEAR(estimate->stepMicros, 5 + 23 * 18 + 5, 1e-9);
+  EXPECT_NEAR(estimate->stages[0].computeMicros, 5 + 23 * 10 + 5, 1e-9);
+  EXPECT_NEAR(estimate->stages[0].communicationMicros, 23 * 8, 1e-9);
+  EXPECT_GT(estimate->jumpedCopies, 10u);
+}
+
+TEST(StepEstimateTest, AGrowingBacklogIsSimulatedCopyByCopy) {
+  // Each layer's kernel (10 us) feeds the next and a gradient reduction
+  // (16 us), which runs after the previous layer's: the reductions fall
+  // further behind with every layer, and finish 15 + 23 * 16 us in.
+  // The last kernel waits for the last.
+  ProgramSet programs = makeFoldedLayers([](uint32_t first) {
+    ProgramNode reduce = makeReduce({first}, true);
+    if (first > 1)
+      reduce.ctrlDeps = {first - 1};
+    return std::vector<ProgramNode>{
+        makeCompute(10, {first > 1 ? first - 2 : 0}), std::move(reduce)};
+  });
+  programs.stages[0].folds[0].carried = {{3, 1, 3}, {4, 2, 4}};
+  llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
+  if (!estimate)
+    FAIL() << llvm::toString(estimate.takeError());
+  EXPECT_NEAR(estimate->stepMicros, 15 + 23 * 16 + 5, 1e-9);
+  EXPECT_NEAR(estimate->stages[0].communicationMicros, 23 * 16, 1e-9);
+  EXPECT_EQ(estimate->jumpedCopies, 0u);
+}
+
 TEST(StepEstimateTest, AReceiveWithoutItsSendNeverCompletes) {
   ProgramSet programs;
   programs.mesh = Mesh({{"pp", 2}});

@@ -61,7 +61,7 @@ ProgramSet makeTwoLayers(int64_t allReduceBytes = 1000) {
   stage.layers = {0, 1};
   stage.nodes = {compute(1000, 0, {}), tensorAllReduce(allReduceBytes, 0, {0}),
                  compute(1000, 1, {1})};
-  stage.steps = {{0, 2, 0, {}}, {2, 3, 0, {}}};
+  stage.steps = {{0, 2, 0, -1}, {2, 3, 0, -1}};
   return programs;
 }
 

@@ -118,9 +118,9 @@ struct ProgramStep {
   /// Added to the tags of the step's sends and receives: nonzero when a
   /// folded step replays the nodes built for another micro-batch.
   int32_t tagOffset = 0;
-  /// The step's folded layers, as indices into StageProgram::folds, in
-  /// node order.
-  llvm::SmallVector<uint32_t, 1> folds;
+  /// The step's folded layers, as an index into StageProgram::folds, or -1.
+  /// A step folds the layers of one repeat at most.
+  int32_t fold = -1;
 };
 
 struct StageProgram {

@@ -27,7 +27,8 @@
 // dependencies, on any stage) whose messages arrive alike, as in a
 // pipeline's steady state. The cost is that of the distinct steps, and
 // folded programs (Program.h) need no more nodes than two micro-batches
-// have.
+// have. Within a step, the copies of a folded layer are simulated until
+// they repeat a period, and the rest jumped over (StepSimulation.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,6 +85,9 @@ struct StepTimeline {
 struct StepEstimate {
   double stepMicros = 0; ///< The last stage to finish.
   std::vector<StageTime> stages;
+  /// Copies of folded layers (LayerFold) whose simulation was skipped
+  /// because they repeated a period: a measure of the replay's shortcut.
+  uint64_t jumpedCopies = 0;
 };
 
 /// Replays `programs` (with durations from a device model) on `system`,

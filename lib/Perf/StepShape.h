@@ -1,0 +1,138 @@
+//===- StepShape.h - One schedule step, as the replay simulates it -*- C++ -*-===//
+//
+// What a simulation of one step reads: its nodes' streams, times and
+// dependencies, with edges from earlier steps left out (those nodes are done
+// when the step starts). Steps of equal shapes (a stage's first and last
+// micro-batch, a pipeline's middle stages) share one, and its outcomes.
+//
+// A shape has a slot per node the program stores for the step. A folded
+// layer (LayerFold) stays folded: its template's slots stand for every copy.
+// The simulation names a node by its id in the unfolded step (the prefix,
+// the template, copies 1 to C, the rest), so that it breaks ties as the
+// unfolded program would, and it jumps over the copies that only repeat a
+// period (StepSimulation.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_LIB_PERF_STEPSHAPE_H
+#define STG_LIB_PERF_STEPSHAPE_H
+
+#include "stg/Perf/StepEstimate.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace stg {
+
+constexpr unsigned NumReplayStreams = 4;
+
+/// A dependency edge seen from its parent slot.
+struct ShapeChild {
+  enum Kind : uint8_t {
+    /// The child slot, in the parent's copy if both are template slots.
+    Plain,
+    /// A template slot in the copy after the parent's (a layer's input
+    /// from the layer before); none after the last copy.
+    NextCopy,
+    /// A slot after the fold, released by the last copy only.
+    LastCopyOnly,
+    /// A template slot in every copy: a node every layer depends on.
+    AllCopies,
+  };
+  uint32_t slot = 0;
+  Kind kind = Plain;
+  bool operator==(const ShapeChild &other) const {
+    return slot == other.slot && kind == other.kind;
+  }
+};
+
+struct StepShape {
+  // Per slot:
+  std::vector<uint32_t> initialPending;
+  std::vector<ReplayStream> streams;
+  std::vector<double> micros; ///< Its time on its stream.
+  /// The children of slot i are children[childBegin[i], childBegin[i+1]).
+  std::vector<uint32_t> childBegin;
+  std::vector<ShapeChild> children;
+  std::vector<uint32_t> recvs, sends; ///< Slots, in id order.
+  /// The template of a folded layer, [foldBegin, foldEnd), runs foldCopies
+  /// more times after itself; 0 copies: no fold.
+  uint32_t foldBegin = 0, foldEnd = 0, foldCopies = 0;
+
+  llvm::ArrayRef<ShapeChild> getChildren(uint32_t slot) const {
+    return llvm::makeArrayRef(children).slice(
+        childBegin[slot], childBegin[slot + 1] - childBegin[slot]);
+  }
+  uint32_t getNumSlots() const { return streams.size(); }
+  uint32_t getFoldSize() const { return foldEnd - foldBegin; }
+  bool isTemplate(uint32_t slot) const {
+    return slot >= foldBegin && slot < foldEnd;
+  }
+  /// Nodes of the unfolded step.
+  uint32_t getNumNodes() const {
+    return getNumSlots() + foldCopies * getFoldSize();
+  }
+  /// The unfolded id of `slot` in `copy` (0 unless a template slot).
+  uint32_t getId(uint32_t slot, uint32_t copy) const {
+    if (slot < foldBegin)
+      return slot;
+    if (slot < foldEnd)
+      return slot + copy * getFoldSize();
+    return slot + foldCopies * getFoldSize();
+  }
+  /// The slot and copy of unfolded `id`.
+  std::pair<uint32_t, uint32_t> getSlot(uint32_t id) const {
+    if (id < foldBegin)
+      return {id, 0};
+    uint32_t size = getFoldSize();
+    if (id < foldBegin + (foldCopies + 1) * size)
+      return {foldBegin + (id - foldBegin) % size, (id - foldBegin) / size};
+    return {id - foldCopies * size, 0};
+  }
+
+  void clear();
+  /// Equal slots, times (bit for bit), edges and fold: recvs and sends
+  /// follow from the streams.
+  bool operator==(const StepShape &other) const;
+  /// A hash, never DenseMap's empty or tombstone key.
+  uint64_t hash() const;
+};
+
+/// How a step runs from its start, given when its receives' messages
+/// arrive (also from its start).
+struct StepOutcome {
+  double finish = 0;
+  double computeMicros = 0, communicationMicros = 0;
+  std::vector<double> sendDone; ///< Per send of the shape.
+  uint32_t jumpedCopies = 0;    ///< Folded copies not simulated one by one.
+  /// Per unfolded node of the step, when it started and ended (a receive:
+  /// when it was ready to wait, and when its message was there); only when
+  /// recorded.
+  std::vector<double> starts, ends;
+};
+
+/// The buffers of one step's simulation, kept for the next.
+struct SimulationScratch {
+  using Event = std::pair<double, uint32_t>; ///< Completion time, id.
+  std::vector<Event> events;                 ///< A min-heap.
+  std::array<std::vector<uint32_t>, NumReplayStreams> ready; ///< Min-heaps.
+  std::vector<uint32_t> slots, pending;
+  std::vector<uint8_t> status;
+  std::vector<double> arrival, done;
+};
+
+/// Simulates a step of `shape` from its start, its receives' messages
+/// arriving `arrivals` nanoseconds after it (in the order of shape.recvs).
+/// With `recordTimes`, the outcome has every node's start and end, and a
+/// folded layer's copies are all simulated.
+StepOutcome simulateStep(const StepShape &shape,
+                         llvm::ArrayRef<int64_t> arrivals, bool recordTimes,
+                         SimulationScratch &scratch);
+
+} // namespace stg
+
+#endif // STG_LIB_PERF_STEPSHAPE_H

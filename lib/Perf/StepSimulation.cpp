@@ -1,0 +1,402 @@
+//===- StepSimulation.cpp - A discrete-event simulation of one step -------===//
+//
+// Events are node completions, ordered by time and then by id; each stream
+// runs its ready node with the lowest id. That rule does not change when
+// every node of a window moves by one layer and the clock by one period, so
+// a folded layer's copies (StepShape.h) settle into a period once what the
+// copies do no longer depends on where they are: then the state at the end
+// of copy k is the state at the end of copy k-1, moved by a copy and by
+// the time between them. The simulation compares the two (node by node, in
+// the copies still running) and, when they match, moves the state on by
+// all but the last copy at once, adding the period's busy time for each
+// copy jumped over. Whatever differs between layers (a prefix still
+// running, a backlog on a stream that grows from layer to layer, a node
+// every layer feeds) makes the states differ, and the simulation runs on
+// node by node. Only the rounding of the clock's additions can differ from
+// a simulation of every copy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StepShape.h"
+
+#include "llvm/ADT/Hashing.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Compiler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+using namespace stg;
+
+void StepShape::clear() {
+  for (auto *list : {&initialPending, &childBegin, &recvs, &sends})
+    list->clear();
+  streams.clear();
+  micros.clear();
+  children.clear();
+  foldBegin = foldEnd = foldCopies = 0;
+}
+
+bool StepShape::operator==(const StepShape &other) const {
+  return streams == other.streams && initialPending == other.initialPending &&
+         childBegin == other.childBegin && children == other.children &&
+         foldBegin == other.foldBegin && foldEnd == other.foldEnd &&
+         foldCopies == other.foldCopies &&
+         micros.size() == other.micros.size() &&
+         std::memcmp(micros.data(), other.micros.data(),
+                     micros.size() * sizeof(double)) == 0;
+}
+
+uint64_t StepShape::hash() const {
+  uint64_t value = llvm::hash_combine(
+      llvm::hash_combine_range(streams.begin(), streams.end()),
+      llvm::hash_combine_range(childBegin.begin(), childBegin.end()),
+      llvm::hash_combine_range(
+          reinterpret_cast<const char *>(children.data()),
+          reinterpret_cast<const char *>(children.data() + children.size())),
+      llvm::hash_combine_range(
+          reinterpret_cast<const char *>(micros.data()),
+          reinterpret_cast<const char *>(micros.data() + micros.size())),
+      foldBegin, foldEnd, foldCopies);
+  return value >= ~uint64_t(0) - 1 ? 0 : value;
+}
+
+namespace {
+
+enum NodeStatus : uint8_t { Waiting, Ready, Running, Done };
+
+/// Relative times closer than this are equal: the clock's rounding.
+constexpr double SameMicros = 1e-6;
+/// The most copies running at once for which a period is looked for.
+constexpr uint32_t MaxWindowCopies = 8;
+
+class StepSimulation {
+public:
+  StepSimulation(const StepShape &shape, llvm::ArrayRef<int64_t> arrivals,
+                 bool recordTimes, SimulationScratch &scratch);
+  StepOutcome run();
+
+private:
+  using Event = SimulationScratch::Event;
+  bool inFold(uint32_t id) const {
+    return id >= foldFirst && id < foldFirst + numCopies * foldSize;
+  }
+  uint32_t getCopy(uint32_t id) const { return (id - foldFirst) / foldSize; }
+  void pushEvent(double time, uint32_t id);
+  void makeReady(uint32_t id, double now);
+  void issue(double now);
+  void release(uint32_t id, double now, bool byEveryLayer);
+  void complete(uint32_t id, double now);
+  /// Notes a change to node `id` for the period search.
+  void touch(uint32_t id, bool byEveryLayer = false);
+
+  /// The state after copy `copy`'s first node completed, the copies before
+  /// `low` done and those after `high` not started.
+  struct Snapshot {
+    uint32_t copy = 0, low = 0, high = 0;
+    double now = 0, computeMicros = 0, communicationMicros = 0;
+    uint64_t outsideChanges = 0;
+    std::vector<uint8_t> status;
+    std::vector<uint32_t> pending;
+    std::vector<double> ends; ///< Of running nodes, from `now`.
+  };
+  void takeSnapshot(uint32_t copy, double now, Snapshot &into) const;
+  bool repeats(const Snapshot &before, const Snapshot &after) const;
+  /// Moves the state of `after` on by `copies` copies of its period.
+  void jump(const Snapshot &before, const Snapshot &after, uint32_t copies);
+
+  const StepShape &shape;
+  bool recordTimes;
+  std::vector<Event> &events;
+  std::array<std::vector<uint32_t>, NumReplayStreams> &ready;
+  std::vector<uint32_t> &slots, &pending;
+  std::vector<uint8_t> &status;
+  std::vector<double> &arrival, &done;
+  std::array<bool, NumReplayStreams> busy{};
+  StepOutcome outcome;
+
+  // The period search, when the step folds a layer into enough copies.
+  bool searching = false;
+  uint32_t foldFirst = 0, foldSize = 1, numCopies = 0; ///< Template: copy 0.
+  std::vector<uint32_t> doneInCopy;
+  uint32_t lowCopy = 0, highCopy = 0;
+  uint64_t outsideChanges = 0;
+  uint32_t outsideRunning = 0;
+  std::optional<uint32_t> markerCopy; ///< A copy's first node completed.
+  Snapshot snapshots[2];
+  bool haveBefore = false;
+};
+
+} // namespace
+
+StepSimulation::StepSimulation(const StepShape &shape,
+                               llvm::ArrayRef<int64_t> arrivals,
+                               bool recordTimes, SimulationScratch &scratch)
+    : shape(shape), recordTimes(recordTimes), events(scratch.events),
+      ready(scratch.ready), slots(scratch.slots), pending(scratch.pending), status(scratch.status),
+      arrival(scratch.arrival), done(scratch.done) {
+  uint32_t total = shape.getNumNodes();
+  events.clear();
+  for (std::vector<uint32_t> &queue : ready)
+    queue.clear();
+  // Each node's slot, in the order of the unfolded ids.
+  slots.clear();
+  slots.reserve(total);
+  for (uint32_t slot = 0; slot < shape.foldEnd; ++slot)
+    slots.push_back(slot);
+  for (uint32_t copy = 1; copy <= shape.foldCopies; ++copy)
+    for (uint32_t slot = shape.foldBegin; slot < shape.foldEnd; ++slot)
+      slots.push_back(slot);
+  for (uint32_t slot = shape.foldEnd; slot < shape.getNumSlots(); ++slot)
+    slots.push_back(slot);
+  pending.resize(total);
+  for (uint32_t id = 0; id < total; ++id)
+    pending[id] = shape.initialPending[slots[id]];
+  arrival.assign(shape.getNumSlots(), 0);
+  for (size_t i = 0; i < shape.recvs.size(); ++i)
+    arrival[shape.recvs[i]] = arrivals[i] / 1e3;
+  done.assign(total, 0);
+  if (recordTimes) {
+    outcome.starts.assign(total, 0);
+    outcome.ends.assign(total, 0);
+  }
+  // A jump needs a period seen twice and a copy left after it.
+  searching = !recordTimes && shape.foldCopies >= 3;
+  if (searching) {
+    foldFirst = shape.foldBegin;
+    foldSize = shape.getFoldSize();
+    numCopies = shape.foldCopies + 1;
+    doneInCopy.assign(numCopies, 0);
+    status.assign(total, Waiting);
+  }
+}
+
+LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::touch(uint32_t id, bool byEveryLayer) {
+  if (!searching)
+    return;
+  if (!inFold(id))
+    ++outsideChanges;
+  else if (!byEveryLayer) // Else the same for every copy.
+    highCopy = std::max(highCopy, getCopy(id));
+}
+
+LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::pushEvent(double time, uint32_t id) {
+  events.push_back({time, id});
+  std::push_heap(events.begin(), events.end(), std::greater<>());
+  done[id] = time;
+  if (searching) {
+    status[id] = Running;
+    if (!inFold(id))
+      ++outsideRunning;
+  }
+}
+
+LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::makeReady(uint32_t id, double now) {
+  uint32_t slot = slots[id];
+  ReplayStream stream = shape.streams[slot];
+  if (stream == ReplayStream::None) {
+    if (recordTimes)
+      outcome.starts[id] = now;
+    return pushEvent(std::max(now, arrival[slot]), id);
+  }
+  if (searching)
+    status[id] = Ready;
+  std::vector<uint32_t> &queue = ready[unsigned(stream)];
+  queue.push_back(id);
+  std::push_heap(queue.begin(), queue.end(), std::greater<>());
+}
+
+LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::issue(double now) {
+  for (unsigned stream = 0; stream < NumReplayStreams; ++stream) {
+    std::vector<uint32_t> &queue = ready[stream];
+    if (busy[stream] || queue.empty())
+      continue;
+    std::pop_heap(queue.begin(), queue.end(), std::greater<>());
+    uint32_t id = queue.back();
+    queue.pop_back();
+    double duration = shape.micros[slots[id]];
+    (ReplayStream(stream) == ReplayStream::Compute
+         ? outcome.computeMicros
+         : outcome.communicationMicros) += duration;
+    busy[stream] = true;
+    if (recordTimes)
+      outcome.starts[id] = now;
+    touch(id);
+    pushEvent(now + duration, id);
+  }
+}
+
+LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::release(uint32_t id, double now, bool byEveryLayer) {
+  touch(id, byEveryLayer);
+  if (--pending[id] == 0)
+    makeReady(id, now);
+}
+
+LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::complete(uint32_t id, double now) {
+  uint32_t slot = slots[id];
+  bool isTemplate = shape.isTemplate(slot);
+  uint32_t copy = isTemplate ? (id - shape.foldBegin) / shape.getFoldSize() : 0;
+  if (searching) {
+    status[id] = Done;
+    if (inFold(id)) {
+      if (++doneInCopy[copy] == foldSize)
+        while (lowCopy < numCopies && doneInCopy[lowCopy] == foldSize)
+          ++lowCopy;
+      if (slot == shape.foldBegin)
+        markerCopy = copy;
+    } else {
+      ++outsideChanges;
+      --outsideRunning;
+    }
+  }
+  for (const ShapeChild &child : shape.getChildren(slot)) {
+    switch (child.kind) {
+    case ShapeChild::Plain:
+      release(shape.getId(child.slot, isTemplate ? copy : 0), now, false);
+      break;
+    case ShapeChild::NextCopy:
+      if (copy < shape.foldCopies)
+        release(shape.getId(child.slot, copy + 1), now, false);
+      break;
+    case ShapeChild::LastCopyOnly:
+      if (copy == shape.foldCopies)
+        release(shape.getId(child.slot, 0), now, false);
+      break;
+    case ShapeChild::AllCopies:
+      for (uint32_t each = 0; each <= shape.foldCopies; ++each)
+        release(shape.getId(child.slot, each), now, true);
+      break;
+    }
+  }
+}
+
+void StepSimulation::takeSnapshot(uint32_t copy, double now,
+                                  Snapshot &into) const {
+  into.copy = copy;
+  into.low = lowCopy;
+  into.high = highCopy;
+  into.now = now;
+  into.computeMicros = outcome.computeMicros;
+  into.communicationMicros = outcome.communicationMicros;
+  into.outsideChanges = outsideChanges;
+  uint32_t begin = foldFirst + lowCopy * foldSize;
+  uint32_t end = foldFirst + (highCopy + 1) * foldSize;
+  into.status.assign(status.begin() + begin, status.begin() + end);
+  into.pending.assign(pending.begin() + begin, pending.begin() + end);
+  into.ends.clear();
+  for (uint32_t id = begin; id < end; ++id)
+    into.ends.push_back(status[id] == Running ? done[id] - now : 0);
+}
+
+bool StepSimulation::repeats(const Snapshot &before,
+                             const Snapshot &after) const {
+  if (after.copy != before.copy + 1 ||
+      after.low - after.copy != before.low - before.copy ||
+      after.high - after.copy != before.high - before.copy ||
+      after.outsideChanges != before.outsideChanges || outsideRunning ||
+      after.status != before.status || after.pending != before.pending)
+    return false;
+  for (size_t i = 0; i < after.ends.size(); ++i)
+    if (std::abs(after.ends[i] - before.ends[i]) > SameMicros)
+      return false;
+  return true;
+}
+
+void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
+                          uint32_t copies) {
+  double period = after.now - before.now;
+  uint32_t shift = copies * foldSize;
+  uint32_t begin = foldFirst + after.low * foldSize;
+  uint32_t end = foldFirst + (after.high + 1) * foldSize;
+  // The running copies move on; those they leave behind are done. Copies
+  // past the new window stay as they are, as every copy past the old one.
+  for (uint32_t id = end; id-- > begin;) {
+    status[id + shift] = status[id];
+    pending[id + shift] = pending[id];
+    done[id + shift] = done[id] + copies * period;
+  }
+  for (uint32_t id = begin; id < begin + shift; ++id) {
+    status[id] = Done;
+    pending[id] = 0;
+  }
+  for (uint32_t copy = after.high + copies; copy >= after.low + copies;
+       --copy)
+    doneInCopy[copy] = doneInCopy[copy - copies];
+  for (uint32_t copy = after.low; copy < after.low + copies; ++copy)
+    doneInCopy[copy] = foldSize;
+  lowCopy = after.low + copies;
+  highCopy = after.high + copies;
+  // Every event is a running node of the window (the state repeats only
+  // when nothing outside it runs).
+  for (Event &event : events) {
+    event.first += copies * period;
+    event.second += shift;
+  }
+  std::make_heap(events.begin(), events.end(), std::greater<>());
+  for (std::vector<uint32_t> &queue : ready)
+    llvm::erase_if(queue, [&](uint32_t id) {
+      return id >= begin && id < end + shift;
+    });
+  for (uint32_t id = begin + shift; id < end + shift; ++id)
+    if (status[id] == Ready)
+      ready[unsigned(shape.streams[slots[id]])].push_back(id);
+  for (std::vector<uint32_t> &queue : ready)
+    std::make_heap(queue.begin(), queue.end(), std::greater<>());
+  outcome.computeMicros +=
+      copies * (after.computeMicros - before.computeMicros);
+  outcome.communicationMicros +=
+      copies * (after.communicationMicros - before.communicationMicros);
+  outcome.jumpedCopies += copies;
+}
+
+StepOutcome StepSimulation::run() {
+  for (uint32_t id = 0; id < pending.size(); ++id)
+    if (!pending[id])
+      makeReady(id, 0);
+  issue(0);
+  while (!events.empty()) {
+    std::pop_heap(events.begin(), events.end(), std::greater<>());
+    auto [now, id] = events.back();
+    events.pop_back();
+    ReplayStream stream = shape.streams[slots[id]];
+    if (stream != ReplayStream::None)
+      busy[unsigned(stream)] = false;
+    outcome.finish = std::max(outcome.finish, now);
+    complete(id, now);
+    issue(now);
+    if (!markerCopy)
+      continue;
+    // The state after a copy's first node: compare it with the copy
+    // before's, and jump over the copies that would repeat it. A window
+    // of many copies is a backlog that grows: no period to find.
+    if (highCopy - lowCopy >= MaxWindowCopies) {
+      markerCopy.reset();
+      haveBefore = false;
+      continue;
+    }
+    Snapshot &after = snapshots[1], &before = snapshots[0];
+    takeSnapshot(*markerCopy, now, after);
+    markerCopy.reset();
+    if (haveBefore && repeats(before, after) &&
+        after.high + 2 < numCopies) {
+      jump(before, after, numCopies - 2 - after.high);
+      haveBefore = false;
+      continue;
+    }
+    std::swap(before, after);
+    haveBefore = true;
+  }
+  for (uint32_t slot : shape.sends)
+    outcome.sendDone.push_back(done[shape.getId(slot, 0)]);
+  if (recordTimes)
+    outcome.ends = done;
+  return std::move(outcome);
+}
+
+StepOutcome stg::simulateStep(const StepShape &shape,
+                              llvm::ArrayRef<int64_t> arrivals,
+                              bool recordTimes, SimulationScratch &scratch) {
+  return StepSimulation(shape, arrivals, recordTimes, scratch).run();
+}
