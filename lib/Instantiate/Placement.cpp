@@ -252,8 +252,26 @@ void stg::forEachInstance(const Module &module, const Placement &placement,
 void stg::forEachInstanceOnStage(const Module &module,
                                  const Placement &placement, unsigned stage,
                                  llvm::function_ref<void(const Op &, int)> fn) {
-  forEachInstance(module, placement, [&](const Op &op, int layer) {
-    if (placement.getStage(&op, layer) == stage)
-      fn(op, layer);
-  });
+  // As forEachInstance, but past the repetitions with no layer here: a
+  // stage of a deep pipeline runs a few of them.
+  for (const std::unique_ptr<Op> &op : module.getModel()->getOps()) {
+    if (op->getKind() != OpKind::Repeat) {
+      if (placement.getStage(op.get(), -1) == stage)
+        fn(*op, -1);
+      continue;
+    }
+    const Placement::RepeatInfo &info = placement.getRepeat(op.get());
+    for (unsigned i = 0; i < info.count; ++i) {
+      int layer = info.offset + i * info.period;
+      bool anyLayerHere = false;
+      for (unsigned k = 0; k < info.period && !anyLayerHere; ++k)
+        anyLayerHere = placement.getStageOfLayer(layer + k) == stage;
+      if (!anyLayerHere)
+        continue;
+      for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
+        if (inner->getKind() != OpKind::Yield &&
+            placement.getStage(inner.get(), layer) == stage)
+          fn(*inner, layer);
+    }
+  }
 }

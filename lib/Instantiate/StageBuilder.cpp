@@ -346,38 +346,45 @@ void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
         buildOp(*op, -1, mb);
       continue;
     }
-    const Placement::RepeatInfo &info = placement.getRepeat(op.get());
-    if (info.backward != step.backward)
+    if (placement.getRepeat(op.get()).backward != step.backward)
       continue;
-    // The repetitions with a layer in this chunk, in the order they run.
-    llvm::SmallVector<unsigned, 16> repetitions;
-    for (unsigned i = 0; i < info.count; ++i) {
-      unsigned repetition = info.backward ? info.count - 1 - i : i;
-      int layer = info.offset + repetition * info.period;
-      bool anyLayerHere = false;
-      for (unsigned k = 0; k < info.period && !anyLayerHere; ++k)
-        anyLayerHere = placement.getStageOfLayer(layer + k) == stage &&
-                       placement.getChunkOfLayer(layer + k) == step.chunk;
-      if (anyLayerHere)
-        repetitions.push_back(repetition);
-    }
-    uint32_t firstBegin = nodes->size(), templateBegin = firstBegin;
-    for (size_t i = 0; i < repetitions.size(); ++i) {
-      int layer = info.offset + repetitions[i] * info.period;
-      if (i == 1)
-        templateBegin = nodes->size();
-      for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
-        if (inner->getKind() != OpKind::Yield && here(*inner, layer) &&
-            runs(*inner))
-          buildOp(*inner, layer, mb);
-      if (i == 1 && !failed &&
-          foldLayers(*op, repetitions, step.chunk, firstBegin, templateBegin))
-        i = repetitions.size() - 2; // On to the last.
-    }
-    redirect.repeat = nullptr;
+    buildRepetitions(*op, step.chunk, mb, [&](const Op &inner, int layer) {
+      return here(inner, layer) && runs(inner);
+    });
     if (failed)
       return;
   }
+}
+
+void StageBuilder::buildRepetitions(
+    const Op &repeat, unsigned chunk, int microbatch,
+    llvm::function_ref<bool(const Op &, int)> builds) {
+  const Placement::RepeatInfo &info = placement.getRepeat(&repeat);
+  // The repetitions with a layer in this chunk, in the order they run.
+  llvm::SmallVector<unsigned, 16> repetitions;
+  for (unsigned i = 0; i < info.count; ++i) {
+    unsigned repetition = info.backward ? info.count - 1 - i : i;
+    int layer = info.offset + repetition * info.period;
+    bool anyLayerHere = false;
+    for (unsigned k = 0; k < info.period && !anyLayerHere; ++k)
+      anyLayerHere = placement.getStageOfLayer(layer + k) == stage &&
+                     placement.getChunkOfLayer(layer + k) == chunk;
+    if (anyLayerHere)
+      repetitions.push_back(repetition);
+  }
+  uint32_t firstBegin = nodes->size(), templateBegin = firstBegin;
+  for (size_t i = 0; i < repetitions.size(); ++i) {
+    int layer = info.offset + repetitions[i] * info.period;
+    if (i == 1)
+      templateBegin = nodes->size();
+    for (const std::unique_ptr<Op> &inner : repeat.getBody()->getOps())
+      if (inner->getKind() != OpKind::Yield && builds(*inner, layer))
+        buildOp(*inner, layer, microbatch);
+    if (i == 1 && !failed &&
+        foldLayers(repeat, repetitions, chunk, firstBegin, templateBegin))
+      i = repetitions.size() - 2; // On to the last.
+  }
+  redirect.repeat = nullptr;
 }
 
 bool StageBuilder::foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,
@@ -471,12 +478,25 @@ void StageBuilder::findDeferredSync() {
 
 void StageBuilder::buildOptimizerStep() {
   int last = int(shared.options.numMicrobatches) - 1;
-  forEachInstanceOnStage(shared.module, placement, stage,
-                         [&](const Op &op, int layer) {
-                           if (!failed && (op.getPhase() == Phase::Optimizer ||
-                                           deferredSync.count(&op)))
-                             buildOp(op, layer, last);
-                         });
+  auto steps = [&](const Op &op) {
+    return op.getPhase() == Phase::Optimizer || deferredSync.count(&op);
+  };
+  // The stage's instances in program order, as forEachInstanceOnStage
+  // gives them, a chunk's repetitions at a time so that they fold.
+  for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
+    if (op->getKind() != OpKind::Repeat) {
+      if (placement.getStage(op.get(), -1) == stage && steps(*op))
+        buildOp(*op, -1, last);
+    } else {
+      for (unsigned chunk = 0; chunk < shared.options.numVirtualStages; ++chunk)
+        buildRepetitions(*op, chunk, last, [&](const Op &inner, int layer) {
+          return placement.getStage(&inner, layer) == stage &&
+                 placement.getChunk(&inner, layer) == chunk && steps(inner);
+        });
+    }
+    if (failed)
+      return;
+  }
 }
 
 llvm::SmallVector<uint32_t, 8> StageBuilder::findExits(size_t begin,

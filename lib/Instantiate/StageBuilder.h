@@ -70,6 +70,11 @@ public:
 
 private:
   void buildStep(ScheduleStep step, bool lastBackward);
+  /// Builds the instances `builds` selects of the repetitions of `repeat`
+  /// with a layer in `chunk` (backward repeats last to first), folding the
+  /// middle ones where it can.
+  void buildRepetitions(const Op &repeat, unsigned chunk, int microbatch,
+                        llvm::function_ref<bool(const Op &, int)> builds);
   /// Folds the repetitions of `repeat` between the second and the last of
   /// `here` (a step's, in build order), once the first two are built, from
   /// `firstBegin` and `templateBegin` (InstantiateOptions::foldLayers).

@@ -18,7 +18,6 @@
 #include <cstring>
 #include <map>
 #include <queue>
-#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -198,12 +197,18 @@ struct ShapeOutcomes {
   std::unordered_map<ArrivalPattern, uint32_t, OutcomeKeyHash> byPattern;
 };
 
+constexpr uint32_t NoShape = ~0u;
+
 struct StageState {
   unsigned rank = 0; ///< The rank that stands for the stage.
   std::vector<double> micros; ///< Per node: its time on its stream.
+  /// Per node: the stage a send goes to or a receive comes from, and the
+  /// tag, read without the node's other fields.
+  std::vector<std::pair<unsigned, int32_t>> peers;
   /// The index of a step's shape in Replay::shapes, by the first node.
   llvm::DenseMap<uint32_t, uint32_t> shapeIndex;
   std::vector<ProgramStep> steps;
+  std::vector<uint32_t> stepShapes; ///< Per step, once known.
   size_t next = 0; ///< The next step to run.
   double now = 0;  ///< When the previous step finished.
 };
@@ -224,8 +229,8 @@ private:
   void initialize(unsigned stage);
   double getMicros(unsigned stage, const ProgramNode &node,
                    std::map<AxisMask, GroupSpan> &spans);
-  /// The index of `step`'s shape in `shapes`.
-  uint32_t getShape(unsigned stage, const ProgramStep &step);
+  /// The index of the shape of the stage's step `stepIndex` in `shapes`.
+  uint32_t getShape(unsigned stage, size_t stepIndex);
   /// Runs the stage's steps until one waits for a message not yet sent.
   void advance(unsigned stage);
   llvm::Error describeDeadlock() const;
@@ -248,7 +253,7 @@ private:
   /// Per stage, the message it waits for (a stage waits for one at a
   /// time), and the stages to advance.
   std::vector<std::optional<MessageKey>> waiting;
-  std::set<unsigned> runnable;
+  std::vector<unsigned> runnable;
   ArrivalPattern arrivals; ///< The current step's, reused.
 };
 
@@ -284,18 +289,26 @@ void Replay::initialize(unsigned stage) {
   state.rank = programs.getPeerRank(0, stage);
   std::map<AxisMask, GroupSpan> spans;
   state.micros.reserve(program.nodes.size());
-  for (const ProgramNode &work : program.nodes)
+  state.peers.reserve(program.nodes.size());
+  for (const ProgramNode &work : program.nodes) {
     state.micros.push_back(getMicros(stage, work, spans));
+    state.peers.push_back({work.peerStage, work.tag});
+  }
   state.steps = program.steps;
   if (state.steps.empty() && !program.nodes.empty())
     state.steps.push_back({0, uint32_t(program.nodes.size()), 0, -1});
+  state.stepShapes.assign(state.steps.size(), NoShape);
 }
 
-uint32_t Replay::getShape(unsigned stage, const ProgramStep &step) {
+uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
   StageState &state = states[stage];
+  uint32_t &known = state.stepShapes[stepIndex];
+  if (known != NoShape)
+    return known;
+  const ProgramStep &step = state.steps[stepIndex];
   auto [it, inserted] = state.shapeIndex.try_emplace(step.begin, 0);
   if (!inserted)
-    return it->second;
+    return known = it->second;
   StepShape &shape = candidate;
   shape.clear();
   unsigned size = step.end - step.begin;
@@ -370,12 +383,12 @@ uint32_t Replay::getShape(unsigned stage, const ProgramStep &step) {
   llvm::SmallVector<uint32_t, 1> &equalHash = shapesByHash[shape.hash()];
   for (uint32_t index : equalHash)
     if (shapes[index] == shape)
-      return it->second = index;
+      return known = it->second = index;
   uint32_t index = shapes.size();
   equalHash.push_back(index);
   shapes.push_back(std::move(shape));
   outcomeIndex.emplace_back();
-  return it->second = index;
+  return known = it->second = index;
 }
 
 void Replay::advance(unsigned stage) {
@@ -383,13 +396,13 @@ void Replay::advance(unsigned stage) {
   StageTime &time = estimate.stages[stage];
   for (; state.next < state.steps.size(); ++state.next) {
     const ProgramStep &step = state.steps[state.next];
-    uint32_t shapeIndex = getShape(stage, step);
+    uint32_t shapeIndex = getShape(stage, state.next);
     const StepShape &shape = shapes[shapeIndex];
     arrivals.clear();
     int64_t latest = 0;
     for (uint32_t slot : shape.recvs) {
-      const ProgramNode &recv = node(stage, step.begin + slot);
-      MessageKey key{recv.peerStage, stage, recv.tag + step.tagOffset};
+      auto [peer, tag] = state.peers[step.begin + slot];
+      MessageKey key{peer, stage, tag + step.tagOffset};
       const double *sent = sentAt.find(key);
       if (!sent) {
         waiting[stage] = key;
@@ -418,12 +431,12 @@ void Replay::advance(unsigned stage) {
     }
     const StepOutcome &outcome = outcomes[index];
     for (size_t i = 0; i < shape.sends.size(); ++i) {
-      const ProgramNode &send = node(stage, step.begin + shape.sends[i]);
-      MessageKey key{stage, send.peerStage, send.tag + step.tagOffset};
+      auto [peer, tag] = state.peers[step.begin + shape.sends[i]];
+      MessageKey key{stage, peer, tag + step.tagOffset};
       sentAt.set(key, state.now + outcome.sendDone[i]);
-      if (send.peerStage < waiting.size() && waiting[send.peerStage] == key) {
-        runnable.insert(send.peerStage);
-        waiting[send.peerStage].reset();
+      if (peer < waiting.size() && waiting[peer] == key) {
+        runnable.push_back(peer);
+        waiting[peer].reset();
       }
     }
     if (timeline) // A folded layer's copies: as their template's nodes.
@@ -482,13 +495,14 @@ llvm::Expected<StepEstimate> Replay::run() {
   estimate.stages.resize(programs.stages.size());
   for (unsigned stage = 0; stage < programs.stages.size(); ++stage) {
     initialize(stage);
-    runnable.insert(stage);
+    runnable.push_back(stage);
   }
   // A step's outcome depends only on its start and its messages, so the
-  // order in which stages advance does not change the result.
+  // order in which stages advance does not change the result. A stage is
+  // runnable once: when it waits, it waits for one message.
   while (!runnable.empty()) {
-    unsigned stage = *runnable.begin();
-    runnable.erase(runnable.begin());
+    unsigned stage = runnable.back();
+    runnable.pop_back();
     advance(stage);
   }
   for (const StageState &state : states)
