@@ -254,6 +254,7 @@ private:
   /// time), and the stages to advance.
   std::vector<std::optional<MessageKey>> waiting;
   std::vector<unsigned> runnable;
+  std::string failure;     ///< Why the replay stopped early, if it did.
   ArrivalPattern arrivals; ///< The current step's, reused.
 };
 
@@ -321,8 +322,21 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
   }
   shape.initialPending.assign(size, 0);
   shape.streams.reserve(size);
-  shape.micros.assign(state.micros.begin() + step.begin,
-                      state.micros.begin() + step.end);
+  // The clock counts whole picoseconds in an int64: the step's times may
+  // add up to MaxStepMicros.
+  double sum = 0;
+  for (uint32_t id = step.begin; id < step.end; ++id) {
+    double copies =
+        shape.isTemplate(id - step.begin) ? 1 + shape.foldCopies : 1;
+    sum += copies * state.micros[id];
+    if (!(sum <= MaxStepMicros)) {
+      failure = "stage " + std::to_string(stage) +
+                " has a schedule step longer than " +
+                std::to_string(int64_t(MaxStepMicros)) + " us";
+      return NoShape;
+    }
+    shape.picos.push_back(std::llround(state.micros[id] * 1e6));
+  }
   // Edges inside the step as (parent, child), then grouped by parent.
   edges.clear();
   for (uint32_t slot = 0; slot < size; ++slot) {
@@ -397,6 +411,10 @@ void Replay::advance(unsigned stage) {
   for (; state.next < state.steps.size(); ++state.next) {
     const ProgramStep &step = state.steps[state.next];
     uint32_t shapeIndex = getShape(stage, state.next);
+    if (shapeIndex == NoShape) {
+      runnable.clear();
+      return;
+    }
     const StepShape &shape = shapes[shapeIndex];
     arrivals.clear();
     int64_t latest = 0;
@@ -408,8 +426,15 @@ void Replay::advance(unsigned stage) {
         waiting[stage] = key;
         return;
       }
-      arrivals.push_back(
-          std::max<int64_t>(0, std::llround((*sent - state.now) * 1e3)));
+      double wait = *sent - state.now;
+      if (!(wait <= MaxStepMicros)) {
+        failure = "stage " + std::to_string(stage) + " waits more than " +
+                  std::to_string(int64_t(MaxStepMicros)) +
+                  " us for a message in one schedule step";
+        runnable.clear();
+        return;
+      }
+      arrivals.push_back(std::max<int64_t>(0, std::llround(wait * 1e3)));
       latest = std::max(latest, arrivals.back());
     }
     // The outcome of the same nodes with the same arrivals, else a new one.
@@ -505,6 +530,9 @@ llvm::Expected<StepEstimate> Replay::run() {
     runnable.pop_back();
     advance(stage);
   }
+  if (!failure.empty())
+    return llvm::createStringError(std::errc::value_too_large, "%s",
+                                   failure.c_str());
   for (const StageState &state : states)
     if (state.next < state.steps.size())
       return describeDeadlock();

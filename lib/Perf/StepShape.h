@@ -1,4 +1,4 @@
-//===- StepShape.h - One schedule step, as the replay simulates it -*- C++ -*-===//
+//===- StepShape.h - One schedule step, as simulated ------------*- C++ -*-===//
 //
 // What a simulation of one step reads: its nodes' streams, times and
 // dependencies, with edges from earlier steps left out (those nodes are done
@@ -10,7 +10,8 @@
 // The simulation names a node by its id in the unfolded step (the prefix,
 // the template, copies 1 to C, the rest), so that it breaks ties as the
 // unfolded program would, and it jumps over the copies that only repeat a
-// period (StepSimulation.cpp).
+// period (StepSimulation.cpp). Its clock counts whole picoseconds, so that
+// sums are exact and equal times equal, in every copy alike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,7 +55,7 @@ struct StepShape {
   // Per slot:
   std::vector<uint32_t> initialPending;
   std::vector<ReplayStream> streams;
-  std::vector<double> micros; ///< Its time on its stream.
+  std::vector<int64_t> picos; ///< Its time on its stream.
   /// The children of slot i are children[childBegin[i], childBegin[i+1]).
   std::vector<uint32_t> childBegin;
   std::vector<ShapeChild> children;
@@ -95,8 +96,8 @@ struct StepShape {
   }
 
   void clear();
-  /// Equal slots, times (bit for bit), edges and fold: recvs and sends
-  /// follow from the streams.
+  /// Equal slots, times, edges and fold: recvs and sends follow from the
+  /// streams.
   bool operator==(const StepShape &other) const;
   /// A hash, never DenseMap's empty or tombstone key.
   uint64_t hash() const;
@@ -117,16 +118,21 @@ struct StepOutcome {
 
 /// The buffers of one step's simulation, kept for the next.
 struct SimulationScratch {
-  using Event = std::pair<double, uint32_t>; ///< Completion time, id.
-  std::vector<Event> events;                 ///< A min-heap.
+  using Event = std::pair<int64_t, uint32_t>; ///< Completion, id.
+  std::vector<Event> events;                  ///< A min-heap.
   std::array<std::vector<uint32_t>, NumReplayStreams> ready; ///< Min-heaps.
   std::vector<uint32_t> slots, pending;
   std::vector<uint8_t> status;
-  std::vector<double> arrival, done;
+  std::vector<int64_t> arrival, starts, done; ///< Picoseconds.
 };
 
+/// The longest a step may take, in microseconds (11.6 days): its clock in
+/// picoseconds then fits an int64 with room to spare.
+constexpr double MaxStepMicros = 1e12;
+
 /// Simulates a step of `shape` from its start, its receives' messages
-/// arriving `arrivals` nanoseconds after it (in the order of shape.recvs).
+/// arriving `arrivals` nanoseconds after it (in the order of shape.recvs;
+/// each at most MaxStepMicros, as is the sum of the step's times).
 /// With `recordTimes`, the outcome has every node's start and end, and a
 /// folded layer's copies are all simulated.
 StepOutcome simulateStep(const StepShape &shape,

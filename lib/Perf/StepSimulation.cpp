@@ -25,7 +25,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <optional>
 
 using namespace stg;
@@ -34,7 +33,7 @@ void StepShape::clear() {
   for (auto *list : {&initialPending, &childBegin, &recvs, &sends})
     list->clear();
   streams.clear();
-  micros.clear();
+  picos.clear();
   children.clear();
   foldBegin = foldEnd = foldCopies = 0;
 }
@@ -43,10 +42,7 @@ bool StepShape::operator==(const StepShape &other) const {
   return streams == other.streams && initialPending == other.initialPending &&
          childBegin == other.childBegin && children == other.children &&
          foldBegin == other.foldBegin && foldEnd == other.foldEnd &&
-         foldCopies == other.foldCopies &&
-         micros.size() == other.micros.size() &&
-         std::memcmp(micros.data(), other.micros.data(),
-                     micros.size() * sizeof(double)) == 0;
+         foldCopies == other.foldCopies && picos == other.picos;
 }
 
 uint64_t StepShape::hash() const {
@@ -56,10 +52,8 @@ uint64_t StepShape::hash() const {
       llvm::hash_combine_range(
           reinterpret_cast<const char *>(children.data()),
           reinterpret_cast<const char *>(children.data() + children.size())),
-      llvm::hash_combine_range(
-          reinterpret_cast<const char *>(micros.data()),
-          reinterpret_cast<const char *>(micros.data() + micros.size())),
-      foldBegin, foldEnd, foldCopies);
+      llvm::hash_combine_range(picos.begin(), picos.end()), foldBegin, foldEnd,
+      foldCopies);
   return value >= ~uint64_t(0) - 1 ? 0 : value;
 }
 
@@ -67,8 +61,6 @@ namespace {
 
 enum NodeStatus : uint8_t { Waiting, Ready, Running, Done };
 
-/// Relative times closer than this are equal: the clock's rounding.
-constexpr double SameMicros = 1e-6;
 /// The most copies running at once for which a period is looked for.
 constexpr uint32_t MaxWindowCopies = 8;
 
@@ -84,11 +76,11 @@ private:
     return id >= foldFirst && id < foldFirst + numCopies * foldSize;
   }
   uint32_t getCopy(uint32_t id) const { return (id - foldFirst) / foldSize; }
-  void pushEvent(double time, uint32_t id);
-  void makeReady(uint32_t id, double now);
-  void issue(double now);
-  void release(uint32_t id, double now, bool byEveryLayer);
-  void complete(uint32_t id, double now);
+  void pushEvent(int64_t time, uint32_t id);
+  void makeReady(uint32_t id, int64_t now);
+  void issue(int64_t now);
+  void release(uint32_t id, int64_t now, bool byEveryLayer);
+  void complete(uint32_t id, int64_t now);
   /// Notes a change to node `id` for the period search.
   void touch(uint32_t id, bool byEveryLayer = false);
 
@@ -96,13 +88,13 @@ private:
   /// `low` done and those after `high` not started.
   struct Snapshot {
     uint32_t copy = 0, low = 0, high = 0;
-    double now = 0, computeMicros = 0, communicationMicros = 0;
+    int64_t now = 0, computePicos = 0, communicationPicos = 0;
     uint64_t outsideChanges = 0;
     std::vector<uint8_t> status;
     std::vector<uint32_t> pending;
-    std::vector<double> ends; ///< Of running nodes, from `now`.
+    std::vector<int64_t> ends; ///< Of running nodes, from `now`.
   };
-  void takeSnapshot(uint32_t copy, double now, Snapshot &into) const;
+  void takeSnapshot(uint32_t copy, int64_t now, Snapshot &into) const;
   bool repeats(const Snapshot &before, const Snapshot &after) const;
   /// Moves the state of `after` on by `copies` copies of its period.
   void jump(const Snapshot &before, const Snapshot &after, uint32_t copies);
@@ -113,8 +105,9 @@ private:
   std::array<std::vector<uint32_t>, NumReplayStreams> &ready;
   std::vector<uint32_t> &slots, &pending;
   std::vector<uint8_t> &status;
-  std::vector<double> &arrival, &done;
+  std::vector<int64_t> &arrival, &starts, &done;
   std::array<bool, NumReplayStreams> busy{};
+  int64_t finish = 0, computePicos = 0, communicationPicos = 0;
   StepOutcome outcome;
 
   // The period search, when the step folds a layer into enough copies.
@@ -135,8 +128,9 @@ StepSimulation::StepSimulation(const StepShape &shape,
                                llvm::ArrayRef<int64_t> arrivals,
                                bool recordTimes, SimulationScratch &scratch)
     : shape(shape), recordTimes(recordTimes), events(scratch.events),
-      ready(scratch.ready), slots(scratch.slots), pending(scratch.pending), status(scratch.status),
-      arrival(scratch.arrival), done(scratch.done) {
+      ready(scratch.ready), slots(scratch.slots), pending(scratch.pending),
+      status(scratch.status), arrival(scratch.arrival), starts(scratch.starts),
+      done(scratch.done) {
   uint32_t total = shape.getNumNodes();
   events.clear();
   for (std::vector<uint32_t> &queue : ready)
@@ -156,12 +150,10 @@ StepSimulation::StepSimulation(const StepShape &shape,
     pending[id] = shape.initialPending[slots[id]];
   arrival.assign(shape.getNumSlots(), 0);
   for (size_t i = 0; i < shape.recvs.size(); ++i)
-    arrival[shape.recvs[i]] = arrivals[i] / 1e3;
+    arrival[shape.recvs[i]] = arrivals[i] * 1000;
   done.assign(total, 0);
-  if (recordTimes) {
-    outcome.starts.assign(total, 0);
-    outcome.ends.assign(total, 0);
-  }
+  if (recordTimes)
+    starts.assign(total, 0);
   // A jump needs a period seen twice and a copy left after it.
   searching = !recordTimes && shape.foldCopies >= 3;
   if (searching) {
@@ -173,7 +165,8 @@ StepSimulation::StepSimulation(const StepShape &shape,
   }
 }
 
-LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::touch(uint32_t id, bool byEveryLayer) {
+LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::touch(uint32_t id,
+                                                        bool byEveryLayer) {
   if (!searching)
     return;
   if (!inFold(id))
@@ -182,7 +175,8 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::touch(uint32_t id, bool byEver
     highCopy = std::max(highCopy, getCopy(id));
 }
 
-LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::pushEvent(double time, uint32_t id) {
+LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::pushEvent(int64_t time,
+                                                            uint32_t id) {
   events.push_back({time, id});
   std::push_heap(events.begin(), events.end(), std::greater<>());
   done[id] = time;
@@ -193,12 +187,13 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::pushEvent(double time, uint32_
   }
 }
 
-LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::makeReady(uint32_t id, double now) {
+LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::makeReady(uint32_t id,
+                                                            int64_t now) {
   uint32_t slot = slots[id];
   ReplayStream stream = shape.streams[slot];
   if (stream == ReplayStream::None) {
     if (recordTimes)
-      outcome.starts[id] = now;
+      starts[id] = now;
     return pushEvent(std::max(now, arrival[slot]), id);
   }
   if (searching)
@@ -208,7 +203,7 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::makeReady(uint32_t id, double 
   std::push_heap(queue.begin(), queue.end(), std::greater<>());
 }
 
-LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::issue(double now) {
+LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::issue(int64_t now) {
   for (unsigned stream = 0; stream < NumReplayStreams; ++stream) {
     std::vector<uint32_t> &queue = ready[stream];
     if (busy[stream] || queue.empty())
@@ -216,25 +211,27 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::issue(double now) {
     std::pop_heap(queue.begin(), queue.end(), std::greater<>());
     uint32_t id = queue.back();
     queue.pop_back();
-    double duration = shape.micros[slots[id]];
-    (ReplayStream(stream) == ReplayStream::Compute
-         ? outcome.computeMicros
-         : outcome.communicationMicros) += duration;
+    int64_t duration = shape.picos[slots[id]];
+    (ReplayStream(stream) == ReplayStream::Compute ? computePicos
+                                                   : communicationPicos) +=
+        duration;
     busy[stream] = true;
     if (recordTimes)
-      outcome.starts[id] = now;
+      starts[id] = now;
     touch(id);
     pushEvent(now + duration, id);
   }
 }
 
-LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::release(uint32_t id, double now, bool byEveryLayer) {
+LLVM_ATTRIBUTE_ALWAYS_INLINE void
+StepSimulation::release(uint32_t id, int64_t now, bool byEveryLayer) {
   touch(id, byEveryLayer);
   if (--pending[id] == 0)
     makeReady(id, now);
 }
 
-LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::complete(uint32_t id, double now) {
+LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::complete(uint32_t id,
+                                                           int64_t now) {
   uint32_t slot = slots[id];
   bool isTemplate = shape.isTemplate(slot);
   uint32_t copy = isTemplate ? (id - shape.foldBegin) / shape.getFoldSize() : 0;
@@ -272,14 +269,14 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::complete(uint32_t id, double n
   }
 }
 
-void StepSimulation::takeSnapshot(uint32_t copy, double now,
+void StepSimulation::takeSnapshot(uint32_t copy, int64_t now,
                                   Snapshot &into) const {
   into.copy = copy;
   into.low = lowCopy;
   into.high = highCopy;
   into.now = now;
-  into.computeMicros = outcome.computeMicros;
-  into.communicationMicros = outcome.communicationMicros;
+  into.computePicos = computePicos;
+  into.communicationPicos = communicationPicos;
   into.outsideChanges = outsideChanges;
   uint32_t begin = foldFirst + lowCopy * foldSize;
   uint32_t end = foldFirst + (highCopy + 1) * foldSize;
@@ -296,17 +293,15 @@ bool StepSimulation::repeats(const Snapshot &before,
       after.low - after.copy != before.low - before.copy ||
       after.high - after.copy != before.high - before.copy ||
       after.outsideChanges != before.outsideChanges || outsideRunning ||
-      after.status != before.status || after.pending != before.pending)
+      after.status != before.status || after.pending != before.pending ||
+      after.ends != before.ends)
     return false;
-  for (size_t i = 0; i < after.ends.size(); ++i)
-    if (std::abs(after.ends[i] - before.ends[i]) > SameMicros)
-      return false;
   return true;
 }
 
 void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
                           uint32_t copies) {
-  double period = after.now - before.now;
+  int64_t period = after.now - before.now;
   uint32_t shift = copies * foldSize;
   uint32_t begin = foldFirst + after.low * foldSize;
   uint32_t end = foldFirst + (after.high + 1) * foldSize;
@@ -321,8 +316,7 @@ void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
     status[id] = Done;
     pending[id] = 0;
   }
-  for (uint32_t copy = after.high + copies; copy >= after.low + copies;
-       --copy)
+  for (uint32_t copy = after.high + copies; copy >= after.low + copies; --copy)
     doneInCopy[copy] = doneInCopy[copy - copies];
   for (uint32_t copy = after.low; copy < after.low + copies; ++copy)
     doneInCopy[copy] = foldSize;
@@ -336,18 +330,16 @@ void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
   }
   std::make_heap(events.begin(), events.end(), std::greater<>());
   for (std::vector<uint32_t> &queue : ready)
-    llvm::erase_if(queue, [&](uint32_t id) {
-      return id >= begin && id < end + shift;
-    });
+    llvm::erase_if(
+        queue, [&](uint32_t id) { return id >= begin && id < end + shift; });
   for (uint32_t id = begin + shift; id < end + shift; ++id)
     if (status[id] == Ready)
       ready[unsigned(shape.streams[slots[id]])].push_back(id);
   for (std::vector<uint32_t> &queue : ready)
     std::make_heap(queue.begin(), queue.end(), std::greater<>());
-  outcome.computeMicros +=
-      copies * (after.computeMicros - before.computeMicros);
-  outcome.communicationMicros +=
-      copies * (after.communicationMicros - before.communicationMicros);
+  computePicos += copies * (after.computePicos - before.computePicos);
+  communicationPicos +=
+      copies * (after.communicationPicos - before.communicationPicos);
   outcome.jumpedCopies += copies;
 }
 
@@ -363,7 +355,7 @@ StepOutcome StepSimulation::run() {
     ReplayStream stream = shape.streams[slots[id]];
     if (stream != ReplayStream::None)
       busy[unsigned(stream)] = false;
-    outcome.finish = std::max(outcome.finish, now);
+    finish = std::max(finish, now);
     complete(id, now);
     issue(now);
     if (!markerCopy)
@@ -379,8 +371,7 @@ StepOutcome StepSimulation::run() {
     Snapshot &after = snapshots[1], &before = snapshots[0];
     takeSnapshot(*markerCopy, now, after);
     markerCopy.reset();
-    if (haveBefore && repeats(before, after) &&
-        after.high + 2 < numCopies) {
+    if (haveBefore && repeats(before, after) && after.high + 2 < numCopies) {
       jump(before, after, numCopies - 2 - after.high);
       haveBefore = false;
       continue;
@@ -388,10 +379,17 @@ StepOutcome StepSimulation::run() {
     std::swap(before, after);
     haveBefore = true;
   }
+  auto micros = [](int64_t picos) { return double(picos) / 1e6; };
+  outcome.finish = micros(finish);
+  outcome.computeMicros = micros(computePicos);
+  outcome.communicationMicros = micros(communicationPicos);
   for (uint32_t slot : shape.sends)
-    outcome.sendDone.push_back(done[shape.getId(slot, 0)]);
+    outcome.sendDone.push_back(micros(done[shape.getId(slot, 0)]));
   if (recordTimes)
-    outcome.ends = done;
+    for (uint32_t id = 0; id < done.size(); ++id) {
+      outcome.starts.push_back(micros(starts[id]));
+      outcome.ends.push_back(micros(done[id]));
+    }
   return std::move(outcome);
 }
 

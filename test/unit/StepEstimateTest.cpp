@@ -256,6 +256,20 @@ TEST(StepEstimateTest, AGrowingBacklogIsSimulatedCopyByCopy) {
   EXPECT_EQ(estimate->jumpedCopies, 0u);
 }
 
+TEST(StepEstimateTest, AStepTooLongForTheClockIsAnError) {
+  // The clock counts picoseconds in an int64: a step may last 10^12 us.
+  ProgramSet programs;
+  programs.mesh = Mesh({{"tp", 2}});
+  programs.stages.resize(1);
+  programs.stages[0].nodes = {makeCompute(600'000'000'000, {}),
+                              makeCompute(600'000'000'000, {0})};
+  llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
+  if (estimate)
+    FAIL() << "a step of 1.2e12 us was estimated";
+  EXPECT_EQ(llvm::toString(estimate.takeError()),
+            "stage 0 has a schedule step longer than 1000000000000 us");
+}
+
 TEST(StepEstimateTest, AReceiveWithoutItsSendNeverCompletes) {
   ProgramSet programs;
   programs.mesh = Mesh({{"pp", 2}});
