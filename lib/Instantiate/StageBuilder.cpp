@@ -575,6 +575,8 @@ bool StageBuilder::build(StageProgram &program) {
   if (!shared.options.foldLayers) {
     nodes->reserve(expected);
     holders.reserve(expected);
+  } else {
+    holders.reserve(std::min<uint64_t>(expected, 4096));
   }
   findDeferredSync();
   program.layers = placement.getLayersOf(stage);
