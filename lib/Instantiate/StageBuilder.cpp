@@ -488,7 +488,8 @@ void StageBuilder::buildOptimizerStep() {
       if (placement.getStage(op.get(), -1) == stage && steps(*op))
         buildOp(*op, -1, last);
     } else {
-      for (unsigned chunk = 0; chunk < shared.options.numVirtualStages; ++chunk)
+      unsigned chunks = std::max(1u, shared.options.numVirtualStages);
+      for (unsigned chunk = 0; chunk < chunks; ++chunk)
         buildRepetitions(*op, chunk, last, [&](const Op &inner, int layer) {
           return placement.getStage(&inner, layer) == stage &&
                  placement.getChunk(&inner, layer) == chunk && steps(inner);

@@ -13,11 +13,8 @@
 #include "llvm/ADT/Hashing.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <cstring>
 #include <map>
-#include <queue>
 #include <tuple>
 #include <unordered_map>
 
@@ -356,15 +353,15 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
       uint32_t parent = dep - step.begin;
       if (!fold) {
         edges.push_back({parent, {slot, ShapeChild::Plain}});
+      } else if (shape.isTemplate(slot) && shape.isTemplate(parent)) {
+        edges.push_back({parent, {slot, ShapeChild::Plain}});
       } else if (shape.isTemplate(slot)) {
         // The template's copies depend on the copy before where it depends
         // on the repetition before it, and alike elsewhere.
         auto carried =
             llvm::lower_bound(fold->carried, LayerFold::CarriedDep{id, dep, 0});
-        if (shape.isTemplate(parent)) {
-          edges.push_back({parent, {slot, ShapeChild::Plain}});
-        } else if (carried != fold->carried.end() && carried->node == id &&
-                   carried->dep == dep) {
+        if (carried != fold->carried.end() && carried->node == id &&
+            carried->dep == dep) {
           edges.push_back({parent, {slot, ShapeChild::Plain}});
           edges.push_back(
               {carried->same - step.begin, {slot, ShapeChild::NextCopy}});

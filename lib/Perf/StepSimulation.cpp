@@ -12,8 +12,11 @@
 // copy jumped over. Whatever differs between layers (a prefix still
 // running, a backlog on a stream that grows from layer to layer, a node
 // every layer feeds) makes the states differ, and the simulation runs on
-// node by node. Only the rounding of the clock's additions can differ from
-// a simulation of every copy.
+// node by node. The clock counts whole picoseconds, so the comparison is
+// exact and the jump gives what simulating every copy gives; a clock of
+// floating-point microseconds rounds differently in each copy, which
+// breaks ties between layers differently and would make no two states
+// equal.
 //
 //===----------------------------------------------------------------------===//
 
