@@ -186,6 +186,7 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
     uint32_t id = addNode(std::move(recv));
     holders[{key, mb}] = {id};
     deps.push_back(id);
+    stepMessages.push_back({key, edge->number, stage, edge->once});
   }
 }
 
@@ -217,6 +218,8 @@ void StageBuilder::sendResult(ValueInstance producer, int microbatch,
     send.microbatch = microbatch;
     send.dataDeps.assign(deps.begin(), deps.end());
     addNode(std::move(send));
+    stepMessages.push_back(
+        {{producer.value, producer.layer}, edge.number, edge.stage, edge.once});
   }
 }
 
@@ -450,6 +453,82 @@ bool StageBuilder::foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,
   return true;
 }
 
+std::optional<ProgramStep> StageBuilder::findChunkReplay(ScheduleStep step) {
+  if (!shared.options.foldLayers)
+    return std::nullopt;
+  auto layersOf = [&](unsigned chunk) {
+    std::vector<unsigned> layers;
+    for (unsigned layer : placement.getLayersOf(stage))
+      if (placement.getChunkOfLayer(layer) == chunk)
+        layers.push_back(layer);
+    return layers;
+  };
+  std::vector<unsigned> layers = layersOf(step.chunk);
+  if (layers.empty() || chunksWithTopLevelOps.count(step.chunk))
+    return std::nullopt;
+  // The repeat statement whose repetitions the chunk's layers are.
+  const Placement::RepeatInfo *repeat = nullptr;
+  for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps())
+    if (op->getKind() == OpKind::Repeat) {
+      const Placement::RepeatInfo &info = placement.getRepeat(op.get());
+      if (layers.front() >= info.offset &&
+          layers.back() < info.offset + info.count * info.period)
+        repeat = &info;
+    }
+  if (!repeat)
+    return std::nullopt;
+  for (const BuiltStep &built : builtSteps) {
+    if (built.microbatch != step.microbatch ||
+        built.backward != step.backward ||
+        chunksWithTopLevelOps.count(built.chunk))
+      continue;
+    // The same layers of the same repeat, whole repetitions further on.
+    std::vector<unsigned> other = layersOf(built.chunk);
+    if (other.size() != layers.size() || other.front() < repeat->offset ||
+        (layers.front() - other.front()) % repeat->period)
+      continue;
+    int shift = int(layers.front()) - int(other.front());
+    bool same = true;
+    for (size_t i = 0; i < layers.size() && same; ++i)
+      same = int(layers[i]) - int(other[i]) == shift;
+    // Each message of the built step, moved by `shift` layers, is an edge
+    // numbered the same distance on.
+    std::optional<int64_t> distance;
+    for (const Message &message : built.messages) {
+      if (!same)
+        break;
+      auto edges =
+          shared.edges.find({message.key.first, message.key.second + shift});
+      same = edges != shared.edges.end();
+      const StageEdge *edge = nullptr;
+      if (same)
+        for (const StageEdge &candidate : edges->second)
+          if (candidate.stage == message.consumer)
+            edge = &candidate;
+      same = edge && edge->once == message.once &&
+             (!distance || *distance == int64_t(edge->number) - message.edge);
+      if (same)
+        distance = int64_t(edge->number) - message.edge;
+    }
+    if (!same)
+      continue;
+    std::optional<ProgramStep> replay = built.step;
+    if (replay) {
+      int64_t offset = replay->tagOffset +
+                       distance.value_or(0) * shared.options.numMicrobatches;
+      if (offset > INT32_MAX || offset < INT32_MIN)
+        continue;
+      replay->tagOffset = int32_t(offset);
+    }
+    // Later steps find no nodes for this chunk's repetitions.
+    for (unsigned layer : layers)
+      foldedAway[repeat->offset + (layer - repeat->offset) / repeat->period *
+                                      repeat->period] = true;
+    return replay.value_or(ProgramStep{0, 0, 0, -1});
+  }
+  return std::nullopt;
+}
+
 void StageBuilder::findDeferredSync() {
   if (!shared.options.overlapGradientReduction) {
     forEachInstanceOnStage(shared.module, placement, stage,
@@ -616,6 +695,10 @@ bool StageBuilder::build(StageProgram &program) {
     firstStep = false;
     return true;
   };
+  for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps())
+    if (op->getKind() != OpKind::Repeat && !placement.isFloating(op.get()) &&
+        placement.getStage(op.get(), -1) == stage)
+      chunksWithTopLevelOps.insert(placement.getChunk(op.get(), -1));
   // Folded: the first micro-batch's step of each kind, or none if it was
   // empty, stands for the middle micro-batches' steps of that kind.
   std::map<std::pair<unsigned, bool>, std::optional<ProgramStep>> firstOfKind;
@@ -625,22 +708,35 @@ bool StageBuilder::build(StageProgram &program) {
     if (!isBuilt(int(step.microbatch))) {
       // The schedule runs micro-batch 0 of a kind before any other.
       if (std::optional<ProgramStep> first = firstOfKind.at(kind)) {
-        first->tagOffset = int32_t(step.microbatch);
+        first->tagOffset += int32_t(step.microbatch);
         program.steps.push_back(*first);
       }
       continue;
     }
-    size_t stepsBefore = program.steps.size();
-    bool lastBackward =
-        step.backward && step.microbatch + 1 == shared.options.numMicrobatches;
-    std::string name = "step" + std::to_string(index);
-    if (!runStep(name, step.microbatch,
-                 [&] { buildStep(step, lastBackward); }))
-      return false;
+    // Folded: a chunk like one built before replays its step.
+    std::optional<ProgramStep> built = findChunkReplay(step);
+    if (built) {
+      if (built->end > built->begin)
+        program.steps.push_back(*built);
+      else
+        built.reset(); // The other chunk's step was empty.
+    } else {
+      size_t stepsBefore = program.steps.size();
+      bool lastBackward = step.backward &&
+                          step.microbatch + 1 == shared.options.numMicrobatches;
+      std::string name = "step" + std::to_string(index);
+      stepMessages.clear();
+      if (!runStep(name, step.microbatch,
+                   [&] { buildStep(step, lastBackward); }))
+        return false;
+      if (program.steps.size() > stepsBefore)
+        built = program.steps.back();
+      if (!chunksWithTopLevelOps.count(step.chunk))
+        builtSteps.push_back({step.chunk, int(step.microbatch), step.backward,
+                              built, stepMessages});
+    }
     if (step.microbatch == 0)
-      firstOfKind[kind] = program.steps.size() > stepsBefore
-                              ? std::optional(program.steps.back())
-                              : std::nullopt;
+      firstOfKind[kind] = built;
   }
   // The optimizer steps once all gradients are reduced, after the last
   // backward, as frameworks do; the reductions themselves overlap the

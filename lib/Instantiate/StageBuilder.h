@@ -82,6 +82,12 @@ private:
   /// step folded another repeat's: the step then builds them all.
   bool foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,
                   unsigned chunk, uint32_t firstBegin, uint32_t templateBegin);
+  /// The step of an earlier chunk that `step` may replay, its tags moved
+  /// on: a chunk without top-level ops whose layers are those of a chunk
+  /// built before, whole repetitions of the same repeat further on, and
+  /// whose messages are those edges moved on alike
+  /// (InstantiateOptions::foldLayers). An empty step if that chunk's was.
+  std::optional<ProgramStep> findChunkReplay(ScheduleStep step);
   /// Finds the gradient synchronization that runs after the schedule's last
   /// step: all of it without overlapGradientReduction; else the top-level
   /// sync that waits for another stage (a tied weight's gradient) or for
@@ -159,6 +165,27 @@ private:
     const Op *repeat = nullptr;
     int first = 0, last = 0, templateLayer = 0;
   } redirect;
+  /// A message a step built: the value instance, its edge's number, the
+  /// consuming stage.
+  struct Message {
+    InstanceKey key;
+    unsigned edge;
+    unsigned consumer;
+    bool once;
+  };
+  /// The messages of the step being built.
+  std::vector<Message> stepMessages;
+  /// A schedule step built in a chunk without top-level ops, which the
+  /// same step of a like chunk may replay (its step: none if empty).
+  struct BuiltStep {
+    unsigned chunk;
+    int microbatch;
+    bool backward;
+    std::optional<ProgramStep> step;
+    std::vector<Message> messages;
+  };
+  std::vector<BuiltStep> builtSteps;
+  llvm::DenseSet<unsigned> chunksWithTopLevelOps;
   /// (instance, micro-batch) -> the nodes that hold it on this stage.
   llvm::DenseMap<std::pair<InstanceKey, int>, llvm::SmallVector<uint32_t, 1>>
       holders;

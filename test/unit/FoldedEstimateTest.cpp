@@ -51,7 +51,8 @@ enum class Fold { None, Microbatches, MicrobatchesAndLayers };
 
 StepEstimate estimate(const Plan &plan, Fold fold, const SystemSpec &system,
                       std::vector<StageMemory> &memory,
-                      size_t *numFolds = nullptr, double *flops = nullptr) {
+                      size_t *numFolds = nullptr, double *flops = nullptr,
+                      size_t *chunkReplays = nullptr) {
   CompileOptions options;
   options.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/" + plan.model;
   options.degrees = plan.degrees;
@@ -77,6 +78,12 @@ StepEstimate estimate(const Plan &plan, Fold fold, const SystemSpec &system,
       *numFolds += stage.folds.size();
   if (flops)
     *flops = countProgramFlops(compiled->programs, true);
+  // Tags move by whole micro-batch counts only when a step replays another
+  // chunk's.
+  if (chunkReplays)
+    for (const StageProgram &stage : compiled->programs.stages)
+      for (const ProgramStep &step : stage.steps)
+        *chunkReplays += step.tagOffset >= int(plan.microbatches);
   applyDeviceModel(compiled->programs, system.device, nullptr);
   for (const StageProgram &stage : compiled->programs.stages)
     memory.push_back(stage.memory);
@@ -122,24 +129,44 @@ TEST_P(FoldedEstimateTest, FoldedProgramsGiveTheSameEstimate) {
   expectSameEstimate(flat, flatMemory, folded, foldedMemory);
 }
 
-class FoldedLayersTest : public ::testing::TestWithParam<Plan> {};
+/// What a folded compile of a plan must show to test its folding.
+enum class Shortcut { LayersJumped, ChunksReplayed };
 
-TEST_P(FoldedLayersTest, FoldedLayersGiveTheSameEstimate) {
+/// Expects `plan` folded (micro-batches, layers, like chunks) to give the
+/// estimate, memory and FLOPs of its flat programs, and to have taken
+/// `shortcut`.
+void expectFoldedAlike(const Plan &plan, Shortcut shortcut) {
   llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
   ASSERT_TRUE(bool(system)) << llvm::toString(system.takeError());
   std::vector<StageMemory> flatMemory, foldedMemory;
-  size_t numFolds = 0, unused = 0;
+  size_t numFolds = 0, unused = 0, chunkReplays = 0;
   double flatFlops = 0, foldedFlops = 0;
-  StepEstimate flat = estimate(GetParam(), Fold::None, *system, flatMemory,
-                               &unused, &flatFlops);
+  StepEstimate flat =
+      estimate(plan, Fold::None, *system, flatMemory, &unused, &flatFlops);
   StepEstimate folded =
-      estimate(GetParam(), Fold::MicrobatchesAndLayers, *system, foldedMemory,
-               &numFolds, &foldedFlops);
-  EXPECT_GT(numFolds, 0u) << "no step folded its layers";
-  EXPECT_GT(folded.jumpedCopies, 0u) << "no folded layer was jumped over";
+      estimate(plan, Fold::MicrobatchesAndLayers, *system, foldedMemory,
+               &numFolds, &foldedFlops, &chunkReplays);
+  if (shortcut == Shortcut::LayersJumped) {
+    EXPECT_GT(numFolds, 0u) << "no step folded its layers";
+    EXPECT_GT(folded.jumpedCopies, 0u) << "no folded layer was jumped over";
+  } else {
+    EXPECT_GT(chunkReplays, 0u) << "no step replayed another chunk's";
+  }
   // The steps run every layer's nodes, folded or not.
   EXPECT_DOUBLE_EQ(foldedFlops, flatFlops);
   expectSameEstimate(flat, flatMemory, folded, foldedMemory);
+}
+
+class FoldedLayersTest : public ::testing::TestWithParam<Plan> {};
+
+TEST_P(FoldedLayersTest, FoldedLayersGiveTheSameEstimate) {
+  expectFoldedAlike(GetParam(), Shortcut::LayersJumped);
+}
+
+class ChunkReplayTest : public ::testing::TestWithParam<Plan> {};
+
+TEST_P(ChunkReplayTest, ReplayedChunksGiveTheSameEstimate) {
+  expectFoldedAlike(GetParam(), Shortcut::ChunksReplayed);
 }
 
 using Degrees = std::vector<std::pair<std::string, unsigned>>;
@@ -226,5 +253,24 @@ INSTANTIATE_TEST_SUITE_P(
         withLayers(Plan{"jamba.stg", Degrees{{"tp", 2}}, 2}, 48),
         withLayers(Plan{"mamba-2.8b.stg", Degrees{{"dp", 2}, {"pp", 2}}, 4},
                    12)));
+
+// Interleaved: chunks without the embedding or the head replay the steps
+// of a like chunk built before.
+INSTANTIATE_TEST_SUITE_P(
+    Plans, ChunkReplayTest,
+    ::testing::Values(
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 2}}, 8, 3},
+                   48),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"pp", 4}}, 8, 4,
+                        "full"},
+                   64),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 2}}, 6, 4,
+                        "selective"},
+                   32, [](Plan &plan) { plan.distributedOptimizer = true; }),
+        withLayers(Plan{"gemma3.stg", Degrees{{"tp", 2}, {"pp", 2}}, 4, 4}, 48),
+        withLayers(Plan{"jamba.stg", Degrees{{"tp", 2}, {"pp", 2}}, 4, 3}, 48),
+        withLayers(Plan{"deepseek-moe-16b.stg", Degrees{{"ep", 2}, {"pp", 2}},
+                        4, 3},
+                   25)));
 
 } // namespace
