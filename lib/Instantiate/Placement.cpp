@@ -262,12 +262,9 @@ void stg::forEachInstanceOnStage(const Module &module,
     }
     const Placement::RepeatInfo &info = placement.getRepeat(op.get());
     for (unsigned i = 0; i < info.count; ++i) {
-      int layer = info.offset + i * info.period;
-      bool anyLayerHere = false;
-      for (unsigned k = 0; k < info.period && !anyLayerHere; ++k)
-        anyLayerHere = placement.getStageOfLayer(layer + k) == stage;
-      if (!anyLayerHere)
+      if (!placement.hasLayerOn(info, i, stage))
         continue;
+      int layer = info.offset + i * info.period;
       for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
         if (inner->getKind() != OpKind::Yield &&
             placement.getStage(inner.get(), layer) == stage)

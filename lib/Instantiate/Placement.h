@@ -79,6 +79,17 @@ public:
   const RepeatInfo &getRepeat(const Op *repeat) const {
     return repeats.find(repeat)->second;
   }
+  /// Whether a layer of `repetition` of `info`'s repeat runs on `stage`
+  /// (and in `chunk`, unless negative).
+  bool hasLayerOn(const RepeatInfo &info, unsigned repetition, unsigned stage,
+                  int chunk = -1) const {
+    unsigned first = info.offset + repetition * info.period;
+    for (unsigned layer = first; layer < first + info.period; ++layer)
+      if (layerStages[layer] == stage &&
+          (chunk < 0 || layerChunks[layer] == unsigned(chunk)))
+        return true;
+    return false;
+  }
   /// The stage of an op instance (top-level ops: their assigned stage).
   unsigned getStage(const Op *op, int layer) const {
     return layer >= 0 ? layerStages[getLayer(op, layer)] : topStages.lookup(op);

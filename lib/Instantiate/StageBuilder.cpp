@@ -367,12 +367,7 @@ void StageBuilder::buildRepetitions(
   llvm::SmallVector<unsigned, 16> repetitions;
   for (unsigned i = 0; i < info.count; ++i) {
     unsigned repetition = info.backward ? info.count - 1 - i : i;
-    int layer = info.offset + repetition * info.period;
-    bool anyLayerHere = false;
-    for (unsigned k = 0; k < info.period && !anyLayerHere; ++k)
-      anyLayerHere = placement.getStageOfLayer(layer + k) == stage &&
-                     placement.getChunkOfLayer(layer + k) == chunk;
-    if (anyLayerHere)
+    if (placement.hasLayerOn(info, repetition, stage, int(chunk)))
       repetitions.push_back(repetition);
   }
   uint32_t firstBegin = nodes->size(), templateBegin = firstBegin;
