@@ -192,6 +192,9 @@ private:
 struct ShapeOutcomes {
   llvm::DenseMap<int64_t, uint32_t> byArrival;
   std::unordered_map<ArrivalPattern, uint32_t, OutcomeKeyHash> byPattern;
+  /// The single arrival looked up last and its outcome: in a steady state
+  /// the next step of the shape asks for it again.
+  std::optional<std::pair<int64_t, uint32_t>> last;
 };
 
 constexpr uint32_t NoShape = ~0u;
@@ -441,9 +444,12 @@ void Replay::advance(unsigned stage) {
                   (arrivals.empty() || arrivals[0] < INT64_MAX - 1);
     uint32_t index = fresh;
     if (single) {
-      auto found = known.byArrival.try_emplace(
-          arrivals.empty() ? 0 : arrivals[0], fresh);
-      index = found.first->second;
+      int64_t arrival = arrivals.empty() ? 0 : arrivals[0];
+      if (known.last && known.last->first == arrival)
+        index = known.last->second;
+      else
+        index = known.byArrival.try_emplace(arrival, fresh).first->second;
+      known.last = {arrival, index};
     } else {
       index = known.byPattern.try_emplace(arrivals, fresh).first->second;
     }
