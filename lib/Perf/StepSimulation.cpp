@@ -52,11 +52,11 @@ uint64_t StepShape::hash() const {
   uint64_t value = llvm::hash_combine(
       llvm::hash_combine_range(streams.begin(), streams.end()),
       llvm::hash_combine_range(childBegin.begin(), childBegin.end()),
-      llvm::hash_combine_range(
-          reinterpret_cast<const char *>(children.data()),
-          reinterpret_cast<const char *>(children.data() + children.size())),
       llvm::hash_combine_range(picos.begin(), picos.end()), foldBegin, foldEnd,
       foldCopies);
+  // Field by field: a ShapeChild's padding is not part of it.
+  for (const ShapeChild &child : children)
+    value = llvm::hash_combine(value, child.slot, child.kind);
   return value >= ~uint64_t(0) - 1 ? 0 : value;
 }
 
