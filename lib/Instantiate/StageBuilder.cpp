@@ -451,14 +451,7 @@ bool StageBuilder::foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,
 std::optional<ProgramStep> StageBuilder::findChunkReplay(ScheduleStep step) {
   if (!shared.options.foldLayers)
     return std::nullopt;
-  auto layersOf = [&](unsigned chunk) {
-    std::vector<unsigned> layers;
-    for (unsigned layer : placement.getLayersOf(stage))
-      if (placement.getChunkOfLayer(layer) == chunk)
-        layers.push_back(layer);
-    return layers;
-  };
-  std::vector<unsigned> layers = layersOf(step.chunk);
+  const std::vector<unsigned> &layers = chunkLayers[step.chunk];
   if (layers.empty() || chunksWithTopLevelOps.count(step.chunk))
     return std::nullopt;
   // The repeat statement whose repetitions the chunk's layers are.
@@ -478,7 +471,7 @@ std::optional<ProgramStep> StageBuilder::findChunkReplay(ScheduleStep step) {
         chunksWithTopLevelOps.count(built.chunk))
       continue;
     // The same layers of the same repeat, whole repetitions further on.
-    std::vector<unsigned> other = layersOf(built.chunk);
+    const std::vector<unsigned> &other = chunkLayers[built.chunk];
     if (other.size() != layers.size() || other.front() < repeat->offset ||
         (layers.front() - other.front()) % repeat->period)
       continue;
@@ -655,6 +648,9 @@ bool StageBuilder::build(StageProgram &program) {
   }
   findDeferredSync();
   program.layers = placement.getLayersOf(stage);
+  chunkLayers.assign(std::max(1u, shared.options.numVirtualStages), {});
+  for (unsigned layer : program.layers)
+    chunkLayers[placement.getChunkOfLayer(layer)].push_back(layer);
   program.schedule = getStageSchedule(
       shared.options.schedule, stage, placement.getNumStages(),
       shared.options.numMicrobatches, shared.training,

@@ -185,6 +185,8 @@ private:
     std::vector<Message> messages;
   };
   std::vector<BuiltStep> builtSteps;
+  /// The stage's layers in each of its chunks, ascending.
+  std::vector<std::vector<unsigned>> chunkLayers;
   llvm::DenseSet<unsigned> chunksWithTopLevelOps;
   /// (instance, micro-batch) -> the nodes that hold it on this stage.
   llvm::DenseMap<std::pair<InstanceKey, int>, llvm::SmallVector<uint32_t, 1>>
