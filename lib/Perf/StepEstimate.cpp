@@ -186,6 +186,10 @@ private:
   llvm::DenseMap<MessageKey, double> overflow;
 };
 
+/// Outcomes a shape keeps to match by arrival ranges: a steady state
+/// drifting by a little each micro-batch asks for the last few again.
+constexpr unsigned MaxRangedOutcomes = 8;
+
 /// The outcomes of one step shape, by arrival pattern. A step has one
 /// receive or none almost always (a pipeline stage's input): those are
 /// keyed by the one arrival, without building a pattern.
@@ -195,12 +199,16 @@ struct ShapeOutcomes {
   /// The single arrival looked up last and its outcome: in a steady state
   /// the next step of the shape asks for it again.
   std::optional<std::pair<int64_t, uint32_t>> last;
+  /// Recent outcomes that hold for ranges of arrivals (StepOutcome::sameFor),
+  /// the oldest replaced first.
+  llvm::SmallVector<uint32_t, MaxRangedOutcomes> ranged;
+  uint32_t nextReplaced = 0;
 };
 
 constexpr uint32_t NoShape = ~0u;
 
 struct StageState {
-  unsigned rank = 0; ///< The rank that stands for the stage.
+  unsigned rank = 0;          ///< The rank that stands for the stage.
   std::vector<double> micros; ///< Per node: its time on its stream.
   /// Per node: the stage a send goes to or a receive comes from, and the
   /// tag, read without the node's other fields.
@@ -209,8 +217,8 @@ struct StageState {
   llvm::DenseMap<uint32_t, uint32_t> shapeIndex;
   std::vector<ProgramStep> steps;
   std::vector<uint32_t> stepShapes; ///< Per step, once known.
-  size_t next = 0; ///< The next step to run.
-  double now = 0;  ///< When the previous step finished.
+  size_t next = 0;                  ///< The next step to run.
+  double now = 0;                   ///< When the previous step finished.
 };
 
 class Replay {
@@ -231,6 +239,11 @@ private:
                    std::map<AxisMask, GroupSpan> &spans);
   /// The index of the shape of the stage's step `stepIndex` in `shapes`.
   uint32_t getShape(unsigned stage, size_t stepIndex);
+  /// A kept outcome whose ranges hold the current arrivals, and by how
+  /// much it moves.
+  std::optional<uint32_t> findRanged(const ShapeOutcomes &known,
+                                     int64_t &movedPicos);
+  void keepRanged(ShapeOutcomes &known, uint32_t index);
   /// Runs the stage's steps until one waits for a message not yet sent.
   void advance(unsigned stage);
   llvm::Error describeDeadlock() const;
@@ -405,6 +418,41 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
   return known = it->second = index;
 }
 
+std::optional<uint32_t> Replay::findRanged(const ShapeOutcomes &known,
+                                           int64_t &movedPicos) {
+  for (uint32_t index : known.ranged) {
+    const StepOutcome &outcome = outcomes[index];
+    bool holds = true;
+    for (size_t recv = 0; recv < arrivals.size() && holds; ++recv)
+      holds = outcome.sameFor[recv].first <= arrivals[recv] &&
+              arrivals[recv] < outcome.sameFor[recv].second;
+    if (!holds)
+      continue;
+    if (outcome.movingRecv >= 0)
+      movedPicos = (arrivals[outcome.movingRecv] -
+                    outcome.sameFor[outcome.movingRecv].first) *
+                   1000;
+    ++estimate.rangedSteps;
+    return index;
+  }
+  return std::nullopt;
+}
+
+void Replay::keepRanged(ShapeOutcomes &known, uint32_t index) {
+  // Recorded times need every node's own; ranges only give the step's.
+  const StepOutcome &outcome = outcomes[index];
+  if (timeline || llvm::all_of(outcome.sameFor, [](const auto &range) {
+        return range.second - range.first == 1;
+      }))
+    return;
+  if (known.ranged.size() < MaxRangedOutcomes) {
+    known.ranged.push_back(index);
+    return;
+  }
+  known.ranged[known.nextReplaced] = index;
+  known.nextReplaced = (known.nextReplaced + 1) % MaxRangedOutcomes;
+}
+
 void Replay::advance(unsigned stage) {
   StageState &state = states[stage];
   StageTime &time = estimate.stages[stage];
@@ -443,25 +491,44 @@ void Replay::advance(unsigned stage) {
     bool single = arrivals.size() <= 1 &&
                   (arrivals.empty() || arrivals[0] < INT64_MAX - 1);
     uint32_t index = fresh;
+    int64_t movedPicos = 0; // When a ranged outcome moves with an arrival.
     if (single) {
       int64_t arrival = arrivals.empty() ? 0 : arrivals[0];
-      if (known.last && known.last->first == arrival)
+      if (known.last && known.last->first == arrival) {
         index = known.last->second;
-      else
-        index = known.byArrival.try_emplace(arrival, fresh).first->second;
-      known.last = {arrival, index};
+      } else {
+        auto found = known.byArrival.find(arrival);
+        index = found != known.byArrival.end()
+                    ? found->second
+                    : findRanged(known, movedPicos).value_or(fresh);
+        if (index == fresh)
+          known.byArrival.try_emplace(arrival, fresh);
+      }
+      if (!movedPicos)
+        known.last = {arrival, index};
     } else {
-      index = known.byPattern.try_emplace(arrivals, fresh).first->second;
+      auto found = known.byPattern.find(arrivals);
+      index = found != known.byPattern.end()
+                  ? found->second
+                  : findRanged(known, movedPicos).value_or(fresh);
+      if (index == fresh)
+        known.byPattern.try_emplace(arrivals, fresh);
     }
     if (index == fresh) {
       outcomes.push_back(simulateStep(shape, arrivals, timeline, scratch));
       estimate.jumpedCopies += outcomes.back().jumpedCopies;
+      ++estimate.simulatedSteps;
+      keepRanged(known, index);
     }
     const StepOutcome &outcome = outcomes[index];
+    auto micros = [](int64_t picos) { return double(picos) / 1e6; };
     for (size_t i = 0; i < shape.sends.size(); ++i) {
       auto [peer, tag] = state.peers[step.begin + shape.sends[i]];
       MessageKey key{stage, peer, tag + step.tagOffset};
-      sentAt.set(key, state.now + outcome.sendDone[i]);
+      int64_t done = outcome.sendDonePicos[i];
+      if (movedPicos && outcome.sendMoves[i])
+        done += movedPicos;
+      sentAt.set(key, state.now + micros(done));
       if (peer < waiting.size() && waiting[peer] == key) {
         runnable.push_back(peer);
         waiting[peer].reset();
@@ -476,8 +543,9 @@ void Replay::advance(unsigned stage) {
       }
     time.computeMicros += outcome.computeMicros;
     time.communicationMicros += outcome.communicationMicros;
-    time.pipelineWaitMicros += std::min(latest / 1e3, outcome.finish);
-    state.now += outcome.finish;
+    double finish = micros(outcome.finishPicos + movedPicos);
+    time.pipelineWaitMicros += std::min(latest / 1e3, finish);
+    state.now += finish;
   }
   time.finishMicros = state.now;
 }
@@ -502,10 +570,10 @@ llvm::Error Replay::describeDeadlock() const {
       if (waits && recv.kind == ProgramNodeKind::Recv &&
           MessageKey{recv.peerStage, stage, recv.tag + step.tagOffset} ==
               *waits) {
-        std::string name = !recv.name.empty()
-                               ? recv.name
-                               : "a receive from stage " +
-                                     std::to_string(recv.peerStage);
+        std::string name =
+            !recv.name.empty()
+                ? recv.name
+                : "a receive from stage " + std::to_string(recv.peerStage);
         stuck += "; stage " + std::to_string(stage) + " waits in '" + name +
                  "' for a send that never comes";
         break;

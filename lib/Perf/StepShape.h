@@ -106,10 +106,18 @@ struct StepShape {
 /// How a step runs from its start, given when its receives' messages
 /// arrive (also from its start).
 struct StepOutcome {
-  double finish = 0;
+  int64_t finishPicos = 0;
   double computeMicros = 0, communicationMicros = 0;
-  std::vector<double> sendDone; ///< Per send of the shape.
-  uint32_t jumpedCopies = 0;    ///< Folded copies not simulated one by one.
+  std::vector<int64_t> sendDonePicos; ///< Per send of the shape.
+  /// Per receive: the arrivals [first, second) in nanoseconds that give
+  /// this outcome too, the others' arrivals in their ranges.
+  std::vector<std::pair<int64_t, int64_t>> sameFor;
+  /// A receive whose message came into an idle step, or -1: every node not
+  /// yet done waited for it, so a later arrival of its message moves the
+  /// finish, and the sends `sendMoves` marks, by as much.
+  int32_t movingRecv = -1;
+  std::vector<uint8_t> sendMoves;
+  uint32_t jumpedCopies = 0; ///< Folded copies not simulated one by one.
   /// Per unfolded node of the step, when it started and ended (a receive:
   /// when it was ready to wait, and when its message was there); only when
   /// recorded.

@@ -86,6 +86,18 @@ private:
   void complete(uint32_t id, int64_t now);
   /// Notes a change to node `id` for the period search.
   void touch(uint32_t id, bool byEveryLayer = false);
+  /// Nothing runs, waits for a stream or is due to complete.
+  bool isIdle() const {
+    return events.empty() && llvm::none_of(busy, [](bool on) { return on; }) &&
+           llvm::all_of(ready, [](const auto &queue) { return queue.empty(); });
+  }
+  // Which other arrivals give the same outcome (see sameFor).
+  void watchReceives();
+  void receiving(uint32_t recv, int64_t now);
+  void received(uint32_t recv, int64_t now);
+  void watchIssue(unsigned stream, uint32_t id, int64_t now, bool wasIdle);
+  void watchReady(uint32_t id, int64_t now);
+  void setSameFor();
 
   /// The state after copy `copy`'s first node completed, the copies before
   /// `low` done and those after `high` not started.
@@ -103,6 +115,7 @@ private:
   void jump(const Snapshot &before, const Snapshot &after, uint32_t copies);
 
   const StepShape &shape;
+  llvm::ArrayRef<int64_t> arrivals;
   bool recordTimes;
   std::vector<Event> &events;
   std::array<std::vector<uint32_t>, NumReplayStreams> &ready;
@@ -110,6 +123,31 @@ private:
   std::vector<uint8_t> &status;
   std::vector<int64_t> &arrival, &starts, &done;
   std::array<bool, NumReplayStreams> busy{};
+  /// Per receive (of shape.recvs): what bounds the arrivals of its
+  /// message that give the same outcome.
+  struct RecvWatch {
+    uint32_t id = 0;
+    int64_t ready = 0;  ///< When it waited for its message.
+    bool exact = false; ///< Only its own arrival is known to.
+    bool done = false;
+    bool idle = false; ///< Came into an idle step.
+  };
+  /// A child of a receive. Before the receive completes: the last time
+  /// the child, had it been ready, would have started. After: when it
+  /// started, if the receive released it into a queue, or when it was
+  /// ready, if it waited for another parent.
+  struct ChildWatch {
+    uint32_t id = 0, recv = 0;
+    unsigned stream = 0;
+    int64_t lastOpen = -1, released = -1, issued = -1, readyLater = -1;
+  };
+  llvm::SmallVector<RecvWatch, 2> recvWatch;
+  llvm::SmallVector<ChildWatch, 4> childWatch;
+  /// The stream the current event freed, if any: another that issues was
+  /// idle before. The first issues come before any completion, whenever
+  /// messages arrive: no stream's decision then is watched.
+  int freedStream = -1;
+  bool watchingIssues = false;
   int64_t finish = 0, computePicos = 0, communicationPicos = 0;
   StepOutcome outcome;
 
@@ -130,10 +168,10 @@ private:
 StepSimulation::StepSimulation(const StepShape &shape,
                                llvm::ArrayRef<int64_t> arrivals,
                                bool recordTimes, SimulationScratch &scratch)
-    : shape(shape), recordTimes(recordTimes), events(scratch.events),
-      ready(scratch.ready), slots(scratch.slots), pending(scratch.pending),
-      status(scratch.status), arrival(scratch.arrival), starts(scratch.starts),
-      done(scratch.done) {
+    : shape(shape), arrivals(arrivals), recordTimes(recordTimes),
+      events(scratch.events), ready(scratch.ready), slots(scratch.slots),
+      pending(scratch.pending), status(scratch.status),
+      arrival(scratch.arrival), starts(scratch.starts), done(scratch.done) {
   uint32_t total = shape.getNumNodes();
   events.clear();
   for (std::vector<uint32_t> &queue : ready)
@@ -155,6 +193,7 @@ StepSimulation::StepSimulation(const StepShape &shape,
   for (size_t i = 0; i < shape.recvs.size(); ++i)
     arrival[shape.recvs[i]] = arrivals[i] * 1000;
   done.assign(total, 0);
+  watchReceives();
   if (recordTimes)
     starts.assign(total, 0);
   // A jump needs a period seen twice and a copy left after it.
@@ -192,11 +231,16 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::pushEvent(int64_t time,
 
 LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::makeReady(uint32_t id,
                                                             int64_t now) {
+  if (LLVM_UNLIKELY(!childWatch.empty()))
+    watchReady(id, now);
   uint32_t slot = slots[id];
   ReplayStream stream = shape.streams[slot];
   if (stream == ReplayStream::None) {
     if (recordTimes)
       starts[id] = now;
+    for (RecvWatch &recv : recvWatch)
+      if (recv.id == id)
+        recv.ready = now;
     return pushEvent(std::max(now, arrival[slot]), id);
   }
   if (searching)
@@ -218,6 +262,8 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::issue(int64_t now) {
     (ReplayStream(stream) == ReplayStream::Compute ? computePicos
                                                    : communicationPicos) +=
         duration;
+    if (LLVM_UNLIKELY(!childWatch.empty()) && watchingIssues)
+      watchIssue(stream, id, now, int(stream) != freedStream);
     busy[stream] = true;
     if (recordTimes)
       starts[id] = now;
@@ -346,11 +392,124 @@ void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
   outcome.jumpedCopies += copies;
 }
 
+// A receive's message may come later without changing the outcome but for
+// a shift when it comes into an idle step: nothing else then runs or
+// waits for a stream, so the rest of the step is the receive's work alone,
+// started whenever it comes. Else its completion changes no other event as
+// long as it comes before each child that it released into a queue started
+// and after the last decision of that child's stream that would have
+// picked the child (an issue after the stream was idle, or of a node with
+// a higher id), and before each child that waited for another parent was
+// ready. Strictly: at equal times the order of completions (by id) could
+// differ. A receive in a folded layer's template, with children in every
+// copy, of no stream, or shared with another receive, is left exact.
+
+void StepSimulation::watchReceives() {
+  for (uint32_t slot : shape.recvs) {
+    uint32_t recv = recvWatch.size();
+    recvWatch.push_back({shape.getId(slot, 0)});
+    llvm::ArrayRef<ShapeChild> children = shape.getChildren(slot);
+    if (shape.isTemplate(slot) || children.empty() || children.size() > 4 ||
+        llvm::any_of(children, [&](const ShapeChild &child) {
+          return child.kind != ShapeChild::Plain ||
+                 shape.streams[child.slot] == ReplayStream::None;
+        })) {
+      recvWatch.back().exact = true;
+      continue;
+    }
+    for (const ShapeChild &child : children)
+      childWatch.push_back({shape.getId(child.slot, 0), recv,
+                            unsigned(shape.streams[child.slot])});
+  }
+  for (ChildWatch &child : childWatch)
+    if (llvm::count_if(childWatch, [&](const ChildWatch &other) {
+          return other.id == child.id;
+        }) > 1)
+      recvWatch[child.recv].exact = true;
+}
+
+void StepSimulation::watchIssue(unsigned stream, uint32_t id, int64_t now,
+                                bool wasIdle) {
+  for (ChildWatch &child : childWatch) {
+    if (child.stream != stream)
+      continue;
+    if (child.id == id)
+      child.issued = now;
+    else if (!recvWatch[child.recv].done && (wasIdle || id > child.id))
+      child.lastOpen = now;
+  }
+}
+
+void StepSimulation::watchReady(uint32_t id, int64_t now) {
+  for (ChildWatch &child : childWatch)
+    if (child.id == id && recvWatch[child.recv].done && child.released < 0)
+      child.readyLater = now;
+}
+
+void StepSimulation::receiving(uint32_t recv, int64_t now) {
+  RecvWatch &watch = recvWatch[recv];
+  if (now != arrival[slots[watch.id]] || !isIdle() ||
+      llvm::any_of(recvWatch, [&](const RecvWatch &other) {
+        return pending[other.id] > 0;
+      }))
+    return;
+  // Every other receive is done (none is due or waits), so a node not done
+  // has a parent not done: this receive, or a node that waits for it.
+  watch.idle = true;
+  outcome.movingRecv = recv;
+  outcome.sendMoves.clear();
+  for (uint32_t slot : shape.sends)
+    outcome.sendMoves.push_back(pending[shape.getId(slot, 0)] > 0);
+}
+
+void StepSimulation::received(uint32_t recv, int64_t now) {
+  recvWatch[recv].done = true;
+  for (ChildWatch &child : childWatch)
+    if (child.recv == recv && pending[child.id] == 0)
+      child.released = now;
+}
+
+void StepSimulation::setSameFor() {
+  for (uint32_t recv = 0; recv < recvWatch.size(); ++recv) {
+    const RecvWatch &watch = recvWatch[recv];
+    int64_t at = arrivals[recv];
+    if (watch.idle) {
+      outcome.sameFor.push_back({at, INT64_MAX});
+      continue;
+    }
+    // Its completion, in picoseconds, must lie in (after, before).
+    int64_t after = -1, before = INT64_MAX;
+    bool exact = watch.exact || outcome.movingRecv >= 0;
+    for (const ChildWatch &child : childWatch) {
+      if (child.recv != recv)
+        continue;
+      if (child.released >= 0) {
+        after = std::max(after, child.lastOpen);
+        // Started when released: the stream was free for it.
+        exact |= child.issued <= child.released;
+        before = std::min(before, child.issued);
+      } else {
+        exact |= child.readyLater < 0;
+        before = std::min(before, child.readyLater);
+      }
+    }
+    // It completes at its readiness or its message, the later.
+    exact |= watch.ready >= before;
+    if (exact) {
+      outcome.sameFor.push_back({at, at + 1});
+      continue;
+    }
+    int64_t first = watch.ready > after ? 0 : after / 1000 + 1;
+    outcome.sameFor.push_back({first, (before + 999) / 1000});
+  }
+}
+
 StepOutcome StepSimulation::run() {
   for (uint32_t id = 0; id < pending.size(); ++id)
     if (!pending[id])
       makeReady(id, 0);
   issue(0);
+  watchingIssues = true;
   while (!events.empty()) {
     std::pop_heap(events.begin(), events.end(), std::greater<>());
     auto [now, id] = events.back();
@@ -359,7 +518,17 @@ StepOutcome StepSimulation::run() {
     if (stream != ReplayStream::None)
       busy[unsigned(stream)] = false;
     finish = std::max(finish, now);
-    complete(id, now);
+    freedStream = stream == ReplayStream::None ? -1 : int(stream);
+    if (stream == ReplayStream::None) {
+      uint32_t recv = 0;
+      while (recvWatch[recv].id != id)
+        ++recv;
+      receiving(recv, now);
+      complete(id, now);
+      received(recv, now);
+    } else {
+      complete(id, now);
+    }
     issue(now);
     if (!markerCopy)
       continue;
@@ -383,11 +552,12 @@ StepOutcome StepSimulation::run() {
     haveBefore = true;
   }
   auto micros = [](int64_t picos) { return double(picos) / 1e6; };
-  outcome.finish = micros(finish);
+  outcome.finishPicos = finish;
+  setSameFor();
   outcome.computeMicros = micros(computePicos);
   outcome.communicationMicros = micros(communicationPicos);
   for (uint32_t slot : shape.sends)
-    outcome.sendDone.push_back(micros(done[shape.getId(slot, 0)]));
+    outcome.sendDonePicos.push_back(done[shape.getId(slot, 0)]);
   if (recordTimes)
     for (uint32_t id = 0; id < done.size(); ++id) {
       outcome.starts.push_back(micros(starts[id]));

@@ -17,10 +17,10 @@ TEST(StepEstimateTest, CollectiveTimesFollowTheRingAlgorithm) {
   auto micros = [&](CollectiveKind kind) {
     return getCollectiveMicros(kind, 4000, four, OneDomain);
   };
-  EXPECT_DOUBLE_EQ(micros(CollectiveKind::AllReduce), 6.0);      // 2*3/4
-  EXPECT_DOUBLE_EQ(micros(CollectiveKind::ReduceScatter), 3.0);  // 3/4
-  EXPECT_DOUBLE_EQ(micros(CollectiveKind::AllGather), 12.0);     // 3
-  EXPECT_DOUBLE_EQ(micros(CollectiveKind::AllToAll), 3.0);       // 3/4
+  EXPECT_DOUBLE_EQ(micros(CollectiveKind::AllReduce), 6.0);     // 2*3/4
+  EXPECT_DOUBLE_EQ(micros(CollectiveKind::ReduceScatter), 3.0); // 3/4
+  EXPECT_DOUBLE_EQ(micros(CollectiveKind::AllGather), 12.0);    // 3
+  EXPECT_DOUBLE_EQ(micros(CollectiveKind::AllToAll), 3.0);      // 3/4
   EXPECT_DOUBLE_EQ(getMessageMicros(4000, false, OneDomain), 4.0);
 }
 
@@ -31,9 +31,9 @@ TEST(StepEstimateTest, EachAlgorithmStepCostsTheLatency) {
   EXPECT_DOUBLE_EQ(
       getCollectiveMicros(CollectiveKind::AllReduce, 1000, inNode, system),
       1.0 + 2.0);
-  EXPECT_DOUBLE_EQ(getCollectiveMicros(CollectiveKind::AllReduce, 1000,
-                                       acrossNodes, system),
-                   10.0 + 20.0);
+  EXPECT_DOUBLE_EQ(
+      getCollectiveMicros(CollectiveKind::AllReduce, 1000, acrossNodes, system),
+      10.0 + 20.0);
   EXPECT_DOUBLE_EQ(getMessageMicros(1000, true, system), 10.0 + 10.0);
   // Halving-doubling takes log2(n) steps a phase, a direct exchange one.
   system.scaleUp.algorithm = CollectiveAlgorithm::HalvingDoubling;
@@ -254,6 +254,123 @@ TEST(StepEstimateTest, AGrowingBacklogIsSimulatedCopyByCopy) {
   EXPECT_NEAR(estimate->stepMicros, 15 + 23 * 16 + 5, 1e-9);
   EXPECT_NEAR(estimate->stages[0].communicationMicros, 23 * 16, 1e-9);
   EXPECT_EQ(estimate->jumpedCopies, 0u);
+}
+
+/// A pipeline of two stages, a micro-batch per step: stage 0 computes
+/// micro-batch i for durations[i] us and sends it (5 us); stage 1 receives
+/// it in a step of a `first` us kernel (no inputs) and a `reading` us one
+/// that reads the message. Stage 1's steps share their nodes, as folded
+/// micro-batches do, so that their outcomes are looked up by arrival.
+ProgramSet makeConsumerPipeline(const std::vector<uint64_t> &durations,
+                                uint64_t first, uint64_t reading) {
+  ProgramSet programs;
+  programs.mesh = Mesh({{"tp", 2}, {"pp", 2}});
+  programs.pipelineAxis = 1;
+  programs.stages.resize(2);
+  StageProgram &producer = programs.stages[0], &consumer = programs.stages[1];
+  for (uint32_t index = 0; index < durations.size(); ++index) {
+    producer.nodes.push_back(makeCompute(durations[index], {}));
+    producer.nodes.push_back(
+        makeMessage(ProgramNodeKind::Send, 1, 5000, {2 * index}));
+    producer.nodes.back().tag = index;
+    producer.steps.push_back({2 * index, 2 * index + 2, 0, -1});
+  }
+  consumer.nodes = {makeMessage(ProgramNodeKind::Recv, 0, 5000, {}),
+                    makeCompute(first, {}), makeCompute(reading, {0})};
+  consumer.nodes[0].tag = 0;
+  for (int32_t index = 0; index < int32_t(durations.size()); ++index)
+    consumer.steps.push_back({0, 3, index, -1});
+  return programs;
+}
+
+/// Expects the estimate to be the one of simulating every step afresh (as
+/// recording a timeline does), and returns it.
+StepEstimate expectExact(const ProgramSet &programs) {
+  StepTimeline timeline;
+  llvm::Expected<StepEstimate> fresh =
+      estimateStep(programs, OneDomain, &timeline);
+  llvm::Expected<StepEstimate> shortcut = estimateStep(programs, OneDomain);
+  if (!fresh || !shortcut) {
+    ADD_FAILURE() << "no estimate";
+    return {};
+  }
+  EXPECT_EQ(fresh->rangedSteps, 0u);
+  EXPECT_EQ(shortcut->stepMicros, fresh->stepMicros);
+  for (size_t stage = 0; stage < fresh->stages.size(); ++stage) {
+    EXPECT_EQ(shortcut->stages[stage].finishMicros,
+              fresh->stages[stage].finishMicros);
+    EXPECT_EQ(shortcut->stages[stage].pipelineWaitMicros,
+              fresh->stages[stage].pipelineWaitMicros);
+    EXPECT_EQ(shortcut->stages[stage].computeMicros,
+              fresh->stages[stage].computeMicros);
+  }
+  return *shortcut;
+}
+
+TEST(StepEstimateTest, EarlyAndLateMessagesReuseAnOutcome) {
+  // Stage 0 sends at 6 us, then every 15 us. Stage 1's steps run a 12 us
+  // kernel while their message comes: one that comes early waits for it,
+  // and the step takes 14 us, so each message comes 1 us later into its
+  // step (6, 7, ..., 11 us: one outcome). From 13 us on, the message comes
+  // into an idle step, which ends 2 us after it.
+  std::vector<uint64_t> durations(12, 10);
+  durations[0] = 1;
+  StepEstimate estimate = expectExact(makeConsumerPipeline(durations, 12, 2));
+  // Message 11 comes at 6 + 11 * 15 us.
+  EXPECT_DOUBLE_EQ(estimate.stepMicros, 6 + 11 * 15 + 2);
+  // Stage 0's two step shapes; stage 1's for arrivals of 6 us (7 to 11 us
+  // reuse it), 12 us (its kernel starts as the first ends: exact) and 13
+  // us (the later steps find it by their arrival, also 13 us).
+  EXPECT_EQ(estimate.simulatedSteps, 5u);
+  EXPECT_EQ(estimate.rangedSteps, 5u);
+}
+
+TEST(StepEstimateTest, ArrivalsAcrossAStreamsDecisionsAreSimulated) {
+  // Stage 1's step: a 4 us kernel, then an 8 us all-reduce, then an 8 us
+  // kernel; a 20 us kernel reads the message. The step ends, for a
+  // message `at` us into it:
+  auto finish = [](uint64_t at) -> uint64_t {
+    if (at < 4) // The reader waits for the first kernel.
+      return 32;
+    if (at <= 12) // It runs at once, and the last kernel after it.
+      return at + 28;
+    if (at <= 20) // It waits for the last kernel, which started at 12.
+      return 40;
+    return at + 20; // It comes into an idle step.
+  };
+  // The producer's durations give these arrivals, in order. Reused: 3 us
+  // (of 2 us), 18 us (of 14 us) and 31 and 1 us. Not: 6 us, which 14
+  // us's outcome would give wrongly had its range ignored that the last
+  // kernel would have run first, nor 5 us, which 6 us's would had its
+  // range ignored that the stream was idle for the reader.
+  std::vector<uint64_t> arrivals = {25, 2, 3, 14, 6, 5, 18, 31, 12, 1};
+  std::vector<uint64_t> durations;
+  uint64_t start = 0, sent = 0;
+  for (uint64_t at : arrivals) {
+    durations.push_back(start + at - sent - 5);
+    sent = start + at;
+    start += finish(at);
+  }
+  ProgramSet programs = makeConsumerPipeline(durations, 4, 20);
+  StageProgram &consumer = programs.stages[1];
+  ProgramNode reduce;
+  reduce.kind = ProgramNodeKind::Collective;
+  reduce.commType = CollectiveKind::AllReduce;
+  reduce.commBytes = 8000;
+  reduce.group = 1;
+  reduce.dataDeps = {1};
+  // The reader last: the last kernel has the lower id, so that only the
+  // stream's idleness (not ids) says it would have run after an earlier
+  // message's reader.
+  ProgramNode reader = consumer.nodes[2];
+  consumer.nodes[2] = reduce;
+  consumer.nodes.push_back(makeCompute(8, {2}));
+  consumer.nodes.push_back(reader);
+  for (ProgramStep &step : consumer.steps)
+    step.end = 5;
+  StepEstimate estimate = expectExact(programs);
+  EXPECT_DOUBLE_EQ(estimate.stepMicros, double(start));
+  EXPECT_EQ(estimate.rangedSteps, 4u);
 }
 
 TEST(StepEstimateTest, AStepTooLongForTheClockIsAnError) {

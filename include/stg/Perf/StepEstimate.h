@@ -88,6 +88,9 @@ struct StepEstimate {
   /// Copies of folded layers (LayerFold) whose simulation was skipped
   /// because they repeated a period: a measure of the replay's shortcut.
   uint64_t jumpedCopies = 0;
+  /// Schedule steps simulated, and those whose outcome was another
+  /// arrival's, known to hold for theirs (see StepOutcome::sameFor).
+  uint64_t simulatedSteps = 0, rangedSteps = 0;
 };
 
 /// Replays `programs` (with durations from a device model) on `system`,
