@@ -140,9 +140,17 @@ private:
     uint32_t id = 0, recv = 0;
     unsigned stream = 0;
     int64_t lastOpen = -1, released = -1, issued = -1, readyLater = -1;
+    bool resolved = false; ///< Its receive's bounds are known.
   };
   llvm::SmallVector<RecvWatch, 2> recvWatch;
   llvm::SmallVector<ChildWatch, 4> childWatch;
+  uint32_t unresolved = 0; ///< Children still watched.
+  void resolve(ChildWatch &child) {
+    if (!child.resolved) {
+      child.resolved = true;
+      --unresolved;
+    }
+  }
   /// The stream the current event freed, if any: another that issues was
   /// idle before. The first issues come before any completion, whenever
   /// messages arrive: no stream's decision then is watched.
@@ -231,7 +239,7 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::pushEvent(int64_t time,
 
 LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::makeReady(uint32_t id,
                                                             int64_t now) {
-  if (LLVM_UNLIKELY(!childWatch.empty()))
+  if (LLVM_UNLIKELY(unresolved))
     watchReady(id, now);
   uint32_t slot = slots[id];
   ReplayStream stream = shape.streams[slot];
@@ -262,7 +270,7 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::issue(int64_t now) {
     (ReplayStream(stream) == ReplayStream::Compute ? computePicos
                                                    : communicationPicos) +=
         duration;
-    if (LLVM_UNLIKELY(!childWatch.empty()) && watchingIssues)
+    if (LLVM_UNLIKELY(unresolved) && watchingIssues)
       watchIssue(stream, id, now, int(stream) != freedStream);
     busy[stream] = true;
     if (recordTimes)
@@ -426,6 +434,7 @@ void StepSimulation::watchReceives() {
           return other.id == child.id;
         }) > 1)
       recvWatch[child.recv].exact = true;
+  unresolved = childWatch.size();
 }
 
 void StepSimulation::watchIssue(unsigned stream, uint32_t id, int64_t now,
@@ -433,17 +442,20 @@ void StepSimulation::watchIssue(unsigned stream, uint32_t id, int64_t now,
   for (ChildWatch &child : childWatch) {
     if (child.stream != stream)
       continue;
-    if (child.id == id)
+    if (child.id == id) {
       child.issued = now;
-    else if (!recvWatch[child.recv].done && (wasIdle || id > child.id))
+      resolve(child);
+    } else if (!recvWatch[child.recv].done && (wasIdle || id > child.id))
       child.lastOpen = now;
   }
 }
 
 void StepSimulation::watchReady(uint32_t id, int64_t now) {
   for (ChildWatch &child : childWatch)
-    if (child.id == id && recvWatch[child.recv].done && child.released < 0)
+    if (child.id == id && recvWatch[child.recv].done && child.released < 0) {
       child.readyLater = now;
+      resolve(child);
+    }
 }
 
 void StepSimulation::receiving(uint32_t recv, int64_t now) {
