@@ -25,7 +25,9 @@
 // Megatron-LM pads its gradient buffer: every rank holds ceil(4096/48) = 86
 // rows, the reduce-scatter and all-gather move the padded buffer, and the
 // optimizer state counts the padding. Dims without values stay symbolic and
-// unpadded.
+// unpadded. The plan search runs the pass once for every plan's degrees
+// (createShardOptimizerPassForAnyDegrees): the padding is then an
+// expression of the degrees, `ceil(4096 / dp) * dp`, which each plan binds.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +42,8 @@ namespace {
 
 class ShardOptimizerPass : public Pass {
 public:
+  explicit ShardOptimizerPass(bool forAnyDegrees)
+      : forAnyDegrees(forAnyDegrees) {}
   llvm::StringRef getName() const override { return DEBUG_TYPE; }
   LogicalResult run(Module &module, DiagnosticEngine &diags) override;
 
@@ -47,6 +51,7 @@ private:
   void shard(Op &step, Op &allReduce);
 
   Module *module = nullptr;
+  bool forAnyDegrees;
 };
 
 } // namespace
@@ -74,21 +79,30 @@ static TensorType splitFirstDim(const TensorType &type,
 
 /// Dimension 0 of `type` rounded up to a multiple of its existing split
 /// times the degrees of `axes`, when the numbers are bound and do not
-/// divide; nothing when they divide or are symbolic.
+/// divide; nothing when they divide or are symbolic. For any degrees: the
+/// rounding as an expression of theirs, when the rows are bound.
 static std::optional<Expr> getPaddedFirstDim(const Module &module,
                                              const TensorType &type,
-                                             llvm::ArrayRef<const Axis *> axes) {
+                                             llvm::ArrayRef<const Axis *> axes,
+                                             bool forAnyDegrees) {
   std::optional<Expr> extent = module.bindAll(type.getDim(0));
   std::optional<long long> rows = extent ? getIntegerValue(*extent)
                                          : std::nullopt;
   long long degree = 1;
+  Expr degrees = 1;
   auto multiply = [&](const Axis *axis) {
-    if (const Axis *ranks = axis->resolve())
+    if (const Axis *ranks = axis->resolve()) {
       degree *= ranks->size.value_or(1);
+      degrees *= ranks->degree;
+    }
   };
   llvm::for_each(type.getDistribution().getPartition(0), multiply);
   llvm::for_each(axes, multiply);
-  if (!rows || *rows <= 0 || degree <= 1 || *rows % degree == 0)
+  if (!rows || *rows <= 0)
+    return std::nullopt;
+  if (forAnyDegrees)
+    return *makeFunction("ceil", {Expr(*rows) / degrees}) * degrees;
+  if (degree <= 1 || *rows % degree == 0)
     return std::nullopt;
   return Expr((*rows + degree - 1) / degree * degree);
 }
@@ -108,7 +122,7 @@ void ShardOptimizerPass::shard(Op &step, Op &allReduce) {
   // The gradient: reduce-scattered where it was all-reduced, from a buffer
   // padded to split evenly.
   std::optional<Expr> padded =
-      getPaddedFirstDim(*module, weight->getType(), axes);
+      getPaddedFirstDim(*module, weight->getType(), axes, forAnyDegrees);
   TensorType scattered = partial->getType();
   if (padded)
     scattered = splitFirstDim(scattered, {}, padded);
@@ -195,5 +209,9 @@ LogicalResult ShardOptimizerPass::run(Module &m, DiagnosticEngine &diags) {
 }
 
 std::unique_ptr<Pass> stg::createShardOptimizerPass() {
-  return std::make_unique<ShardOptimizerPass>();
+  return std::make_unique<ShardOptimizerPass>(false);
+}
+
+std::unique_ptr<Pass> stg::createShardOptimizerPassForAnyDegrees() {
+  return std::make_unique<ShardOptimizerPass>(true);
 }

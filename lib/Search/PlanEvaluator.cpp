@@ -3,6 +3,7 @@
 #include "stg/Search/PlanEvaluator.h"
 
 #include "stg/Passes/Pass.h"
+#include "stg/Passes/Passes.h"
 #include "stg/Perf/DeviceModel.h"
 #include "stg/Perf/StepEstimate.h"
 
@@ -119,26 +120,12 @@ CompileOptions PlanEvaluator::getCompileOptions(const Plan &plan) const {
 PlanEvaluator::CachedModule *
 PlanEvaluator::getModule(const Plan &plan, const CompileOptions &options,
                          DiagnosticEngine &diags) {
-  // The distributed optimizer pads shards to the degrees: its module is
-  // kept for one degree tuple at a time (plans come grouped by degrees).
-  bool sharded = options.distributedOptimizer;
   std::string key = plan.recompute + "|" +
                     getWeightShardingName(plan.sharding).str() + "|" +
                     (plan.sequenceParallel ? "sp" : "");
-  std::string degrees;
-  if (sharded)
-    for (unsigned degree : plan.degrees)
-      degrees += "|" + std::to_string(degree);
-  key += degrees;
   auto found = modules.find(key);
   if (found != modules.end())
     return &found->second;
-  if (sharded) // Modules padded to other degrees will not serve again.
-    for (auto it = modules.begin(); it != modules.end();)
-      it = llvm::StringRef(it->first).contains("|distributed-optimizer|") &&
-                   !llvm::StringRef(it->first).endswith(degrees)
-               ? modules.erase(it)
-               : std::next(it);
   // The module's locations point into the engine that parsed it: it lives
   // as long as the module. Its messages go to the plan's engine.
   CachedModule loaded;
@@ -148,13 +135,18 @@ PlanEvaluator::getModule(const Plan &plan, const CompileOptions &options,
   loaded.sources->setProgramName("stage-search");
   DiagnosticEngine &sources = *loaded.sources;
   loaded.module = loadModel(options, sources);
+  // Each plan runs check-divisibility with its degrees; shard-optimizer
+  // pads shards for any degrees.
   std::string pipeline = getPassPipeline(options);
-  llvm::StringRef withoutCheck = llvm::StringRef(pipeline).rsplit(',').first;
+  llvm::StringRef passesForAnyDegrees =
+      llvm::StringRef(pipeline).rsplit(',').first;
+  bool sharded = passesForAnyDegrees.consume_back(",shard-optimizer");
   PassManager passes;
-  if (!loaded.module ||
-      (sharded && !bindPlan(*loaded.module, options, sources)) ||
-      failed(passes.addPipeline(withoutCheck, sources)) ||
-      failed(passes.run(*loaded.module, sources))) {
+  bool added = loaded.module &&
+               succeeded(passes.addPipeline(passesForAnyDegrees, sources));
+  if (added && sharded)
+    passes.addPass(createShardOptimizerPassForAnyDegrees());
+  if (!added || failed(passes.run(*loaded.module, sources))) {
     diags.error({}, getFirstError(loaded.log->str()));
     return nullptr;
   }

@@ -303,4 +303,38 @@ TEST_F(PlanEvaluatorTest, MFUCountsTheModelFLOPsOnce) {
   EXPECT_LT(recomputed.mfu, result.mfu);
 }
 
+TEST_F(PlanEvaluatorTest, OneShardedOptimizerModuleServesEveryDegree) {
+  // The distributed optimizer pads a shard's rows to the data-parallel
+  // degree: 4096 rows over dp 3 become 4098. The search's module pads for
+  // any degrees; each plan must still cost what stagec's padding gives.
+  constexpr unsigned Batch = 12;
+  PlanEvaluator warm(base, system, facts, Batch, 72'000'000'000);
+  for (auto [dp, tp] : {std::pair{3u, 2u}, {2u, 2u}, {6u, 1u}}) {
+    Plan plan;
+    plan.degrees = {dp, tp, 1, 1, 1};
+    plan.microBatchSize = 1;
+    plan.microbatches = Batch / dp;
+    plan.sharding = WeightSharding::DistributedOptimizer;
+    PlanResult result = warm.evaluate(plan);
+    ASSERT_EQ(result.status, PlanStatus::Fits) << result.reason;
+
+    std::string errors;
+    llvm::raw_string_ostream os(errors);
+    DiagnosticEngine diags(os);
+    std::optional<CompiledModel> compiled =
+        compileModel(warm.getCompileOptions(plan), diags);
+    ASSERT_TRUE(compiled) << os.str();
+    EXPECT_EQ(result.memory.optimizer,
+              compiled->programs.stages[0].memory.optimizer)
+        << "dp" << dp << " tp" << tp;
+    EXPECT_EQ(result.memory.total(),
+              compiled->programs.stages[0].memory.total());
+    applyDeviceModel(compiled->programs, system.device, nullptr);
+    llvm::Expected<StepEstimate> flat =
+        estimateStep(compiled->programs, system);
+    ASSERT_TRUE(bool(flat)) << llvm::toString(flat.takeError());
+    EXPECT_NEAR(flat->stepMicros, result.stepMicros, 1e-3 * 64);
+  }
+}
+
 } // namespace

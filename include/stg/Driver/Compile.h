@@ -70,7 +70,8 @@ std::optional<CompiledModel> compileModel(const CompileOptions &options,
 
 // compileModel's parts, for callers that compile many plans of one model
 // (the plan search): the passes but check-divisibility and shard-optimizer
-// do not read the degrees, so one module serves every plan of a structure.
+// do not read the degrees (and createShardOptimizerPassForAnyDegrees need
+// not), so one module serves every plan of a structure.
 
 /// Parses the model with the options' overrides and switches.
 std::unique_ptr<Module> loadModel(const CompileOptions &options,

@@ -6,8 +6,9 @@
 //
 // What plans share is done once: the model is parsed and taken through the
 // passes once per structure (recomputation, weight sharding, sequence
-// parallelism), since only check-divisibility and shard-optimizer read the
-// degrees; a plan then binds its degrees and micro-batch size, is checked
+// parallelism), since only check-divisibility reads the degrees (the
+// search's shard-optimizer pads for any degrees, with expressions of
+// theirs); a plan then binds its degrees and micro-batch size, is checked
 // against the model's dims, and is instantiated with folded micro-batches
 // (Program.h), so its cost does not grow with the micro-batch count. Plans
 // that bind the same numbers share the check and the ops' costs, and a plan
