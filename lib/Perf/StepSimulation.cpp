@@ -54,9 +54,12 @@ uint64_t StepShape::hash() const {
       llvm::hash_combine_range(childBegin.begin(), childBegin.end()),
       llvm::hash_combine_range(picos.begin(), picos.end()), foldBegin, foldEnd,
       foldCopies);
-  // Field by field: a ShapeChild's padding is not part of it.
+  // Field by field (a ShapeChild's padding is not part of it), and cheaply:
+  // equal hashes are compared in full.
+  uint64_t edges = 0;
   for (const ShapeChild &child : children)
-    value = llvm::hash_combine(value, child.slot, child.kind);
+    edges = edges * 0x100000001b3 + (uint64_t(child.slot) << 2 | child.kind);
+  value = llvm::hash_combine(value, edges);
   return value >= ~uint64_t(0) - 1 ? 0 : value;
 }
 
