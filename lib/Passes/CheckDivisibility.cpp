@@ -15,6 +15,7 @@
 
 #include "stg/Passes/Passes.h"
 
+#include <map>
 #include <set>
 
 using namespace stg;
@@ -39,6 +40,9 @@ private:
   /// than the degree, each rank then holding one replicated slice. Data
   /// extents (the batch, the sequence) may not.
   std::set<std::string> replicable;
+  /// Extents bound, by expression: most values share a few (the search
+  /// checks every plan, and substitution costs microseconds).
+  std::map<Expr, std::optional<Expr>, GiNaC::ex_is_less> boundExtents;
 };
 
 } // namespace
@@ -49,7 +53,10 @@ void CheckDivisibilityPass::checkValue(const Value &value, SourceLoc loc) {
   const TensorType &type = value.getType();
   ExprPrinter printer = module->getPrinter();
   for (unsigned d = 0; d < type.getRank(); ++d) {
-    std::optional<Expr> bound = module->bindAll(type.getDim(d));
+    auto [known, added] = boundExtents.try_emplace(type.getDim(d));
+    if (added)
+      known->second = module->bindAll(type.getDim(d));
+    const std::optional<Expr> &bound = known->second;
     if (!bound) {
       // A dim that divides by zero itself is reported at its declaration.
       std::string extent = printer.str(type.getDim(d));
@@ -140,6 +147,7 @@ LogicalResult CheckDivisibilityPass::run(Module &m, DiagnosticEngine &d) {
   diags = &d;
   reported.clear();
   replicable.clear();
+  boundExtents.clear();
   unsigned errorsBefore = d.getNumErrors();
   ExprPrinter printer = m.getPrinter();
   for (const auto &dim : m.getDims()) {
