@@ -238,10 +238,12 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
                                               numStages, set.numMicrobatches,
                                               numChunks)
                  : 1;
+    std::vector<unsigned> placementName = {numStages, numChunks, stage};
+    llvm::append_range(placementName, options.chunkLayers);
     std::optional<StageMemory> memory =
         computeStageMemory(module, *placement, numbers, stage, inFlight,
                            set.numMicrobatches, training,
-                           options.memoryAccounting);
+                           options.memoryAccounting, placementName);
     if (!memory)
       return std::nullopt;
     set.stages[stage].memory = *memory;

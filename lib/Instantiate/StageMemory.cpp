@@ -6,6 +6,8 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <cmath>
 
@@ -26,17 +28,114 @@ static void findDeclarations(const Value *value,
       findDeclarations(operand, found);
 }
 
+using InstanceKey = std::pair<const Value *, int>;
+using InstanceKeys = llvm::SetVector<InstanceKey, std::vector<InstanceKey>,
+                                     llvm::DenseSet<InstanceKey>>;
+
+/// Each value of `keys`, in the order of its first instance, with its
+/// number of instances.
+static std::vector<std::pair<const Value *, uint64_t>>
+countByValue(const InstanceKeys &keys) {
+  llvm::DenseMap<const Value *, uint32_t> index;
+  std::vector<std::pair<const Value *, uint64_t>> counts;
+  for (const InstanceKey &key : keys) {
+    auto [it, added] = index.try_emplace(key.first, counts.size());
+    if (added)
+      counts.push_back({key.first, 0});
+    ++counts[it->second].second;
+  }
+  return counts;
+}
+
+/// What the kept values of `keys` hold on one rank: weights, gradients,
+/// optimizer state, `state` tensors and (training) the saved activations,
+/// for `inFlightMicrobatches`.
+static std::optional<StageMemory>
+sumKeptMemory(const StageMemoryKeys &keys, OpNumberCache &numbers,
+              double inFlightMicrobatches, bool training,
+              MemoryAccounting accounting) {
+  // An unfused attention's probabilities; with dropout also its mask and
+  // output.
+  uint64_t scoreBytes = 0;
+  bool failedScores = false;
+  for (const auto &[attention, count] : keys.unfusedAttention) {
+    std::optional<int64_t> scores =
+        numbers.evaluate(getAttentionScores(*attention), attention->getLoc(),
+                         "scores of 'attention'");
+    failedScores |= !scores;
+    unsigned element =
+        getElementTypeBytes(attention->getResult()->getType().getElementType());
+    bool dropout = !attention->getAttr("dropout")->expr.is_zero();
+    scoreBytes +=
+        count * scores.value_or(0) * (dropout ? 2 * element + 1 : element);
+  }
+  StageMemory memory;
+  memory.inFlightMicrobatches = inFlightMicrobatches;
+  auto bytesOf = [&](const Value *value) {
+    return numbers.getLocalBytes(*value, value->getDefiningOp()->getLoc());
+  };
+  for (const auto &[value, count] : keys.declarations) {
+    std::optional<int64_t> bytes = bytesOf(value);
+    if (!bytes)
+      return std::nullopt;
+    if (value->getDefiningOp()->getKind() == OpKind::State) {
+      memory.state += count * *bytes;
+      continue;
+    }
+    memory.weights += count * *bytes;
+    if (!training)
+      continue;
+    // Megatron-LM accumulates 16-bit weights' gradients in fp32 main
+    // gradients; ZeRO's accounting keeps them in the weights' type.
+    unsigned elementBytes =
+        getElementTypeBytes(value->getType().getElementType());
+    bool mainGradients =
+        accounting == MemoryAccounting::Megatron && elementBytes < 4;
+    memory.gradients +=
+        count * (mainGradients ? *bytes / elementBytes * 4 : *bytes);
+  }
+  // Adam keeps 12 bytes per element it steps (fp32 master and two moments):
+  // the local weight shard, or a slice of it with a distributed optimizer.
+  for (const auto &[value, count] : keys.steps) {
+    std::optional<int64_t> bytes = bytesOf(value);
+    if (!bytes)
+      return std::nullopt;
+    memory.optimizer +=
+        count * 12 *
+        (*bytes / getElementTypeBytes(value->getType().getElementType()));
+  }
+  if (failedScores)
+    return std::nullopt;
+  uint64_t savedBytes = scoreBytes;
+  for (const auto &[value, count] : keys.saved) {
+    std::optional<int64_t> bytes = bytesOf(value);
+    if (!bytes)
+      return std::nullopt;
+    savedBytes += count * *bytes;
+  }
+  memory.activations =
+      uint64_t(std::llround(savedBytes * inFlightMicrobatches));
+  return memory;
+}
+
 std::optional<StageMemory>
 stg::computeStageMemory(const Module &module, const Placement &placement,
                         OpNumberCache &numbers, unsigned stage,
                         double inFlightMicrobatches, unsigned numMicrobatches,
-                        bool training, MemoryAccounting accounting) {
-  using Key = std::pair<const Value *, int>;
-  llvm::DenseSet<Key> declarations, saved, steps;
+                        bool training, MemoryAccounting accounting,
+                        const std::vector<unsigned> &placementName) {
+  // Training keeps the same values whatever the numbers bound: they are
+  // collected once per placement of the module.
+  if (training)
+    if (const StageMemoryKeys *keys =
+            numbers.findStageMemoryKeys(placementName))
+      return sumKeptMemory(*keys, numbers, inFlightMicrobatches, training,
+                           accounting);
+  InstanceKeys declarations, saved, steps;
   // Inference: the keys and values attention computes here, with the
   // attention reading them (a prefill's KV cache, which the decode steps
   // read), and the ops whose operands and results are live at once.
-  llvm::DenseMap<Key, const Op *> producedCache;
+  llvm::DenseMap<InstanceKey, const Op *> producedCache;
   uint64_t workingSet = 0, recurrentState = 0;
   bool failedWorkingSet = false;
   llvm::SmallVector<const Op *, 2> found;
@@ -47,22 +146,13 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
     replaysAttention |=
         op.getKind() == OpKind::Attention && op.getPhase() != Phase::Forward;
   });
-  uint64_t scoreBytes = 0;
-  bool failedScores = false;
+  llvm::MapVector<const Op *, uint64_t> unfusedAttention;
   forEachInstanceOnStage(module, placement, stage, [&](const Op &op, int layer) {
     if (op.getKind() == OpKind::Adam)
       steps.insert({op.getResult(), layer});
     if (training && !replaysAttention && op.getKind() == OpKind::Attention &&
-        op.getAttr("kernel")->text == "unfused") {
-      std::optional<int64_t> scores = numbers.evaluate(
-          getAttentionScores(op), op.getLoc(), "scores of 'attention'");
-      failedScores |= !scores;
-      // The probabilities; with dropout also its mask and output.
-      unsigned element =
-          getElementTypeBytes(op.getResult()->getType().getElementType());
-      bool dropout = !op.getAttr("dropout")->expr.is_zero();
-      scoreBytes += scores.value_or(0) * (dropout ? 2 * element + 1 : element);
-    }
+        op.getAttr("kernel")->text == "unfused")
+      ++unfusedAttention[&op];
     if (!training && !isElided(op)) {
       uint64_t live = 0;
       auto addLive = [&](const Value *value) {
@@ -118,51 +208,21 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
     }
   });
 
-  StageMemory memory;
-  memory.inFlightMicrobatches = inFlightMicrobatches;
-  auto bytesOf = [&](const Value *value) {
-    return numbers.getLocalBytes(*value, value->getDefiningOp()->getLoc());
-  };
-  for (const Key &key : declarations) {
-    std::optional<int64_t> bytes = bytesOf(key.first);
-    if (!bytes)
-      return std::nullopt;
-    if (key.first->getDefiningOp()->getKind() == OpKind::State) {
-      memory.state += *bytes;
-      continue;
-    }
-    memory.weights += *bytes;
-    if (!training)
-      continue;
-    // Megatron-LM accumulates 16-bit weights' gradients in fp32 main
-    // gradients; ZeRO's accounting keeps them in the weights' type.
-    unsigned elementBytes =
-        getElementTypeBytes(key.first->getType().getElementType());
-    bool mainGradients =
-        accounting == MemoryAccounting::Megatron && elementBytes < 4;
-    memory.gradients += mainGradients ? *bytes / elementBytes * 4 : *bytes;
-  }
-  // Adam keeps 12 bytes per element it steps (fp32 master and two moments):
-  // the local weight shard, or a slice of it with a distributed optimizer.
-  for (const Key &key : steps) {
-    std::optional<int64_t> bytes = bytesOf(key.first);
-    if (!bytes)
-      return std::nullopt;
-    memory.optimizer +=
-        12 * (*bytes / getElementTypeBytes(key.first->getType().getElementType()));
-  }
-  if (failedScores)
-    return std::nullopt;
-  uint64_t savedBytes = scoreBytes;
-  for (const Key &key : saved) {
-    std::optional<int64_t> bytes = bytesOf(key.first);
-    if (!bytes)
-      return std::nullopt;
-    savedBytes += *bytes;
-  }
-  memory.activations = uint64_t(std::llround(savedBytes * inFlightMicrobatches));
+  StageMemoryKeys keys;
+  keys.declarations = countByValue(declarations);
+  keys.steps = countByValue(steps);
+  keys.saved = countByValue(saved);
+  keys.unfusedAttention.assign(unfusedAttention.begin(),
+                               unfusedAttention.end());
   if (training)
-    return memory;
+    return sumKeptMemory(
+        numbers.addStageMemoryKeys(placementName, std::move(keys)), numbers,
+        inFlightMicrobatches, training, accounting);
+  std::optional<StageMemory> kept = sumKeptMemory(
+      keys, numbers, inFlightMicrobatches, training, accounting);
+  if (!kept)
+    return std::nullopt;
+  StageMemory memory = *kept;
 
   // Inference saves nothing for a backward; its activations are the
   // largest working set of one op (its operands and results; a framework

@@ -29,14 +29,15 @@
 
 namespace stg {
 
-std::optional<StageMemory> computeStageMemory(const Module &module,
-                                              const Placement &placement,
-                                              OpNumberCache &numbers,
-                                              unsigned stage,
-                                              double inFlightMicrobatches,
-                                              unsigned numMicrobatches,
-                                              bool training,
-                                              MemoryAccounting accounting);
+/// `placementName` names the placement (stages, chunks, the stage, the
+/// chunks' layer counts) for `numbers` to keep what a training stage sums
+/// (OpNumberCache::findStageMemoryKeys).
+std::optional<StageMemory>
+computeStageMemory(const Module &module, const Placement &placement,
+                   OpNumberCache &numbers, unsigned stage,
+                   double inFlightMicrobatches, unsigned numMicrobatches,
+                   bool training, MemoryAccounting accounting,
+                   const std::vector<unsigned> &placementName);
 
 } // namespace stg
 

@@ -14,6 +14,10 @@
 // symbol (bound once per binding), not by GiNaC substitution; only what
 // those cannot answer exactly, errors included, takes the GiNaC path.
 //
+// The cache also keeps, per placement, which values a training stage holds
+// in memory (StageMemoryKeys): they depend on the module alone, and the
+// search prices each plan's memory from them without walking the stage.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef STG_INSTANTIATE_OPNUMBERS_H
@@ -27,7 +31,9 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <vector>
 
 namespace stg {
 
@@ -36,6 +42,14 @@ struct OpNumbers {
   int64_t flops = 0;
   uint64_t bytesAccessed = 0;
   int64_t commBytes = 0; ///< Collectives: the `bytes` attribute.
+};
+
+/// What a training stage's memory sums, from the module and its placement
+/// alone (StageMemory.cpp): each value it keeps, with how many instances
+/// (layers) of it, and the unfused attentions whose scores it keeps.
+struct StageMemoryKeys {
+  std::vector<std::pair<const Value *, uint64_t>> declarations, steps, saved;
+  std::vector<std::pair<const Op *, uint64_t>> unfusedAttention;
 };
 
 class OpNumberCache {
@@ -59,6 +73,18 @@ public:
   const OpNumbers *get(const Op &op);
   /// Bytes of `value` on one rank (a message between stages).
   std::optional<int64_t> getLocalBytes(const Value &value, SourceLoc loc);
+  /// The memory keys of a stage of a placement, named by `placement`
+  /// (stages, chunks, the stage, the chunks' layer counts), if known. They
+  /// depend on the module alone: binding other numbers keeps them.
+  const StageMemoryKeys *
+  findStageMemoryKeys(const std::vector<unsigned> &placement) const {
+    auto found = memoryKeys.find(placement);
+    return found == memoryKeys.end() ? nullptr : &found->second;
+  }
+  const StageMemoryKeys &addStageMemoryKeys(std::vector<unsigned> placement,
+                                            StageMemoryKeys keys) {
+    return memoryKeys[std::move(placement)] = std::move(keys);
+  }
   /// `e` bound to a non-negative count, or nothing after reporting why
   /// not (`what` names it: "FLOPs of 'einsum' '%y'"). A fraction is an
   /// error too, unless `roundUp` (a formula that is an average by design).
@@ -102,6 +128,7 @@ private:
   /// rational).
   SymbolSlots slots;
   std::vector<std::optional<Rational>> symbolValues;
+  std::map<std::vector<unsigned>, StageMemoryKeys> memoryKeys;
 };
 
 } // namespace stg
