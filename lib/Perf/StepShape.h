@@ -112,10 +112,15 @@ struct StepOutcome {
   /// Per receive: the arrivals [first, second) in nanoseconds that give
   /// this outcome too, the others' arrivals in their ranges.
   std::vector<std::pair<int64_t, int64_t>> sameFor;
-  /// A receive whose message came into an idle step, or -1: every node not
-  /// yet done waited for it, so a later arrival of its message moves the
-  /// finish, and the sends `sendMoves` marks, by as much.
+  /// A receive whose message moves part of the step, or -1: another
+  /// arrival in its range, `movingFrom` plus d nanoseconds, moves the sends
+  /// `sendMoves` marks, and the finish if `finishMoves`, by d. (A message
+  /// into an idle step moves all that is left; one the step waits for
+  /// while other work runs moves what follows from it, as long as nothing
+  /// else changes order with it.)
   int32_t movingRecv = -1;
+  int64_t movingFrom = 0;
+  bool finishMoves = true;
   std::vector<uint8_t> sendMoves;
   uint32_t jumpedCopies = 0; ///< Folded copies not simulated one by one.
   /// Per unfolded node of the step, when it started and ended (a receive:
@@ -132,6 +137,9 @@ struct SimulationScratch {
   std::vector<uint32_t> slots, pending;
   std::vector<uint8_t> status;
   std::vector<int64_t> arrival, starts, done; ///< Picoseconds.
+  /// Per node: whether its completion moves with the moving receive's
+  /// arrival (StepOutcome::movingRecv).
+  std::vector<uint8_t> moves;
 };
 
 /// The longest a step may take, in microseconds (11.6 days): its clock in

@@ -111,6 +111,7 @@ private:
     std::vector<uint8_t> status;
     std::vector<uint32_t> pending;
     std::vector<int64_t> ends; ///< Of running nodes, from `now`.
+    std::vector<uint8_t> moves;
   };
   void takeSnapshot(uint32_t copy, int64_t now, Snapshot &into) const;
   bool repeats(const Snapshot &before, const Snapshot &after) const;
@@ -154,6 +155,22 @@ private:
       --unresolved;
     }
   }
+  // Which completions move with the arrival of the last message to come
+  // (`movingCandidate`): its receive's completion, and what it causes.
+  // Another arrival moves them alike as long as every completion keeps its
+  // place in the order of completions: [lowShift, highShift) picoseconds.
+  void trackReceive(uint32_t id, int64_t now, int64_t at);
+  void trackPop(int64_t time, uint32_t id);
+  int32_t movingCandidate = -1;
+  uint32_t movingId = ~0u;
+  bool tracking = false;
+  uint8_t currentMoves = 0; ///< Of the completion being processed.
+  int64_t lowShift = INT64_MIN, highShift = INT64_MAX;
+  Event previous{0, 0};
+  uint8_t previousMoves = 0;
+  bool havePrevious = false;
+  std::vector<uint8_t> &moves;
+
   /// The stream the current event freed, if any: another that issues was
   /// idle before. The first issues come before any completion, whenever
   /// messages arrive: no stream's decision then is watched.
@@ -182,7 +199,8 @@ StepSimulation::StepSimulation(const StepShape &shape,
     : shape(shape), arrivals(arrivals), recordTimes(recordTimes),
       events(scratch.events), ready(scratch.ready), slots(scratch.slots),
       pending(scratch.pending), status(scratch.status),
-      arrival(scratch.arrival), starts(scratch.starts), done(scratch.done) {
+      arrival(scratch.arrival), starts(scratch.starts), done(scratch.done),
+      moves(scratch.moves) {
   uint32_t total = shape.getNumNodes();
   events.clear();
   for (std::vector<uint32_t> &queue : ready)
@@ -205,6 +223,16 @@ StepSimulation::StepSimulation(const StepShape &shape,
     arrival[shape.recvs[i]] = arrivals[i] * 1000;
   done.assign(total, 0);
   watchReceives();
+  if (!recordTimes)
+    for (uint32_t recv = 0; recv < shape.recvs.size(); ++recv)
+      if (!shape.isTemplate(shape.recvs[recv]) &&
+          (movingCandidate < 0 || arrivals[recv] >= arrivals[movingCandidate]))
+        movingCandidate = recv;
+  if (movingCandidate >= 0) {
+    tracking = true;
+    movingId = shape.getId(shape.recvs[movingCandidate], 0);
+    moves.assign(total, 0);
+  }
   if (recordTimes)
     starts.assign(total, 0);
   // A jump needs a period seen twice and a copy left after it.
@@ -233,6 +261,8 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::pushEvent(int64_t time,
   events.push_back({time, id});
   std::push_heap(events.begin(), events.end(), std::greater<>());
   done[id] = time;
+  if (tracking)
+    moves[id] = currentMoves;
   if (searching) {
     status[id] = Running;
     if (!inFold(id))
@@ -252,7 +282,10 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::makeReady(uint32_t id,
     for (RecvWatch &recv : recvWatch)
       if (recv.id == id)
         recv.ready = now;
-    return pushEvent(std::max(now, arrival[slot]), id);
+    pushEvent(std::max(now, arrival[slot]), id);
+    if (tracking)
+      trackReceive(id, now, arrival[slot]);
+    return;
   }
   if (searching)
     status[id] = Ready;
@@ -345,6 +378,8 @@ void StepSimulation::takeSnapshot(uint32_t copy, int64_t now,
   into.ends.clear();
   for (uint32_t id = begin; id < end; ++id)
     into.ends.push_back(status[id] == Running ? done[id] - now : 0);
+  if (tracking)
+    into.moves.assign(moves.begin() + begin, moves.begin() + end);
 }
 
 bool StepSimulation::repeats(const Snapshot &before,
@@ -354,7 +389,7 @@ bool StepSimulation::repeats(const Snapshot &before,
       after.high - after.copy != before.high - before.copy ||
       after.outsideChanges != before.outsideChanges || outsideRunning ||
       after.status != before.status || after.pending != before.pending ||
-      after.ends != before.ends)
+      after.ends != before.ends || after.moves != before.moves)
     return false;
   return true;
 }
@@ -371,7 +406,12 @@ void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
     status[id + shift] = status[id];
     pending[id + shift] = pending[id];
     done[id + shift] = done[id] + copies * period;
+    if (tracking)
+      moves[id + shift] = moves[id];
   }
+  // The completion just processed is the marker's, of the window.
+  previous.first += copies * period;
+  previous.second += shift;
   for (uint32_t id = begin; id < begin + shift; ++id) {
     status[id] = Done;
     pending[id] = 0;
@@ -472,6 +512,7 @@ void StepSimulation::receiving(uint32_t recv, int64_t now) {
   // has a parent not done: this receive, or a node that waits for it.
   watch.idle = true;
   outcome.movingRecv = recv;
+  outcome.movingFrom = arrivals[recv];
   outcome.sendMoves.clear();
   for (uint32_t slot : shape.sends)
     outcome.sendMoves.push_back(pending[shape.getId(slot, 0)] > 0);
@@ -517,6 +558,70 @@ void StepSimulation::setSameFor() {
     int64_t first = watch.ready > after ? 0 : after / 1000 + 1;
     outcome.sameFor.push_back({first, (before + 999) / 1000});
   }
+  // A message no range above lets come at another time may still move
+  // what follows from it (tracked while simulating).
+  if (outcome.movingRecv >= 0 || !tracking ||
+      outcome.sameFor[movingCandidate].second -
+              outcome.sameFor[movingCandidate].first >
+          1)
+    return;
+  int64_t at = arrivals[movingCandidate];
+  auto ceilDiv = [](int64_t picos) {
+    return picos >= 0 ? (picos + 999) / 1000 : -(-picos / 1000);
+  };
+  int64_t first = lowShift == INT64_MIN ? 0 : std::max<int64_t>(0, at + ceilDiv(lowShift));
+  int64_t last = highShift == INT64_MAX ? INT64_MAX : at + ceilDiv(highShift);
+  if (last - first <= 1)
+    return;
+  for (uint32_t recv = 0; recv < recvWatch.size(); ++recv)
+    outcome.sameFor[recv] = {arrivals[recv], arrivals[recv] + 1};
+  outcome.sameFor[movingCandidate] = {first, last};
+  outcome.movingRecv = movingCandidate;
+  outcome.movingFrom = at;
+  outcome.finishMoves = previousMoves;
+  outcome.sendMoves.clear();
+  for (uint32_t slot : shape.sends)
+    outcome.sendMoves.push_back(moves[shape.getId(slot, 0)]);
+}
+
+void StepSimulation::trackReceive(uint32_t id, int64_t now, int64_t at) {
+  // It completes at its readiness or its message, the later: its
+  // readiness moves with the completion that caused it, its message if it
+  // is the moving one's.
+  uint8_t readyMoves = currentMoves, messageMoves = id == movingId;
+  if (readyMoves == messageMoves)
+    return;
+  if (messageMoves) {
+    moves[id] = at >= now;
+    if (at >= now)
+      lowShift = std::max(lowShift, now - at);
+    else
+      highShift = std::min(highShift, now - at + 1);
+  } else {
+    moves[id] = now >= at;
+    if (now >= at)
+      lowShift = std::max(lowShift, at - now);
+    else
+      highShift = std::min(highShift, at - now + 1);
+  }
+}
+
+void StepSimulation::trackPop(int64_t time, uint32_t id) {
+  uint8_t moving = moves[id];
+  if (havePrevious && moving != previousMoves) {
+    // The one that moves must stay on its side of the other: by time, then
+    // by id.
+    if (previousMoves)
+      highShift = std::min(highShift,
+                           time - previous.first + (previous.second < id));
+    else
+      lowShift = std::max(lowShift,
+                          previous.first - time + !(previous.second < id));
+  }
+  previous = {time, id};
+  previousMoves = moving;
+  havePrevious = true;
+  currentMoves = moving;
 }
 
 StepOutcome StepSimulation::run() {
@@ -529,6 +634,8 @@ StepOutcome StepSimulation::run() {
     std::pop_heap(events.begin(), events.end(), std::greater<>());
     auto [now, id] = events.back();
     events.pop_back();
+    if (tracking)
+      trackPop(now, id);
     ReplayStream stream = shape.streams[slots[id]];
     if (stream != ReplayStream::None)
       busy[unsigned(stream)] = false;

@@ -339,10 +339,13 @@ TEST(StepEstimateTest, ArrivalsAcrossAStreamsDecisionsAreSimulated) {
     return at + 20; // It comes into an idle step.
   };
   // The producer's durations give these arrivals, in order. Reused: 3 us
-  // (of 2 us), 18 us (of 14 us) and 31 and 1 us. Not: 6 us, which 14
-  // us's outcome would give wrongly had its range ignored that the last
-  // kernel would have run first, nor 5 us, which 6 us's would had its
-  // range ignored that the stream was idle for the reader.
+  // (of 2 us), 18 us (of 14 us), 31 us (of 25 us, moved) and 1 us; and 5
+  // and 12 us, of 6 us moved: its reader runs at once and the last kernel
+  // after it, which moves with it while the message comes after the first
+  // kernel ends and no later than the all-reduce. Not reused: 6 us, which
+  // 14 us's outcome would give wrongly had its range ignored that the last
+  // kernel would have run first; 5 us, which 6 us's would give wrongly
+  // unmoved.
   std::vector<uint64_t> arrivals = {25, 2, 3, 14, 6, 5, 18, 31, 12, 1};
   std::vector<uint64_t> durations;
   uint64_t start = 0, sent = 0;
@@ -370,7 +373,7 @@ TEST(StepEstimateTest, ArrivalsAcrossAStreamsDecisionsAreSimulated) {
     step.end = 5;
   StepEstimate estimate = expectExact(programs);
   EXPECT_DOUBLE_EQ(estimate.stepMicros, double(start));
-  EXPECT_EQ(estimate.rangedSteps, 4u);
+  EXPECT_EQ(estimate.rangedSteps, 6u);
 }
 
 TEST(StepEstimateTest, AStepTooLongForTheClockIsAnError) {
