@@ -429,8 +429,7 @@ std::optional<uint32_t> Replay::findRanged(const ShapeOutcomes &known,
     if (!holds)
       continue;
     if (outcome.movingRecv >= 0)
-      movedPicos =
-          (arrivals[outcome.movingRecv] - outcome.movingFrom) * 1000;
+      movedPicos = (arrivals[outcome.movingRecv] - outcome.movingFrom) * 1000;
     ++estimate.rangedSteps;
     return index;
   }
@@ -542,8 +541,8 @@ void Replay::advance(unsigned stage) {
       }
     time.computeMicros += outcome.computeMicros;
     time.communicationMicros += outcome.communicationMicros;
-    double finish = micros(outcome.finishPicos +
-                           (outcome.finishMoves ? movedPicos : 0));
+    double finish =
+        micros(outcome.finishPicos + (outcome.finishMoves ? movedPicos : 0));
     time.pipelineWaitMicros += std::min(latest / 1e3, finish);
     state.now += finish;
   }

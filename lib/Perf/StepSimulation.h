@@ -1,0 +1,146 @@
+//===- StepSimulation.h - The simulation of one schedule step ---*- C++ -*-===//
+//
+// The state of one step's discrete-event simulation (simulateStep): the
+// events and queues, the search for a folded layer's period
+// (StepSimulation.cpp), and what bounds the arrivals of the step's
+// messages that give the same outcome (ArrivalRanges.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_LIB_PERF_STEPSIMULATION_H
+#define STG_LIB_PERF_STEPSIMULATION_H
+
+#include "StepShape.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace stg {
+
+class StepSimulation {
+public:
+  StepSimulation(const StepShape &shape, llvm::ArrayRef<int64_t> arrivals,
+                 bool recordTimes, SimulationScratch &scratch);
+  StepOutcome run();
+
+private:
+  enum NodeStatus : uint8_t { Waiting, Ready, Running, Done };
+  using Event = SimulationScratch::Event;
+  bool inFold(uint32_t id) const {
+    return id >= foldFirst && id < foldFirst + numCopies * foldSize;
+  }
+  uint32_t getCopy(uint32_t id) const { return (id - foldFirst) / foldSize; }
+  void pushEvent(int64_t time, uint32_t id);
+  void makeReady(uint32_t id, int64_t now);
+  void issue(int64_t now);
+  void release(uint32_t id, int64_t now, bool byEveryLayer);
+  void complete(uint32_t id, int64_t now);
+  /// Notes a change to node `id` for the period search.
+  void touch(uint32_t id, bool byEveryLayer = false);
+  /// Nothing runs, waits for a stream or is due to complete.
+  bool isIdle() const {
+    return events.empty() && llvm::none_of(busy, [](bool on) { return on; }) &&
+           llvm::all_of(ready, [](const auto &queue) { return queue.empty(); });
+  }
+  // Which other arrivals give the same outcome (see sameFor).
+  void watchReceives();
+  void receiving(uint32_t recv, int64_t now);
+  void received(uint32_t recv, int64_t now);
+  void watchIssue(unsigned stream, uint32_t id, int64_t now, bool wasIdle);
+  void watchReady(uint32_t id, int64_t now);
+  void setSameFor();
+
+  /// The state after copy `copy`'s first node completed, the copies before
+  /// `low` done and those after `high` not started.
+  struct Snapshot {
+    uint32_t copy = 0, low = 0, high = 0;
+    int64_t now = 0, computePicos = 0, communicationPicos = 0;
+    uint64_t outsideChanges = 0;
+    std::vector<uint8_t> status;
+    std::vector<uint32_t> pending;
+    std::vector<int64_t> ends; ///< Of running nodes, from `now`.
+    std::vector<uint8_t> moves;
+  };
+  void takeSnapshot(uint32_t copy, int64_t now, Snapshot &into) const;
+  bool repeats(const Snapshot &before, const Snapshot &after) const;
+  /// Moves the state of `after` on by `copies` copies of its period.
+  void jump(const Snapshot &before, const Snapshot &after, uint32_t copies);
+
+  const StepShape &shape;
+  llvm::ArrayRef<int64_t> arrivals;
+  bool recordTimes;
+  std::vector<Event> &events;
+  std::array<std::vector<uint32_t>, NumReplayStreams> &ready;
+  std::vector<uint32_t> &slots, &pending;
+  std::vector<uint8_t> &status;
+  std::vector<int64_t> &arrival, &starts, &done;
+  std::array<bool, NumReplayStreams> busy{};
+  /// Per receive (of shape.recvs): what bounds the arrivals of its
+  /// message that give the same outcome.
+  struct RecvWatch {
+    uint32_t id = 0;
+    int64_t ready = 0;  ///< When it waited for its message.
+    bool exact = false; ///< Only its own arrival is known to.
+    bool done = false;
+    bool idle = false; ///< Came into an idle step.
+  };
+  /// A child of a receive. Before the receive completes: the last time
+  /// the child, had it been ready, would have started. After: when it
+  /// started, if the receive released it into a queue, or when it was
+  /// ready, if it waited for another parent.
+  struct ChildWatch {
+    uint32_t id = 0, recv = 0;
+    unsigned stream = 0;
+    int64_t lastOpen = -1, released = -1, issued = -1, readyLater = -1;
+    bool resolved = false; ///< Its receive's bounds are known.
+  };
+  llvm::SmallVector<RecvWatch, 2> recvWatch;
+  llvm::SmallVector<ChildWatch, 4> childWatch;
+  uint32_t unresolved = 0; ///< Children still watched.
+  void resolve(ChildWatch &child) {
+    if (!child.resolved) {
+      child.resolved = true;
+      --unresolved;
+    }
+  }
+  // Which completions move with the arrival of the last message to come
+  // (`movingCandidate`): its receive's completion, and what it causes.
+  // Another arrival moves them alike as long as every completion keeps its
+  // place in the order of completions: [lowShift, highShift) picoseconds.
+  void trackReceive(uint32_t id, int64_t now, int64_t at);
+  void trackPop(int64_t time, uint32_t id);
+  int32_t movingCandidate = -1;
+  uint32_t movingId = ~0u;
+  bool tracking = false;
+  uint8_t currentMoves = 0; ///< Of the completion being processed.
+  int64_t lowShift = INT64_MIN, highShift = INT64_MAX;
+  Event previous{0, 0};
+  uint8_t previousMoves = 0;
+  bool havePrevious = false;
+  std::vector<uint8_t> &moves;
+
+  /// The stream the current event freed, if any: another that issues was
+  /// idle before. The first issues come before any completion, whenever
+  /// messages arrive: no stream's decision then is watched.
+  int freedStream = -1;
+  bool watchingIssues = false;
+  int64_t finish = 0, computePicos = 0, communicationPicos = 0;
+  StepOutcome outcome;
+
+  // The period search, when the step folds a layer into enough copies.
+  bool searching = false;
+  uint32_t foldFirst = 0, foldSize = 1, numCopies = 0; ///< Template: copy 0.
+  std::vector<uint32_t> doneInCopy;
+  uint32_t lowCopy = 0, highCopy = 0;
+  uint64_t outsideChanges = 0;
+  uint32_t outsideRunning = 0;
+  std::optional<uint32_t> markerCopy; ///< A copy's first node completed.
+  Snapshot snapshots[2];
+  bool haveBefore = false;
+};
+
+} // namespace stg
+
+#endif // STG_LIB_PERF_STEPSIMULATION_H
