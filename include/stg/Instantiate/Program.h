@@ -50,6 +50,14 @@ struct GemmShape {
 };
 
 struct ProgramNode {
+  ProgramNode() = default;
+  ProgramNode(const ProgramNode &) = default;
+  ProgramNode &operator=(const ProgramNode &) = default;
+  // Moved, not copied, when a program's node list grows (SmallVector's own
+  // move is not declared noexcept, which would make std::vector copy).
+  ProgramNode(ProgramNode &&) noexcept = default;
+  ProgramNode &operator=(ProgramNode &&) noexcept = default;
+
   ProgramNodeKind kind = ProgramNodeKind::Compute;
   std::string name;
   /// Compute: `einsum`, `attention`, `elementwise`, ... (Chakra `op_type`).
