@@ -79,7 +79,7 @@ std::string StageBuilder::getInstanceName(const Op &op,
                       placement.getLayer(&op, layer) - start, microbatch);
 }
 
-uint32_t StageBuilder::addNode(ProgramNode node, const Op *op) {
+uint32_t StageBuilder::addNode(ProgramNode &&node, const Op *op) {
   if (nodes->size() >= MaxStageNodes) {
     if (!failed)
       shared.diags.error(shared.module.getModelLoc(),
@@ -277,8 +277,8 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
     node.phase = op.getPhase();
     node.layer = getModelLayer(op, layer);
     node.microbatch = mb;
-    node.dataDeps = deps;
     if (op.getInfo().has(Collective)) {
+      node.dataDeps = deps;
       node.kind = ProgramNodeKind::Collective;
       node.commBytes = numbers->commBytes;
       AxisMask mask = 0;
@@ -316,6 +316,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       else
         held = {addNode(std::move(node), &op)};
     } else {
+      node.dataDeps = std::move(deps);
       node.kind = ProgramNodeKind::Compute;
       node.opType = getOpType(op);
       node.numOps = numbers->flops;

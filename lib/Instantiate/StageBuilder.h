@@ -104,7 +104,7 @@ private:
   void sendResult(ValueInstance producer, int microbatch,
                   llvm::ArrayRef<uint32_t> deps);
   /// Appends `node`, built for `op` if it is an op's.
-  uint32_t addNode(ProgramNode node, const Op *op = nullptr);
+  uint32_t addNode(ProgramNode &&node, const Op *op = nullptr);
   /// Adds a gradient reduction to the pending bucket (issued as one
   /// collective when full, when another kind or group comes, when a member
   /// is needed, or at the end of the step).
