@@ -239,6 +239,20 @@ private:
                    std::map<AxisMask, GroupSpan> &spans);
   /// The index of the shape of the stage's step `stepIndex` in `shapes`.
   uint32_t getShape(unsigned stage, size_t stepIndex);
+  /// The outcome `byKey` holds for `key`, else one kept for ranges that
+  /// hold the current arrivals, and by how much it moves; else the index
+  /// the next outcome gets, recorded for `key`.
+  template <typename Map, typename Key>
+  uint32_t findOutcome(Map &byKey, const Key &key, const ShapeOutcomes &known,
+                       int64_t &movedPicos) {
+    if (auto found = byKey.find(key); found != byKey.end())
+      return found->second;
+    uint32_t fresh = outcomes.size();
+    uint32_t index = findRanged(known, movedPicos).value_or(fresh);
+    if (index == fresh)
+      byKey.try_emplace(key, fresh);
+    return index;
+  }
   /// A kept outcome whose ranges hold the current arrivals, and by how
   /// much it moves.
   std::optional<uint32_t> findRanged(const ShapeOutcomes &known,
@@ -492,25 +506,14 @@ void Replay::advance(unsigned stage) {
     int64_t movedPicos = 0; // When a ranged outcome moves with an arrival.
     if (single) {
       int64_t arrival = arrivals.empty() ? 0 : arrivals[0];
-      if (known.last && known.last->first == arrival) {
+      if (known.last && known.last->first == arrival)
         index = known.last->second;
-      } else {
-        auto found = known.byArrival.find(arrival);
-        index = found != known.byArrival.end()
-                    ? found->second
-                    : findRanged(known, movedPicos).value_or(fresh);
-        if (index == fresh)
-          known.byArrival.try_emplace(arrival, fresh);
-      }
+      else
+        index = findOutcome(known.byArrival, arrival, known, movedPicos);
       if (!movedPicos)
         known.last = {arrival, index};
     } else {
-      auto found = known.byPattern.find(arrivals);
-      index = found != known.byPattern.end()
-                  ? found->second
-                  : findRanged(known, movedPicos).value_or(fresh);
-      if (index == fresh)
-        known.byPattern.try_emplace(arrivals, fresh);
+      index = findOutcome(known.byPattern, arrivals, known, movedPicos);
     }
     if (index == fresh) {
       outcomes.push_back(simulateStep(shape, arrivals, timeline, scratch));

@@ -356,17 +356,11 @@ TEST(StepEstimateTest, ArrivalsAcrossAStreamsDecisionsAreSimulated) {
   }
   ProgramSet programs = makeConsumerPipeline(durations, 4, 20);
   StageProgram &consumer = programs.stages[1];
-  ProgramNode reduce;
-  reduce.kind = ProgramNodeKind::Collective;
-  reduce.commType = CollectiveKind::AllReduce;
-  reduce.commBytes = 8000;
-  reduce.group = 1;
-  reduce.dataDeps = {1};
   // The reader last: the last kernel has the lower id, so that only the
   // stream's idleness (not ids) says it would have run after an earlier
   // message's reader.
   ProgramNode reader = consumer.nodes[2];
-  consumer.nodes[2] = reduce;
+  consumer.nodes[2] = makeReduce({1});
   consumer.nodes.push_back(makeCompute(8, {2}));
   consumer.nodes.push_back(reader);
   for (ProgramStep &step : consumer.steps)
