@@ -183,14 +183,14 @@ void StepSimulation::trackReceive(uint32_t id, int64_t now, int64_t at) {
 void StepSimulation::trackPop(int64_t time, uint32_t id) {
   uint8_t moving = moves[id];
   if (havePrevious && moving != previousMoves) {
-    // The one that moves must stay on its side of the other: by time, then
-    // by id.
+    // The one that moves must stay on its side of the other, strictly:
+    // then no completion that moves ties with one that does not, and
+    // completions pop in time order, so every pair keeps its order (a tie
+    // broken by ids could reorder a pair further apart).
     if (previousMoves)
-      highShift =
-          std::min(highShift, time - previous.first + (previous.second < id));
+      highShift = std::min(highShift, time - previous.first);
     else
-      lowShift =
-          std::max(lowShift, previous.first - time + !(previous.second < id));
+      lowShift = std::max(lowShift, previous.first - time + 1);
   }
   previous = {time, id};
   previousMoves = moving;
