@@ -12,15 +12,14 @@
 
 #include "StepSimulation.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
 
 using namespace stg;
 
-// A receive's message may come later without changing the outcome but for
-// a shift when it comes into an idle step: nothing else then runs or
-// waits for a stream, so the rest of the step is the receive's work alone,
-// started whenever it comes. Else its completion changes no other event as
-// long as it comes before each child that it released into a queue started
+// A receive's completion changes no other event as long as it comes
+// before each child that it released into a queue started
 // and after the last decision of that child's stream that would have
 // picked the child (an issue after the stream was idle, or of a node with
 // a higher id), and before each child that waited for another parent was
@@ -74,23 +73,6 @@ void StepSimulation::watchReady(uint32_t id, int64_t now) {
     }
 }
 
-void StepSimulation::receiving(uint32_t recv, int64_t now) {
-  RecvWatch &watch = recvWatch[recv];
-  if (now != arrival[slots[watch.id]] || !isIdle() ||
-      llvm::any_of(recvWatch, [&](const RecvWatch &other) {
-        return pending[other.id] > 0;
-      }))
-    return;
-  // Every other receive is done (none is due or waits), so a node not done
-  // has a parent not done: this receive, or a node that waits for it.
-  watch.idle = true;
-  outcome.movingRecv = recv;
-  outcome.movingFrom = arrivals[recv];
-  outcome.sendMoves.clear();
-  for (uint32_t slot : shape.sends)
-    outcome.sendMoves.push_back(pending[shape.getId(slot, 0)] > 0);
-}
-
 void StepSimulation::received(uint32_t recv, int64_t now) {
   recvWatch[recv].done = true;
   for (ChildWatch &child : childWatch)
@@ -102,13 +84,9 @@ void StepSimulation::setSameFor() {
   for (uint32_t recv = 0; recv < recvWatch.size(); ++recv) {
     const RecvWatch &watch = recvWatch[recv];
     int64_t at = arrivals[recv];
-    if (watch.idle) {
-      outcome.sameFor.push_back({at, INT64_MAX});
-      continue;
-    }
     // Its completion, in picoseconds, must lie in (after, before).
     int64_t after = -1, before = INT64_MAX;
-    bool exact = watch.exact || outcome.movingRecv >= 0;
+    bool exact = watch.exact;
     for (const ChildWatch &child : childWatch) {
       if (child.recv != recv)
         continue;
@@ -132,11 +110,11 @@ void StepSimulation::setSameFor() {
     outcome.sameFor.push_back({first, (before + 999) / 1000});
   }
   // A message no range above lets come at another time may still move
-  // what follows from it (tracked while simulating).
-  if (outcome.movingRecv >= 0 || !tracking ||
-      outcome.sameFor[movingCandidate].second -
-              outcome.sameFor[movingCandidate].first >
-          1)
+  // what follows from it (tracked while simulating): one that comes into
+  // an idle step moves all that is left, for any later arrival.
+  if (!tracking || outcome.sameFor[movingCandidate].second -
+                           outcome.sameFor[movingCandidate].first >
+                       1)
     return;
   int64_t at = arrivals[movingCandidate];
   auto ceilDiv = [](int64_t picos) {

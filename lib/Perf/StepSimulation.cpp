@@ -337,7 +337,6 @@ StepOutcome StepSimulation::run() {
       uint32_t recv = 0;
       while (recvWatch[recv].id != id)
         ++recv;
-      receiving(recv, now);
       complete(id, now);
       received(recv, now);
     } else {

@@ -12,7 +12,6 @@
 
 #include "StepShape.h"
 
-#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
@@ -39,14 +38,8 @@ private:
   void complete(uint32_t id, int64_t now);
   /// Notes a change to node `id` for the period search.
   void touch(uint32_t id, bool byEveryLayer = false);
-  /// Nothing runs, waits for a stream or is due to complete.
-  bool isIdle() const {
-    return events.empty() && llvm::none_of(busy, [](bool on) { return on; }) &&
-           llvm::all_of(ready, [](const auto &queue) { return queue.empty(); });
-  }
   // Which other arrivals give the same outcome (see sameFor).
   void watchReceives();
-  void receiving(uint32_t recv, int64_t now);
   void received(uint32_t recv, int64_t now);
   void watchIssue(unsigned stream, uint32_t id, int64_t now, bool wasIdle);
   void watchReady(uint32_t id, int64_t now);
@@ -84,7 +77,6 @@ private:
     int64_t ready = 0;  ///< When it waited for its message.
     bool exact = false; ///< Only its own arrival is known to.
     bool done = false;
-    bool idle = false; ///< Came into an idle step.
   };
   /// A child of a receive. Before the receive completes: the last time
   /// the child, had it been ready, would have started. After: when it
