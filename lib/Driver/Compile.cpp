@@ -99,11 +99,8 @@ std::optional<Mesh> stg::bindPlan(Module &module,
   return buildMesh(module, options.rankOrder, degrees, diags);
 }
 
-std::optional<ProgramSet> stg::instantiateModel(const Module &module,
-                                                const Mesh &mesh,
-                                                const CompileOptions &options,
-                                                DiagnosticEngine &diags,
-                                                OpNumberCache *numbers) {
+InstantiateOptions stg::getInstantiateOptions(const Mesh &mesh,
+                                              const CompileOptions &options) {
   InstantiateOptions instantiateOptions;
   int pipelineAxis = mesh.findAxis(instantiateOptions.pipelineAxis);
   unsigned numStages = pipelineAxis < 0 ? 1 : mesh.getDegree(pipelineAxis);
@@ -119,7 +116,15 @@ std::optional<ProgramSet> stg::instantiateModel(const Module &module,
       options.overlapGradientReduction;
   instantiateOptions.foldMicrobatches = options.foldMicrobatches;
   instantiateOptions.foldLayers = options.foldLayers;
-  return instantiate(module, mesh, instantiateOptions, diags, numbers);
+  return instantiateOptions;
+}
+
+std::optional<ProgramSet>
+stg::instantiateModel(const Module &module, const Mesh &mesh,
+                      const CompileOptions &options, DiagnosticEngine &diags,
+                      OpNumberCache *numbers, ProgramSources *sources) {
+  return instantiate(module, mesh, getInstantiateOptions(mesh, options), diags,
+                     numbers, sources);
 }
 
 std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,

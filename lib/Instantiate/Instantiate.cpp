@@ -167,11 +167,29 @@ static LogicalResult findStageEdges(SharedState &shared) {
   return success();
 }
 
-std::optional<ProgramSet> stg::instantiate(const Module &module,
-                                           const Mesh &mesh,
-                                           const InstantiateOptions &options,
-                                           DiagnosticEngine &diags,
-                                           OpNumberCache *cachedNumbers) {
+/// The memory of `stage` of `set`, whose placement is `placement`.
+static std::optional<StageMemory>
+computeMemory(const Module &module, const ProgramSet &set,
+              const Placement &placement, const InstantiateOptions &options,
+              OpNumberCache &numbers, unsigned stage) {
+  unsigned numStages = set.stages.size();
+  double inFlight =
+      set.training ? getMaxInFlightMicrobatches(options.schedule, stage,
+                                                numStages, set.numMicrobatches,
+                                                set.numVirtualStages)
+                   : 1;
+  std::vector<unsigned> placementName = {numStages, set.numVirtualStages,
+                                         stage};
+  llvm::append_range(placementName, options.chunkLayers);
+  return computeStageMemory(module, placement, numbers, stage, inFlight,
+                            set.numMicrobatches, set.training,
+                            options.memoryAccounting, placementName);
+}
+
+std::optional<ProgramSet>
+stg::instantiate(const Module &module, const Mesh &mesh,
+                 const InstantiateOptions &options, DiagnosticEngine &diags,
+                 OpNumberCache *cachedNumbers, ProgramSources *sources) {
   if (!module.getModel()) {
     diags.error({}, "the input declares no model to instantiate");
     return std::nullopt;
@@ -224,8 +242,14 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
   else
     ownNumbers.emplace(module, diags);
   OpNumberCache &numbers = cachedNumbers ? *cachedNumbers : *ownNumbers;
+  if (sources) {
+    sources->stages.clear();
+    if (!options.gradientBucketBytes)
+      sources->stages.resize(numStages);
+  }
   SharedState shared(module, mesh, *placement, stepOptions, numbers, diags,
-                     training);
+                     training,
+                     sources && !sources->stages.empty() ? sources : nullptr);
   if (failed(findStageEdges(shared)))
     return std::nullopt;
   set.stages.resize(numStages);
@@ -233,20 +257,113 @@ std::optional<ProgramSet> stg::instantiate(const Module &module,
     StageBuilder builder(shared, stage);
     if (!builder.build(set.stages[stage]))
       return std::nullopt;
-    double inFlight =
-        training ? getMaxInFlightMicrobatches(options.schedule, stage,
-                                              numStages, set.numMicrobatches,
-                                              numChunks)
-                 : 1;
-    std::vector<unsigned> placementName = {numStages, numChunks, stage};
-    llvm::append_range(placementName, options.chunkLayers);
     std::optional<StageMemory> memory =
-        computeStageMemory(module, *placement, numbers, stage, inFlight,
-                           set.numMicrobatches, training,
-                           options.memoryAccounting, placementName);
+        computeMemory(module, set, *placement, stepOptions, numbers, stage);
     if (!memory)
       return std::nullopt;
     set.stages[stage].memory = *memory;
   }
   return set;
+}
+
+/// Moves the collectives' groups of `set` onto `mesh`, whose axes with a
+/// degree above 1 are those of the set's mesh, maybe in another order.
+static LogicalResult moveToMesh(ProgramSet &set, const Mesh &mesh,
+                                llvm::StringRef pipelineAxis,
+                                DiagnosticEngine &diags) {
+  auto countSplit = [](const Mesh &mesh) {
+    return llvm::count_if(mesh.getAxes(), [](const Mesh::AxisInfo &axis) {
+      return axis.degree > 1;
+    });
+  };
+  bool same = countSplit(set.mesh) == countSplit(mesh);
+  llvm::SmallVector<int, 8> newIndex;
+  for (const Mesh::AxisInfo &axis : set.mesh.getAxes()) {
+    int index = mesh.findAxis(axis.name);
+    same &= (axis.degree > 1) == (index >= 0 && mesh.getDegree(index) > 1);
+    newIndex.push_back(index);
+  }
+  if (!same) {
+    diags.error({}, "internal error: a program set re-priced for a mesh "
+                    "that splits other axes");
+    return failure();
+  }
+  for (StageProgram &stage : set.stages)
+    for (ProgramNode &node : stage.nodes) {
+      if (node.kind != ProgramNodeKind::Collective)
+        continue;
+      AxisMask mask = 0;
+      for (unsigned index = 0; index < newIndex.size(); ++index)
+        if (node.group & (AxisMask(1) << index))
+          mask |= AxisMask(1) << newIndex[index];
+      node.group = mask;
+    }
+  set.mesh = mesh;
+  set.pipelineAxis = mesh.findAxis(pipelineAxis);
+  return success();
+}
+
+LogicalResult stg::repriceProgramSet(ProgramSet &set,
+                                     const ProgramSources &sources,
+                                     const Module &module, const Mesh &mesh,
+                                     const InstantiateOptions &options,
+                                     OpNumberCache &numbers,
+                                     DiagnosticEngine &diags) {
+  unsigned numStages = set.stages.size();
+  if (sources.stages.size() != numStages) {
+    diags.error({}, "internal error: re-pricing a program set whose sources "
+                    "were not recorded");
+    return failure();
+  }
+  if (failed(moveToMesh(set, mesh, options.pipelineAxis, diags)))
+    return failure();
+  std::optional<Placement> placement = Placement::create(
+      module, numStages, set.numVirtualStages, options.chunkLayers, diags);
+  if (!placement)
+    return failure();
+  numbers.setDiagnostics(diags);
+  InstantiateOptions stepOptions = options;
+  stepOptions.numMicrobatches = set.numMicrobatches;
+  // As the builder asked, stage by stage, each stage's memory after its
+  // nodes: the first error is the one a build would report.
+  std::vector<OpNumbers> priced;
+  for (unsigned stage = 0; stage < numStages; ++stage) {
+    const ProgramSources::Stage &recorded = sources.stages[stage];
+    priced.resize(recorded.queries.size());
+    for (size_t index = 0; index < recorded.queries.size(); ++index) {
+      auto [op, value] = recorded.queries[index];
+      if (value) {
+        std::optional<int64_t> bytes =
+            numbers.getLocalBytes(*value, op->getLoc());
+        if (!bytes)
+          return failure();
+        priced[index].commBytes = *bytes;
+      } else if (const OpNumbers *found = numbers.get(*op)) {
+        priced[index] = *found;
+      } else {
+        return failure();
+      }
+    }
+    std::vector<ProgramNode> &nodes = set.stages[stage].nodes;
+    for (size_t id = 0; id < nodes.size(); ++id) {
+      uint32_t query = recorded.nodeQueries[id];
+      if (query == ProgramSources::NoQuery)
+        continue;
+      ProgramNode &node = nodes[id];
+      const OpNumbers &from = priced[query];
+      if (node.kind == ProgramNodeKind::Compute) {
+        node.numOps = from.flops;
+        node.tensorBytes = from.bytesAccessed;
+        node.gemm = from.gemm;
+      } else {
+        node.commBytes = from.commBytes;
+      }
+    }
+    std::optional<StageMemory> memory =
+        computeMemory(module, set, *placement, stepOptions, numbers, stage);
+    if (!memory)
+      return failure();
+    set.stages[stage].memory = *memory;
+  }
+  return success();
 }

@@ -79,7 +79,15 @@ std::string StageBuilder::getInstanceName(const Op &op,
                       placement.getLayer(&op, layer) - start, microbatch);
 }
 
-uint32_t StageBuilder::addNode(ProgramNode &&node, const Op *op) {
+uint32_t StageBuilder::recordQuery(const Op *op, const Value *value) {
+  if (!sources)
+    return ProgramSources::NoQuery;
+  sources->queries.push_back({op, value});
+  return uint32_t(sources->queries.size() - 1);
+}
+
+uint32_t StageBuilder::addNode(ProgramNode &&node, const Op *op,
+                               uint32_t query) {
   if (nodes->size() >= MaxStageNodes) {
     if (!failed)
       shared.diags.error(shared.module.getModelLoc(),
@@ -106,6 +114,8 @@ uint32_t StageBuilder::addNode(ProgramNode &&node, const Op *op) {
   }
   nodes->push_back(std::move(node));
   nodeOps.push_back(op);
+  if (sources)
+    sources->nodeQueries.push_back(query);
   return id;
 }
 
@@ -168,6 +178,7 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
       failed = true;
       return;
     }
+    uint32_t query = recordQuery(def, source.value);
     std::optional<int64_t> bytes =
         shared.numbers.getLocalBytes(*source.value, def->getLoc());
     if (!bytes) {
@@ -183,7 +194,7 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
     recv.phase = def->getPhase();
     recv.layer = getModelLayer(*def, source.layer);
     recv.microbatch = mb;
-    uint32_t id = addNode(std::move(recv));
+    uint32_t id = addNode(std::move(recv), nullptr, query);
     holders[{key, mb}] = {id};
     deps.push_back(id);
     stepMessages.push_back({key, edge->number, stage, edge->once});
@@ -196,6 +207,7 @@ void StageBuilder::sendResult(ValueInstance producer, int microbatch,
   if (found == shared.edges.end())
     return;
   const Op &def = *producer.value->getDefiningOp();
+  uint32_t query = recordQuery(&def, producer.value);
   std::optional<int64_t> bytes =
       shared.numbers.getLocalBytes(*producer.value, def.getLoc());
   if (!bytes) {
@@ -217,7 +229,7 @@ void StageBuilder::sendResult(ValueInstance producer, int microbatch,
     send.layer = getModelLayer(def, producer.layer);
     send.microbatch = microbatch;
     send.dataDeps.assign(deps.begin(), deps.end());
-    addNode(std::move(send));
+    addNode(std::move(send), nullptr, query);
     stepMessages.push_back(
         {{producer.value, producer.layer}, edge.number, edge.stage, edge.once});
   }
@@ -265,6 +277,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
   if (isElided(op)) {
     held.assign(deps.begin(), deps.end());
   } else {
+    uint32_t query = recordQuery(&op, nullptr);
     const OpNumbers *numbers = shared.numbers.get(op);
     if (!numbers) {
       failed = true;
@@ -314,7 +327,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       if (!mask)
         held.assign(deps.begin(), deps.end());
       else
-        held = {addNode(std::move(node), &op)};
+        held = {addNode(std::move(node), &op, query)};
     } else {
       node.dataDeps = std::move(deps);
       node.kind = ProgramNodeKind::Compute;
@@ -322,7 +335,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       node.numOps = numbers->flops;
       node.tensorBytes = numbers->bytesAccessed;
       node.gemm = numbers->gemm;
-      held = {addNode(std::move(node), &op)};
+      held = {addNode(std::move(node), &op, query)};
     }
   }
   for (const Value *result : op.getResults()) {
@@ -612,6 +625,8 @@ void StageBuilder::chainEntries(size_t begin, llvm::ArrayRef<uint32_t> exits) {
 bool StageBuilder::build(StageProgram &program) {
   nodes = &program.nodes;
   folds = &program.folds;
+  if (shared.sources)
+    sources = &shared.sources->stages[stage];
   program.stage = stage;
   foldedAway.assign(placement.getNumLayers(), false);
   for (const auto &edge : shared.edges)
@@ -678,6 +693,8 @@ bool StageBuilder::build(StageProgram &program) {
     if (nodes->size() == stepBegin) {
       nodes->resize(begin); // An empty step: no barrier either.
       nodeOps.resize(begin);
+      if (sources)
+        sources->nodeQueries.resize(begin);
       return true;
     }
     chainEntries(stepBegin, exits);

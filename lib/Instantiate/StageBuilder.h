@@ -43,9 +43,10 @@ struct StageEdge {
 struct SharedState {
   SharedState(const Module &module, const Mesh &mesh,
               const Placement &placement, const InstantiateOptions &options,
-              OpNumberCache &numbers, DiagnosticEngine &diags, bool training)
+              OpNumberCache &numbers, DiagnosticEngine &diags, bool training,
+              ProgramSources *sources)
       : module(module), mesh(mesh), placement(placement), options(options),
-        numbers(numbers), diags(diags), training(training) {}
+        numbers(numbers), diags(diags), training(training), sources(sources) {}
 
   const Module &module;
   const Mesh &mesh;
@@ -54,6 +55,8 @@ struct SharedState {
   OpNumberCache &numbers;
   DiagnosticEngine &diags;
   bool training;
+  /// Filled as the stages are built, if not null.
+  ProgramSources *sources;
   /// Producer instance -> the stages that consume it.
   llvm::DenseMap<InstanceKey, llvm::SmallVector<StageEdge, 1>> edges;
 };
@@ -103,8 +106,13 @@ private:
                       bool allMicrobatches, llvm::SmallVectorImpl<uint32_t> &deps);
   void sendResult(ValueInstance producer, int microbatch,
                   llvm::ArrayRef<uint32_t> deps);
-  /// Appends `node`, built for `op` if it is an op's.
-  uint32_t addNode(ProgramNode &&node, const Op *op = nullptr);
+  /// Appends `node`, built for `op` if it is an op's, priced by `query`.
+  uint32_t addNode(ProgramNode &&node, const Op *op = nullptr,
+                   uint32_t query = ProgramSources::NoQuery);
+  /// Records, if sources are recorded, that the builder asked for the
+  /// numbers of `op` (`value` null) or the bytes of `value`; the query's
+  /// index.
+  uint32_t recordQuery(const Op *op, const Value *value);
   /// Adds a gradient reduction to the pending bucket (issued as one
   /// collective when full, when another kind or group comes, when a member
   /// is needed, or at the end of the step).
@@ -145,6 +153,8 @@ private:
   unsigned stage;
   std::vector<ProgramNode> *nodes = nullptr;
   std::vector<LayerFold> *folds = nullptr;
+  /// The stage's sources, if recorded.
+  ProgramSources::Stage *sources = nullptr;
   /// The op each node was built for (null for receives, sends, barriers and
   /// buckets): a folded layer's template finds its op's node in the
   /// repetition before it.

@@ -117,12 +117,30 @@ CompileOptions PlanEvaluator::getCompileOptions(const Plan &plan) const {
   return options;
 }
 
+/// Plans of one key share a module.
+static std::string getModuleKey(const Plan &plan) {
+  return plan.recompute + "|" + getWeightShardingName(plan.sharding).str() +
+         "|" + (plan.sequenceParallel ? "sp" : "");
+}
+
+std::string PlanEvaluator::getStructureKey(const Plan &plan) const {
+  std::string key = getModuleKey(plan) + "|v" +
+                    std::to_string(plan.virtualStages) + " mbs" +
+                    std::to_string(plan.microbatches) + " ";
+  for (size_t index = 0; index < PlanAxes.size(); ++index) {
+    unsigned degree = plan.degrees[index];
+    // Only pp's degree shapes the programs; the others only by being 1.
+    key += llvm::StringRef(PlanAxes[index]) == "pp" ? std::to_string(degree)
+           : degree > 1                             ? "+"
+                                                    : "-";
+  }
+  return key;
+}
+
 PlanEvaluator::CachedModule *
 PlanEvaluator::getModule(const Plan &plan, const CompileOptions &options,
                          DiagnosticEngine &diags) {
-  std::string key = plan.recompute + "|" +
-                    getWeightShardingName(plan.sharding).str() + "|" +
-                    (plan.sequenceParallel ? "sp" : "");
+  std::string key = getModuleKey(plan);
   auto found = modules.find(key);
   if (found != modules.end())
     return &found->second;
@@ -153,50 +171,39 @@ PlanEvaluator::getModule(const Plan &plan, const CompileOptions &options,
   return &(modules[key] = std::move(loaded));
 }
 
-/// `programs` moved onto `mesh`, whose axes are those of the programs'
-/// mesh in another order: every collective's group mask follows its axes.
-static void moveToMesh(ProgramSet &programs, const Mesh &mesh) {
-  llvm::SmallVector<int, 8> newIndex;
-  for (const Mesh::AxisInfo &axis : programs.mesh.getAxes())
-    newIndex.push_back(mesh.findAxis(axis.name));
-  for (StageProgram &stage : programs.stages)
-    for (ProgramNode &node : stage.nodes) {
-      if (node.kind != ProgramNodeKind::Collective)
-        continue;
-      AxisMask mask = 0;
-      for (unsigned index = 0; index < newIndex.size(); ++index)
-        if (node.group & (AxisMask(1) << index))
-          mask |= AxisMask(1) << newIndex[index];
-      node.group = mask;
-    }
-  programs.mesh = mesh;
-  programs.pipelineAxis = mesh.findAxis("pp");
-}
-
 const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
                                              CachedModule &cached,
                                              const Mesh &mesh,
                                              const CompileOptions &options,
                                              DiagnosticEngine &diags) {
-  Plan ordered = plan;
-  ordered.tpInNode = true;
-  std::string key = ordered.getLabel();
-  if (key == lastProgramsKey && lastPrograms) {
-    moveToMesh(*lastPrograms, mesh);
-    return &*lastPrograms;
+  std::string key = getStructureKey(plan);
+  if (lastStructure && lastStructure->key == key &&
+      !lastStructure->sources.stages.empty()) {
+    if (failed(repriceProgramSet(lastStructure->programs,
+                                 lastStructure->sources, *cached.module, mesh,
+                                 getInstantiateOptions(mesh, options),
+                                 *cached.numbers, diags))) {
+      // The cache keeps a failed op as null without its message: the next
+      // plan evaluates afresh, so that it reports why.
+      cached.bound.clear();
+      return nullptr;
+    }
+  } else {
+    lastStructure.reset();
+    CachedStructure built;
+    std::optional<ProgramSet> programs =
+        instantiateModel(*cached.module, mesh, options, diags,
+                         cached.numbers.get(), &built.sources);
+    if (!programs) {
+      cached.bound.clear();
+      return nullptr;
+    }
+    built.key = std::move(key);
+    built.programs = std::move(*programs);
+    lastStructure = std::move(built);
   }
-  lastProgramsKey.clear();
-  lastPrograms = instantiateModel(*cached.module, mesh, options, diags,
-                                  cached.numbers.get());
-  if (!lastPrograms) {
-    // The cache keeps a failed op as null without its message: the next
-    // plan evaluates afresh, so that it reports why.
-    cached.bound.clear();
-    return nullptr;
-  }
-  applyDeviceModel(*lastPrograms, system.device, nullptr);
-  lastProgramsKey = key;
-  return &*lastPrograms;
+  applyDeviceModel(lastStructure->programs, system.device, nullptr);
+  return &lastStructure->programs;
 }
 
 PlanResult PlanEvaluator::evaluate(const Plan &plan) {

@@ -4,10 +4,12 @@
 
 #include "stg/Search/SearchResults.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
 #include <cerrno>
+#include <numeric>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -42,16 +44,36 @@ static bool writeAll(int fd, llvm::StringRef data) {
 
 [[noreturn]] static void runWorker(PlanEvaluator &evaluator,
                                    llvm::ArrayRef<Plan> plans,
+                                   llvm::ArrayRef<size_t> order,
                                    std::atomic<size_t> &next, int fd) {
   for (;;) {
     size_t first = next.fetch_add(BatchSize);
     if (first >= plans.size())
       _exit(0);
     size_t last = std::min(plans.size(), first + BatchSize);
-    for (size_t index = first; index < last; ++index)
+    for (size_t position = first; position < last; ++position) {
+      size_t index = order[position];
       if (!writeAll(fd, encode(index, evaluator.evaluate(plans[index]))))
         _exit(1);
+    }
   }
+}
+
+/// The plans' indices, those of one structure together (in their order),
+/// the structures in the order of their first plan.
+static std::vector<size_t> getEvaluationOrder(PlanEvaluator &evaluator,
+                                              llvm::ArrayRef<Plan> plans) {
+  llvm::StringMap<size_t> firstOfKey;
+  std::vector<size_t> group(plans.size());
+  for (size_t index = 0; index < plans.size(); ++index)
+    group[index] =
+        firstOfKey.try_emplace(evaluator.getStructureKey(plans[index]), index)
+            .first->second;
+  std::vector<size_t> order(plans.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return group[a] < group[b]; });
+  return order;
 }
 
 /// Reads one worker line into `results`.
@@ -83,11 +105,13 @@ stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
   std::vector<PlanResult> results(plans.size());
   jobs = std::max(1u, std::min<unsigned>(jobs, (plans.size() + BatchSize - 1) /
                                                    BatchSize));
+  std::vector<size_t> order = getEvaluationOrder(evaluator, plans);
   if (jobs == 1) {
-    for (size_t index = 0; index < plans.size(); ++index) {
+    for (size_t position = 0; position < plans.size(); ++position) {
+      size_t index = order[position];
       results[index] = evaluator.evaluate(plans[index]);
       if (progress)
-        progress(index + 1, plans.size());
+        progress(position + 1, plans.size());
     }
     return results;
   }
@@ -112,7 +136,7 @@ stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
       close(fds[0]);
       for (const pollfd &other : pipes)
         close(other.fd);
-      runWorker(evaluator, plans, *next, fds[1]);
+      runWorker(evaluator, plans, order, *next, fds[1]);
     }
     close(fds[1]);
     if (pid < 0) {

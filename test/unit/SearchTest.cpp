@@ -9,6 +9,8 @@
 
 #include "gtest/gtest.h"
 
+#include <set>
+
 using namespace stg;
 
 namespace {
@@ -285,6 +287,41 @@ TEST_F(PlanEvaluatorTest, AReusedModuleAndProgramsPriceAsAFreshCompile) {
   llvm::Expected<StepEstimate> flat = estimateStep(compiled->programs, system);
   ASSERT_TRUE(bool(flat)) << llvm::toString(flat.takeError());
   EXPECT_NEAR(flat->stepMicros, outer.stepMicros, 1e-3 * 64);
+}
+
+TEST_F(PlanEvaluatorTest, PlansOfOneStructureRepriceAsFreshCompiles) {
+  // Two micro-batches of 1, 2 or 4 sequences: one structure, re-priced.
+  std::vector<Plan> plans;
+  for (auto [dp, tp, size] :
+       {std::tuple{4u, 4u, 1u}, {2u, 8u, 2u}, {2u, 2u, 2u}, {4u, 2u, 1u}}) {
+    Plan plan = makePlan(tp < 8);
+    plan.degrees = {dp, tp, 2, 1, 1};
+    plan.microBatchSize = size;
+    plan.microbatches = GlobalBatch / (dp * size);
+    plans.push_back(plan);
+  }
+  PlanEvaluator warm = makeEvaluator();
+  std::set<double> steps;
+  for (const Plan &plan : plans) {
+    EXPECT_EQ(warm.getStructureKey(plan), warm.getStructureKey(plans[0]));
+    PlanResult repriced = warm.evaluate(plan);
+    PlanResult fresh = makeEvaluator().evaluate(plan);
+    ASSERT_EQ(repriced.status, fresh.status) << plan.getLabel();
+    EXPECT_EQ(repriced.stepMicros, fresh.stepMicros) << plan.getLabel();
+    EXPECT_EQ(repriced.memory.total(), fresh.memory.total());
+    EXPECT_EQ(repriced.memory.activations, fresh.memory.activations);
+    EXPECT_EQ(repriced.exposedCommunicationMicros,
+              fresh.exposedCommunicationMicros);
+    steps.insert(repriced.stepMicros);
+  }
+  EXPECT_EQ(steps.size(), plans.size());
+  // Another micro-batch count, or tp 1, is another structure.
+  Plan other = plans[0];
+  other.microbatches = 4;
+  EXPECT_NE(warm.getStructureKey(other), warm.getStructureKey(plans[0]));
+  other = plans[0];
+  other.degrees[1] = 1;
+  EXPECT_NE(warm.getStructureKey(other), warm.getStructureKey(plans[0]));
 }
 
 TEST_F(PlanEvaluatorTest, MFUCountsTheModelFLOPsOnce) {

@@ -80,13 +80,17 @@ std::unique_ptr<Module> loadModel(const CompileOptions &options,
 /// the mesh of the run.
 std::optional<Mesh> bindPlan(Module &module, const CompileOptions &options,
                              DiagnosticEngine &diags);
-/// Instantiates a module that has been through the passes (`numbers` as
-/// `instantiate` takes it).
+/// What `options` ask of instantiation on `mesh`.
+InstantiateOptions getInstantiateOptions(const Mesh &mesh,
+                                         const CompileOptions &options);
+/// Instantiates a module that has been through the passes (`numbers` and
+/// `sources` as `instantiate` takes them).
 std::optional<ProgramSet> instantiateModel(const Module &module,
                                            const Mesh &mesh,
                                            const CompileOptions &options,
                                            DiagnosticEngine &diags,
-                                           OpNumberCache *numbers = nullptr);
+                                           OpNumberCache *numbers = nullptr,
+                                           ProgramSources *sources = nullptr);
 
 } // namespace stg
 

@@ -30,6 +30,7 @@
 #include "stg/IR/Module.h"
 #include "stg/Instantiate/Program.h"
 #include "stg/Support/Diagnostics.h"
+#include "stg/Support/LogicalResult.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -95,17 +96,59 @@ struct InstantiateOptions {
   std::string pipelineAxis = "pp";
 };
 
+/// Where the numbers of a program set's nodes come from, recorded while
+/// instantiate() builds it: per stage, the ops' numbers and the values'
+/// bytes the builder asked for, in its order, and the one each node took
+/// its numbers from. Which nodes a set has depends on the module, the
+/// options and which mesh axes have a degree above 1, not on the numbers,
+/// so another binding of that structure re-prices the nodes
+/// (repriceProgramSet) rather than building them again: the plan search
+/// builds each structure once.
+struct ProgramSources {
+  static constexpr uint32_t NoQuery = ~0u;
+  /// An op's numbers (`value` null), or the bytes of `value` on one rank
+  /// (`op` defines it).
+  struct Query {
+    const Op *op;
+    const Value *value;
+  };
+  struct Stage {
+    std::vector<Query> queries;
+    /// Per node, the index of the query it took its numbers from, or
+    /// NoQuery (a barrier).
+    std::vector<uint32_t> nodeQueries;
+  };
+  /// Empty when the set cannot be re-priced: gradient buckets group
+  /// reductions by their bytes.
+  std::vector<Stage> stages;
+};
+
 /// Builds one program per pipeline stage of `module`, which has been
 /// through the passes and has every dim bound. Reports what cannot be
 /// instantiated (an unbound symbol, more stages than layers) at its
 /// source location.
 ///
 /// `numbers`, if given, holds the ops' numbers of an earlier call with the
-/// same dims and degrees bound (it is filled otherwise).
+/// same dims and degrees bound (it is filled otherwise). `sources`, if
+/// given, is filled for repriceProgramSet.
 std::optional<ProgramSet> instantiate(const Module &module, const Mesh &mesh,
                                       const InstantiateOptions &options,
                                       DiagnosticEngine &diags,
-                                      OpNumberCache *numbers = nullptr);
+                                      OpNumberCache *numbers = nullptr,
+                                      ProgramSources *sources = nullptr);
+
+/// Re-prices `set`, built by instantiate() from `module` with `options`
+/// and `sources` recorded, for the module's current binding and `mesh`:
+/// the nodes' numbers, the collectives' groups (the mesh may order its axes
+/// otherwise) and each stage's memory, as instantiate() would give them.
+/// `mesh` must have a degree above 1 on the same axes as the set's mesh
+/// and `options` must be those of the build. Fails with the error
+/// instantiate() would have reported first.
+LogicalResult repriceProgramSet(ProgramSet &set, const ProgramSources &sources,
+                                const Module &module, const Mesh &mesh,
+                                const InstantiateOptions &options,
+                                OpNumberCache &numbers,
+                                DiagnosticEngine &diags);
 
 } // namespace stg
 

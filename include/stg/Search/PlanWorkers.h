@@ -25,8 +25,10 @@ namespace stg {
 /// Called as results arrive: plans done, of how many.
 using SearchProgress = std::function<void(size_t done, size_t total)>;
 
-/// Evaluates `plans` with `jobs` worker processes (1: in this process).
-/// Fails if a worker dies.
+/// Evaluates `plans` with `jobs` worker processes (1: in this process),
+/// the plans of one structure (PlanEvaluator::getStructureKey) one after
+/// the other; the results are in the order of `plans`. Fails if a worker
+/// dies.
 llvm::Expected<std::vector<PlanResult>>
 evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
               unsigned jobs, const SearchProgress &progress);

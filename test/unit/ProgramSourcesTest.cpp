@@ -1,0 +1,213 @@
+//===- ProgramSourcesTest.cpp - Re-priced programs against fresh ones -----===//
+//
+// The plan search builds a program set once per structure and re-prices it
+// for each plan (repriceProgramSet): every field of every node, step, fold
+// and stage memory must then be what instantiating that plan gives, and an
+// error the one instantiation reports.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Driver/Compile.h"
+#include "stg/Instantiate/OpNumbers.h"
+
+#include "CompileForTest.h"
+
+#include "gtest/gtest.h"
+
+using namespace stg;
+
+namespace {
+
+void expectSameNode(const ProgramNode &a, const ProgramNode &b) {
+  EXPECT_EQ(a.kind, b.kind);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.opType, b.opType);
+  EXPECT_EQ(a.numOps, b.numOps);
+  EXPECT_EQ(a.tensorBytes, b.tensorBytes);
+  EXPECT_EQ(a.commBytes, b.commBytes);
+  EXPECT_EQ(a.commType, b.commType);
+  EXPECT_EQ(a.group, b.group);
+  EXPECT_EQ(a.peerStage, b.peerStage);
+  EXPECT_EQ(a.tag, b.tag);
+  EXPECT_EQ(a.durationMicros, b.durationMicros);
+  EXPECT_EQ(std::tie(a.gemm.batch, a.gemm.m, a.gemm.n, a.gemm.k),
+            std::tie(b.gemm.batch, b.gemm.m, b.gemm.n, b.gemm.k));
+  EXPECT_EQ(a.phase, b.phase);
+  EXPECT_EQ(a.layer, b.layer);
+  EXPECT_EQ(a.microbatch, b.microbatch);
+  EXPECT_EQ(a.dataDeps, b.dataDeps);
+  EXPECT_EQ(a.ctrlDeps, b.ctrlDeps);
+}
+
+void expectSameSet(const ProgramSet &a, const ProgramSet &b) {
+  ASSERT_EQ(a.mesh.getAxes().size(), b.mesh.getAxes().size());
+  for (size_t axis = 0; axis < a.mesh.getAxes().size(); ++axis) {
+    EXPECT_EQ(a.mesh.getAxes()[axis].name, b.mesh.getAxes()[axis].name);
+    EXPECT_EQ(a.mesh.getAxes()[axis].degree, b.mesh.getAxes()[axis].degree);
+  }
+  EXPECT_EQ(a.pipelineAxis, b.pipelineAxis);
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (size_t stage = 0; stage < a.stages.size(); ++stage) {
+    const StageProgram &x = a.stages[stage], &y = b.stages[stage];
+    ASSERT_EQ(x.nodes.size(), y.nodes.size()) << "stage " << stage;
+    for (size_t id = 0; id < x.nodes.size(); ++id) {
+      SCOPED_TRACE("stage " + std::to_string(stage) + " node " +
+                   std::to_string(id));
+      expectSameNode(x.nodes[id], y.nodes[id]);
+    }
+    ASSERT_EQ(x.steps.size(), y.steps.size());
+    for (size_t step = 0; step < x.steps.size(); ++step)
+      EXPECT_EQ(std::tie(x.steps[step].begin, x.steps[step].end,
+                         x.steps[step].tagOffset, x.steps[step].fold),
+                std::tie(y.steps[step].begin, y.steps[step].end,
+                         y.steps[step].tagOffset, y.steps[step].fold));
+    ASSERT_EQ(x.folds.size(), y.folds.size());
+    for (size_t fold = 0; fold < x.folds.size(); ++fold)
+      EXPECT_EQ(std::tie(x.folds[fold].begin, x.folds[fold].end,
+                         x.folds[fold].copies),
+                std::tie(y.folds[fold].begin, y.folds[fold].end,
+                         y.folds[fold].copies));
+    EXPECT_EQ(x.memory.weights, y.memory.weights);
+    EXPECT_EQ(x.memory.gradients, y.memory.gradients);
+    EXPECT_EQ(x.memory.optimizer, y.memory.optimizer);
+    EXPECT_EQ(x.memory.activations, y.memory.activations);
+    EXPECT_EQ(x.memory.inFlightMicrobatches, y.memory.inFlightMicrobatches);
+  }
+}
+
+/// Nodes whose numbers differ between `a` and `b`, of one structure.
+size_t countRepriced(const ProgramSet &a, const ProgramSet &b) {
+  size_t changed = 0;
+  for (size_t stage = 0; stage < a.stages.size(); ++stage)
+    for (size_t id = 0; id < a.stages[stage].nodes.size(); ++id) {
+      const ProgramNode &x = a.stages[stage].nodes[id];
+      const ProgramNode &y = b.stages[stage].nodes[id];
+      changed += x.numOps != y.numOps || x.commBytes != y.commBytes ||
+                 x.group != y.group;
+    }
+  return changed;
+}
+
+struct Binding {
+  unsigned dp, tp;
+  const char *rankOrder;
+};
+
+/// (folded, virtual stages)
+class ProgramSourcesTest
+    : public ::testing::TestWithParam<std::tuple<bool, unsigned>> {
+protected:
+  CompileOptions getOptions(Binding binding) const {
+    CompileOptions options;
+    options.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/llama3-8b.stg";
+    options.overrides = {{"L", "4"}, {"S", "1024"}};
+    options.degrees = {{"dp", binding.dp}, {"tp", binding.tp}, {"pp", 2}};
+    options.rankOrder = binding.rankOrder;
+    options.microbatches = 4;
+    options.virtualStages = std::get<1>(GetParam());
+    options.foldMicrobatches = options.foldLayers = std::get<0>(GetParam());
+    return options;
+  }
+  /// Compiles with an engine that outlives the module, which points into
+  /// the sources it parsed.
+  std::optional<CompiledModel> compile(Binding binding) {
+    std::optional<CompiledModel> compiled =
+        compileModel(getOptions(binding), parsed);
+    EXPECT_TRUE(compiled) << parsedLog;
+    return compiled;
+  }
+
+  std::string parsedLog;
+  llvm::raw_string_ostream parsedStream{parsedLog};
+  DiagnosticEngine parsed{parsedStream};
+};
+
+TEST_P(ProgramSourcesTest, ARepricedSetIsTheOtherBindingsSet) {
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  Binding first{2, 2, DefaultRankOrder}, second{4, 8, "dp,tp,cp,ep,pp"};
+  std::optional<CompiledModel> built = compile(first);
+  ASSERT_TRUE(built);
+  ProgramSources sources;
+  std::optional<Mesh> mesh = bindPlan(*built->module, getOptions(first), diags);
+  ASSERT_TRUE(mesh) << os.str();
+  std::optional<ProgramSet> set = instantiateModel(
+      *built->module, *mesh, getOptions(first), diags, nullptr, &sources);
+  ASSERT_TRUE(set) << os.str();
+  expectSameSet(*set, built->programs); // Recording changes nothing.
+  ASSERT_EQ(sources.stages.size(), 2u);
+
+  std::optional<CompiledModel> fresh = compileForTest(getOptions(second));
+  ASSERT_TRUE(fresh);
+  mesh = bindPlan(*built->module, getOptions(second), diags);
+  ASSERT_TRUE(mesh) << os.str();
+  OpNumberCache numbers(*built->module, diags);
+  ASSERT_TRUE(succeeded(repriceProgramSet(
+      *set, sources, *built->module, *mesh,
+      getInstantiateOptions(*mesh, getOptions(second)), numbers, diags)))
+      << os.str();
+  EXPECT_GT(countRepriced(*set, built->programs), 10u);
+  expectSameSet(*set, fresh->programs);
+}
+
+TEST_P(ProgramSourcesTest, ARepricedSetFailsAsItsInstantiation) {
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  Binding good{2, 2, DefaultRankOrder}, uneven{2, 3, DefaultRankOrder};
+  std::optional<CompiledModel> built = compile(good);
+  ASSERT_TRUE(built);
+  std::optional<Mesh> mesh = bindPlan(*built->module, getOptions(good), diags);
+  ASSERT_TRUE(mesh);
+  ProgramSources sources;
+  std::optional<ProgramSet> set = instantiateModel(
+      *built->module, *mesh, getOptions(good), diags, nullptr, &sources);
+  ASSERT_TRUE(set) << os.str();
+
+  // tp 3 splits no head count evenly: instantiation reports an op whose
+  // numbers are not whole (check-divisibility, which would prune it first,
+  // is not run here).
+  mesh = bindPlan(*built->module, getOptions(uneven), diags);
+  ASSERT_TRUE(mesh) << os.str();
+  InstantiateOptions options = getInstantiateOptions(*mesh, getOptions(uneven));
+  std::string instantiated, repriced;
+  {
+    llvm::raw_string_ostream out(instantiated);
+    DiagnosticEngine engine(out);
+    EXPECT_FALSE(instantiate(*built->module, *mesh, options, engine));
+  }
+  {
+    llvm::raw_string_ostream out(repriced);
+    DiagnosticEngine engine(out);
+    OpNumberCache numbers(*built->module, engine);
+    EXPECT_TRUE(failed(repriceProgramSet(*set, sources, *built->module, *mesh,
+                                         options, numbers, engine)));
+  }
+  EXPECT_NE(instantiated.find("llama.stg:30:8: error: "), std::string::npos)
+      << instantiated;
+  EXPECT_NE(instantiated.find("not a whole number"), std::string::npos)
+      << instantiated;
+  EXPECT_EQ(repriced, instantiated);
+
+  // A mesh that splits other axes has other collectives: refused.
+  std::string refused;
+  llvm::raw_string_ostream out(refused);
+  DiagnosticEngine engine(out);
+  mesh = bindPlan(*built->module, getOptions({2, 1, DefaultRankOrder}), engine);
+  ASSERT_TRUE(mesh) << refused;
+  OpNumberCache numbers(*built->module, engine);
+  EXPECT_TRUE(failed(repriceProgramSet(*set, sources, *built->module, *mesh,
+                                       options, numbers, engine)));
+  EXPECT_NE(refused.find("splits other axes"), std::string::npos) << refused;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FoldedOrNot, ProgramSourcesTest,
+    ::testing::Combine(::testing::Bool(), ::testing::Values(1u, 2u)),
+    [](const ::testing::TestParamInfo<std::tuple<bool, unsigned>> &info) {
+      return std::string(std::get<0>(info.param) ? "Folded" : "Flat") + "V" +
+             std::to_string(std::get<1>(info.param));
+    });
+
+} // namespace
