@@ -149,8 +149,9 @@ using MessageKey = std::tuple<unsigned, unsigned, int32_t>;
 /// send and receive (a plan has thousands of steps).
 class MessageTimes {
 public:
-  /// When `key`'s send completed, or null if it has not been sent.
-  const double *find(const MessageKey &key) const {
+  /// When `key`'s send completed (picoseconds), or null if it has not been
+  /// sent.
+  const int64_t *find(const MessageKey &key) const {
     auto [from, to, tag] = key;
     if (tag >= 0 && size_t(tag) < slots.size()) {
       const Slot &slot = slots[tag];
@@ -160,7 +161,7 @@ public:
     auto found = overflow.find(key);
     return found == overflow.end() ? nullptr : &found->second;
   }
-  void set(const MessageKey &key, double time) {
+  void set(const MessageKey &key, int64_t time) {
     auto [from, to, tag] = key;
     if (tag >= 0 && size_t(tag) < MaxSlots) {
       if (size_t(tag) >= slots.size())
@@ -180,10 +181,10 @@ private:
   static constexpr size_t MaxSlots = size_t(1) << 20;
   struct Slot {
     unsigned from = NoStage, to = NoStage;
-    double time = 0;
+    int64_t time = 0;
   };
   std::vector<Slot> slots;
-  llvm::DenseMap<MessageKey, double> overflow;
+  llvm::DenseMap<MessageKey, int64_t> overflow;
 };
 
 /// Outcomes a shape keeps to match by arrival ranges: a steady state
@@ -218,7 +219,9 @@ struct StageState {
   std::vector<ProgramStep> steps;
   std::vector<uint32_t> stepShapes; ///< Per step, once known.
   size_t next = 0;                  ///< The next step to run.
-  double now = 0;                   ///< When the previous step finished.
+  // Picoseconds, so that a period of the pipeline adds the same each time.
+  int64_t now = 0; ///< When the previous step finished.
+  int64_t computePicos = 0, communicationPicos = 0, waitPicos = 0;
 };
 
 class Replay {
@@ -467,7 +470,6 @@ void Replay::keepRanged(ShapeOutcomes &known, uint32_t index) {
 
 void Replay::advance(unsigned stage) {
   StageState &state = states[stage];
-  StageTime &time = estimate.stages[stage];
   for (; state.next < state.steps.size(); ++state.next) {
     const ProgramStep &step = state.steps[state.next];
     uint32_t shapeIndex = getShape(stage, state.next);
@@ -481,20 +483,21 @@ void Replay::advance(unsigned stage) {
     for (uint32_t slot : shape.recvs) {
       auto [peer, tag] = state.peers[step.begin + slot];
       MessageKey key{peer, stage, tag + step.tagOffset};
-      const double *sent = sentAt.find(key);
+      const int64_t *sent = sentAt.find(key);
       if (!sent) {
         waiting[stage] = key;
         return;
       }
-      double wait = *sent - state.now;
-      if (!(wait <= MaxStepMicros)) {
+      int64_t wait = *sent - state.now;
+      if (wait > MaxStepPicos) {
         failure = "stage " + std::to_string(stage) + " waits more than " +
                   std::to_string(int64_t(MaxStepMicros)) +
                   " us for a message in one schedule step";
         runnable.clear();
         return;
       }
-      arrivals.push_back(std::max<int64_t>(0, std::llround(wait * 1e3)));
+      // To the nearest nanosecond, halves away from zero.
+      arrivals.push_back(std::max<int64_t>(0, (wait + 500) / 1000));
       latest = std::max(latest, arrivals.back());
     }
     // The outcome of the same nodes with the same arrivals, else a new one.
@@ -522,14 +525,13 @@ void Replay::advance(unsigned stage) {
       keepRanged(known, index);
     }
     const StepOutcome &outcome = outcomes[index];
-    auto micros = [](int64_t picos) { return double(picos) / 1e6; };
     for (size_t i = 0; i < shape.sends.size(); ++i) {
       auto [peer, tag] = state.peers[step.begin + shape.sends[i]];
       MessageKey key{stage, peer, tag + step.tagOffset};
       int64_t done = outcome.sendDonePicos[i];
       if (movedPicos && outcome.sendMoves[i])
         done += movedPicos;
-      sentAt.set(key, state.now + micros(done));
+      sentAt.set(key, state.now + done);
       if (peer < waiting.size() && waiting[peer] == key) {
         runnable.push_back(peer);
         waiting[peer].reset();
@@ -540,16 +542,23 @@ void Replay::advance(unsigned stage) {
         uint32_t slot = shape.getSlot(id).first;
         timeline->events.push_back(
             {stage, step.begin + slot, state.next, shape.streams[slot],
-             state.now + outcome.starts[id], state.now + outcome.ends[id]});
+             double(state.now) / 1e6 + outcome.starts[id],
+             double(state.now) / 1e6 + outcome.ends[id]});
       }
-    time.computeMicros += outcome.computeMicros;
-    time.communicationMicros += outcome.communicationMicros;
-    double finish =
-        micros(outcome.finishPicos + (outcome.finishMoves ? movedPicos : 0));
-    time.pipelineWaitMicros += std::min(latest / 1e3, finish);
+    state.computePicos += outcome.computePicos;
+    state.communicationPicos += outcome.communicationPicos;
+    int64_t finish =
+        outcome.finishPicos + (outcome.finishMoves ? movedPicos : 0);
+    state.waitPicos += std::min(latest * 1000, finish);
     state.now += finish;
+    // Each step is at most MaxStepPicos: the sums stay far from overflow.
+    if (state.now > MaxStepPicos) {
+      failure = "stage " + std::to_string(stage) + " runs longer than " +
+                std::to_string(int64_t(MaxStepMicros)) + " us";
+      runnable.clear();
+      return;
+    }
   }
-  time.finishMicros = state.now;
 }
 
 llvm::Error Replay::describeDeadlock() const {
@@ -609,6 +618,15 @@ llvm::Expected<StepEstimate> Replay::run() {
   for (const StageState &state : states)
     if (state.next < state.steps.size())
       return describeDeadlock();
+  auto micros = [](int64_t picos) { return double(picos) / 1e6; };
+  for (unsigned stage = 0; stage < states.size(); ++stage) {
+    const StageState &state = states[stage];
+    StageTime &time = estimate.stages[stage];
+    time.computeMicros = micros(state.computePicos);
+    time.communicationMicros = micros(state.communicationPicos);
+    time.pipelineWaitMicros = micros(state.waitPicos);
+    time.finishMicros = micros(state.now);
+  }
   for (const StageTime &stage : estimate.stages)
     estimate.stepMicros = std::max(estimate.stepMicros, stage.finishMicros);
   for (StageTime &stage : estimate.stages)

@@ -107,7 +107,7 @@ struct StepShape {
 /// arrive (also from its start).
 struct StepOutcome {
   int64_t finishPicos = 0;
-  double computeMicros = 0, communicationMicros = 0;
+  int64_t computePicos = 0, communicationPicos = 0; ///< Busy times.
   std::vector<int64_t> sendDonePicos; ///< Per send of the shape.
   /// Per receive: the arrivals [first, second) in nanoseconds that give
   /// this outcome too, the others' arrivals in their ranges.
@@ -145,6 +145,7 @@ struct SimulationScratch {
 /// The longest a step may take, in microseconds (11.6 days): its clock in
 /// picoseconds then fits an int64 with room to spare.
 constexpr double MaxStepMicros = 1e12;
+constexpr int64_t MaxStepPicos = 1'000'000'000'000'000'000;
 
 /// Simulates a step of `shape` from its start, its receives' messages
 /// arriving `arrivals` nanoseconds after it (in the order of shape.recvs;

@@ -367,8 +367,8 @@ StepOutcome StepSimulation::run() {
   auto micros = [](int64_t picos) { return double(picos) / 1e6; };
   outcome.finishPicos = finish;
   setSameFor();
-  outcome.computeMicros = micros(computePicos);
-  outcome.communicationMicros = micros(communicationPicos);
+  outcome.computePicos = computePicos;
+  outcome.communicationPicos = communicationPicos;
   for (uint32_t slot : shape.sends)
     outcome.sendDonePicos.push_back(done[shape.getId(slot, 0)]);
   if (recordTimes)
