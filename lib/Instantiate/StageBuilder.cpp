@@ -170,6 +170,8 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
     }
     if (!edge && source.layer >= 0 && foldedAway[source.layer])
       continue; // Made by a folded layer of an earlier step.
+    if (edge && replayedReceives.count({key, mb}))
+      continue; // Received by a replayed step of an earlier chunk.
     if (!edge) {
       // Produced on this stage by a step not run yet: a schedule error.
       shared.diags.error(def->getLoc(),
@@ -522,7 +524,13 @@ std::optional<ProgramStep> StageBuilder::findChunkReplay(ScheduleStep step) {
         continue;
       replay->tagOffset = int32_t(offset);
     }
-    // Later steps find no nodes for this chunk's repetitions.
+    // Later steps find no nodes for this chunk's repetitions, and what it
+    // received is here: a backward that uses it receives it no more.
+    for (const Message &message : built.messages)
+      if (message.consumer == stage)
+        replayedReceives.insert(
+            {{message.key.first, message.key.second + shift},
+             message.once ? -1 : int(step.microbatch)});
     for (unsigned layer : layers)
       foldedAway[repeat->offset + (layer - repeat->offset) / repeat->period *
                                       repeat->period] = true;

@@ -195,6 +195,9 @@ private:
     std::vector<Message> messages;
   };
   std::vector<BuiltStep> builtSteps;
+  /// (instance, micro-batch) received by a step that replayed another
+  /// chunk's: held from then on, without a node of its own.
+  llvm::DenseSet<std::pair<InstanceKey, int>> replayedReceives;
   /// The stage's layers in each of its chunks, ascending.
   std::vector<std::vector<unsigned>> chunkLayers;
   llvm::DenseSet<unsigned> chunksWithTopLevelOps;

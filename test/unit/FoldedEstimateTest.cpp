@@ -18,6 +18,8 @@
 
 #include "gtest/gtest.h"
 
+#include <map>
+
 using namespace stg;
 
 namespace {
@@ -84,6 +86,24 @@ StepEstimate estimate(const Plan &plan, Fold fold, const SystemSpec &system,
     for (const StageProgram &stage : compiled->programs.stages)
       for (const ProgramStep &step : stage.steps)
         *chunkReplays += step.tagOffset >= int(plan.microbatches);
+  // As in the traces, each message is sent once and received once: a step
+  // that replays another chunk's receives what the chunk's backward uses.
+  std::map<std::tuple<unsigned, unsigned, int64_t>, std::pair<int, int>>
+      messages;
+  for (const StageProgram &stage : compiled->programs.stages)
+    for (const ProgramStep &step : stage.steps)
+      for (uint32_t id = step.begin; id < step.end; ++id) {
+        const ProgramNode &node = stage.nodes[id];
+        int64_t tag = int64_t(node.tag) + step.tagOffset;
+        if (node.kind == ProgramNodeKind::Send)
+          ++messages[{stage.stage, node.peerStage, tag}].first;
+        else if (node.kind == ProgramNodeKind::Recv)
+          ++messages[{node.peerStage, stage.stage, tag}].second;
+      }
+  for (const auto &[key, counts] : messages)
+    EXPECT_EQ(counts, std::make_pair(1, 1))
+        << "message " << std::get<0>(key) << " -> " << std::get<1>(key)
+        << " tag " << std::get<2>(key) << " (sends, receives)";
   applyDeviceModel(compiled->programs, system.device, nullptr);
   for (const StageProgram &stage : compiled->programs.stages)
     memory.push_back(stage.memory);
