@@ -216,7 +216,10 @@ struct StageState {
   std::vector<std::pair<unsigned, int32_t>> peers;
   /// The index of a step's shape in Replay::shapes, by the first node.
   llvm::DenseMap<uint32_t, uint32_t> shapeIndex;
-  std::vector<ProgramStep> steps;
+  /// The program's steps, or the whole program as one step when it has
+  /// none (a hand-built program).
+  llvm::ArrayRef<ProgramStep> steps;
+  ProgramStep wholeProgram;
   std::vector<uint32_t> stepShapes; ///< Per step, once known.
   size_t next = 0;                  ///< The next step to run.
   // Picoseconds, so that a period of the pipeline adds the same each time.
@@ -280,6 +283,8 @@ private:
   std::vector<std::pair<uint32_t, ShapeChild>> edges;
   MessageTimes sentAt;
   SimulationScratch scratch;
+  /// The groups' spans of the first stage's rank, by mask.
+  std::map<AxisMask, GroupSpan> firstStageSpans;
   /// Per stage, the message it waits for (a stage waits for one at a
   /// time), and the stages to advance.
   std::vector<std::optional<MessageKey>> waiting;
@@ -318,7 +323,13 @@ void Replay::initialize(unsigned stage) {
   const StageProgram &program = programs.stages[stage];
   StageState &state = states[stage];
   state.rank = programs.getPeerRank(0, stage);
-  std::map<AxisMask, GroupSpan> spans;
+  // A stage whose ranks are the first stage's moved by whole nodes has its
+  // groups laid out alike.
+  std::map<AxisMask, GroupSpan> ownSpans;
+  unsigned offset = std::max(state.rank, states[0].rank) -
+                    std::min(state.rank, states[0].rank);
+  std::map<AxisMask, GroupSpan> &spans =
+      offset % system.gpusPerNode ? ownSpans : firstStageSpans;
   state.micros.reserve(program.nodes.size());
   state.peers.reserve(program.nodes.size());
   for (const ProgramNode &work : program.nodes) {
@@ -326,8 +337,10 @@ void Replay::initialize(unsigned stage) {
     state.peers.push_back({work.peerStage, work.tag});
   }
   state.steps = program.steps;
-  if (state.steps.empty() && !program.nodes.empty())
-    state.steps.push_back({0, uint32_t(program.nodes.size()), 0, -1});
+  if (state.steps.empty() && !program.nodes.empty()) {
+    state.wholeProgram = {0, uint32_t(program.nodes.size()), 0, -1};
+    state.steps = state.wholeProgram;
+  }
   state.stepShapes.assign(state.steps.size(), NoShape);
 }
 
