@@ -208,6 +208,26 @@ struct ShapeOutcomes {
 
 constexpr uint32_t NoShape = ~0u;
 
+} // namespace
+
+/// Per stage, the structure of each step's shape (no times), by the
+/// step's first node.
+struct StepShapeCache::Shapes {
+  std::vector<llvm::DenseMap<uint32_t, StepShape>> stages;
+  llvm::DenseMap<uint32_t, StepShape> &getStage(unsigned stage) {
+    if (stage >= stages.size())
+      stages.resize(stage + 1);
+    return stages[stage];
+  }
+};
+
+StepShapeCache::StepShapeCache() : shapes(std::make_unique<Shapes>()) {}
+StepShapeCache::~StepShapeCache() = default;
+StepShapeCache::StepShapeCache(StepShapeCache &&) noexcept = default;
+StepShapeCache &StepShapeCache::operator=(StepShapeCache &&) noexcept = default;
+
+namespace {
+
 struct StageState {
   unsigned rank = 0;          ///< The rank that stands for the stage.
   std::vector<double> micros; ///< Per node: its time on its stream.
@@ -230,8 +250,8 @@ struct StageState {
 class Replay {
 public:
   Replay(const ProgramSet &programs, const SystemSpec &system,
-         StepTimeline *timeline)
-      : programs(programs), system(system), timeline(timeline),
+         StepTimeline *timeline, StepShapeCache::Shapes *cache)
+      : programs(programs), system(system), timeline(timeline), cache(cache),
         states(programs.stages.size()), waiting(programs.stages.size()) {}
 
   llvm::Expected<StepEstimate> run();
@@ -245,6 +265,9 @@ private:
                    std::map<AxisMask, GroupSpan> &spans);
   /// The index of the shape of the stage's step `stepIndex` in `shapes`.
   uint32_t getShape(unsigned stage, size_t stepIndex);
+  /// `shape` with the streams and edges of the stage's `step`, no times.
+  void buildStructure(unsigned stage, const ProgramStep &step,
+                      StepShape &shape);
   /// The outcome `byKey` holds for `key`, else one kept for ranges that
   /// hold the current arrivals, and by how much it moves; else the index
   /// the next outcome gets, recorded for `key`.
@@ -271,6 +294,7 @@ private:
   const ProgramSet &programs;
   const SystemSpec &system;
   StepTimeline *timeline; ///< Null unless recording.
+  StepShapeCache::Shapes *cache; ///< Null unless kept across estimates.
   std::vector<StageState> states;
   StepEstimate estimate;
   /// The distinct step shapes of all stages, with their outcomes.
@@ -354,17 +378,19 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
   if (!inserted)
     return known = it->second;
   StepShape &shape = candidate;
-  shape.clear();
-  unsigned size = step.end - step.begin;
-  const LayerFold *fold = nullptr;
-  if (step.fold >= 0) {
-    fold = &programs.stages[stage].folds[step.fold];
-    shape.foldBegin = fold->begin - step.begin;
-    shape.foldEnd = fold->end - step.begin;
-    shape.foldCopies = fold->copies;
+  // The slots' streams and edges: those of the same step of a plan priced
+  // before with the cache, or found now.
+  if (cache) {
+    auto [cached, isNew] = cache->getStage(stage).try_emplace(step.begin);
+    if (isNew) {
+      buildStructure(stage, step, shape);
+      cached->second = shape;
+    } else {
+      shape = cached->second;
+    }
+  } else {
+    buildStructure(stage, step, shape);
   }
-  shape.initialPending.assign(size, 0);
-  shape.streams.reserve(size);
   // The clock counts whole picoseconds in an int64: the step's times may
   // add up to MaxStepMicros.
   double sum = 0;
@@ -380,6 +406,30 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
     }
     shape.picos.push_back(std::llround(state.micros[id] * 1e6));
   }
+  llvm::SmallVector<uint32_t, 1> &equalHash = shapesByHash[shape.hash()];
+  for (uint32_t index : equalHash)
+    if (shapes[index] == shape)
+      return known = it->second = index;
+  uint32_t index = shapes.size();
+  equalHash.push_back(index);
+  shapes.push_back(std::move(shape));
+  outcomeIndex.emplace_back();
+  return known = it->second = index;
+}
+
+void Replay::buildStructure(unsigned stage, const ProgramStep &step,
+                            StepShape &shape) {
+  shape.clear();
+  unsigned size = step.end - step.begin;
+  const LayerFold *fold = nullptr;
+  if (step.fold >= 0) {
+    fold = &programs.stages[stage].folds[step.fold];
+    shape.foldBegin = fold->begin - step.begin;
+    shape.foldEnd = fold->end - step.begin;
+    shape.foldCopies = fold->copies;
+  }
+  shape.initialPending.assign(size, 0);
+  shape.streams.reserve(size);
   // Edges inside the step as (parent, child), then grouped by parent.
   edges.clear();
   for (uint32_t slot = 0; slot < size; ++slot) {
@@ -437,15 +487,6 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
                                shape.childBegin.end() - 1);
   for (const auto &edge : edges)
     shape.children[filled[edge.first]++] = edge.second;
-  llvm::SmallVector<uint32_t, 1> &equalHash = shapesByHash[shape.hash()];
-  for (uint32_t index : equalHash)
-    if (shapes[index] == shape)
-      return known = it->second = index;
-  uint32_t index = shapes.size();
-  equalHash.push_back(index);
-  shapes.push_back(std::move(shape));
-  outcomeIndex.emplace_back();
-  return known = it->second = index;
 }
 
 std::optional<uint32_t> Replay::findRanged(const ShapeOutcomes &known,
@@ -649,6 +690,9 @@ llvm::Expected<StepEstimate> Replay::run() {
 
 llvm::Expected<StepEstimate> stg::estimateStep(const ProgramSet &programs,
                                                const SystemSpec &system,
-                                               StepTimeline *timeline) {
-  return Replay(programs, system, timeline).run();
+                                               StepTimeline *timeline,
+                                               StepShapeCache *cache) {
+  return Replay(programs, system, timeline,
+                cache ? cache->shapes.get() : nullptr)
+      .run();
 }

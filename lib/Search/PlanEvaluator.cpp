@@ -263,7 +263,9 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
       getPrograms(plan, *cached, *mesh, options, diags);
   if (!programs)
     return fail();
-  llvm::Expected<StepEstimate> estimate = estimateStep(*programs, system);
+  // The plan's programs are those of lastStructure, re-priced.
+  llvm::Expected<StepEstimate> estimate =
+      estimateStep(*programs, system, nullptr, &lastStructure->shapes);
   if (!estimate) {
     result.reason = llvm::toString(estimate.takeError());
     return result;

@@ -3,12 +3,15 @@
 // The plan search builds a program set once per structure and re-prices it
 // for each plan (repriceProgramSet): every field of every node, step, fold
 // and stage memory must then be what instantiating that plan gives, and an
-// error the one instantiation reports.
+// error the one instantiation reports; the replay keeps the structure's
+// step shapes for every plan of it (StepShapeCache).
 //
 //===----------------------------------------------------------------------===//
 
 #include "stg/Driver/Compile.h"
 #include "stg/Instantiate/OpNumbers.h"
+#include "stg/Perf/DeviceModel.h"
+#include "stg/Perf/StepEstimate.h"
 
 #include "CompileForTest.h"
 
@@ -200,6 +203,34 @@ TEST_P(ProgramSourcesTest, ARepricedSetFailsAsItsInstantiation) {
   EXPECT_TRUE(failed(repriceProgramSet(*set, sources, *built->module, *mesh,
                                        options, numbers, engine)));
   EXPECT_NE(refused.find("splits other axes"), std::string::npos) << refused;
+}
+
+TEST_P(ProgramSourcesTest, AShapeCacheServesEveryBindingOfAStructure) {
+  // The step shapes' structure kept from one binding prices another's as
+  // a replay without it does.
+  llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
+  ASSERT_TRUE(bool(system)) << llvm::toString(system.takeError());
+  StepShapeCache shapes;
+  std::vector<double> steps;
+  for (Binding binding :
+       {Binding{2, 2, DefaultRankOrder}, Binding{4, 8, "dp,tp,cp,ep,pp"},
+        Binding{8, 2, DefaultRankOrder}}) {
+    std::optional<CompiledModel> compiled = compile(binding);
+    ASSERT_TRUE(compiled);
+    applyDeviceModel(compiled->programs, system->device, nullptr);
+    llvm::Expected<StepEstimate> cached =
+        estimateStep(compiled->programs, *system, nullptr, &shapes);
+    llvm::Expected<StepEstimate> fresh =
+        estimateStep(compiled->programs, *system);
+    ASSERT_TRUE(cached && fresh);
+    EXPECT_EQ(cached->stepMicros, fresh->stepMicros);
+    for (size_t stage = 0; stage < fresh->stages.size(); ++stage)
+      EXPECT_EQ(cached->stages[stage].pipelineWaitMicros,
+                fresh->stages[stage].pipelineWaitMicros);
+    steps.push_back(fresh->stepMicros);
+  }
+  EXPECT_NE(steps[0], steps[1]);
+  EXPECT_NE(steps[1], steps[2]);
 }
 
 INSTANTIATE_TEST_SUITE_P(

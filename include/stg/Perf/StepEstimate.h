@@ -41,6 +41,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -93,13 +94,30 @@ struct StepEstimate {
   uint64_t simulatedSteps = 0, rangedSteps = 0;
 };
 
+/// The streams and dependencies of the replay's step shapes, kept across
+/// estimates of program sets with the same nodes, steps and folds but other
+/// numbers: the plan search's plans of one structure (repriceProgramSet),
+/// which then only price the shapes. A cache serves one such family of
+/// program sets and is wrong for any other.
+class StepShapeCache {
+public:
+  StepShapeCache();
+  ~StepShapeCache();
+  StepShapeCache(StepShapeCache &&) noexcept;
+  StepShapeCache &operator=(StepShapeCache &&) noexcept;
+
+  struct Shapes; ///< StepEstimate.cpp's.
+  std::unique_ptr<Shapes> shapes;
+};
+
 /// Replays `programs` (with durations from a device model) on `system`,
 /// recording when each node ran into `timeline` if given. Fails, naming the
 /// first node of each stuck stage, if some node never becomes ready: the
 /// trace set would deadlock a simulator too.
 llvm::Expected<StepEstimate> estimateStep(const ProgramSet &programs,
                                           const SystemSpec &system,
-                                          StepTimeline *timeline = nullptr);
+                                          StepTimeline *timeline = nullptr,
+                                          StepShapeCache *shapes = nullptr);
 
 /// The time of a collective of `kind` on a per-rank buffer of `bytes` over
 /// a group laid out as `span`, in microseconds.

@@ -25,6 +25,7 @@
 
 #include "stg/Driver/Compile.h"
 #include "stg/Instantiate/OpNumbers.h"
+#include "stg/Perf/StepEstimate.h"
 #include "stg/Perf/System.h"
 #include "stg/Search/PlanSpace.h"
 
@@ -131,6 +132,7 @@ private:
     std::string key;
     ProgramSet programs;
     ProgramSources sources;
+    StepShapeCache shapes;
   };
   std::optional<CachedStructure> lastStructure;
 };
