@@ -17,9 +17,9 @@
 
 using namespace stg;
 
-/// Plans a worker takes at a time: enough to keep its cache warm, few
-/// enough that the last batches spread over the workers.
-static constexpr size_t BatchSize = 8;
+/// The most plans a worker takes at a time: few enough that the last
+/// batches spread over the workers.
+static constexpr size_t MaxBatch = 64;
 
 /// A worker's line: `INDEX PRUNED JSON`.
 static std::string encode(size_t index, const PlanResult &result) {
@@ -42,38 +42,54 @@ static bool writeAll(int fd, llvm::StringRef data) {
   return true;
 }
 
-[[noreturn]] static void runWorker(PlanEvaluator &evaluator,
-                                   llvm::ArrayRef<Plan> plans,
-                                   llvm::ArrayRef<size_t> order,
-                                   std::atomic<size_t> &next, int fd) {
-  for (;;) {
-    size_t first = next.fetch_add(BatchSize);
-    if (first >= plans.size())
-      _exit(0);
-    size_t last = std::min(plans.size(), first + BatchSize);
-    for (size_t position = first; position < last; ++position) {
-      size_t index = order[position];
-      if (!writeAll(fd, encode(index, evaluator.evaluate(plans[index]))))
-        _exit(1);
-    }
-  }
-}
+/// The plans' indices in the order they are evaluated, those of one
+/// structure together (in their order, the structures in the order of
+/// their first plan), cut into the batches workers take: a structure's
+/// plans, or MaxBatch of them, so that a worker builds a structure's
+/// programs once.
+struct EvaluationOrder {
+  std::vector<size_t> order;
+  std::vector<size_t> batchBegin; ///< Positions in `order`, and its end.
+  size_t getNumBatches() const { return batchBegin.size() - 1; }
+};
 
-/// The plans' indices, those of one structure together (in their order),
-/// the structures in the order of their first plan.
-static std::vector<size_t> getEvaluationOrder(PlanEvaluator &evaluator,
-                                              llvm::ArrayRef<Plan> plans) {
+static EvaluationOrder getEvaluationOrder(PlanEvaluator &evaluator,
+                                          llvm::ArrayRef<Plan> plans) {
   llvm::StringMap<size_t> firstOfKey;
   std::vector<size_t> group(plans.size());
   for (size_t index = 0; index < plans.size(); ++index)
     group[index] =
         firstOfKey.try_emplace(evaluator.getStructureKey(plans[index]), index)
             .first->second;
-  std::vector<size_t> order(plans.size());
+  EvaluationOrder evaluation;
+  std::vector<size_t> &order = evaluation.order;
+  order.resize(plans.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return group[a] < group[b]; });
-  return order;
+  for (size_t position = 0; position < order.size(); ++position)
+    if (position == 0 || group[order[position]] != group[order[position - 1]] ||
+        position - evaluation.batchBegin.back() == MaxBatch)
+      evaluation.batchBegin.push_back(position);
+  evaluation.batchBegin.push_back(order.size());
+  return evaluation;
+}
+
+[[noreturn]] static void runWorker(PlanEvaluator &evaluator,
+                                   llvm::ArrayRef<Plan> plans,
+                                   const EvaluationOrder &evaluation,
+                                   std::atomic<size_t> &next, int fd) {
+  for (;;) {
+    size_t batch = next.fetch_add(1);
+    if (batch >= evaluation.getNumBatches())
+      _exit(0);
+    for (size_t position = evaluation.batchBegin[batch];
+         position < evaluation.batchBegin[batch + 1]; ++position) {
+      size_t index = evaluation.order[position];
+      if (!writeAll(fd, encode(index, evaluator.evaluate(plans[index]))))
+        _exit(1);
+    }
+  }
 }
 
 /// Reads one worker line into `results`.
@@ -103,9 +119,10 @@ llvm::Expected<std::vector<PlanResult>>
 stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
                    unsigned jobs, const SearchProgress &progress) {
   std::vector<PlanResult> results(plans.size());
-  jobs = std::max(1u, std::min<unsigned>(jobs, (plans.size() + BatchSize - 1) /
-                                                   BatchSize));
-  std::vector<size_t> order = getEvaluationOrder(evaluator, plans);
+  EvaluationOrder evaluation = getEvaluationOrder(evaluator, plans);
+  const std::vector<size_t> &order = evaluation.order;
+  jobs = std::max(1u,
+                  unsigned(std::min<size_t>(jobs, evaluation.getNumBatches())));
   if (jobs == 1) {
     for (size_t position = 0; position < plans.size(); ++position) {
       size_t index = order[position];
@@ -136,7 +153,7 @@ stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
       close(fds[0]);
       for (const pollfd &other : pipes)
         close(other.fd);
-      runWorker(evaluator, plans, order, *next, fds[1]);
+      runWorker(evaluator, plans, evaluation, *next, fds[1]);
     }
     close(fds[1]);
     if (pid < 0) {
