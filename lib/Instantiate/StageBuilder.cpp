@@ -527,10 +527,10 @@ std::optional<ProgramStep> StageBuilder::findChunkReplay(ScheduleStep step) {
     // Later steps find no nodes for this chunk's repetitions, and what it
     // received is here: a backward that uses it receives it no more.
     for (const Message &message : built.messages)
-      if (message.consumer == stage)
+      if (message.consumer == stage && !message.once)
         replayedReceives.insert(
             {{message.key.first, message.key.second + shift},
-             message.once ? -1 : int(step.microbatch)});
+             int(step.microbatch)});
     for (unsigned layer : layers)
       foldedAway[repeat->offset + (layer - repeat->offset) / repeat->period *
                                       repeat->period] = true;

@@ -242,7 +242,7 @@ struct StageState {
   ProgramStep wholeProgram;
   std::vector<uint32_t> stepShapes; ///< Per step, once known.
   size_t next = 0;                  ///< The next step to run.
-  // Picoseconds, so that a period of the pipeline adds the same each time.
+  // Whole picoseconds, as the steps': the sums are exact.
   int64_t now = 0; ///< When the previous step finished.
   int64_t computePicos = 0, communicationPicos = 0, waitPicos = 0;
 };
