@@ -188,8 +188,11 @@ private:
 };
 
 /// Outcomes a shape keeps to match by arrival ranges: a steady state
-/// drifting by a little each micro-batch asks for the last few again.
-constexpr unsigned MaxRangedOutcomes = 8;
+/// drifting by a little each micro-batch asks for the last few again, and
+/// stages that take turns waiting for some more. (Shard 0/64 of Llama-3-70B
+/// on 1024 GPUs: 8 kept, 80,441 step simulations; 16, 67,592; 32, 61,364;
+/// 64, 59,097, no faster.)
+constexpr unsigned MaxRangedOutcomes = 32;
 
 /// The outcomes of one step shape, by arrival pattern. A step has one
 /// receive or none almost always (a pipeline stage's input): those are
@@ -202,7 +205,7 @@ struct ShapeOutcomes {
   std::optional<std::pair<int64_t, uint32_t>> last;
   /// Recent outcomes that hold for ranges of arrivals (StepOutcome::sameFor),
   /// the oldest replaced first.
-  llvm::SmallVector<uint32_t, MaxRangedOutcomes> ranged;
+  llvm::SmallVector<uint32_t, 8> ranged;
   uint32_t nextReplaced = 0;
 };
 
