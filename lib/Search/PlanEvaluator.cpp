@@ -123,20 +123,6 @@ static std::string getModuleKey(const Plan &plan) {
          "|" + (plan.sequenceParallel ? "sp" : "");
 }
 
-std::string PlanEvaluator::getStructureKey(const Plan &plan) const {
-  std::string key = getModuleKey(plan) + "|v" +
-                    std::to_string(plan.virtualStages) + " mbs" +
-                    std::to_string(plan.microbatches) + " ";
-  for (size_t index = 0; index < PlanAxes.size(); ++index) {
-    unsigned degree = plan.degrees[index];
-    // Only pp's degree shapes the programs; the others only by being 1.
-    key += llvm::StringRef(PlanAxes[index]) == "pp" ? std::to_string(degree)
-           : degree > 1                             ? "+"
-                                                    : "-";
-  }
-  return key;
-}
-
 PlanEvaluator::CachedModule *
 PlanEvaluator::getModule(const Plan &plan, const CompileOptions &options,
                          DiagnosticEngine &diags) {
@@ -176,7 +162,7 @@ const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
                                              const Mesh &mesh,
                                              const CompileOptions &options,
                                              DiagnosticEngine &diags) {
-  std::string key = getStructureKey(plan);
+  std::string key = plan.getStructureKey();
   if (lastStructure && lastStructure->key == key &&
       !lastStructure->sources.stages.empty()) {
     if (failed(repriceProgramSet(lastStructure->programs,

@@ -8,6 +8,8 @@
 
 #include "stg/Search/PlanSpace.h"
 
+#include "llvm/Support/xxhash.h"
+
 #include "stg/Instantiate/Limits.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -66,6 +68,21 @@ std::string Plan::getLabel() const {
   return label;
 }
 
+std::string Plan::getStructureKey() const {
+  std::string key = recompute + "|" + getWeightShardingName(sharding).str() +
+                    "|" + (sequenceParallel ? "sp" : "") + "|v" +
+                    std::to_string(virtualStages) + " mbs" +
+                    std::to_string(microbatches) + " ";
+  for (size_t index = 0; index < PlanAxes.size(); ++index) {
+    // Only pp's degree shapes the programs; the others only by being 1.
+    key += llvm::StringRef(PlanAxes[index]) == "pp"
+               ? std::to_string(degrees[index])
+           : degrees[index] > 1 ? "+"
+                                : "-";
+  }
+  return key;
+}
+
 std::string Plan::getRankOrder() const {
   return tpInNode ? "tp,cp,ep,dp,pp" : "cp,ep,dp,tp,pp";
 }
@@ -76,9 +93,6 @@ uint64_t PlanSpace::getCandidates() const {
     total += entry.second;
   return total;
 }
-
-/// Plans a shard takes in a row.
-static constexpr uint64_t ShardBlock = 64;
 
 /// The divisors of `n`, ascending.
 static std::vector<unsigned> getDivisors(unsigned n) {
@@ -235,11 +249,12 @@ void Enumerator::enumerateStructures(Plan &plan) {
             ++structureCounts[reason];
             continue;
           }
-          // Shards take blocks of consecutive plans in turn: neighbours
-          // share a module, its numbers and often their programs, and the
-          // turns spread the costly plans evenly.
-          if (space.kept++ / ShardBlock % options.shardCount !=
-              options.shardIndex)
+          // A shard takes whole structures, whose plans share their
+          // programs; a hash spreads the costly ones.
+          ++space.kept;
+          if (options.shardCount > 1 &&
+              llvm::xxHash64(plan.getStructureKey()) % options.shardCount !=
+                  options.shardIndex)
             continue;
           if (space.plans.size() < options.maxPlans)
             space.plans.push_back(plan);

@@ -53,14 +53,12 @@ struct EvaluationOrder {
   size_t getNumBatches() const { return batchBegin.size() - 1; }
 };
 
-static EvaluationOrder getEvaluationOrder(PlanEvaluator &evaluator,
-                                          llvm::ArrayRef<Plan> plans) {
+static EvaluationOrder getEvaluationOrder(llvm::ArrayRef<Plan> plans) {
   llvm::StringMap<size_t> firstOfKey;
   std::vector<size_t> group(plans.size());
   for (size_t index = 0; index < plans.size(); ++index)
-    group[index] =
-        firstOfKey.try_emplace(evaluator.getStructureKey(plans[index]), index)
-            .first->second;
+    group[index] = firstOfKey.try_emplace(plans[index].getStructureKey(), index)
+                       .first->second;
   EvaluationOrder evaluation;
   std::vector<size_t> &order = evaluation.order;
   order.resize(plans.size());
@@ -119,7 +117,7 @@ llvm::Expected<std::vector<PlanResult>>
 stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
                    unsigned jobs, const SearchProgress &progress) {
   std::vector<PlanResult> results(plans.size());
-  EvaluationOrder evaluation = getEvaluationOrder(evaluator, plans);
+  EvaluationOrder evaluation = getEvaluationOrder(plans);
   const std::vector<size_t> &order = evaluation.order;
   jobs = std::max(1u,
                   unsigned(std::min<size_t>(jobs, evaluation.getNumBatches())));

@@ -303,7 +303,7 @@ TEST_F(PlanEvaluatorTest, PlansOfOneStructureRepriceAsFreshCompiles) {
   PlanEvaluator warm = makeEvaluator();
   std::set<double> steps;
   for (const Plan &plan : plans) {
-    EXPECT_EQ(warm.getStructureKey(plan), warm.getStructureKey(plans[0]));
+    EXPECT_EQ(plan.getStructureKey(), plans[0].getStructureKey());
     PlanResult repriced = warm.evaluate(plan);
     PlanResult fresh = makeEvaluator().evaluate(plan);
     ASSERT_EQ(repriced.status, fresh.status) << plan.getLabel();
@@ -318,10 +318,10 @@ TEST_F(PlanEvaluatorTest, PlansOfOneStructureRepriceAsFreshCompiles) {
   // Another micro-batch count, or tp 1, is another structure.
   Plan other = plans[0];
   other.microbatches = 4;
-  EXPECT_NE(warm.getStructureKey(other), warm.getStructureKey(plans[0]));
+  EXPECT_NE(other.getStructureKey(), plans[0].getStructureKey());
   other = plans[0];
   other.degrees[1] = 1;
-  EXPECT_NE(warm.getStructureKey(other), warm.getStructureKey(plans[0]));
+  EXPECT_NE(other.getStructureKey(), plans[0].getStructureKey());
 }
 
 TEST_F(PlanEvaluatorTest, MFUCountsTheModelFLOPsOnce) {

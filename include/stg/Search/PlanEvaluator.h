@@ -90,11 +90,6 @@ public:
   PlanResult evaluate(const Plan &plan);
   /// The options that compile `plan` as stagec would (without folding).
   CompileOptions getCompileOptions(const Plan &plan) const;
-  /// Plans of one key have the same programs but for their numbers (the
-  /// same module, stages, virtual stages, micro-batches and axes of degree
-  /// above 1): the evaluator builds them once and re-prices them for each
-  /// plan, so evaluatePlans runs the plans of a key one after the other.
-  std::string getStructureKey(const Plan &plan) const;
 
 private:
   /// The module of the plan's structure, through the passes that do not
@@ -119,7 +114,8 @@ private:
   CachedModule *getModule(const Plan &plan, const CompileOptions &options,
                           DiagnosticEngine &diags);
   /// The programs of `plan`, priced: those of the previous plan re-priced
-  /// when both have one structure (getStructureKey), or else instantiated;
+  /// when both have one structure (Plan::getStructureKey), or else
+  /// instantiated;
   /// null after reporting why not.
   const ProgramSet *getPrograms(const Plan &plan, CachedModule &cached,
                                 const Mesh &mesh,

@@ -54,6 +54,12 @@ struct Plan {
   std::string getLabel() const;
   /// The rank order (fastest-varying axis first).
   std::string getRankOrder() const;
+  /// Plans of one key compile to the same programs but for their numbers
+  /// and rank order: the same recomputation, weight sharding, sequence
+  /// parallelism, virtual stages, micro-batch count, pp, and axes of
+  /// degree above 1. The search builds a structure's programs once and
+  /// re-prices them for each of its plans (PlanEvaluator).
+  std::string getStructureKey() const;
 };
 
 /// What the model offers the search, read once from it.
@@ -79,7 +85,8 @@ struct PlanSpaceOptions {
                                           WeightSharding::FSDP};
   std::vector<bool> sequenceParallel = {false, true};
   std::vector<bool> tpInNode = {true, false};
-  /// Keep the `shardIndex`-th of every `shardCount` blocks of 64 plans.
+  /// Keep the plans of the structures (Plan::getStructureKey) whose key
+  /// hashes to `shardIndex` modulo `shardCount`.
   unsigned shardIndex = 0, shardCount = 1;
   /// Stop keeping plans past this many (the space is then `truncated`):
   /// about two hours of a 2-core machine, and 160 MB of plans.

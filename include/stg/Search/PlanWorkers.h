@@ -26,7 +26,7 @@ namespace stg {
 using SearchProgress = std::function<void(size_t done, size_t total)>;
 
 /// Evaluates `plans` with `jobs` worker processes (1: in this process),
-/// the plans of one structure (PlanEvaluator::getStructureKey) one after
+/// the plans of one structure (Plan::getStructureKey) one after
 /// the other; the results are in the order of `plans`. Fails if a worker
 /// dies.
 llvm::Expected<std::vector<PlanResult>>
