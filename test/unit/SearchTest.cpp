@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 
+#include <map>
 #include <set>
 
 using namespace stg;
@@ -62,14 +63,21 @@ TEST(PlanSpaceTest, ShardsSplitThePlansAndCountTheSame) {
   options.globalBatch = 8;
   PlanSpace whole = enumeratePlans(options, denseShape(4));
   std::vector<std::string> labels;
+  // A shard takes whole structures, which share their programs.
+  std::map<std::string, unsigned> shardOfStructure;
   for (unsigned index = 0; index < 3; ++index) {
     options.shardIndex = index;
     options.shardCount = 3;
     PlanSpace shard = enumeratePlans(options, denseShape(4));
     EXPECT_EQ(shard.pruned, whole.pruned);
     EXPECT_EQ(shard.kept, whole.plans.size());
-    for (const Plan &plan : shard.plans)
+    EXPECT_FALSE(shard.plans.empty());
+    for (const Plan &plan : shard.plans) {
       labels.push_back(plan.getLabel());
+      auto [it, first] =
+          shardOfStructure.try_emplace(plan.getStructureKey(), index);
+      EXPECT_EQ(it->second, index) << plan.getLabel();
+    }
   }
   std::vector<std::string> expected;
   for (const Plan &plan : whole.plans)
