@@ -8,11 +8,10 @@
 
 #include "stg/Search/PlanSpace.h"
 
-#include "llvm/Support/xxhash.h"
-
 #include "stg/Instantiate/Limits.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Support/raw_ostream.h"
 
 

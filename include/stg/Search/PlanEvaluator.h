@@ -115,8 +115,7 @@ private:
                           DiagnosticEngine &diags);
   /// The programs of `plan`, priced: those of the previous plan re-priced
   /// when both have one structure (Plan::getStructureKey), or else
-  /// instantiated;
-  /// null after reporting why not.
+  /// instantiated; null after reporting why not.
   const ProgramSet *getPrograms(const Plan &plan, CachedModule &cached,
                                 const Mesh &mesh,
                                 const CompileOptions &options,
