@@ -142,10 +142,11 @@ struct SimulationScratch {
   std::vector<uint8_t> moves;
 };
 
-/// The longest a step may take, in microseconds (11.6 days): its clock in
-/// picoseconds then fits an int64 with room to spare.
+/// The longest a step may take, in microseconds (11.6 days), and a stage
+/// of the replay, its steps summed: its clock in picoseconds then fits an
+/// int64 with room to spare.
 constexpr double MaxStepMicros = 1e12;
-constexpr int64_t MaxStepPicos = 1'000'000'000'000'000'000;
+constexpr int64_t MaxStepPicos = int64_t(MaxStepMicros) * 1'000'000;
 
 /// Simulates a step of `shape` from its start, its receives' messages
 /// arriving `arrivals` nanoseconds after it (in the order of shape.recvs;

@@ -382,6 +382,14 @@ TEST(StepEstimateTest, AStepTooLongForTheClockIsAnError) {
     FAIL() << "a step of 1.2e12 us was estimated";
   EXPECT_EQ(llvm::toString(estimate.takeError()),
             "stage 0 has a schedule step longer than 1000000000000 us");
+
+  // So may a stage, its steps' times summed: no clock past it wraps.
+  programs.stages[0].steps = {{0, 1, 0, -1}, {1, 2, 0, -1}};
+  estimate = estimateStep(programs, OneDomain);
+  if (estimate)
+    FAIL() << "a stage of 1.2e12 us was estimated";
+  EXPECT_EQ(llvm::toString(estimate.takeError()),
+            "stage 0 runs longer than 1000000000000 us");
 }
 
 TEST(StepEstimateTest, AReceiveWithoutItsSendNeverCompletes) {
