@@ -117,16 +117,10 @@ CompileOptions PlanEvaluator::getCompileOptions(const Plan &plan) const {
   return options;
 }
 
-/// Plans of one key share a module.
-static std::string getModuleKey(const Plan &plan) {
-  return plan.recompute + "|" + getWeightShardingName(plan.sharding).str() +
-         "|" + (plan.sequenceParallel ? "sp" : "");
-}
-
 PlanEvaluator::CachedModule *
 PlanEvaluator::getModule(const Plan &plan, const CompileOptions &options,
                          DiagnosticEngine &diags) {
-  std::string key = getModuleKey(plan);
+  std::string key = plan.getModuleKey();
   auto found = modules.find(key);
   if (found != modules.end())
     return &found->second;

@@ -67,11 +67,14 @@ std::string Plan::getLabel() const {
   return label;
 }
 
+std::string Plan::getModuleKey() const {
+  return recompute + "|" + getWeightShardingName(sharding).str() + "|" +
+         (sequenceParallel ? "sp" : "");
+}
+
 std::string Plan::getStructureKey() const {
-  std::string key = recompute + "|" + getWeightShardingName(sharding).str() +
-                    "|" + (sequenceParallel ? "sp" : "") + "|v" +
-                    std::to_string(virtualStages) + " mbs" +
-                    std::to_string(microbatches) + " ";
+  std::string key = getModuleKey() + "|v" + std::to_string(virtualStages) +
+                    " mbs" + std::to_string(microbatches) + " ";
   for (size_t index = 0; index < PlanAxes.size(); ++index) {
     // Only pp's degree shapes the programs; the others only by being 1.
     key += llvm::StringRef(PlanAxes[index]) == "pp"

@@ -54,6 +54,10 @@ struct Plan {
   std::string getLabel() const;
   /// The rank order (fastest-varying axis first).
   std::string getRankOrder() const;
+  /// Plans of one key share a module: the same recomputation, weight
+  /// sharding and sequence parallelism, through the passes that do not
+  /// read the degrees.
+  std::string getModuleKey() const;
   /// Plans of one key compile to the same programs but for their numbers
   /// and rank order: the same recomputation, weight sharding, sequence
   /// parallelism, virtual stages, micro-batch count, pp, and axes of
