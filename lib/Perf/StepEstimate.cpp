@@ -141,52 +141,6 @@ struct OutcomeKeyHash {
 /// A message: sending stage, receiving stage, tag.
 using MessageKey = std::tuple<unsigned, unsigned, int32_t>;
 
-/// When each message's send completed. A program set numbers its edges
-/// globally, so a tag names one message in practice: the message lives in
-/// the slot of its tag, and one whose slot another message took first, or
-/// whose tag is out of the slots' range, lives in a map. Either way the
-/// lookups answer the same; the slots spare the replay a hash lookup per
-/// send and receive (a plan has thousands of steps).
-class MessageTimes {
-public:
-  /// When `key`'s send completed (picoseconds), or null if it has not been
-  /// sent.
-  const int64_t *find(const MessageKey &key) const {
-    auto [from, to, tag] = key;
-    if (tag >= 0 && size_t(tag) < slots.size()) {
-      const Slot &slot = slots[tag];
-      if (slot.from == from && slot.to == to)
-        return &slot.time;
-    }
-    auto found = overflow.find(key);
-    return found == overflow.end() ? nullptr : &found->second;
-  }
-  void set(const MessageKey &key, int64_t time) {
-    auto [from, to, tag] = key;
-    if (tag >= 0 && size_t(tag) < MaxSlots) {
-      if (size_t(tag) >= slots.size())
-        slots.resize(
-            std::min(MaxSlots, std::max<size_t>(tag + 1, 2 * slots.size())));
-      Slot &slot = slots[tag];
-      if (slot.from == NoStage || (slot.from == from && slot.to == to)) {
-        slot = {from, to, time};
-        return;
-      }
-    }
-    overflow[key] = time;
-  }
-
-private:
-  static constexpr unsigned NoStage = ~0u;
-  static constexpr size_t MaxSlots = size_t(1) << 20;
-  struct Slot {
-    unsigned from = NoStage, to = NoStage;
-    int64_t time = 0;
-  };
-  std::vector<Slot> slots;
-  llvm::DenseMap<MessageKey, int64_t> overflow;
-};
-
 /// Outcomes a shape keeps to match by arrival ranges: a steady state
 /// drifting by a little each micro-batch asks for the last few again, and
 /// stages that take turns waiting for some more. (Shard 0/64 of Llama-3-70B
@@ -213,15 +167,28 @@ constexpr uint32_t NoShape = ~0u;
 
 } // namespace
 
-/// Per stage, the structure of each step's shape (no times), by the
-/// step's first node.
+/// What a stage's steps share in every plan of a structure: the step of
+/// each distinct first node (folded micro-batches repeat a few), the
+/// streams and edges of its shape, with no times, and each step's messages.
+struct StageSteps {
+  std::vector<uint32_t> distinct; ///< Per step: its index in `structures`.
+  std::vector<std::shared_ptr<const StepStructure>> structures;
+  /// Step i receives messages[messageBegin[i] + r] in its shape's r-th
+  /// receive, and sends the ones after those in the order of its sends.
+  std::vector<uint32_t> messageBegin, messages;
+};
+
+/// The steps of a program set, whatever its numbers, with its messages
+/// numbered: the replay keeps when each was sent in a vector by number,
+/// rather than by key in a map (a plan has thousands of steps).
+struct ProgramSteps {
+  std::vector<StageSteps> stages;
+  std::vector<MessageKey> messages; ///< By number.
+  bool ready = false;
+};
+
 struct StepShapeCache::Shapes {
-  std::vector<llvm::DenseMap<uint32_t, StepShape>> stages;
-  llvm::DenseMap<uint32_t, StepShape> &getStage(unsigned stage) {
-    if (stage >= stages.size())
-      stages.resize(stage + 1);
-    return stages[stage];
-  }
+  ProgramSteps steps;
 };
 
 StepShapeCache::StepShapeCache() : shapes(std::make_unique<Shapes>()) {}
@@ -234,17 +201,14 @@ namespace {
 struct StageState {
   unsigned rank = 0;          ///< The rank that stands for the stage.
   std::vector<double> micros; ///< Per node: its time on its stream.
-  /// Per node: the stage a send goes to or a receive comes from, and the
-  /// tag, read without the node's other fields.
-  std::vector<std::pair<unsigned, int32_t>> peers;
-  /// The index of a step's shape in Replay::shapes, by the first node.
-  llvm::DenseMap<uint32_t, uint32_t> shapeIndex;
   /// The program's steps, or the whole program as one step when it has
   /// none (a hand-built program).
   llvm::ArrayRef<ProgramStep> steps;
   ProgramStep wholeProgram;
-  std::vector<uint32_t> stepShapes; ///< Per step, once known.
-  size_t next = 0;                  ///< The next step to run.
+  /// Per distinct step: the index of its shape in Replay::shapes, once
+  /// known.
+  std::vector<uint32_t> shapes;
+  size_t next = 0; ///< The next step to run.
   // Whole picoseconds, as the steps': the sums are exact.
   int64_t now = 0; ///< When the previous step finished.
   int64_t computePicos = 0, communicationPicos = 0, waitPicos = 0;
@@ -254,8 +218,9 @@ class Replay {
 public:
   Replay(const ProgramSet &programs, const SystemSpec &system,
          StepTimeline *timeline, StepShapeCache::Shapes *cache)
-      : programs(programs), system(system), timeline(timeline), cache(cache),
-        states(programs.stages.size()), waiting(programs.stages.size()) {}
+      : programs(programs), system(system), timeline(timeline),
+        steps(cache ? cache->steps : ownSteps), states(programs.stages.size()),
+        waiting(programs.stages.size(), NoMessage) {}
 
   llvm::Expected<StepEstimate> run();
 
@@ -268,9 +233,11 @@ private:
                    std::map<AxisMask, GroupSpan> &spans);
   /// The index of the shape of the stage's step `stepIndex` in `shapes`.
   uint32_t getShape(unsigned stage, size_t stepIndex);
-  /// `shape` with the streams and edges of the stage's `step`, no times.
-  void buildStructure(unsigned stage, const ProgramStep &step,
-                      StepShape &shape);
+  /// Finds the steps' structures and numbers their messages.
+  void findSteps();
+  /// The streams and edges of the stage's `step`.
+  std::shared_ptr<const StepStructure> buildStructure(unsigned stage,
+                                                      const ProgramStep &step);
   /// The outcome `byKey` holds for `key`, else one kept for ranges that
   /// hold the current arrivals, and by how much it moves; else the index
   /// the next outcome gets, recorded for `key`.
@@ -297,7 +264,9 @@ private:
   const ProgramSet &programs;
   const SystemSpec &system;
   StepTimeline *timeline; ///< Null unless recording.
-  StepShapeCache::Shapes *cache; ///< Null unless kept across estimates.
+  /// The cache's, if there is one (it serves program sets of these steps).
+  ProgramSteps ownSteps;
+  ProgramSteps &steps;
   std::vector<StageState> states;
   StepEstimate estimate;
   /// The distinct step shapes of all stages, with their outcomes.
@@ -306,15 +275,18 @@ private:
   std::vector<StepOutcome> outcomes;
   /// Shapes by their hash, to find an equal one.
   llvm::DenseMap<uint64_t, llvm::SmallVector<uint32_t, 1>> shapesByHash;
-  StepShape candidate; ///< getShape's buffers, reused.
+  StepShape candidate; ///< getShape's buffer, reused.
   std::vector<std::pair<uint32_t, ShapeChild>> edges;
-  MessageTimes sentAt;
+  /// Per message: when its send completed, or NotSent.
+  std::vector<int64_t> sentAt;
+  static constexpr int64_t NotSent = -1;
   SimulationScratch scratch;
   /// The groups' spans of the first stage's rank, by mask.
   std::map<AxisMask, GroupSpan> firstStageSpans;
   /// Per stage, the message it waits for (a stage waits for one at a
   /// time), and the stages to advance.
-  std::vector<std::optional<MessageKey>> waiting;
+  static constexpr uint32_t NoMessage = ~0u;
+  std::vector<uint32_t> waiting;
   std::vector<unsigned> runnable;
   std::string failure;     ///< Why the replay stopped early, if it did.
   ArrivalPattern arrivals; ///< The current step's, reused.
@@ -358,48 +330,90 @@ void Replay::initialize(unsigned stage) {
   std::map<AxisMask, GroupSpan> &spans =
       offset % system.gpusPerNode ? ownSpans : firstStageSpans;
   state.micros.reserve(program.nodes.size());
-  state.peers.reserve(program.nodes.size());
-  for (const ProgramNode &work : program.nodes) {
+  for (const ProgramNode &work : program.nodes)
     state.micros.push_back(getMicros(stage, work, spans));
-    state.peers.push_back({work.peerStage, work.tag});
-  }
   state.steps = program.steps;
   if (state.steps.empty() && !program.nodes.empty()) {
     state.wholeProgram = {0, uint32_t(program.nodes.size()), 0, -1};
     state.steps = state.wholeProgram;
   }
-  state.stepShapes.assign(state.steps.size(), NoShape);
+}
+
+void Replay::findSteps() {
+  steps.stages.assign(states.size(), StageSteps());
+  // A program set numbers its edges globally, so a tag names one message
+  // in practice: a message is found by its tag, and one whose tag another
+  // message took first, or is out of range, by its whole key.
+  constexpr uint32_t NoNumber = ~0u;
+  constexpr size_t MaxTagSlots = size_t(1) << 22;
+  std::vector<uint32_t> byTag;
+  llvm::DenseMap<MessageKey, uint32_t> byKey;
+  auto getNumber = [&](const MessageKey &key) {
+    uint32_t fresh = steps.messages.size();
+    int32_t tag = std::get<2>(key);
+    if (tag >= 0 && size_t(tag) < MaxTagSlots) {
+      if (size_t(tag) >= byTag.size())
+        byTag.resize(
+            std::min(MaxTagSlots, std::max<size_t>(tag + 1, 2 * byTag.size())),
+            NoNumber);
+      uint32_t &slot = byTag[tag];
+      if (slot == NoNumber) {
+        steps.messages.push_back(key);
+        return slot = fresh;
+      }
+      if (steps.messages[slot] == key)
+        return slot;
+    }
+    auto [it, inserted] = byKey.try_emplace(key, fresh);
+    if (inserted)
+      steps.messages.push_back(key);
+    return it->second;
+  };
+  for (unsigned stage = 0; stage < states.size(); ++stage) {
+    llvm::ArrayRef<ProgramStep> stageSteps = states[stage].steps;
+    StageSteps &found = steps.stages[stage];
+    llvm::DenseMap<uint32_t, uint32_t> byFirstNode;
+    for (const ProgramStep &step : stageSteps) {
+      auto [it, inserted] =
+          byFirstNode.try_emplace(step.begin, found.structures.size());
+      if (inserted)
+        found.structures.push_back(buildStructure(stage, step));
+      found.distinct.push_back(it->second);
+      const StepStructure &structure = *found.structures[it->second];
+      found.messageBegin.push_back(found.messages.size());
+      for (uint32_t slot : structure.recvs) {
+        const ProgramNode &recv = node(stage, step.begin + slot);
+        found.messages.push_back(
+            getNumber({recv.peerStage, stage, recv.tag + step.tagOffset}));
+      }
+      for (uint32_t slot : structure.sends) {
+        const ProgramNode &send = node(stage, step.begin + slot);
+        found.messages.push_back(
+            getNumber({stage, send.peerStage, send.tag + step.tagOffset}));
+      }
+    }
+    found.messageBegin.push_back(found.messages.size());
+  }
+  steps.ready = true;
 }
 
 uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
   StageState &state = states[stage];
-  uint32_t &known = state.stepShapes[stepIndex];
+  const StageSteps &stageSteps = steps.stages[stage];
+  uint32_t distinct = stageSteps.distinct[stepIndex];
+  uint32_t &known = state.shapes[distinct];
   if (known != NoShape)
     return known;
   const ProgramStep &step = state.steps[stepIndex];
-  auto [it, inserted] = state.shapeIndex.try_emplace(step.begin, 0);
-  if (!inserted)
-    return known = it->second;
   StepShape &shape = candidate;
-  // The slots' streams and edges: those of the same step of a plan priced
-  // before with the cache, or found now.
-  if (cache) {
-    auto [cached, isNew] = cache->getStage(stage).try_emplace(step.begin);
-    if (isNew) {
-      buildStructure(stage, step, shape);
-      cached->second = shape;
-    } else {
-      shape = cached->second;
-    }
-  } else {
-    buildStructure(stage, step, shape);
-  }
+  shape.structure = stageSteps.structures[distinct];
+  shape.picos.clear();
   // The clock counts whole picoseconds in an int64: the step's times may
   // add up to MaxStepMicros.
   double sum = 0;
   for (uint32_t id = step.begin; id < step.end; ++id) {
     double copies =
-        shape.isTemplate(id - step.begin) ? 1 + shape.foldCopies : 1;
+        shape->isTemplate(id - step.begin) ? 1 + shape->foldCopies : 1;
     sum += copies * state.micros[id];
     if (!(sum <= MaxStepMicros)) {
       failure = "stage " + std::to_string(stage) +
@@ -412,17 +426,18 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
   llvm::SmallVector<uint32_t, 1> &equalHash = shapesByHash[shape.hash()];
   for (uint32_t index : equalHash)
     if (shapes[index] == shape)
-      return known = it->second = index;
+      return known = index;
   uint32_t index = shapes.size();
   equalHash.push_back(index);
   shapes.push_back(std::move(shape));
   outcomeIndex.emplace_back();
-  return known = it->second = index;
+  return known = index;
 }
 
-void Replay::buildStructure(unsigned stage, const ProgramStep &step,
-                            StepShape &shape) {
-  shape.clear();
+std::shared_ptr<const StepStructure>
+Replay::buildStructure(unsigned stage, const ProgramStep &step) {
+  auto built = std::make_shared<StepStructure>();
+  StepStructure &shape = *built;
   unsigned size = step.end - step.begin;
   const LayerFold *fold = nullptr;
   if (step.fold >= 0) {
@@ -490,6 +505,8 @@ void Replay::buildStructure(unsigned stage, const ProgramStep &step,
                                shape.childBegin.end() - 1);
   for (const auto &edge : edges)
     shape.children[filled[edge.first]++] = edge.second;
+  shape.computeHash();
+  return built;
 }
 
 std::optional<uint32_t> Replay::findRanged(const ShapeOutcomes &known,
@@ -527,6 +544,7 @@ void Replay::keepRanged(ShapeOutcomes &known, uint32_t index) {
 
 void Replay::advance(unsigned stage) {
   StageState &state = states[stage];
+  const StageSteps &stageSteps = steps.stages[stage];
   for (; state.next < state.steps.size(); ++state.next) {
     const ProgramStep &step = state.steps[state.next];
     uint32_t shapeIndex = getShape(stage, state.next);
@@ -535,17 +553,18 @@ void Replay::advance(unsigned stage) {
       return;
     }
     const StepShape &shape = shapes[shapeIndex];
+    const uint32_t *messages =
+        &stageSteps.messages[stageSteps.messageBegin[state.next]];
+    size_t numRecvs = shape->recvs.size();
     arrivals.clear();
     int64_t latest = 0;
-    for (uint32_t slot : shape.recvs) {
-      auto [peer, tag] = state.peers[step.begin + slot];
-      MessageKey key{peer, stage, tag + step.tagOffset};
-      const int64_t *sent = sentAt.find(key);
-      if (!sent) {
-        waiting[stage] = key;
+    for (size_t recv = 0; recv < numRecvs; ++recv) {
+      int64_t sent = sentAt[messages[recv]];
+      if (sent == NotSent) {
+        waiting[stage] = messages[recv];
         return;
       }
-      int64_t wait = *sent - state.now;
+      int64_t wait = sent - state.now;
       if (wait > MaxStepPicos) {
         failure = "stage " + std::to_string(stage) + " waits more than " +
                   std::to_string(int64_t(MaxStepMicros)) +
@@ -582,23 +601,23 @@ void Replay::advance(unsigned stage) {
       keepRanged(known, index);
     }
     const StepOutcome &outcome = outcomes[index];
-    for (size_t i = 0; i < shape.sends.size(); ++i) {
-      auto [peer, tag] = state.peers[step.begin + shape.sends[i]];
-      MessageKey key{stage, peer, tag + step.tagOffset};
+    for (size_t i = 0; i < shape->sends.size(); ++i) {
+      uint32_t message = messages[numRecvs + i];
       int64_t done = outcome.sendDonePicos[i];
       if (movedPicos && outcome.sendMoves[i])
         done += movedPicos;
-      sentAt.set(key, state.now + done);
-      if (peer < waiting.size() && waiting[peer] == key) {
+      sentAt[message] = state.now + done;
+      unsigned peer = std::get<1>(steps.messages[message]);
+      if (peer < waiting.size() && waiting[peer] == message) {
         runnable.push_back(peer);
-        waiting[peer].reset();
+        waiting[peer] = NoMessage;
       }
     }
     if (timeline) // A folded layer's copies: as their template's nodes.
-      for (uint32_t id = 0; id < shape.getNumNodes(); ++id) {
-        uint32_t slot = shape.getSlot(id).first;
+      for (uint32_t id = 0; id < shape->getNumNodes(); ++id) {
+        uint32_t slot = shape->getSlot(id).first;
         timeline->events.push_back(
-            {stage, step.begin + slot, state.next, shape.streams[slot],
+            {stage, step.begin + slot, state.next, shape->streams[slot],
              double(state.now) / 1e6 + outcome.starts[id],
              double(state.now) / 1e6 + outcome.ends[id]});
       }
@@ -631,7 +650,9 @@ llvm::Error Replay::describeDeadlock() const {
     }
     if (state.next == state.steps.size())
       continue;
-    const std::optional<MessageKey> &waits = waiting[stage];
+    std::optional<MessageKey> waits;
+    if (waiting[stage] != NoMessage)
+      waits = steps.messages[waiting[stage]];
     const ProgramStep &step = state.steps[state.next];
     for (uint32_t id = step.begin; id < step.end; ++id) {
       const ProgramNode &recv = node(stage, id);
@@ -661,6 +682,11 @@ llvm::Expected<StepEstimate> Replay::run() {
     initialize(stage);
     runnable.push_back(stage);
   }
+  if (!steps.ready)
+    findSteps();
+  sentAt.assign(steps.messages.size(), NotSent);
+  for (unsigned stage = 0; stage < states.size(); ++stage)
+    states[stage].shapes.assign(steps.stages[stage].structures.size(), NoShape);
   // A step's outcome depends only on its start and its messages, so the
   // order in which stages advance does not change the result. A stage is
   // runnable once: when it waits, it waits for one message.

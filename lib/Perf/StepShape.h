@@ -24,6 +24,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -51,11 +52,11 @@ struct ShapeChild {
   }
 };
 
-struct StepShape {
+/// A step's slots, streams and edges: what plans of one structure share.
+struct StepStructure {
   // Per slot:
   std::vector<uint32_t> initialPending;
   std::vector<ReplayStream> streams;
-  std::vector<int64_t> picos; ///< Its time on its stream.
   /// The children of slot i are children[childBegin[i], childBegin[i+1]).
   std::vector<uint32_t> childBegin;
   std::vector<ShapeChild> children;
@@ -63,6 +64,7 @@ struct StepShape {
   /// The template of a folded layer, [foldBegin, foldEnd), runs foldCopies
   /// more times after itself; 0 copies: no fold.
   uint32_t foldBegin = 0, foldEnd = 0, foldCopies = 0;
+  uint64_t hash = 0; ///< Of the above, once built (computeHash).
 
   llvm::ArrayRef<ShapeChild> getChildren(uint32_t slot) const {
     return llvm::makeArrayRef(children).slice(
@@ -95,9 +97,18 @@ struct StepShape {
     return {id - foldCopies * size, 0};
   }
 
-  void clear();
-  /// Equal slots, times, edges and fold: recvs and sends follow from the
-  /// streams.
+  /// Equal slots, edges and fold: recvs and sends follow from the streams.
+  bool operator==(const StepStructure &other) const;
+  void computeHash();
+};
+
+/// A step as simulated: its structure, shared by the steps of every plan
+/// that has it, and its slots' times.
+struct StepShape {
+  std::shared_ptr<const StepStructure> structure;
+  std::vector<int64_t> picos; ///< Per slot: its time on its stream.
+
+  const StepStructure *operator->() const { return structure.get(); }
   bool operator==(const StepShape &other) const;
   /// A hash, never DenseMap's empty or tombstone key.
   uint64_t hash() const;

@@ -32,34 +32,34 @@
 
 using namespace stg;
 
-void StepShape::clear() {
-  for (auto *list : {&initialPending, &childBegin, &recvs, &sends})
-    list->clear();
-  streams.clear();
-  picos.clear();
-  children.clear();
-  foldBegin = foldEnd = foldCopies = 0;
-}
-
-bool StepShape::operator==(const StepShape &other) const {
-  return streams == other.streams && initialPending == other.initialPending &&
+bool StepStructure::operator==(const StepStructure &other) const {
+  return hash == other.hash && streams == other.streams &&
+         initialPending == other.initialPending &&
          childBegin == other.childBegin && children == other.children &&
          foldBegin == other.foldBegin && foldEnd == other.foldEnd &&
-         foldCopies == other.foldCopies && picos == other.picos;
+         foldCopies == other.foldCopies;
 }
 
-uint64_t StepShape::hash() const {
-  uint64_t value = llvm::hash_combine(
-      llvm::hash_combine_range(streams.begin(), streams.end()),
-      llvm::hash_combine_range(childBegin.begin(), childBegin.end()),
-      llvm::hash_combine_range(picos.begin(), picos.end()), foldBegin, foldEnd,
-      foldCopies);
+void StepStructure::computeHash() {
   // Field by field (a ShapeChild's padding is not part of it), and cheaply:
   // equal hashes are compared in full.
   uint64_t edges = 0;
   for (const ShapeChild &child : children)
     edges = edges * 0x100000001b3 + (uint64_t(child.slot) << 2 | child.kind);
-  value = llvm::hash_combine(value, edges);
+  hash = llvm::hash_combine(
+      llvm::hash_combine_range(streams.begin(), streams.end()),
+      llvm::hash_combine_range(childBegin.begin(), childBegin.end()), edges,
+      foldBegin, foldEnd, foldCopies);
+}
+
+bool StepShape::operator==(const StepShape &other) const {
+  return picos == other.picos &&
+         (structure == other.structure || *structure == *other.structure);
+}
+
+uint64_t StepShape::hash() const {
+  uint64_t value = llvm::hash_combine(
+      structure->hash, llvm::hash_combine_range(picos.begin(), picos.end()));
   return value >= ~uint64_t(0) - 1 ? 0 : value;
 }
 
@@ -74,46 +74,46 @@ StepSimulation::StepSimulation(const StepShape &shape,
       pending(scratch.pending), status(scratch.status),
       arrival(scratch.arrival), starts(scratch.starts), done(scratch.done),
       moves(scratch.moves) {
-  uint32_t total = shape.getNumNodes();
+  uint32_t total = shape->getNumNodes();
   events.clear();
   for (std::vector<uint32_t> &queue : ready)
     queue.clear();
   // Each node's slot, in the order of the unfolded ids.
   slots.clear();
   slots.reserve(total);
-  for (uint32_t slot = 0; slot < shape.foldEnd; ++slot)
+  for (uint32_t slot = 0; slot < shape->foldEnd; ++slot)
     slots.push_back(slot);
-  for (uint32_t copy = 1; copy <= shape.foldCopies; ++copy)
-    for (uint32_t slot = shape.foldBegin; slot < shape.foldEnd; ++slot)
+  for (uint32_t copy = 1; copy <= shape->foldCopies; ++copy)
+    for (uint32_t slot = shape->foldBegin; slot < shape->foldEnd; ++slot)
       slots.push_back(slot);
-  for (uint32_t slot = shape.foldEnd; slot < shape.getNumSlots(); ++slot)
+  for (uint32_t slot = shape->foldEnd; slot < shape->getNumSlots(); ++slot)
     slots.push_back(slot);
   pending.resize(total);
   for (uint32_t id = 0; id < total; ++id)
-    pending[id] = shape.initialPending[slots[id]];
-  arrival.assign(shape.getNumSlots(), 0);
-  for (size_t i = 0; i < shape.recvs.size(); ++i)
-    arrival[shape.recvs[i]] = arrivals[i] * 1000;
+    pending[id] = shape->initialPending[slots[id]];
+  arrival.assign(shape->getNumSlots(), 0);
+  for (size_t i = 0; i < shape->recvs.size(); ++i)
+    arrival[shape->recvs[i]] = arrivals[i] * 1000;
   done.assign(total, 0);
   watchReceives();
   if (!recordTimes)
-    for (uint32_t recv = 0; recv < shape.recvs.size(); ++recv)
-      if (!shape.isTemplate(shape.recvs[recv]) &&
+    for (uint32_t recv = 0; recv < shape->recvs.size(); ++recv)
+      if (!shape->isTemplate(shape->recvs[recv]) &&
           (movingCandidate < 0 || arrivals[recv] >= arrivals[movingCandidate]))
         movingCandidate = recv;
   if (movingCandidate >= 0) {
     tracking = true;
-    movingId = shape.getId(shape.recvs[movingCandidate], 0);
+    movingId = shape->getId(shape->recvs[movingCandidate], 0);
     moves.assign(total, 0);
   }
   if (recordTimes)
     starts.assign(total, 0);
   // A jump needs a period seen twice and a copy left after it.
-  searching = !recordTimes && shape.foldCopies >= 3;
+  searching = !recordTimes && shape->foldCopies >= 3;
   if (searching) {
-    foldFirst = shape.foldBegin;
-    foldSize = shape.getFoldSize();
-    numCopies = shape.foldCopies + 1;
+    foldFirst = shape->foldBegin;
+    foldSize = shape->getFoldSize();
+    numCopies = shape->foldCopies + 1;
     doneInCopy.assign(numCopies, 0);
     status.assign(total, Waiting);
   }
@@ -148,7 +148,7 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::makeReady(uint32_t id,
   if (LLVM_UNLIKELY(unresolved))
     watchReady(id, now);
   uint32_t slot = slots[id];
-  ReplayStream stream = shape.streams[slot];
+  ReplayStream stream = shape->streams[slot];
   if (stream == ReplayStream::None) {
     if (recordTimes)
       starts[id] = now;
@@ -199,37 +199,38 @@ StepSimulation::release(uint32_t id, int64_t now, bool byEveryLayer) {
 LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::complete(uint32_t id,
                                                            int64_t now) {
   uint32_t slot = slots[id];
-  bool isTemplate = shape.isTemplate(slot);
-  uint32_t copy = isTemplate ? (id - shape.foldBegin) / shape.getFoldSize() : 0;
+  bool isTemplate = shape->isTemplate(slot);
+  uint32_t copy =
+      isTemplate ? (id - shape->foldBegin) / shape->getFoldSize() : 0;
   if (searching) {
     status[id] = Done;
     if (inFold(id)) {
       if (++doneInCopy[copy] == foldSize)
         while (lowCopy < numCopies && doneInCopy[lowCopy] == foldSize)
           ++lowCopy;
-      if (slot == shape.foldBegin)
+      if (slot == shape->foldBegin)
         markerCopy = copy;
     } else {
       ++outsideChanges;
       --outsideRunning;
     }
   }
-  for (const ShapeChild &child : shape.getChildren(slot)) {
+  for (const ShapeChild &child : shape->getChildren(slot)) {
     switch (child.kind) {
     case ShapeChild::Plain:
-      release(shape.getId(child.slot, isTemplate ? copy : 0), now, false);
+      release(shape->getId(child.slot, isTemplate ? copy : 0), now, false);
       break;
     case ShapeChild::NextCopy:
-      if (copy < shape.foldCopies)
-        release(shape.getId(child.slot, copy + 1), now, false);
+      if (copy < shape->foldCopies)
+        release(shape->getId(child.slot, copy + 1), now, false);
       break;
     case ShapeChild::LastCopyOnly:
-      if (copy == shape.foldCopies)
-        release(shape.getId(child.slot, 0), now, false);
+      if (copy == shape->foldCopies)
+        release(shape->getId(child.slot, 0), now, false);
       break;
     case ShapeChild::AllCopies:
-      for (uint32_t each = 0; each <= shape.foldCopies; ++each)
-        release(shape.getId(child.slot, each), now, true);
+      for (uint32_t each = 0; each <= shape->foldCopies; ++each)
+        release(shape->getId(child.slot, each), now, true);
       break;
     }
   }
@@ -307,7 +308,7 @@ void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
         queue, [&](uint32_t id) { return id >= begin && id < end + shift; });
   for (uint32_t id = begin + shift; id < end + shift; ++id)
     if (status[id] == Ready)
-      ready[unsigned(shape.streams[slots[id]])].push_back(id);
+      ready[unsigned(shape->streams[slots[id]])].push_back(id);
   for (std::vector<uint32_t> &queue : ready)
     std::make_heap(queue.begin(), queue.end(), std::greater<>());
   computePicos += copies * (after.computePicos - before.computePicos);
@@ -328,7 +329,7 @@ StepOutcome StepSimulation::run() {
     events.pop_back();
     if (tracking)
       trackPop(now, id);
-    ReplayStream stream = shape.streams[slots[id]];
+    ReplayStream stream = shape->streams[slots[id]];
     if (stream != ReplayStream::None)
       busy[unsigned(stream)] = false;
     finish = std::max(finish, now);
@@ -369,8 +370,8 @@ StepOutcome StepSimulation::run() {
   setSameFor();
   outcome.computePicos = computePicos;
   outcome.communicationPicos = communicationPicos;
-  for (uint32_t slot : shape.sends)
-    outcome.sendDonePicos.push_back(done[shape.getId(slot, 0)]);
+  for (uint32_t slot : shape->sends)
+    outcome.sendDonePicos.push_back(done[shape->getId(slot, 0)]);
   if (recordTimes)
     for (uint32_t id = 0; id < done.size(); ++id) {
       outcome.starts.push_back(micros(starts[id]));

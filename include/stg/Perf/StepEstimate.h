@@ -94,11 +94,12 @@ struct StepEstimate {
   uint64_t simulatedSteps = 0, rangedSteps = 0;
 };
 
-/// The streams and dependencies of the replay's step shapes, kept across
-/// estimates of program sets with the same nodes, steps and folds but other
-/// numbers: the plan search's plans of one structure (repriceProgramSet),
-/// which then only price the shapes. A cache serves one such family of
-/// program sets and is wrong for any other.
+/// The streams and dependencies of the replay's step shapes, and the
+/// messages of its steps, kept across estimates of program sets with the
+/// same nodes, steps and folds but other numbers: the plan search's plans
+/// of one structure (repriceProgramSet), which then only price the shapes.
+/// A cache serves one such family of program sets and is wrong for any
+/// other.
 class StepShapeCache {
 public:
   StepShapeCache();
