@@ -145,12 +145,26 @@ struct SimulationScratch {
   using Event = std::pair<int64_t, uint32_t>; ///< Completion, id.
   std::vector<Event> events;                  ///< A min-heap.
   std::array<std::vector<uint32_t>, NumReplayStreams> ready; ///< Min-heaps.
-  std::vector<uint32_t> slots, pending;
+  /// Per unfolded node: its slot, and its copy of the fold (0 outside).
+  std::vector<uint32_t> slots, copyOf;
+  std::vector<uint32_t> pending;
   std::vector<uint8_t> status;
   std::vector<int64_t> arrival, starts, done; ///< Picoseconds.
   /// Per node: whether its completion moves with the moving receive's
   /// arrival (StepOutcome::movingRecv).
   std::vector<uint8_t> moves;
+  /// The state after copy `copy`'s first node completed, the copies before
+  /// `low` done and those after `high` not started (StepSimulation.cpp).
+  struct Snapshot {
+    uint32_t copy = 0, low = 0, high = 0;
+    int64_t now = 0, computePicos = 0, communicationPicos = 0;
+    uint64_t outsideChanges = 0;
+    std::vector<uint8_t> status;
+    std::vector<uint32_t> pending;
+    std::vector<int64_t> ends; ///< Of running nodes, from `now`.
+    std::vector<uint8_t> moves;
+  };
+  Snapshot snapshots[2];
 };
 
 /// The longest a step may take, in microseconds (11.6 days), and a stage

@@ -71,23 +71,26 @@ StepSimulation::StepSimulation(const StepShape &shape,
                                bool recordTimes, SimulationScratch &scratch)
     : shape(shape), arrivals(arrivals), recordTimes(recordTimes),
       events(scratch.events), ready(scratch.ready), slots(scratch.slots),
-      pending(scratch.pending), status(scratch.status),
+      copyOf(scratch.copyOf), pending(scratch.pending), status(scratch.status),
       arrival(scratch.arrival), starts(scratch.starts), done(scratch.done),
-      moves(scratch.moves) {
+      moves(scratch.moves), snapshots(scratch.snapshots) {
   uint32_t total = shape->getNumNodes();
   events.clear();
   for (std::vector<uint32_t> &queue : ready)
     queue.clear();
-  // Each node's slot, in the order of the unfolded ids.
-  slots.clear();
-  slots.reserve(total);
+  // Each node's slot and copy, in the order of the unfolded ids.
+  slots.resize(total);
+  copyOf.assign(total, 0);
+  uint32_t next = 0;
   for (uint32_t slot = 0; slot < shape->foldEnd; ++slot)
-    slots.push_back(slot);
+    slots[next++] = slot;
   for (uint32_t copy = 1; copy <= shape->foldCopies; ++copy)
-    for (uint32_t slot = shape->foldBegin; slot < shape->foldEnd; ++slot)
-      slots.push_back(slot);
+    for (uint32_t slot = shape->foldBegin; slot < shape->foldEnd; ++slot) {
+      copyOf[next] = copy;
+      slots[next++] = slot;
+    }
   for (uint32_t slot = shape->foldEnd; slot < shape->getNumSlots(); ++slot)
-    slots.push_back(slot);
+    slots[next++] = slot;
   pending.resize(total);
   for (uint32_t id = 0; id < total; ++id)
     pending[id] = shape->initialPending[slots[id]];
@@ -200,8 +203,7 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::complete(uint32_t id,
                                                            int64_t now) {
   uint32_t slot = slots[id];
   bool isTemplate = shape->isTemplate(slot);
-  uint32_t copy =
-      isTemplate ? (id - shape->foldBegin) / shape->getFoldSize() : 0;
+  uint32_t copy = copyOf[id];
   if (searching) {
     status[id] = Done;
     if (inFold(id)) {

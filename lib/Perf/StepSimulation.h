@@ -30,7 +30,7 @@ private:
   bool inFold(uint32_t id) const {
     return id >= foldFirst && id < foldFirst + numCopies * foldSize;
   }
-  uint32_t getCopy(uint32_t id) const { return (id - foldFirst) / foldSize; }
+  uint32_t getCopy(uint32_t id) const { return copyOf[id]; }
   void pushEvent(int64_t time, uint32_t id);
   void makeReady(uint32_t id, int64_t now);
   void issue(int64_t now);
@@ -45,17 +45,7 @@ private:
   void watchReady(uint32_t id, int64_t now);
   void setSameFor();
 
-  /// The state after copy `copy`'s first node completed, the copies before
-  /// `low` done and those after `high` not started.
-  struct Snapshot {
-    uint32_t copy = 0, low = 0, high = 0;
-    int64_t now = 0, computePicos = 0, communicationPicos = 0;
-    uint64_t outsideChanges = 0;
-    std::vector<uint8_t> status;
-    std::vector<uint32_t> pending;
-    std::vector<int64_t> ends; ///< Of running nodes, from `now`.
-    std::vector<uint8_t> moves;
-  };
+  using Snapshot = SimulationScratch::Snapshot;
   void takeSnapshot(uint32_t copy, int64_t now, Snapshot &into) const;
   bool repeats(const Snapshot &before, const Snapshot &after) const;
   /// Moves the state of `after` on by `copies` copies of its period.
@@ -66,7 +56,7 @@ private:
   bool recordTimes;
   std::vector<Event> &events;
   std::array<std::vector<uint32_t>, NumReplayStreams> &ready;
-  std::vector<uint32_t> &slots, &pending;
+  std::vector<uint32_t> &slots, &copyOf, &pending;
   std::vector<uint8_t> &status;
   std::vector<int64_t> &arrival, &starts, &done;
   std::array<bool, NumReplayStreams> busy{};
@@ -129,7 +119,7 @@ private:
   uint64_t outsideChanges = 0;
   uint32_t outsideRunning = 0;
   std::optional<uint32_t> markerCopy; ///< A copy's first node completed.
-  Snapshot snapshots[2];
+  Snapshot (&snapshots)[2];
   bool haveBefore = false;
 };
 
