@@ -158,8 +158,13 @@ struct ShapeOutcomes {
   /// the next step of the shape asks for it again.
   std::optional<std::pair<int64_t, uint32_t>> last;
   /// Recent outcomes that hold for ranges of arrivals (StepOutcome::sameFor),
-  /// the oldest replaced first.
-  llvm::SmallVector<uint32_t, 8> ranged;
+  /// the oldest replaced first, with the first receive's range at hand: the
+  /// search reads no outcome that the first arrival rules out.
+  struct Ranged {
+    int64_t first, second;
+    uint32_t index;
+  };
+  llvm::SmallVector<Ranged, 8> ranged;
   uint32_t nextReplaced = 0;
 };
 
@@ -511,10 +516,14 @@ Replay::buildStructure(unsigned stage, const ProgramStep &step) {
 
 std::optional<uint32_t> Replay::findRanged(const ShapeOutcomes &known,
                                            int64_t &movedPicos) {
-  for (uint32_t index : known.ranged) {
+  int64_t firstArrival = arrivals.empty() ? 0 : arrivals[0];
+  for (const ShapeOutcomes::Ranged &kept : known.ranged) {
+    if (kept.first > firstArrival || firstArrival >= kept.second)
+      continue;
+    uint32_t index = kept.index;
     const StepOutcome &outcome = outcomes[index];
     bool holds = true;
-    for (size_t recv = 0; recv < arrivals.size() && holds; ++recv)
+    for (size_t recv = 1; recv < arrivals.size() && holds; ++recv)
       holds = outcome.sameFor[recv].first <= arrivals[recv] &&
               arrivals[recv] < outcome.sameFor[recv].second;
     if (!holds)
@@ -534,11 +543,14 @@ void Replay::keepRanged(ShapeOutcomes &known, uint32_t index) {
         return range.second - range.first == 1;
       }))
     return;
+  // A shape with no receives keeps no ranges (all_of holds): one has a first.
+  ShapeOutcomes::Ranged kept{outcome.sameFor[0].first,
+                             outcome.sameFor[0].second, index};
   if (known.ranged.size() < MaxRangedOutcomes) {
-    known.ranged.push_back(index);
+    known.ranged.push_back(kept);
     return;
   }
-  known.ranged[known.nextReplaced] = index;
+  known.ranged[known.nextReplaced] = kept;
   known.nextReplaced = (known.nextReplaced + 1) % MaxRangedOutcomes;
 }
 

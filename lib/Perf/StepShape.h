@@ -21,6 +21,7 @@
 #include "stg/Perf/StepEstimate.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <array>
 #include <cstdint>
@@ -119,10 +120,12 @@ struct StepShape {
 struct StepOutcome {
   int64_t finishPicos = 0;
   int64_t computePicos = 0, communicationPicos = 0; ///< Busy times.
-  std::vector<int64_t> sendDonePicos; ///< Per send of the shape.
+  // A step has a send or two and a receive or two: kept inline, an
+  // outcome costs no allocation.
+  llvm::SmallVector<int64_t, 2> sendDonePicos; ///< Per send of the shape.
   /// Per receive: the arrivals [first, second) in nanoseconds that give
   /// this outcome too, the others' arrivals in their ranges.
-  std::vector<std::pair<int64_t, int64_t>> sameFor;
+  llvm::SmallVector<std::pair<int64_t, int64_t>, 2> sameFor;
   /// A receive whose message moves part of the step, or -1: another
   /// arrival in its range, `movingFrom` plus d nanoseconds, moves the sends
   /// `sendMoves` marks, and the finish if `finishMoves`, by d. (A message
@@ -132,7 +135,7 @@ struct StepOutcome {
   int32_t movingRecv = -1;
   int64_t movingFrom = 0;
   bool finishMoves = true;
-  std::vector<uint8_t> sendMoves;
+  llvm::SmallVector<uint8_t, 2> sendMoves;
   uint32_t jumpedCopies = 0; ///< Folded copies not simulated one by one.
   /// Per unfolded node of the step, when it started and ended (a receive:
   /// when it was ready to wait, and when its message was there); only when
