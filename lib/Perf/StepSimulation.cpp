@@ -350,10 +350,13 @@ StepOutcome StepSimulation::run() {
       continue;
     // The state after a copy's first node: compare it with the copy
     // before's, and jump over the copies that would repeat it. A window
-    // of many copies is a backlog that grows: no period to find.
+    // of many copies is a backlog that grows: no period to find, and none
+    // looked for in the rest of the step, whose every node the search's
+    // bookkeeping would slow.
     if (highCopy - lowCopy >= MaxWindowCopies) {
       markerCopy.reset();
       haveBefore = false;
+      searching = false;
       continue;
     }
     Snapshot &after = snapshots[1], &before = snapshots[0];
