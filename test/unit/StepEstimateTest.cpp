@@ -108,8 +108,9 @@ TEST(StepEstimateTest, StagesWaitForTheirMessages) {
 }
 
 TEST(StepEstimateTest, MessagesOfOneTagBetweenOtherStagesStayApart) {
-  // A chain of four stages whose messages share tag 7 (and one has a
-  // negative tag): each receive waits for its own sender's message.
+  // A chain of four stages whose messages share tag 7 (but for one of a
+  // negative tag, or one past any table by tag): each receive waits for
+  // its own sender's message.
   // Stage 0: 10 us, a 5 us send; stage 1: 20 us, a 2 us send; stage 2:
   // 1 us, a 1 us send; stage 3: 2 us.
   ProgramSet programs;
@@ -126,15 +127,17 @@ TEST(StepEstimateTest, MessagesOfOneTagBetweenOtherStagesStayApart) {
                               makeMessage(ProgramNodeKind::Send, 3, 1000, {1})};
   programs.stages[3].nodes = {makeMessage(ProgramNodeKind::Recv, 2, 1000, {}),
                               makeCompute(2, {0})};
-  programs.stages[2].nodes[2].tag = -5;
-  programs.stages[3].nodes[0].tag = -5;
-  llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
-  if (!estimate)
-    FAIL() << llvm::toString(estimate.takeError());
-  EXPECT_DOUBLE_EQ(estimate->stages[1].finishMicros, 37.0);
-  EXPECT_DOUBLE_EQ(estimate->stages[2].finishMicros, 39.0);
-  EXPECT_DOUBLE_EQ(estimate->stepMicros, 41.0);
-  EXPECT_DOUBLE_EQ(estimate->stages[3].pipelineWaitMicros, 39.0);
+  for (int32_t tag : {-5, INT32_MAX}) {
+    programs.stages[2].nodes[2].tag = tag;
+    programs.stages[3].nodes[0].tag = tag;
+    llvm::Expected<StepEstimate> estimate = estimateStep(programs, OneDomain);
+    if (!estimate)
+      FAIL() << llvm::toString(estimate.takeError());
+    EXPECT_DOUBLE_EQ(estimate->stages[1].finishMicros, 37.0);
+    EXPECT_DOUBLE_EQ(estimate->stages[2].finishMicros, 39.0);
+    EXPECT_DOUBLE_EQ(estimate->stepMicros, 41.0);
+    EXPECT_DOUBLE_EQ(estimate->stages[3].pipelineWaitMicros, 39.0);
+  }
 }
 
 TEST(StepEstimateTest, OneKernelAtATimeLowestIdFirst) {
