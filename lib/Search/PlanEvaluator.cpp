@@ -213,19 +213,21 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
     bound += " " + std::to_string(degree);
   if (bound != cached->bound) {
     cached->bound = bound;
-    cached->checkFailure.clear();
     if (cached->numbers)
       cached->numbers->forgetNumbers();
     else
       cached->numbers = std::make_unique<OpNumberCache>(*module, diags);
     cached->numbers->setDiagnostics(diags);
+  }
+  auto [checked, fresh] = cached->checkFailures.try_emplace(bound);
+  if (fresh) {
     PassManager check;
     if (failed(check.addPipeline("check-divisibility", diags)) ||
         failed(check.run(*module, diags)))
-      cached->checkFailure = getFirstError(os.str());
+      checked->second = getFirstError(os.str());
   }
-  if (!cached->checkFailure.empty()) {
-    result.reason = cached->checkFailure;
+  if (!checked->second.empty()) {
+    result.reason = checked->second;
     result.prunedByModel = true;
     return result;
   }

@@ -29,6 +29,7 @@
 #include "stg/Perf/System.h"
 #include "stg/Search/PlanSpace.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
 #include <map>
@@ -99,16 +100,19 @@ private:
   ModelFacts facts;
   unsigned globalBatch;
   uint64_t memoryLimitBytes;
-  /// A module through the passes, and what was bound on it last: plans
-  /// that bind the same degrees and micro-batch size (they differ in
-  /// interleaving or rank order) share its check and its ops' numbers.
+  /// A module through the passes, and what was bound on it: plans that
+  /// bind the same degrees and micro-batch size (they differ in
+  /// interleaving or rank order) share its check, and the ops' numbers of
+  /// the last such binding.
   struct CachedModule {
     std::unique_ptr<std::string> logText; ///< Heap-held: entries move.
     std::unique_ptr<llvm::raw_string_ostream> log;
     std::unique_ptr<DiagnosticEngine> sources; ///< Parsed the module.
     std::unique_ptr<Module> module;
-    std::string bound;         ///< Degrees and micro-batch size.
-    std::string checkFailure;  ///< Why check-divisibility refused them.
+    std::string bound; ///< Degrees and micro-batch size, last bound.
+    /// Per binding checked (plans of other virtual stages come back to
+    /// it): why check-divisibility refused it, or empty.
+    llvm::StringMap<std::string> checkFailures;
     std::unique_ptr<OpNumberCache> numbers;
   };
   CachedModule *getModule(const Plan &plan, const CompileOptions &options,
