@@ -269,7 +269,8 @@ private:
   const ProgramSet &programs;
   const SystemSpec &system;
   StepTimeline *timeline; ///< Null unless recording.
-  /// The cache's, if there is one (it serves program sets of these steps).
+  /// The steps' structures and numbered messages: the cache's, if there is
+  /// one (it serves program sets of these steps), else ownSteps.
   ProgramSteps ownSteps;
   ProgramSteps &steps;
   std::vector<StageState> states;
