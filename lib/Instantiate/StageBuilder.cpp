@@ -325,6 +325,8 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
         addToBucket(std::move(node), op, layer);
         return;
       }
+      if (mask && isWeightGather(op, layer))
+        boundPrefetch(node);
       // A collective over one rank does nothing.
       if (!mask)
         held.assign(deps.begin(), deps.end());
@@ -337,13 +339,44 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       node.numOps = numbers->flops;
       node.tensorBytes = numbers->bytesAccessed;
       node.gemm = numbers->gemm;
+      int32_t nodeLayer = node.layer;
+      bool perMicrobatch =
+          node.phase == Phase::Forward || node.phase == Phase::Backward;
       held = {addNode(std::move(node), &op, query)};
+      if (perMicrobatch)
+        noteLayerStart(nodeLayer, held.front());
     }
   }
   for (const Value *result : op.getResults()) {
     holders[{{result, layer}, mb}].assign(held.begin(), held.end());
     sendResult({result, layer}, mb, held);
   }
+}
+
+bool StageBuilder::isWeightGather(const Op &op, int layer) const {
+  if ((op.getPhase() != Phase::Forward && op.getPhase() != Phase::Backward) ||
+      layer < 0)
+    return false;
+  return llvm::all_of(op.getOperands(), [&](const Value *operand) {
+    const Op *def = placement.resolve(operand, layer).value->getDefiningOp();
+    return !def || placement.isFloating(def);
+  });
+}
+
+void StageBuilder::noteLayerStart(int32_t layer, uint32_t node) {
+  if (layer < 0 || layer == layerStarts.layer)
+    return;
+  layerStarts.previous = layerStarts.current;
+  layerStarts.layer = layer;
+  layerStarts.current = node;
+}
+
+void StageBuilder::boundPrefetch(ProgramNode &gather) {
+  // The gather's layer starts with it if no compute of that layer came yet.
+  uint32_t before = gather.layer == layerStarts.layer ? layerStarts.previous
+                                                      : layerStarts.current;
+  if (before != NoLayerStart)
+    gather.ctrlDeps.push_back(before);
 }
 
 void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
@@ -694,6 +727,7 @@ bool StageBuilder::build(StageProgram &program) {
     }
     size_t stepBegin = nodes->size();
     stepFold = -1;
+    layerStarts = LayerStarts();
     buildNodes();
     flushBucket();
     if (failed)

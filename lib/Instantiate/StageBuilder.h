@@ -100,6 +100,19 @@ private:
   /// The optimizer's work of the stage, after the schedule's last step.
   void buildOptimizerStep();
   void buildOp(const Op &op, int layer, int microbatch);
+  /// Whether `op`, as built in `layer`, is a forward or backward collective
+  /// of weights alone (FSDP's gather of a layer's weights): it depends on
+  /// no compute.
+  bool isWeightGather(const Op &op, int layer) const;
+  /// Records that forward or backward compute node `node` runs in model
+  /// layer `layer` (-1: top level), for boundPrefetch.
+  void noteLayerStart(int32_t layer, uint32_t node);
+  /// Makes a weight gather wait for the first compute of the layer built
+  /// before its own in this step, so that at most two layers' weights are
+  /// gathered at once, as PyTorch FSDP's `limit_all_gathers` (on by
+  /// default) and FSDP2 bound them. Unbounded, the gathers would run ahead
+  /// of the compute as far as their stream lets them.
+  void boundPrefetch(ProgramNode &gather);
   /// Node ids holding `operand` of an op instance; receives it first if it
   /// comes from another stage.
   void collectOperand(const Value *operand, int layer, int microbatch,
@@ -161,6 +174,14 @@ private:
   std::vector<const Op *> nodeOps;
   /// The fold of the step being built, or -1.
   int32_t stepFold = -1;
+  static constexpr uint32_t NoLayerStart = UINT32_MAX;
+  /// The first compute node of the step's latest layer and of the layer
+  /// built before it (in build order: a folded layer's template stands for
+  /// the copy before the layer after the fold).
+  struct LayerStarts {
+    int32_t layer = -1;
+    uint32_t current = NoLayerStart, previous = NoLayerStart;
+  } layerStarts;
   /// Per repetition's first layer: whether a step folded it, so that later
   /// steps find no nodes for it (what an earlier step made is done when a
   /// step starts: the estimate needs no edge to it).

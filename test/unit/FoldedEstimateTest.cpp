@@ -283,6 +283,10 @@ INSTANTIATE_TEST_SUITE_P(
         withLayers(Plan{"deepseek-moe-16b.stg", Degrees{{"ep", 2}}, 4}, 12),
         withLayers(Plan{"gemma3.stg", Degrees{{"tp", 2}}, 4}, 44),
         withLayers(Plan{"gemma3.stg", Degrees{{"tp", 2}, {"pp", 2}}, 4}, 62),
+        // Bounded weight gathers inside a layer pattern's period of six.
+        withLayers(Plan{"gemma3.stg", Degrees{{"dp", 2}, {"pp", 2}}, 4, 1,
+                        "none", "train", true},
+                   62),
         withLayers(Plan{"jamba.stg", Degrees{{"tp", 2}}, 2}, 48),
         withLayers(Plan{"mamba-2.8b.stg", Degrees{{"dp", 2}, {"pp", 2}}, 4},
                    12)));
