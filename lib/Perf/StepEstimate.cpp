@@ -154,9 +154,6 @@ constexpr unsigned MaxRangedOutcomes = 32;
 struct ShapeOutcomes {
   llvm::DenseMap<int64_t, uint32_t> byArrival;
   std::unordered_map<ArrivalPattern, uint32_t, OutcomeKeyHash> byPattern;
-  /// The single arrival looked up last and its outcome: in a steady state
-  /// the next step of the shape asks for it again.
-  std::optional<std::pair<int64_t, uint32_t>> last;
   /// Recent outcomes that hold for ranges of arrivals (StepOutcome::sameFor),
   /// the oldest replaced first, with the first receive's range at hand: the
   /// search reads no outcome that the first arrival rules out.
@@ -169,6 +166,16 @@ struct ShapeOutcomes {
 };
 
 constexpr uint32_t NoShape = ~0u;
+
+/// What the replay reads of a shape at every step, apart from the rest:
+/// most steps find their outcome here.
+struct ShapeSummary {
+  uint32_t numRecvs = 0, numSends = 0;
+  /// The outcome of the single arrival looked up last, if it did not move:
+  /// in a steady state the next step of the shape asks for it again.
+  uint32_t lastOutcome = ~0u;
+  int64_t lastArrival = 0;
+};
 
 } // namespace
 
@@ -278,6 +285,7 @@ private:
   /// The distinct step shapes of all stages, with their outcomes.
   std::vector<StepShape> shapes;
   std::vector<ShapeOutcomes> outcomeIndex; ///< Per shape.
+  std::vector<ShapeSummary> summaries;     ///< Per shape.
   std::vector<StepOutcome> outcomes;
   /// Shapes by their hash, to find an equal one.
   llvm::DenseMap<uint64_t, llvm::SmallVector<uint32_t, 1>> shapesByHash;
@@ -437,6 +445,8 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
   equalHash.push_back(index);
   shapes.push_back(std::move(shape));
   outcomeIndex.emplace_back();
+  summaries.push_back({uint32_t(shapes.back()->recvs.size()),
+                       uint32_t(shapes.back()->sends.size())});
   return known = index;
 }
 
@@ -565,10 +575,10 @@ void Replay::advance(unsigned stage) {
       runnable.clear();
       return;
     }
-    const StepShape &shape = shapes[shapeIndex];
+    ShapeSummary &summary = summaries[shapeIndex];
     const uint32_t *messages =
         &stageSteps.messages[stageSteps.messageBegin[state.next]];
-    size_t numRecvs = shape->recvs.size();
+    size_t numRecvs = summary.numRecvs;
     arrivals.clear();
     int64_t latest = 0;
     for (size_t recv = 0; recv < numRecvs; ++recv) {
@@ -590,31 +600,35 @@ void Replay::advance(unsigned stage) {
       latest = std::max(latest, arrivals.back());
     }
     // The outcome of the same nodes with the same arrivals, else a new one.
-    ShapeOutcomes &known = outcomeIndex[shapeIndex];
     uint32_t fresh = outcomes.size();
     bool single = arrivals.size() <= 1 &&
                   (arrivals.empty() || arrivals[0] < INT64_MAX - 1);
     uint32_t index = fresh;
     int64_t movedPicos = 0; // When a ranged outcome moves with an arrival.
-    if (single) {
-      int64_t arrival = arrivals.empty() ? 0 : arrivals[0];
-      if (known.last && known.last->first == arrival)
-        index = known.last->second;
-      else
-        index = findOutcome(known.byArrival, arrival, known, movedPicos);
-      if (!movedPicos)
-        known.last = {arrival, index};
+    int64_t arrival = single && !arrivals.empty() ? arrivals[0] : 0;
+    if (single && summary.lastOutcome != ~0u &&
+        summary.lastArrival == arrival) {
+      index = summary.lastOutcome;
     } else {
-      index = findOutcome(known.byPattern, arrivals, known, movedPicos);
-    }
-    if (index == fresh) {
-      outcomes.push_back(simulateStep(shape, arrivals, timeline, scratch));
-      estimate.jumpedCopies += outcomes.back().jumpedCopies;
-      ++estimate.simulatedSteps;
-      keepRanged(known, index);
+      ShapeOutcomes &known = outcomeIndex[shapeIndex];
+      if (single)
+        index = findOutcome(known.byArrival, arrival, known, movedPicos);
+      else
+        index = findOutcome(known.byPattern, arrivals, known, movedPicos);
+      if (single && !movedPicos) {
+        summary.lastOutcome = index;
+        summary.lastArrival = arrival;
+      }
+      if (index == fresh) {
+        outcomes.push_back(
+            simulateStep(shapes[shapeIndex], arrivals, timeline, scratch));
+        estimate.jumpedCopies += outcomes.back().jumpedCopies;
+        ++estimate.simulatedSteps;
+        keepRanged(known, index);
+      }
     }
     const StepOutcome &outcome = outcomes[index];
-    for (size_t i = 0; i < shape->sends.size(); ++i) {
+    for (size_t i = 0; i < summary.numSends; ++i) {
       uint32_t message = messages[numRecvs + i];
       int64_t done = outcome.sendDonePicos[i];
       if (movedPicos && outcome.sendMoves[i])
@@ -626,7 +640,8 @@ void Replay::advance(unsigned stage) {
         waiting[peer] = NoMessage;
       }
     }
-    if (timeline) // A folded layer's copies: as their template's nodes.
+    if (timeline) { // A folded layer's copies: as their template's nodes.
+      const StepShape &shape = shapes[shapeIndex];
       for (uint32_t id = 0; id < shape->getNumNodes(); ++id) {
         uint32_t slot = shape->getSlot(id).first;
         timeline->events.push_back(
@@ -634,6 +649,7 @@ void Replay::advance(unsigned stage) {
              double(state.now) / 1e6 + outcome.starts[id],
              double(state.now) / 1e6 + outcome.ends[id]});
       }
+    }
     state.computePicos += outcome.computePicos;
     state.communicationPicos += outcome.communicationPicos;
     int64_t finish =
