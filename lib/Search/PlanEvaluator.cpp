@@ -2,6 +2,7 @@
 
 #include "stg/Search/PlanEvaluator.h"
 
+#include "stg/Passes/DivisibilityCheck.h"
 #include "stg/Passes/Pass.h"
 #include "stg/Passes/Passes.h"
 #include "stg/Perf/DeviceModel.h"
@@ -221,9 +222,9 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
   }
   auto [checked, fresh] = cached->checkFailures.try_emplace(bound);
   if (fresh) {
-    PassManager check;
-    if (failed(check.addPipeline("check-divisibility", diags)) ||
-        failed(check.run(*module, diags)))
+    if (!cached->divisibility)
+      cached->divisibility = std::make_unique<DivisibilityCheck>(*module);
+    if (failed(cached->divisibility->check(diags)))
       checked->second = getFirstError(os.str());
   }
   if (!checked->second.empty()) {

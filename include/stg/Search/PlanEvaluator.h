@@ -25,6 +25,7 @@
 
 #include "stg/Driver/Compile.h"
 #include "stg/Instantiate/OpNumbers.h"
+#include "stg/Passes/DivisibilityCheck.h"
 #include "stg/Perf/StepEstimate.h"
 #include "stg/Perf/System.h"
 #include "stg/Search/PlanSpace.h"
@@ -110,6 +111,8 @@ private:
     std::unique_ptr<DiagnosticEngine> sources; ///< Parsed the module.
     std::unique_ptr<Module> module;
     std::string bound; ///< Degrees and micro-batch size, last bound.
+    /// check-divisibility's extents, collected at the first check.
+    std::unique_ptr<DivisibilityCheck> divisibility;
     /// Per binding checked (plans of other virtual stages come back to
     /// it): why check-divisibility refused it, or empty.
     llvm::StringMap<std::string> checkFailures;
