@@ -12,7 +12,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
-#include <map>
 #include <set>
 
 using namespace stg;
@@ -93,14 +92,22 @@ GroupSpan stg::getGroupSpan(const Mesh &mesh, const SystemSpec &system,
                             unsigned rank, AxisMask mask) {
   llvm::SmallVector<unsigned, 16> members;
   mesh.getGroupMembers(rank, mask, members);
-  std::map<unsigned, unsigned> perNode;
+  // The members come in increasing rank order, so their nodes in runs.
+  llvm::SmallVector<unsigned, 16> nodes;
   for (unsigned member : members)
-    ++perNode[system.getNode(member)];
+    nodes.push_back(system.getNode(member));
+  if (!llvm::is_sorted(nodes))
+    llvm::sort(nodes);
   GroupSpan span;
   span.members = members.size();
-  span.nodes = perNode.size();
-  for (const auto &entry : perNode)
-    span.perNode = std::max(span.perNode, entry.second);
+  span.nodes = span.perNode = 0;
+  for (size_t begin = 0, end; begin < nodes.size(); begin = end) {
+    end = begin + 1;
+    while (end < nodes.size() && nodes[end] == nodes[begin])
+      ++end;
+    ++span.nodes;
+    span.perNode = std::max(span.perNode, unsigned(end - begin));
+  }
   return span;
 }
 
