@@ -2,13 +2,12 @@
 
 #include "stg/Search/PlanWorkers.h"
 
-#include "stg/Search/SearchResults.h"
-
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <numeric>
 #include <poll.h>
 #include <sys/mman.h>
@@ -21,13 +20,45 @@ using namespace stg;
 /// batches spread over the workers.
 static constexpr size_t MaxBatch = 64;
 
-/// A worker's line: `INDEX PRUNED JSON`.
+/// A worker's result as the parent reads it: a fixed part, then the
+/// reason's bytes. Binary, not JSON: the parent shares a core with the
+/// workers, and the numbers come back exact without printing and parsing.
+struct ResultRecord {
+  uint64_t index;
+  uint64_t memory[5]; ///< Weights, gradients, optimizer, activations, state.
+  double inFlightMicrobatches;
+  double numbers[6]; ///< Step, compute, exposed, bubble, MFU, tokens/s.
+  uint32_t reasonSize;
+  uint8_t status;
+  uint8_t prunedByModel;
+};
+
+/// The longest reason a record may carry: a diagnostic's first line.
+static constexpr uint32_t MaxReasonSize = 1 << 20;
+
 static std::string encode(size_t index, const PlanResult &result) {
-  std::string line;
-  llvm::raw_string_ostream os(line);
-  os << index << ' ' << (result.prunedByModel ? 1 : 0) << ' '
-     << toJSON(result) << '\n';
-  return line;
+  const StageMemory &memory = result.memory;
+  ResultRecord record{};
+  record.index = index;
+  uint64_t parts[5] = {memory.weights, memory.gradients, memory.optimizer,
+                       memory.activations, memory.state};
+  std::copy(std::begin(parts), std::end(parts), record.memory);
+  record.inFlightMicrobatches = memory.inFlightMicrobatches;
+  double numbers[6] = {result.stepMicros,
+                       result.computeMicros,
+                       result.exposedCommunicationMicros,
+                       result.bubbleFraction,
+                       result.mfu,
+                       result.tokensPerSecondPerGPU};
+  std::copy(std::begin(numbers), std::end(numbers), record.numbers);
+  llvm::StringRef reason = result.reason;
+  reason = reason.take_front(MaxReasonSize);
+  record.reasonSize = reason.size();
+  record.status = uint8_t(result.status);
+  record.prunedByModel = result.prunedByModel;
+  std::string bytes(reinterpret_cast<const char *>(&record), sizeof record);
+  bytes.append(reason.begin(), reason.end());
+  return bytes;
 }
 
 static bool writeAll(int fd, llvm::StringRef data) {
@@ -90,27 +121,47 @@ static EvaluationOrder getEvaluationOrder(llvm::ArrayRef<Plan> plans) {
   }
 }
 
-/// Reads one worker line into `results`.
-static llvm::Error decode(llvm::StringRef line,
-                          std::vector<PlanResult> &results,
-                          std::vector<bool> &returned) {
-  auto [indexText, rest] = line.split(' ');
-  auto [prunedText, json] = rest.split(' ');
-  size_t index = 0;
-  llvm::Expected<llvm::json::Value> value = llvm::json::parse(json);
-  if (indexText.getAsInteger(10, index) || index >= results.size() || !value) {
-    if (!value)
-      llvm::consumeError(value.takeError());
-    return llvm::createStringError(std::errc::protocol_error,
-                                   "a search worker sent a malformed result");
+/// Reads the worker's records at the front of `bytes` into `results`;
+/// the bytes read, or an error. A record cut short stays for the next read.
+static llvm::Expected<size_t> decode(llvm::StringRef bytes,
+                                     llvm::ArrayRef<Plan> plans,
+                                     std::vector<PlanResult> &results,
+                                     std::vector<bool> &returned,
+                                     size_t &count) {
+  size_t used = 0;
+  while (bytes.size() - used >= sizeof(ResultRecord)) {
+    ResultRecord record;
+    std::memcpy(&record, bytes.data() + used, sizeof record);
+    if (record.index >= results.size() || returned[record.index] ||
+        record.status > uint8_t(PlanStatus::Failed) ||
+        record.reasonSize > MaxReasonSize)
+      return llvm::createStringError(std::errc::protocol_error,
+                                     "a search worker sent a malformed result");
+    if (bytes.size() - used - sizeof record < record.reasonSize)
+      break;
+    PlanResult &result = results[record.index];
+    result.plan = plans[record.index];
+    result.status = PlanStatus(record.status);
+    result.prunedByModel = record.prunedByModel;
+    result.reason = bytes.substr(used + sizeof record, record.reasonSize).str();
+    StageMemory &memory = result.memory;
+    memory.weights = record.memory[0];
+    memory.gradients = record.memory[1];
+    memory.optimizer = record.memory[2];
+    memory.activations = record.memory[3];
+    memory.state = record.memory[4];
+    memory.inFlightMicrobatches = record.inFlightMicrobatches;
+    result.stepMicros = record.numbers[0];
+    result.computeMicros = record.numbers[1];
+    result.exposedCommunicationMicros = record.numbers[2];
+    result.bubbleFraction = record.numbers[3];
+    result.mfu = record.numbers[4];
+    result.tokensPerSecondPerGPU = record.numbers[5];
+    returned[record.index] = true;
+    used += sizeof record + record.reasonSize;
+    ++count;
   }
-  llvm::Expected<PlanResult> result = parsePlanResult(*value);
-  if (!result)
-    return result.takeError();
-  result->prunedByModel = prunedText == "1";
-  results[index] = std::move(*result);
-  returned[index] = true;
-  return llvm::Error::success();
+  return used;
 }
 
 llvm::Expected<std::vector<PlanResult>>
@@ -189,16 +240,18 @@ stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
         continue;
       }
       pending[i].append(buffer, got);
-      size_t end;
-      while ((end = pending[i].find('\n')) != std::string::npos) {
-        if (!error)
-          error = decode(llvm::StringRef(pending[i]).take_front(end), results,
-                         returned);
-        pending[i].erase(0, end + 1);
-        ++done;
-        if (progress)
-          progress(done, plans.size());
+      if (error)
+        continue;
+      size_t before = done;
+      llvm::Expected<size_t> used =
+          decode(pending[i], plans, results, returned, done);
+      if (!used) {
+        error = used.takeError();
+        continue;
       }
+      pending[i].erase(0, *used);
+      if (progress && done != before)
+        progress(done, plans.size());
     }
   }
   // A worker that dies (the kernel's out-of-memory killer, say) leaves

@@ -249,15 +249,6 @@ static PlanResult readPlan(const llvm::json::Object *object,
   return result;
 }
 
-llvm::Expected<PlanResult> stg::parsePlanResult(const llvm::json::Value &value) {
-  std::string error;
-  PlanResult result = readPlan(value.getAsObject(), error, "plan");
-  if (!error.empty())
-    return llvm::createStringError(std::errc::invalid_argument, "%s",
-                                   error.c_str());
-  return result;
-}
-
 llvm::Expected<SearchTable> stg::parseSearchTable(llvm::StringRef text,
                                                   llvm::StringRef name) {
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);

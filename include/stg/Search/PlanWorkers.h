@@ -2,10 +2,10 @@
 //
 // Plans are evaluated in worker processes, not threads: GiNaC's expressions
 // share reference-counted constants that are not thread-safe. Workers take
-// small batches of consecutive plans from a shared counter (consecutive
-// plans share degrees, so each worker's module cache stays warm) and send
-// their results back as JSON lines. A plan's result depends on the plan
-// alone, so the results are the same whatever the number of workers.
+// a structure's plans at a time from a shared counter (so that each builds
+// a structure's programs once) and send their results back as binary
+// records, the numbers exact. A plan's result depends on the plan alone, so
+// the results are the same whatever the number of workers.
 //
 //===----------------------------------------------------------------------===//
 

@@ -61,9 +61,8 @@ llvm::Expected<SearchTable> parseSearchTable(llvm::StringRef text,
                                              llvm::StringRef name);
 void writeCSV(llvm::raw_ostream &os, const SearchTable &table);
 
-/// One plan's entry of plans.json, and back.
+/// One plan's entry of plans.json.
 llvm::json::Value toJSON(const PlanResult &result);
-llvm::Expected<PlanResult> parsePlanResult(const llvm::json::Value &value);
 /// The search in a few lines and the `top` best plans as a table.
 void printSearchSummary(llvm::raw_ostream &os, const SearchTable &table,
                         unsigned top);
