@@ -329,17 +329,16 @@ LogicalResult stg::repriceProgramSet(ProgramSet &set,
   std::vector<OpNumbers> priced;
   for (unsigned stage = 0; stage < numStages; ++stage) {
     const ProgramSources::Stage &recorded = sources.stages[stage];
-    priced.resize(recorded.queries.size());
-    for (size_t index = 0; index < recorded.queries.size(); ++index) {
-      auto [op, value] = recorded.queries[index];
+    priced.clear();
+    for (auto [op, value] : recorded.queries) {
       if (value) {
         std::optional<int64_t> bytes =
             numbers.getLocalBytes(*value, op->getLoc());
         if (!bytes)
           return failure();
-        priced[index].commBytes = *bytes;
+        priced.emplace_back().commBytes = *bytes;
       } else if (const OpNumbers *found = numbers.get(*op)) {
-        priced[index] = *found;
+        priced.push_back(*found);
       } else {
         return failure();
       }

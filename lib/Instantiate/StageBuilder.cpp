@@ -696,13 +696,12 @@ bool StageBuilder::build(StageProgram &program) {
                            "micro-batches or layers per stage");
     return false;
   }
-  // Folded layers need a few repetitions' nodes of a chunk, not all.
-  if (!shared.options.foldLayers) {
-    nodes->reserve(expected);
-    holders.reserve(expected);
-  } else {
-    holders.reserve(std::min<uint64_t>(expected, 4096));
-  }
+  // Folded layers need a few repetitions' nodes of a chunk, not all. A
+  // node is large: moving them as the list grows costs more than the room.
+  uint64_t reserved =
+      shared.options.foldLayers ? std::min<uint64_t>(expected, 4096) : expected;
+  nodes->reserve(reserved);
+  holders.reserve(reserved);
   findDeferredSync();
   program.layers = placement.getLayersOf(stage);
   chunkLayers.assign(std::max(1u, shared.options.numVirtualStages), {});
