@@ -521,7 +521,7 @@ Replay::buildStructure(unsigned stage, const ProgramStep &step) {
                                shape.childBegin.end() - 1);
   for (const auto &edge : edges)
     shape.children[filled[edge.first]++] = edge.second;
-  shape.computeHash();
+  shape.finish();
   return built;
 }
 

@@ -65,7 +65,12 @@ struct StepStructure {
   /// The template of a folded layer, [foldBegin, foldEnd), runs foldCopies
   /// more times after itself; 0 copies: no fold.
   uint32_t foldBegin = 0, foldEnd = 0, foldCopies = 0;
-  uint64_t hash = 0; ///< Of the above, once built (computeHash).
+  uint64_t hash = 0; ///< Of the above, once built (finish).
+  // Per node of the unfolded step (finish): its slot, its copy of the fold
+  // (0 outside), the dependencies it waits for; and the nodes that wait
+  // for none, in id order. Every simulation of the step starts from these.
+  std::vector<uint32_t> unfoldedSlots, unfoldedCopies, unfoldedPending;
+  std::vector<uint32_t> initiallyReady;
 
   llvm::ArrayRef<ShapeChild> getChildren(uint32_t slot) const {
     return llvm::makeArrayRef(children).slice(
@@ -98,9 +103,12 @@ struct StepStructure {
     return {id - foldCopies * size, 0};
   }
 
-  /// Equal slots, edges and fold: recvs and sends follow from the streams.
+  /// Equal slots, edges and fold: recvs and sends follow from the streams,
+  /// the unfolded step from the slots and the fold.
   bool operator==(const StepStructure &other) const;
-  void computeHash();
+  /// Computes the hash and the unfolded step, once the slots, edges and
+  /// fold are set.
+  void finish();
 };
 
 /// A step as simulated: its structure, shared by the steps of every plan
@@ -148,8 +156,6 @@ struct SimulationScratch {
   using Event = std::pair<int64_t, uint32_t>; ///< Completion, id.
   std::vector<Event> events;                  ///< A min-heap.
   std::array<std::vector<uint32_t>, NumReplayStreams> ready; ///< Min-heaps.
-  /// Per unfolded node: its slot, and its copy of the fold (0 outside).
-  std::vector<uint32_t> slots, copyOf;
   std::vector<uint32_t> pending;
   std::vector<uint8_t> status;
   std::vector<int64_t> arrival, starts, done; ///< Picoseconds.

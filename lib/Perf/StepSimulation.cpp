@@ -40,7 +40,28 @@ bool StepStructure::operator==(const StepStructure &other) const {
          foldCopies == other.foldCopies;
 }
 
-void StepStructure::computeHash() {
+void StepStructure::finish() {
+  uint32_t total = getNumNodes();
+  unfoldedSlots.clear();
+  unfoldedSlots.reserve(total);
+  unfoldedCopies.assign(total, 0);
+  for (uint32_t slot = 0; slot < foldEnd; ++slot)
+    unfoldedSlots.push_back(slot);
+  for (uint32_t copy = 1; copy <= foldCopies; ++copy)
+    for (uint32_t slot = foldBegin; slot < foldEnd; ++slot) {
+      unfoldedCopies[unfoldedSlots.size()] = copy;
+      unfoldedSlots.push_back(slot);
+    }
+  for (uint32_t slot = foldEnd; slot < getNumSlots(); ++slot)
+    unfoldedSlots.push_back(slot);
+  unfoldedPending.resize(total);
+  initiallyReady.clear();
+  for (uint32_t id = 0; id < total; ++id) {
+    unfoldedPending[id] = initialPending[unfoldedSlots[id]];
+    if (!unfoldedPending[id])
+      initiallyReady.push_back(id);
+  }
+
   // Field by field (a ShapeChild's padding is not part of it), and cheaply:
   // equal hashes are compared in full.
   uint64_t edges = 0;
@@ -70,30 +91,15 @@ StepSimulation::StepSimulation(const StepShape &shape,
                                llvm::ArrayRef<int64_t> arrivals,
                                bool recordTimes, SimulationScratch &scratch)
     : shape(shape), arrivals(arrivals), recordTimes(recordTimes),
-      events(scratch.events), ready(scratch.ready), slots(scratch.slots),
-      copyOf(scratch.copyOf), pending(scratch.pending), status(scratch.status),
-      arrival(scratch.arrival), starts(scratch.starts), done(scratch.done),
-      moves(scratch.moves), snapshots(scratch.snapshots) {
+      events(scratch.events), ready(scratch.ready), slots(shape->unfoldedSlots),
+      copyOf(shape->unfoldedCopies), pending(scratch.pending),
+      status(scratch.status), arrival(scratch.arrival), starts(scratch.starts),
+      done(scratch.done), moves(scratch.moves), snapshots(scratch.snapshots) {
   uint32_t total = shape->getNumNodes();
   events.clear();
   for (std::vector<uint32_t> &queue : ready)
     queue.clear();
-  // Each node's slot and copy, in the order of the unfolded ids.
-  slots.resize(total);
-  copyOf.assign(total, 0);
-  uint32_t next = 0;
-  for (uint32_t slot = 0; slot < shape->foldEnd; ++slot)
-    slots[next++] = slot;
-  for (uint32_t copy = 1; copy <= shape->foldCopies; ++copy)
-    for (uint32_t slot = shape->foldBegin; slot < shape->foldEnd; ++slot) {
-      copyOf[next] = copy;
-      slots[next++] = slot;
-    }
-  for (uint32_t slot = shape->foldEnd; slot < shape->getNumSlots(); ++slot)
-    slots[next++] = slot;
-  pending.resize(total);
-  for (uint32_t id = 0; id < total; ++id)
-    pending[id] = shape->initialPending[slots[id]];
+  pending = shape->unfoldedPending;
   arrival.assign(shape->getNumSlots(), 0);
   for (size_t i = 0; i < shape->recvs.size(); ++i)
     arrival[shape->recvs[i]] = arrivals[i] * 1000;
@@ -320,9 +326,8 @@ void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
 }
 
 StepOutcome StepSimulation::run() {
-  for (uint32_t id = 0; id < pending.size(); ++id)
-    if (!pending[id])
-      makeReady(id, 0);
+  for (uint32_t id : shape->initiallyReady)
+    makeReady(id, 0);
   issue(0);
   watchingIssues = true;
   while (!events.empty()) {

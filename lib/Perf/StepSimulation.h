@@ -56,7 +56,9 @@ private:
   bool recordTimes;
   std::vector<Event> &events;
   std::array<std::vector<uint32_t>, NumReplayStreams> &ready;
-  std::vector<uint32_t> &slots, &copyOf, &pending;
+  /// Per unfolded node: its slot, and its copy of the fold (0 outside).
+  const std::vector<uint32_t> &slots, &copyOf;
+  std::vector<uint32_t> &pending;
   std::vector<uint8_t> &status;
   std::vector<int64_t> &arrival, &starts, &done;
   std::array<bool, NumReplayStreams> busy{};
