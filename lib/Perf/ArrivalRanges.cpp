@@ -28,21 +28,21 @@ using namespace stg;
 // copy, of no stream, or shared with another receive, is left exact.
 
 void StepSimulation::watchReceives() {
-  for (uint32_t slot : shape->recvs) {
+  for (uint32_t slot : structure.recvs) {
     uint32_t recv = recvWatch.size();
-    recvWatch.push_back({shape->getId(slot, 0)});
-    llvm::ArrayRef<ShapeChild> children = shape->getChildren(slot);
-    if (shape->isTemplate(slot) || children.empty() || children.size() > 4 ||
+    recvWatch.push_back({structure.getId(slot, 0)});
+    llvm::ArrayRef<ShapeChild> children = structure.getChildren(slot);
+    if (structure.isTemplate(slot) || children.empty() || children.size() > 4 ||
         llvm::any_of(children, [&](const ShapeChild &child) {
           return child.kind != ShapeChild::Plain ||
-                 shape->streams[child.slot] == ReplayStream::None;
+                 structure.streams[child.slot] == ReplayStream::None;
         })) {
       recvWatch.back().exact = true;
       continue;
     }
     for (const ShapeChild &child : children)
-      childWatch.push_back({shape->getId(child.slot, 0), recv,
-                            unsigned(shape->streams[child.slot])});
+      childWatch.push_back({structure.getId(child.slot, 0), recv,
+                            unsigned(structure.streams[child.slot])});
   }
   for (ChildWatch &child : childWatch)
     if (llvm::count_if(childWatch, [&](const ChildWatch &other) {
@@ -132,8 +132,8 @@ void StepSimulation::setSameFor() {
   outcome.movingFrom = at;
   outcome.finishMoves = previousMoves;
   outcome.sendMoves.clear();
-  for (uint32_t slot : shape->sends)
-    outcome.sendMoves.push_back(moves[shape->getId(slot, 0)]);
+  for (uint32_t slot : structure.sends)
+    outcome.sendMoves.push_back(moves[structure.getId(slot, 0)]);
 }
 
 void StepSimulation::trackReceive(uint32_t id, int64_t now, int64_t at) {

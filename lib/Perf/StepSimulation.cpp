@@ -25,6 +25,7 @@
 #include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Compiler.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <cmath>
@@ -90,39 +91,40 @@ constexpr uint32_t MaxWindowCopies = 8;
 StepSimulation::StepSimulation(const StepShape &shape,
                                llvm::ArrayRef<int64_t> arrivals,
                                bool recordTimes, SimulationScratch &scratch)
-    : shape(shape), arrivals(arrivals), recordTimes(recordTimes),
-      events(scratch.events), ready(scratch.ready), slots(shape->unfoldedSlots),
-      copyOf(shape->unfoldedCopies), pending(scratch.pending),
-      status(scratch.status), arrival(scratch.arrival), starts(scratch.starts),
-      done(scratch.done), moves(scratch.moves), snapshots(scratch.snapshots) {
-  uint32_t total = shape->getNumNodes();
+    : shape(shape), structure(*shape.structure), arrivals(arrivals),
+      recordTimes(recordTimes), events(scratch.events), ready(scratch.ready),
+      slots(structure.unfoldedSlots), copyOf(structure.unfoldedCopies),
+      pending(scratch.pending), status(scratch.status),
+      arrival(scratch.arrival), starts(scratch.starts), done(scratch.done),
+      moves(scratch.moves), snapshots(scratch.snapshots) {
+  uint32_t total = structure.getNumNodes();
   events.clear();
   for (std::vector<uint32_t> &queue : ready)
     queue.clear();
-  pending = shape->unfoldedPending;
-  arrival.assign(shape->getNumSlots(), 0);
-  for (size_t i = 0; i < shape->recvs.size(); ++i)
-    arrival[shape->recvs[i]] = arrivals[i] * 1000;
+  pending = structure.unfoldedPending;
+  arrival.assign(structure.getNumSlots(), 0);
+  for (size_t i = 0; i < structure.recvs.size(); ++i)
+    arrival[structure.recvs[i]] = arrivals[i] * 1000;
   done.assign(total, 0);
   watchReceives();
   if (!recordTimes)
-    for (uint32_t recv = 0; recv < shape->recvs.size(); ++recv)
-      if (!shape->isTemplate(shape->recvs[recv]) &&
+    for (uint32_t recv = 0; recv < structure.recvs.size(); ++recv)
+      if (!structure.isTemplate(structure.recvs[recv]) &&
           (movingCandidate < 0 || arrivals[recv] >= arrivals[movingCandidate]))
         movingCandidate = recv;
   if (movingCandidate >= 0) {
     tracking = true;
-    movingId = shape->getId(shape->recvs[movingCandidate], 0);
+    movingId = structure.getId(structure.recvs[movingCandidate], 0);
     moves.assign(total, 0);
   }
   if (recordTimes)
     starts.assign(total, 0);
   // A jump needs a period seen twice and a copy left after it.
-  searching = !recordTimes && shape->foldCopies >= 3;
+  searching = !recordTimes && structure.foldCopies >= 3;
   if (searching) {
-    foldFirst = shape->foldBegin;
-    foldSize = shape->getFoldSize();
-    numCopies = shape->foldCopies + 1;
+    foldFirst = structure.foldBegin;
+    foldSize = structure.getFoldSize();
+    numCopies = structure.foldCopies + 1;
     doneInCopy.assign(numCopies, 0);
     status.assign(total, Waiting);
   }
@@ -157,7 +159,7 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::makeReady(uint32_t id,
   if (LLVM_UNLIKELY(unresolved))
     watchReady(id, now);
   uint32_t slot = slots[id];
-  ReplayStream stream = shape->streams[slot];
+  ReplayStream stream = structure.streams[slot];
   if (stream == ReplayStream::None) {
     if (recordTimes)
       starts[id] = now;
@@ -174,23 +176,26 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::makeReady(uint32_t id,
   std::vector<uint32_t> &queue = ready[unsigned(stream)];
   queue.push_back(id);
   std::push_heap(queue.begin(), queue.end(), std::greater<>());
+  queued |= 1u << unsigned(stream);
 }
 
 LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::issue(int64_t now) {
-  for (unsigned stream = 0; stream < NumReplayStreams; ++stream) {
+  // The idle streams with ready nodes, lowest first.
+  for (unsigned issuing = idle & queued; issuing; issuing &= issuing - 1) {
+    unsigned stream = llvm::countTrailingZeros(issuing);
     std::vector<uint32_t> &queue = ready[stream];
-    if (busy[stream] || queue.empty())
-      continue;
     std::pop_heap(queue.begin(), queue.end(), std::greater<>());
     uint32_t id = queue.back();
     queue.pop_back();
+    if (queue.empty())
+      queued &= ~(1u << stream);
     int64_t duration = shape.picos[slots[id]];
     (ReplayStream(stream) == ReplayStream::Compute ? computePicos
                                                    : communicationPicos) +=
         duration;
     if (LLVM_UNLIKELY(unresolved) && watchingIssues)
       watchIssue(stream, id, now, int(stream) != freedStream);
-    busy[stream] = true;
+    idle &= ~(1u << stream);
     if (recordTimes)
       starts[id] = now;
     touch(id);
@@ -208,7 +213,7 @@ StepSimulation::release(uint32_t id, int64_t now, bool byEveryLayer) {
 LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::complete(uint32_t id,
                                                            int64_t now) {
   uint32_t slot = slots[id];
-  bool isTemplate = shape->isTemplate(slot);
+  bool isTemplate = structure.isTemplate(slot);
   uint32_t copy = copyOf[id];
   if (searching) {
     status[id] = Done;
@@ -216,29 +221,29 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::complete(uint32_t id,
       if (++doneInCopy[copy] == foldSize)
         while (lowCopy < numCopies && doneInCopy[lowCopy] == foldSize)
           ++lowCopy;
-      if (slot == shape->foldBegin)
+      if (slot == structure.foldBegin)
         markerCopy = copy;
     } else {
       ++outsideChanges;
       --outsideRunning;
     }
   }
-  for (const ShapeChild &child : shape->getChildren(slot)) {
+  for (const ShapeChild &child : structure.getChildren(slot)) {
     switch (child.kind) {
     case ShapeChild::Plain:
-      release(shape->getId(child.slot, isTemplate ? copy : 0), now, false);
+      release(structure.getId(child.slot, isTemplate ? copy : 0), now, false);
       break;
     case ShapeChild::NextCopy:
-      if (copy < shape->foldCopies)
-        release(shape->getId(child.slot, copy + 1), now, false);
+      if (copy < structure.foldCopies)
+        release(structure.getId(child.slot, copy + 1), now, false);
       break;
     case ShapeChild::LastCopyOnly:
-      if (copy == shape->foldCopies)
-        release(shape->getId(child.slot, 0), now, false);
+      if (copy == structure.foldCopies)
+        release(structure.getId(child.slot, 0), now, false);
       break;
     case ShapeChild::AllCopies:
-      for (uint32_t each = 0; each <= shape->foldCopies; ++each)
-        release(shape->getId(child.slot, each), now, true);
+      for (uint32_t each = 0; each <= structure.foldCopies; ++each)
+        release(structure.getId(child.slot, each), now, true);
       break;
     }
   }
@@ -316,9 +321,14 @@ void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
         queue, [&](uint32_t id) { return id >= begin && id < end + shift; });
   for (uint32_t id = begin + shift; id < end + shift; ++id)
     if (status[id] == Ready)
-      ready[unsigned(shape->streams[slots[id]])].push_back(id);
-  for (std::vector<uint32_t> &queue : ready)
-    std::make_heap(queue.begin(), queue.end(), std::greater<>());
+      ready[unsigned(structure.streams[slots[id]])].push_back(id);
+  queued = 0;
+  for (unsigned stream = 0; stream < NumReplayStreams; ++stream) {
+    std::make_heap(ready[stream].begin(), ready[stream].end(),
+                   std::greater<>());
+    if (!ready[stream].empty())
+      queued |= 1u << stream;
+  }
   computePicos += copies * (after.computePicos - before.computePicos);
   communicationPicos +=
       copies * (after.communicationPicos - before.communicationPicos);
@@ -326,7 +336,7 @@ void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
 }
 
 StepOutcome StepSimulation::run() {
-  for (uint32_t id : shape->initiallyReady)
+  for (uint32_t id : structure.initiallyReady)
     makeReady(id, 0);
   issue(0);
   watchingIssues = true;
@@ -336,9 +346,9 @@ StepOutcome StepSimulation::run() {
     events.pop_back();
     if (tracking)
       trackPop(now, id);
-    ReplayStream stream = shape->streams[slots[id]];
+    ReplayStream stream = structure.streams[slots[id]];
     if (stream != ReplayStream::None)
-      busy[unsigned(stream)] = false;
+      idle |= 1u << unsigned(stream);
     finish = std::max(finish, now);
     freedStream = stream == ReplayStream::None ? -1 : int(stream);
     if (stream == ReplayStream::None) {
@@ -380,8 +390,8 @@ StepOutcome StepSimulation::run() {
   setSameFor();
   outcome.computePicos = computePicos;
   outcome.communicationPicos = communicationPicos;
-  for (uint32_t slot : shape->sends)
-    outcome.sendDonePicos.push_back(done[shape->getId(slot, 0)]);
+  for (uint32_t slot : structure.sends)
+    outcome.sendDonePicos.push_back(done[structure.getId(slot, 0)]);
   if (recordTimes)
     for (uint32_t id = 0; id < done.size(); ++id) {
       outcome.starts.push_back(micros(starts[id]));

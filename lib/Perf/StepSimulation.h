@@ -52,6 +52,7 @@ private:
   void jump(const Snapshot &before, const Snapshot &after, uint32_t copies);
 
   const StepShape &shape;
+  const StepStructure &structure; ///< The shape's, at hand.
   llvm::ArrayRef<int64_t> arrivals;
   bool recordTimes;
   std::vector<Event> &events;
@@ -61,7 +62,8 @@ private:
   std::vector<uint32_t> &pending;
   std::vector<uint8_t> &status;
   std::vector<int64_t> &arrival, &starts, &done;
-  std::array<bool, NumReplayStreams> busy{};
+  /// Bit per stream: idle (running no node), and with ready nodes.
+  unsigned idle = (1u << NumReplayStreams) - 1, queued = 0;
   /// Per receive (of shape.recvs): what bounds the arrivals of its
   /// message that give the same outcome.
   struct RecvWatch {
