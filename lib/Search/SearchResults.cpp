@@ -9,6 +9,7 @@
 
 #include <climits>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <tuple>
 
@@ -48,45 +49,123 @@ static llvm::json::Object countsJSON(const std::map<std::string, uint64_t> &coun
   return object;
 }
 
-llvm::json::Value stg::toJSON(const PlanResult &result) {
-  const Plan &plan = result.plan;
-  llvm::json::Object object{
-      {"plan", plan.getLabel()},
-      {"micro_batch", int64_t(plan.microBatchSize)},
-      {"microbatches", int64_t(plan.microbatches)},
-      {"virtual_stages", int64_t(plan.virtualStages)},
-      {"recompute", plan.recompute},
-      {"weight_sharding", getWeightShardingName(plan.sharding)},
-      {"sequence_parallel", plan.sequenceParallel},
-      {"tp_in_node", plan.tpInNode},
-      {"status", getPlanStatusName(result.status)},
-      {"reason", result.reason},
-      {"rank", result.rank ? llvm::json::Value(int64_t(result.rank))
-                           : llvm::json::Value(nullptr)}};
-  for (size_t index = 0; index < PlanAxes.size(); ++index)
-    object[PlanAxes[index]] = int64_t(plan.degrees[index]);
-  bool priced = result.status != PlanStatus::Failed;
-  auto number = [&](double value) {
-    return priced ? llvm::json::Value(value) : llvm::json::Value(nullptr);
-  };
-  const StageMemory &memory = result.memory;
-  object["memory"] =
-      priced ? llvm::json::Value(llvm::json::Object{
-                   {"weights", int64_t(memory.weights)},
-                   {"gradients", int64_t(memory.gradients)},
-                   {"optimizer", int64_t(memory.optimizer)},
-                   {"activations", int64_t(memory.activations)},
-                   {"state", int64_t(memory.state)},
-                   {"total", int64_t(memory.total())}})
-             : llvm::json::Value(nullptr);
-  object["step_micros"] = number(result.stepMicros);
-  object["compute_micros"] = number(result.computeMicros);
-  object["exposed_communication_micros"] =
-      number(result.exposedCommunicationMicros);
-  object["bubble_fraction"] = number(result.bubbleFraction);
-  object["mfu"] = number(result.mfu);
-  object["tokens_per_second_per_gpu"] = number(result.tokensPerSecondPerGPU);
-  return object;
+namespace {
+
+/// A field of a plan's entry in plans.json.
+struct PlanField {
+  std::string key;
+  std::function<void(llvm::json::OStream &, const PlanResult &)> write;
+};
+
+/// The fields of a plan's entry, in the order of their keys, as LLVM prints
+/// an object's: the entries are streamed, without building an object each.
+const std::vector<PlanField> &getPlanFields() {
+  static const std::vector<PlanField> fields = [] {
+    using OStream = llvm::json::OStream;
+    auto priced = [](const PlanResult &result) {
+      return result.status != PlanStatus::Failed;
+    };
+    auto number = [priced](double PlanResult::*member) {
+      return [priced, member](OStream &json, const PlanResult &result) {
+        if (priced(result))
+          json.value(result.*member);
+        else
+          json.value(nullptr);
+      };
+    };
+    std::vector<PlanField> list{
+        {"plan",
+         [](OStream &json, const PlanResult &result) {
+           json.value(result.plan.getLabel());
+         }},
+        {"micro_batch",
+         [](OStream &json, const PlanResult &result) {
+           json.value(int64_t(result.plan.microBatchSize));
+         }},
+        {"microbatches",
+         [](OStream &json, const PlanResult &result) {
+           json.value(int64_t(result.plan.microbatches));
+         }},
+        {"virtual_stages",
+         [](OStream &json, const PlanResult &result) {
+           json.value(int64_t(result.plan.virtualStages));
+         }},
+        {"recompute",
+         [](OStream &json, const PlanResult &result) {
+           json.value(result.plan.recompute);
+         }},
+        {"weight_sharding",
+         [](OStream &json, const PlanResult &result) {
+           json.value(getWeightShardingName(result.plan.sharding));
+         }},
+        {"sequence_parallel",
+         [](OStream &json, const PlanResult &result) {
+           json.value(result.plan.sequenceParallel);
+         }},
+        {"tp_in_node",
+         [](OStream &json, const PlanResult &result) {
+           json.value(result.plan.tpInNode);
+         }},
+        {"status",
+         [](OStream &json, const PlanResult &result) {
+           json.value(getPlanStatusName(result.status));
+         }},
+        {"reason", [](OStream &json,
+                      const PlanResult &result) { json.value(result.reason); }},
+        {"rank",
+         [](OStream &json, const PlanResult &result) {
+           if (result.rank)
+             json.value(int64_t(result.rank));
+           else
+             json.value(nullptr);
+         }},
+        {"memory",
+         [priced](OStream &json, const PlanResult &result) {
+           if (!priced(result)) {
+             json.value(nullptr);
+             return;
+           }
+           const StageMemory &memory = result.memory;
+           json.object([&] {
+             json.attribute("activations", int64_t(memory.activations));
+             json.attribute("gradients", int64_t(memory.gradients));
+             json.attribute("optimizer", int64_t(memory.optimizer));
+             json.attribute("state", int64_t(memory.state));
+             json.attribute("total", int64_t(memory.total()));
+             json.attribute("weights", int64_t(memory.weights));
+           });
+         }},
+        {"step_micros", number(&PlanResult::stepMicros)},
+        {"compute_micros", number(&PlanResult::computeMicros)},
+        {"exposed_communication_micros",
+         number(&PlanResult::exposedCommunicationMicros)},
+        {"bubble_fraction", number(&PlanResult::bubbleFraction)},
+        {"mfu", number(&PlanResult::mfu)},
+        {"tokens_per_second_per_gpu",
+         number(&PlanResult::tokensPerSecondPerGPU)}};
+    for (size_t index = 0; index < PlanAxes.size(); ++index)
+      list.push_back(
+          {PlanAxes[index], [index](OStream &json, const PlanResult &result) {
+             json.value(int64_t(result.plan.degrees[index]));
+           }});
+    llvm::sort(list, [](const PlanField &a, const PlanField &b) {
+      return a.key < b.key;
+    });
+    return list;
+  }();
+  return fields;
+}
+
+} // namespace
+
+void stg::writePlanJSON(llvm::json::OStream &json, const PlanResult &result) {
+  json.object([&] {
+    for (const PlanField &field : getPlanFields()) {
+      json.attributeBegin(field.key);
+      field.write(json, result);
+      json.attributeEnd();
+    }
+  });
 }
 
 void stg::writeJSON(llvm::raw_ostream &os, const SearchTable &table) {
@@ -125,7 +204,7 @@ void stg::writeJSON(llvm::raw_ostream &os, const SearchTable &table) {
       }
       json.attributeArray("plans", [&] {
         for (const PlanResult &plan : table.plans)
-          json.value(toJSON(plan));
+          writePlanJSON(json, plan);
       });
     }
   });

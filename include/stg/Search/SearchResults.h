@@ -61,8 +61,8 @@ llvm::Expected<SearchTable> parseSearchTable(llvm::StringRef text,
                                              llvm::StringRef name);
 void writeCSV(llvm::raw_ostream &os, const SearchTable &table);
 
-/// One plan's entry of plans.json.
-llvm::json::Value toJSON(const PlanResult &result);
+/// One plan's entry of plans.json, as the next value of `json`.
+void writePlanJSON(llvm::json::OStream &json, const PlanResult &result);
 /// The search in a few lines and the `top` best plans as a table.
 void printSearchSummary(llvm::raw_ostream &os, const SearchTable &table,
                         unsigned top);
