@@ -426,7 +426,9 @@ std::optional<Expr> stg::parseDecimal(llvm::StringRef text) {
 std::optional<Expr> stg::trySubstitute(const Expr &e,
                                        const GiNaC::exmap &values) {
   try {
-    return e.subs(values);
+    // The keys are symbols: looked up, not matched as patterns against
+    // every subexpression (GiNaC's default, many times slower).
+    return e.subs(values, GiNaC::subs_options::no_pattern);
   } catch (const std::domain_error &) {
     return std::nullopt; // GiNaC::pole_error: a symbolic pole became real.
   } catch (const std::overflow_error &) {

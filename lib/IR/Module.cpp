@@ -167,6 +167,22 @@ std::optional<Expr> Module::bindAll(const Expr &e) const {
   return bound ? trySubstitute(*bound, degrees) : std::nullopt;
 }
 
+std::vector<std::optional<Expr>> Module::bindAllDims() const {
+  std::vector<std::optional<Expr>> values;
+  const BindingCache &cache = getBindings();
+  for (const auto &dim : dims) {
+    if (!cache.usable) {
+      values.push_back(bindAll(dim->symbol));
+      continue;
+    }
+    // What substituting the symbol gives: its value, or itself.
+    auto found = cache.resolved.find(dim->symbol);
+    values.push_back(found == cache.resolved.end() ? Expr(dim->symbol)
+                                                   : found->second);
+  }
+  return values;
+}
+
 std::optional<long long> Module::getDimValue(llvm::StringRef name) const {
   const Dim *dim = lookupDim(name);
   if (!dim)

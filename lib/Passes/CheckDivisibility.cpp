@@ -94,7 +94,9 @@ private:
 } // namespace
 
 void Checker::checkDims() {
-  for (const auto &dim : module.getDims()) {
+  std::vector<std::optional<Expr>> values = module.bindAllDims();
+  for (size_t index = 0; index < values.size(); ++index) {
+    const auto &dim = module.getDims()[index];
     if (!dim->value) {
       diags.error(dim->loc, "dim '" + dim->name +
                                 "' has no value: give it one "
@@ -102,7 +104,7 @@ void Checker::checkDims() {
                                 dim->name + "=N");
       continue;
     }
-    std::optional<Expr> value = module.bindAll(Expr(dim->symbol));
+    const std::optional<Expr> &value = values[index];
     if (!value) {
       diags.error(dim->loc, "dim '" + dim->name + "' is " +
                                 printer.str(*dim->value) +

@@ -90,8 +90,9 @@ llvm::StringRef getFunctionSignatures();
 /// Parses a decimal literal ("0.125", "1e-3", "42") into an exact rational.
 std::optional<Expr> parseDecimal(llvm::StringRef text);
 
-/// `e.subs(values)`, or nothing if the result divides by zero (GiNaC
-/// evaluates as it substitutes, and throws on a pole).
+/// `e.subs(values)` for `values` keyed by symbols, or nothing if the result
+/// divides by zero (GiNaC evaluates as it substitutes, and throws on a
+/// pole).
 std::optional<Expr> trySubstitute(const Expr &e, const GiNaC::exmap &values);
 
 /// The integer value of `e` if it is an integer constant.

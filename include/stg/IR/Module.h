@@ -108,6 +108,9 @@ public:
   /// size: an alias by its target's, an unset or inactive axis by 1.
   /// Nothing if the numbers divide by zero, as bindDims.
   std::optional<Expr> bindAll(const Expr &e) const;
+  /// bindAll of each dim's symbol, in the order of getDims(): the
+  /// bindings looked up once for all of them.
+  std::vector<std::optional<Expr>> bindAllDims() const;
 
   /// The bound value of the dim called `name`, if the module declares it
   /// and it binds to an integer.
