@@ -38,6 +38,14 @@ UInt gcd(UInt a, UInt b) {
   return a;
 }
 
+/// a / b for b > 0, in 64 bits when both fit: a 128-bit division is a
+/// library call, and the costs' numbers almost always fit.
+Int quotient(Int a, Int b) {
+  if (a >= INT64_MIN && a <= INT64_MAX && b <= INT64_MAX)
+    return int64_t(a) / int64_t(b);
+  return a / b;
+}
+
 std::optional<Rational> makeRational(Int num, Int den) {
   if (den == 0)
     return std::nullopt;
@@ -49,7 +57,7 @@ std::optional<Rational> makeRational(Int num, Int den) {
   if (num == 0)
     return Rational{0, 1};
   Int common = Int(gcd(magnitude(num), UInt(den)));
-  return Rational{num / common, den / common};
+  return Rational{quotient(num, common), quotient(den, common)};
 }
 
 std::optional<Rational> add(const Rational &a, const Rational &b) {
@@ -61,10 +69,10 @@ std::optional<Rational> add(const Rational &a, const Rational &b) {
   }
   Int common = Int(gcd(UInt(a.den), UInt(b.den)));
   Int left, right, den;
-  if (__builtin_mul_overflow(a.num, b.den / common, &left) ||
-      __builtin_mul_overflow(b.num, a.den / common, &right) ||
+  if (__builtin_mul_overflow(a.num, quotient(b.den, common), &left) ||
+      __builtin_mul_overflow(b.num, quotient(a.den, common), &right) ||
       __builtin_add_overflow(left, right, &num) ||
-      __builtin_mul_overflow(a.den, b.den / common, &den))
+      __builtin_mul_overflow(a.den, quotient(b.den, common), &den))
     return std::nullopt;
   return makeRational(num, den);
 }
@@ -82,8 +90,10 @@ std::optional<Rational> multiply(const Rational &a, const Rational &b) {
   // is too.
   Int first = Int(gcd(magnitude(a.num), UInt(b.den)));
   Int second = Int(gcd(magnitude(b.num), UInt(a.den)));
-  if (__builtin_mul_overflow(a.num / first, b.num / second, &num) ||
-      __builtin_mul_overflow(a.den / second, b.den / first, &den))
+  if (__builtin_mul_overflow(quotient(a.num, first), quotient(b.num, second),
+                             &num) ||
+      __builtin_mul_overflow(quotient(a.den, second), quotient(b.den, first),
+                             &den))
     return std::nullopt;
   return Rational{num, den};
 }
