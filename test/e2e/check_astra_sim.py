@@ -43,6 +43,10 @@ PLANS = [
     ("dp8", "llama3-8b.stg", ["--dp", "8"], 0.10),
     ("cp2-tp4", "llama3-8b.stg", ["--cp", "2", "--tp", "4"], 0.10),
     ("fsdp8", "llama3-8b.stg", ["--dp", "8", "--fsdp"], 0.10),
+    # Several micro-batches of longer sequences: the weight gathers of
+    # each forward and backward wait for the layer before (instantiation).
+    ("fsdp8-mb4", "llama3-8b.stg", ["--dp", "8", "--fsdp", "--microbatches",
+                                    "4", "--set", "S=2048"], 0.10),
     ("zero1-tp4-dp2", "llama3-8b.stg", ["--tp", "4", "--dp", "2",
                                         "--distributed-optimizer"], 0.10),
     # ASTRA-sim runs a group smaller than the whole set as a ring at
