@@ -12,6 +12,7 @@
 #include <functional>
 #include <set>
 #include <tuple>
+#include <type_traits>
 
 using namespace stg;
 
@@ -73,39 +74,31 @@ const std::vector<PlanField> &getPlanFields() {
           json.value(nullptr);
       };
     };
+    // A member of the plan, as JSON takes it.
+    auto planMember = [](auto Plan::*member) {
+      return [member](OStream &json, const PlanResult &result) {
+        using Type = std::decay_t<decltype(result.plan.*member)>;
+        if constexpr (std::is_same_v<Type, unsigned>)
+          json.value(int64_t(result.plan.*member));
+        else
+          json.value(result.plan.*member);
+      };
+    };
     std::vector<PlanField> list{
         {"plan",
          [](OStream &json, const PlanResult &result) {
            json.value(result.plan.getLabel());
          }},
-        {"micro_batch",
-         [](OStream &json, const PlanResult &result) {
-           json.value(int64_t(result.plan.microBatchSize));
-         }},
-        {"microbatches",
-         [](OStream &json, const PlanResult &result) {
-           json.value(int64_t(result.plan.microbatches));
-         }},
-        {"virtual_stages",
-         [](OStream &json, const PlanResult &result) {
-           json.value(int64_t(result.plan.virtualStages));
-         }},
-        {"recompute",
-         [](OStream &json, const PlanResult &result) {
-           json.value(result.plan.recompute);
-         }},
+        {"micro_batch", planMember(&Plan::microBatchSize)},
+        {"microbatches", planMember(&Plan::microbatches)},
+        {"virtual_stages", planMember(&Plan::virtualStages)},
+        {"recompute", planMember(&Plan::recompute)},
         {"weight_sharding",
          [](OStream &json, const PlanResult &result) {
            json.value(getWeightShardingName(result.plan.sharding));
          }},
-        {"sequence_parallel",
-         [](OStream &json, const PlanResult &result) {
-           json.value(result.plan.sequenceParallel);
-         }},
-        {"tp_in_node",
-         [](OStream &json, const PlanResult &result) {
-           json.value(result.plan.tpInNode);
-         }},
+        {"sequence_parallel", planMember(&Plan::sequenceParallel)},
+        {"tp_in_node", planMember(&Plan::tpInNode)},
         {"status",
          [](OStream &json, const PlanResult &result) {
            json.value(getPlanStatusName(result.status));
