@@ -22,6 +22,7 @@
 #include "stg/Passes/Passes.h"
 
 #include <map>
+#include <set>
 
 using namespace stg;
 

@@ -156,7 +156,7 @@ struct SimulationScratch {
   using Event = std::pair<int64_t, uint32_t>; ///< Completion, id.
   std::vector<Event> events;                  ///< A min-heap.
   std::array<std::vector<uint32_t>, NumReplayStreams> ready; ///< Min-heaps.
-  std::vector<uint32_t> pending;
+  std::vector<uint32_t> pending; ///< Per unfolded node: dependencies left.
   std::vector<uint8_t> status;
   std::vector<int64_t> arrival, starts, done; ///< Picoseconds.
   /// Per node: whether its completion moves with the moving receive's
