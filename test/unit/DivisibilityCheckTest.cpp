@@ -80,3 +80,51 @@ TEST(DivisibilityCheck, ReportsWhatTheFreshPassReportsForEachBinding) {
 }
 
 } // namespace
+
+namespace {
+
+/// What bindAll gives each dim's symbol, one call per dim.
+std::vector<std::optional<Expr>> bindEachDim(const Module &module) {
+  std::vector<std::optional<Expr>> values;
+  for (const auto &dim : module.getDims())
+    values.push_back(module.bindAll(dim->symbol));
+  return values;
+}
+
+TEST(DivisibilityCheck, BindsAllDimsAsBindAllBindsEach) {
+  CompileOptions options;
+  options.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/llama3-8b.stg";
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  std::unique_ptr<Module> module = loadModel(options, diags);
+  ASSERT_TRUE(module) << os.str();
+  options.degrees = {{"tp", 4}, {"dp", 2}};
+  ASSERT_TRUE(bindPlan(*module, options, diags)) << os.str();
+  Dim *heads = module->lookupDim("NH");
+  ASSERT_TRUE(heads && module->lookupDim("DH"));
+  // Bound, rebound, and with NH = 0, where DH = D / NH divides by zero and
+  // the bindings are resolved one expression at a time.
+  for (int value : {32, 64, 0}) {
+    heads->value = Expr(value);
+    std::vector<std::optional<Expr>> all = module->bindAllDims(),
+                                     each = bindEachDim(*module);
+    ASSERT_EQ(all.size(), each.size());
+    for (size_t index = 0; index < all.size(); ++index) {
+      const std::string &name = module->getDims()[index]->name;
+      ASSERT_EQ(all[index].has_value(), each[index].has_value()) << name;
+      if (all[index])
+        EXPECT_TRUE(all[index]->is_equal(*each[index])) << name;
+    }
+    for (size_t index = 0; index < all.size(); ++index) {
+      if (module->getDims()[index]->name != "DH")
+        continue;
+      if (value == 0)
+        EXPECT_FALSE(all[index]); // 4096 / 0.
+      else
+        EXPECT_TRUE(all[index] && all[index]->is_equal(Expr(4096 / value)));
+    }
+  }
+}
+
+} // namespace
