@@ -154,7 +154,7 @@ struct StepOutcome {
 /// The buffers of one step's simulation, kept for the next.
 struct SimulationScratch {
   using Event = std::pair<int64_t, uint32_t>; ///< Completion, id.
-  std::vector<Event> events;                  ///< A min-heap.
+  std::vector<Event> events;                  ///< Unordered: a few.
   std::array<std::vector<uint32_t>, NumReplayStreams> ready; ///< Min-heaps.
   std::vector<uint32_t> pending; ///< Per unfolded node: dependencies left.
   std::vector<uint8_t> status;

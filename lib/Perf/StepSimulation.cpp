@@ -143,7 +143,6 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::touch(uint32_t id,
 LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::pushEvent(int64_t time,
                                                             uint32_t id) {
   events.push_back({time, id});
-  std::push_heap(events.begin(), events.end(), std::greater<>());
   done[id] = time;
   if (tracking)
     moves[id] = currentMoves;
@@ -315,7 +314,6 @@ void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
     event.first += copies * period;
     event.second += shift;
   }
-  std::make_heap(events.begin(), events.end(), std::greater<>());
   for (std::vector<uint32_t> &queue : ready)
     llvm::erase_if(
         queue, [&](uint32_t id) { return id >= begin && id < end + shift; });
@@ -341,8 +339,11 @@ StepOutcome StepSimulation::run() {
   issue(0);
   watchingIssues = true;
   while (!events.empty()) {
-    std::pop_heap(events.begin(), events.end(), std::greater<>());
-    auto [now, id] = events.back();
+    // The earliest completion, the lowest id first: a few nodes run at
+    // once (one a stream, and the receives), so a scan beats a heap.
+    auto earliest = std::min_element(events.begin(), events.end());
+    auto [now, id] = *earliest;
+    *earliest = events.back();
     events.pop_back();
     if (tracking)
       trackPop(now, id);
