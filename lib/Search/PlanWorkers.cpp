@@ -239,9 +239,9 @@ stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
         --open;
         continue;
       }
-      pending[i].append(buffer, got);
       if (error)
-        continue;
+        continue; // Drained, not kept: the search fails anyway.
+      pending[i].append(buffer, got);
       size_t before = done;
       llvm::Expected<size_t> used =
           decode(pending[i], plans, results, returned, done);
