@@ -342,9 +342,11 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       int32_t nodeLayer = node.layer;
       bool perMicrobatch =
           node.phase == Phase::Forward || node.phase == Phase::Backward;
+      if (node.phase == Phase::Backward)
+        boundReplay(node);
       held = {addNode(std::move(node), &op, query)};
       if (perMicrobatch)
-        noteLayerStart(nodeLayer, held.front());
+        noteLayerCompute(nodeLayer, held.front());
     }
   }
   for (const Value *result : op.getResults()) {
@@ -363,12 +365,28 @@ bool StageBuilder::isWeightGather(const Op &op, int layer) const {
   });
 }
 
-void StageBuilder::noteLayerStart(int32_t layer, uint32_t node) {
-  if (layer < 0 || layer == layerStarts.layer)
+void StageBuilder::noteLayerCompute(int32_t layer, uint32_t node) {
+  if (layer < 0)
     return;
-  layerStarts.previous = layerStarts.current;
-  layerStarts.layer = layer;
-  layerStarts.current = node;
+  if (layer != layerStarts.layer) {
+    layerStarts.previous = layerStarts.current;
+    layerStarts.previousLast = layerStarts.last;
+    layerStarts.layer = layer;
+    layerStarts.current = node;
+  }
+  layerStarts.last = node;
+}
+
+void StageBuilder::boundReplay(ProgramNode &compute) {
+  auto inStep = [&](uint32_t dep) { return dep >= stepBegin; };
+  if (compute.layer < 0 || llvm::any_of(compute.dataDeps, inStep))
+    return;
+  // The node's layer starts with it if no compute of that layer came yet.
+  uint32_t before = compute.layer == layerStarts.layer
+                        ? layerStarts.previousLast
+                        : layerStarts.last;
+  if (before != NoLayerStart)
+    compute.ctrlDeps.push_back(before);
 }
 
 void StageBuilder::boundPrefetch(ProgramNode &gather) {
@@ -724,7 +742,7 @@ bool StageBuilder::build(StageProgram &program) {
       if (exits.size() > 1)
         exits = {addStepBarrier(exits, stepName, microbatch)};
     }
-    size_t stepBegin = nodes->size();
+    stepBegin = nodes->size();
     stepFold = -1;
     layerStarts = LayerStarts();
     buildNodes();

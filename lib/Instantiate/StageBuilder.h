@@ -105,14 +105,21 @@ private:
   /// no compute.
   bool isWeightGather(const Op &op, int layer) const;
   /// Records that forward or backward compute node `node` runs in model
-  /// layer `layer` (-1: top level), for boundPrefetch.
-  void noteLayerStart(int32_t layer, uint32_t node);
+  /// layer `layer` (-1: top level), for boundPrefetch and boundReplay.
+  void noteLayerCompute(int32_t layer, uint32_t node);
   /// Makes a weight gather wait for the first compute of the layer built
   /// before its own in this step, so that at most two layers' weights are
   /// gathered at once, as PyTorch FSDP's `limit_all_gathers` (on by
   /// default) and FSDP2 bound them. Unbounded, the gathers would run ahead
   /// of the compute as far as their stream lets them.
   void boundPrefetch(ProgramNode &gather);
+  /// Makes a backward compute node that depends on nothing of its step (a
+  /// recomputation's replay of the forward, which reads only what the
+  /// forward saved) wait for the last compute of the layer built before its
+  /// own in this step. Megatron-LM replays a layer when autograd reaches
+  /// it, after the backward of the layer above, on the one compute stream;
+  /// unbounded, the replay would run layers ahead in the stream's gaps.
+  void boundReplay(ProgramNode &compute);
   /// Node ids holding `operand` of an op instance; receives it first if it
   /// comes from another stage.
   void collectOperand(const Value *operand, int layer, int microbatch,
@@ -175,13 +182,16 @@ private:
   /// The fold of the step being built, or -1.
   int32_t stepFold = -1;
   static constexpr uint32_t NoLayerStart = UINT32_MAX;
-  /// The first compute node of the step's latest layer and of the layer
-  /// built before it (in build order: a folded layer's template stands for
-  /// the copy before the layer after the fold).
+  /// The first and the last compute node of the step's latest layer and of
+  /// the layer built before it (in build order: a folded layer's template
+  /// stands for the copy before the layer after the fold).
   struct LayerStarts {
     int32_t layer = -1;
     uint32_t current = NoLayerStart, previous = NoLayerStart;
+    uint32_t last = NoLayerStart, previousLast = NoLayerStart;
   } layerStarts;
+  /// The first node of the step being built.
+  uint32_t stepBegin = 0;
   /// Per repetition's first layer: whether a step folded it, so that later
   /// steps find no nodes for it (what an earlier step made is done when a
   /// step starts: the estimate needs no edge to it).

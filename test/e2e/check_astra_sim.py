@@ -47,6 +47,11 @@ PLANS = [
     # each forward and backward wait for the layer before (instantiation).
     ("fsdp8-mb4", "llama3-8b.stg", ["--dp", "8", "--fsdp", "--microbatches",
                                     "4", "--set", "S=2048"], 0.10),
+    # Full recomputation: each layer's replay waits for the backward of the
+    # layer above (instantiation).
+    ("tp4-pp2-rc", "llama3-8b.stg", ["--tp", "4", "--pp", "2",
+                                     "--microbatches", "4",
+                                     "--recompute", "full"], 0.10),
     ("zero1-tp4-dp2", "llama3-8b.stg", ["--tp", "4", "--dp", "2",
                                         "--distributed-optimizer"], 0.10),
     # ASTRA-sim runs a group smaller than the whole set as a ring at
