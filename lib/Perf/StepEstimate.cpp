@@ -175,6 +175,11 @@ struct ShapeSummary {
   /// in a steady state the next step of the shape asks for it again.
   uint32_t lastOutcome = ~0u;
   int64_t lastArrival = 0;
+  /// The ranged outcome a single receive found last, and the arrivals it
+  /// holds for: a steady state that moves with its receive asks for it
+  /// again, at another arrival.
+  uint32_t rangedOutcome = ~0u;
+  int64_t rangedFirst = 0, rangedSecond = 0;
 };
 
 } // namespace
@@ -251,23 +256,32 @@ private:
   std::shared_ptr<const StepStructure> buildStructure(unsigned stage,
                                                       const ProgramStep &step);
   /// The outcome `byKey` holds for `key`, else one kept for ranges that
-  /// hold the current arrivals, and by how much it moves; else the index
-  /// the next outcome gets, recorded for `key`.
+  /// hold the current arrivals (`ranged`), and by how much it moves; else
+  /// the index the next outcome gets, recorded for `key`.
   template <typename Map, typename Key>
   uint32_t findOutcome(Map &byKey, const Key &key, const ShapeOutcomes &known,
-                       int64_t &movedPicos) {
+                       int64_t &movedPicos,
+                       const ShapeOutcomes::Ranged *&ranged) {
     if (auto found = byKey.find(key); found != byKey.end())
       return found->second;
+    if ((ranged = findRanged(known, movedPicos)))
+      return ranged->index;
     uint32_t fresh = outcomes.size();
-    uint32_t index = findRanged(known, movedPicos).value_or(fresh);
-    if (index == fresh)
-      byKey.try_emplace(key, fresh);
-    return index;
+    byKey.try_emplace(key, fresh);
+    return fresh;
   }
   /// A kept outcome whose ranges hold the current arrivals, and by how
   /// much it moves.
-  std::optional<uint32_t> findRanged(const ShapeOutcomes &known,
-                                     int64_t &movedPicos);
+  const ShapeOutcomes::Ranged *findRanged(const ShapeOutcomes &known,
+                                          int64_t &movedPicos);
+  /// How much ranged outcome `index` moves with the current arrivals.
+  int64_t getMovedPicos(uint32_t index) {
+    const StepOutcome &outcome = outcomes[index];
+    ++estimate.rangedSteps;
+    return outcome.movingRecv < 0
+               ? 0
+               : (arrivals[outcome.movingRecv] - outcome.movingFrom) * 1000;
+  }
   void keepRanged(ShapeOutcomes &known, uint32_t index);
   /// Runs the stage's steps until one waits for a message not yet sent.
   void advance(unsigned stage);
@@ -525,8 +539,8 @@ Replay::buildStructure(unsigned stage, const ProgramStep &step) {
   return built;
 }
 
-std::optional<uint32_t> Replay::findRanged(const ShapeOutcomes &known,
-                                           int64_t &movedPicos) {
+const ShapeOutcomes::Ranged *Replay::findRanged(const ShapeOutcomes &known,
+                                                int64_t &movedPicos) {
   int64_t firstArrival = arrivals.empty() ? 0 : arrivals[0];
   for (const ShapeOutcomes::Ranged &kept : known.ranged) {
     if (kept.first > firstArrival || firstArrival >= kept.second)
@@ -539,12 +553,10 @@ std::optional<uint32_t> Replay::findRanged(const ShapeOutcomes &known,
               arrivals[recv] < outcome.sameFor[recv].second;
     if (!holds)
       continue;
-    if (outcome.movingRecv >= 0)
-      movedPicos = (arrivals[outcome.movingRecv] - outcome.movingFrom) * 1000;
-    ++estimate.rangedSteps;
-    return index;
+    movedPicos = getMovedPicos(index);
+    return &kept;
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 void Replay::keepRanged(ShapeOutcomes &known, uint32_t index) {
@@ -609,15 +621,28 @@ void Replay::advance(unsigned stage) {
     if (single && summary.lastOutcome != ~0u &&
         summary.lastArrival == arrival) {
       index = summary.lastOutcome;
+    } else if (numRecvs == 1 && summary.rangedOutcome != ~0u &&
+               summary.rangedFirst <= arrival &&
+               arrival < summary.rangedSecond) {
+      index = summary.rangedOutcome;
+      movedPicos = getMovedPicos(index);
     } else {
       ShapeOutcomes &known = outcomeIndex[shapeIndex];
+      const ShapeOutcomes::Ranged *ranged = nullptr;
       if (single)
-        index = findOutcome(known.byArrival, arrival, known, movedPicos);
+        index =
+            findOutcome(known.byArrival, arrival, known, movedPicos, ranged);
       else
-        index = findOutcome(known.byPattern, arrivals, known, movedPicos);
+        index =
+            findOutcome(known.byPattern, arrivals, known, movedPicos, ranged);
       if (single && !movedPicos) {
         summary.lastOutcome = index;
         summary.lastArrival = arrival;
+      }
+      if (ranged && numRecvs == 1) {
+        summary.rangedOutcome = ranged->index;
+        summary.rangedFirst = ranged->first;
+        summary.rangedSecond = ranged->second;
       }
       if (index == fresh) {
         outcomes.push_back(
