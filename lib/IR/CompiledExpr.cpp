@@ -102,9 +102,13 @@ std::optional<Rational> power(Rational base, int64_t exponent) {
   if (exponent < 0) {
     if (base.num == 0)
       return std::nullopt; // A pole: GiNaC reports it.
-    base = *makeRational(base.den, base.num);
+    // In lowest terms already: a positive base only swaps.
+    base = base.num > 0 ? Rational{base.den, base.num}
+                        : *makeRational(base.den, base.num);
     exponent = -exponent;
   }
+  if (exponent == 1) // A division, mostly: no product to reduce.
+    return base;
   std::optional<Rational> result = Rational{1, 1};
   for (; exponent; exponent >>= 1) {
     if (exponent & 1)
