@@ -5,6 +5,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <algorithm>
 #include <cassert>
 
 using namespace stg;
@@ -57,7 +58,7 @@ void Mesh::getGroupMembers(unsigned rank, AxisMask mask,
       for (size_t i = 0; i < count; ++i)
         members.push_back(members[i] + value * strides[axis]);
   }
-  llvm::sort(members);
+  std::sort(members.begin(), members.end()); // Inlined, not qsort.
 }
 
 unsigned Mesh::getGroupIndex(unsigned rank, AxisMask mask) const {

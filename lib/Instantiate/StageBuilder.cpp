@@ -6,6 +6,7 @@
 
 #include "stg/IR/GradOp.h"
 
+#include <algorithm>
 #include <map>
 
 using namespace stg;
@@ -99,7 +100,7 @@ uint32_t StageBuilder::addNode(ProgramNode &&node, const Op *op,
     return 0;
   }
   uint32_t id = nodes->size();
-  llvm::sort(node.dataDeps);
+  std::sort(node.dataDeps.begin(), node.dataDeps.end()); // Not qsort: a few.
   node.dataDeps.erase(std::unique(node.dataDeps.begin(), node.dataDeps.end()),
                       node.dataDeps.end());
   if (node.kind == ProgramNodeKind::Collective) {
@@ -533,7 +534,7 @@ std::optional<ProgramStep> StageBuilder::findChunkReplay(ScheduleStep step) {
   if (!repeat)
     return std::nullopt;
   for (const BuiltStep &built : builtSteps) {
-    if (built.microbatch != step.microbatch ||
+    if (built.microbatch != int(step.microbatch) ||
         built.backward != step.backward ||
         chunksWithTopLevelOps.count(built.chunk))
       continue;

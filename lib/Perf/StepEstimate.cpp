@@ -100,6 +100,18 @@ double stg::getCollectiveMicros(CollectiveKind kind, double bytes,
   return seconds * 1e6;
 }
 
+/// std::llround of a finite `value` under 2^63 in magnitude, inline: the
+/// library call was 1.5 % of a search. The fraction is exact (Sterbenz).
+static int64_t roundToInteger(double value) {
+  int64_t truncated = int64_t(value);
+  double fraction = value - double(truncated);
+  if (fraction >= 0.5)
+    return truncated + 1;
+  if (fraction <= -0.5)
+    return truncated - 1;
+  return truncated;
+}
+
 double stg::getMessageMicros(double bytes, bool acrossNodes,
                              const SystemSpec &system) {
   const NetworkTier &tier = acrossNodes ? system.scaleOut : system.scaleUp;
@@ -449,7 +461,7 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
                 std::to_string(int64_t(MaxStepMicros)) + " us";
       return NoShape;
     }
-    shape.picos.push_back(std::llround(state.micros[id] * 1e6));
+    shape.picos.push_back(roundToInteger(state.micros[id] * 1e6));
   }
   llvm::SmallVector<uint32_t, 1> &equalHash = shapesByHash[shape.hash()];
   for (uint32_t index : equalHash)
