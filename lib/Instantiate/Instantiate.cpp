@@ -243,6 +243,7 @@ stg::instantiate(const Module &module, const Mesh &mesh,
     ownNumbers.emplace(module, diags);
   OpNumberCache &numbers = cachedNumbers ? *cachedNumbers : *ownNumbers;
   if (sources) {
+    sources->queries.clear();
     sources->stages.clear();
     if (!options.gradientBucketBytes)
       sources->stages.resize(numStages);
@@ -325,23 +326,28 @@ LogicalResult stg::repriceProgramSet(ProgramSet &set,
   InstantiateOptions stepOptions = options;
   stepOptions.numMicrobatches = set.numMicrobatches;
   // As the builder asked, stage by stage, each stage's memory after its
-  // nodes: the first error is the one a build would report.
-  std::vector<OpNumbers> priced;
+  // nodes: the first error is the one a build would report. A query asked
+  // again gives what it gave.
+  std::vector<OpNumbers> priced(sources.queries.size());
+  std::vector<bool> isPriced(sources.queries.size());
   for (unsigned stage = 0; stage < numStages; ++stage) {
     const ProgramSources::Stage &recorded = sources.stages[stage];
-    priced.clear();
-    for (auto [op, value] : recorded.queries) {
+    for (uint32_t query : recorded.queries) {
+      if (isPriced[query])
+        continue;
+      auto [op, value] = sources.queries[query];
       if (value) {
         std::optional<int64_t> bytes =
             numbers.getLocalBytes(*value, op->getLoc());
         if (!bytes)
           return failure();
-        priced.emplace_back().commBytes = *bytes;
+        priced[query].commBytes = *bytes;
       } else if (const OpNumbers *found = numbers.get(*op)) {
-        priced.push_back(*found);
+        priced[query] = *found;
       } else {
         return failure();
       }
+      isPriced[query] = true;
     }
     std::vector<ProgramNode> &nodes = set.stages[stage].nodes;
     for (size_t id = 0; id < nodes.size(); ++id) {

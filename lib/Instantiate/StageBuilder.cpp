@@ -83,8 +83,17 @@ std::string StageBuilder::getInstanceName(const Op &op,
 uint32_t StageBuilder::recordQuery(const Op *op, const Value *value) {
   if (!sources)
     return ProgramSources::NoQuery;
-  sources->queries.push_back({op, value});
-  return uint32_t(sources->queries.size() - 1);
+  std::vector<ProgramSources::Query> &all = shared.sources->queries;
+  auto [it, inserted] = shared.queryIndex.try_emplace({op, value}, all.size());
+  if (inserted) {
+    all.push_back({op, value});
+    shared.queryAskedBy.push_back(stage);
+    sources->queries.push_back(it->second);
+  } else if (shared.queryAskedBy[it->second] != stage) {
+    shared.queryAskedBy[it->second] = stage;
+    sources->queries.push_back(it->second);
+  }
+  return it->second;
 }
 
 uint32_t StageBuilder::addNode(ProgramNode &&node, const Op *op,

@@ -59,6 +59,10 @@ struct SharedState {
   ProgramSources *sources;
   /// Producer instance -> the stages that consume it.
   llvm::DenseMap<InstanceKey, llvm::SmallVector<StageEdge, 1>> edges;
+  /// With sources: each query's index in sources->queries, and the stage
+  /// that asked it last.
+  llvm::DenseMap<std::pair<const Op *, const Value *>, uint32_t> queryIndex;
+  std::vector<unsigned> queryAskedBy;
 };
 
 /// Builds the program of one stage. Stages are built independently: the

@@ -113,16 +113,18 @@ TEST(DivisibilityCheck, BindsAllDimsAsBindAllBindsEach) {
     for (size_t index = 0; index < all.size(); ++index) {
       const std::string &name = module->getDims()[index]->name;
       ASSERT_EQ(all[index].has_value(), each[index].has_value()) << name;
-      if (all[index])
+      if (all[index]) {
         EXPECT_TRUE(all[index]->is_equal(*each[index])) << name;
+      }
     }
     for (size_t index = 0; index < all.size(); ++index) {
       if (module->getDims()[index]->name != "DH")
         continue;
-      if (value == 0)
+      if (value == 0) {
         EXPECT_FALSE(all[index]); // 4096 / 0.
-      else
+      } else {
         EXPECT_TRUE(all[index] && all[index]->is_equal(Expr(4096 / value)));
+      }
     }
   }
 }

@@ -17,6 +17,8 @@
 
 #include "gtest/gtest.h"
 
+#include <set>
+
 using namespace stg;
 
 namespace {
@@ -140,6 +142,19 @@ TEST_P(ProgramSourcesTest, ARepricedSetIsTheOtherBindingsSet) {
   ASSERT_TRUE(set) << os.str();
   expectSameSet(*set, built->programs); // Recording changes nothing.
   ASSERT_EQ(sources.stages.size(), 2u);
+  // A query is recorded once, and each stage lists, once, every query its
+  // nodes take their numbers from.
+  std::set<std::pair<const Op *, const Value *>> distinct;
+  for (const ProgramSources::Query &query : sources.queries)
+    EXPECT_TRUE(distinct.insert({query.op, query.value}).second);
+  for (unsigned stage = 0; stage < 2; ++stage) {
+    const ProgramSources::Stage &recorded = sources.stages[stage];
+    std::set<uint32_t> listed(recorded.queries.begin(), recorded.queries.end());
+    EXPECT_EQ(listed.size(), recorded.queries.size());
+    for (uint32_t query : recorded.nodeQueries)
+      EXPECT_TRUE(query == ProgramSources::NoQuery || listed.count(query));
+    EXPECT_LT(recorded.queries.size(), set->stages[stage].nodes.size());
+  }
 
   std::optional<CompiledModel> fresh = compileForTest(getOptions(second));
   ASSERT_TRUE(fresh);

@@ -112,10 +112,16 @@ struct ProgramSources {
     const Op *op;
     const Value *value;
   };
+  /// Each distinct query of the set once: a stage asks for the same op's
+  /// numbers at every layer and micro-batch it builds, and stages share
+  /// ops.
+  std::vector<Query> queries;
   struct Stage {
-    std::vector<Query> queries;
-    /// Per node, the index of the query it took its numbers from, or
-    /// NoQuery (a barrier).
+    /// The queries the stage's builder asked, each once, in the order it
+    /// first asked them (re-pricing reports the error a build would).
+    std::vector<uint32_t> queries;
+    /// Per node, the query it took its numbers from, or NoQuery (a
+    /// barrier).
     std::vector<uint32_t> nodeQueries;
   };
   /// Empty when the set cannot be re-priced: gradient buckets group
