@@ -286,14 +286,19 @@ private:
   /// much it moves.
   const ShapeOutcomes::Ranged *findRanged(const ShapeOutcomes &known,
                                           int64_t &movedPicos);
-  /// How much ranged outcome `index` moves with the current arrivals.
-  int64_t getMovedPicos(uint32_t index) {
+  /// How much ranged outcome `index` moves with the current arrivals
+  /// (`single`: the one receive's, else the pattern's).
+  int64_t getMovedPicos(uint32_t index, std::optional<int64_t> single = {}) {
     const StepOutcome &outcome = outcomes[index];
     ++estimate.rangedSteps;
-    return outcome.movingRecv < 0
-               ? 0
-               : (arrivals[outcome.movingRecv] - outcome.movingFrom) * 1000;
+    if (outcome.movingRecv < 0)
+      return 0;
+    int64_t arrival = single ? *single : arrivals[outcome.movingRecv];
+    return (arrival - outcome.movingFrom) * 1000;
   }
+  /// The outcome of shape `shapeIndex` at `arrivals`, which its summary
+  /// did not have: found among those kept, else simulated.
+  uint32_t lookUpOutcome(uint32_t shapeIndex, int64_t &movedPicos);
   void keepRanged(ShapeOutcomes &known, uint32_t index);
   /// Runs the stage's steps until one waits for a message not yet sent.
   void advance(unsigned stage);
@@ -589,11 +594,42 @@ void Replay::keepRanged(ShapeOutcomes &known, uint32_t index) {
   known.nextReplaced = (known.nextReplaced + 1) % MaxRangedOutcomes;
 }
 
+uint32_t Replay::lookUpOutcome(uint32_t shapeIndex, int64_t &movedPicos) {
+  ShapeSummary &summary = summaries[shapeIndex];
+  ShapeOutcomes &known = outcomeIndex[shapeIndex];
+  uint32_t fresh = outcomes.size();
+  // Arrivals are at most MaxStepPicos: a single one is never a DenseMap
+  // sentinel.
+  bool single = arrivals.size() <= 1;
+  int64_t arrival = single && !arrivals.empty() ? arrivals[0] : 0;
+  const ShapeOutcomes::Ranged *ranged = nullptr;
+  uint32_t index =
+      single
+          ? findOutcome(known.byArrival, arrival, known, movedPicos, ranged)
+          : findOutcome(known.byPattern, arrivals, known, movedPicos, ranged);
+  if (single && !movedPicos) {
+    summary.lastOutcome = index;
+    summary.lastArrival = arrival;
+  }
+  if (ranged && arrivals.size() == 1) {
+    summary.rangedOutcome = ranged->index;
+    summary.rangedFirst = ranged->first;
+    summary.rangedSecond = ranged->second;
+  }
+  if (index == fresh) {
+    outcomes.push_back(
+        simulateStep(shapes[shapeIndex], arrivals, timeline, scratch));
+    estimate.jumpedCopies += outcomes.back().jumpedCopies;
+    ++estimate.simulatedSteps;
+    keepRanged(known, index);
+  }
+  return index;
+}
+
 void Replay::advance(unsigned stage) {
   StageState &state = states[stage];
   const StageSteps &stageSteps = steps.stages[stage];
   for (; state.next < state.steps.size(); ++state.next) {
-    const ProgramStep &step = state.steps[state.next];
     uint32_t shapeIndex = getShape(stage, state.next);
     if (shapeIndex == NoShape) {
       runnable.clear();
@@ -602,10 +638,14 @@ void Replay::advance(unsigned stage) {
     ShapeSummary &summary = summaries[shapeIndex];
     const uint32_t *messages =
         &stageSteps.messages[stageSteps.messageBegin[state.next]];
-    size_t numRecvs = summary.numRecvs;
-    arrivals.clear();
-    int64_t latest = 0;
-    for (size_t recv = 0; recv < numRecvs; ++recv) {
+    uint32_t numRecvs = summary.numRecvs;
+    // Each message's arrival after the step's start, to the nearest
+    // nanosecond, halves away from zero. A step has one receive or none
+    // almost always: the pattern is filled only when the summary misses.
+    int64_t arrival = 0, latest = 0;
+    if (numRecvs > 1)
+      arrivals.clear();
+    for (uint32_t recv = 0; recv < numRecvs; ++recv) {
       int64_t sent = sentAt[messages[recv]];
       if (sent == NotSent) {
         waiting[stage] = messages[recv];
@@ -619,50 +659,26 @@ void Replay::advance(unsigned stage) {
         runnable.clear();
         return;
       }
-      // To the nearest nanosecond, halves away from zero.
-      arrivals.push_back(std::max<int64_t>(0, (wait + 500) / 1000));
-      latest = std::max(latest, arrivals.back());
+      arrival = std::max<int64_t>(0, (wait + 500) / 1000);
+      latest = std::max(latest, arrival);
+      if (numRecvs > 1)
+        arrivals.push_back(arrival);
     }
     // The outcome of the same nodes with the same arrivals, else a new one.
-    uint32_t fresh = outcomes.size();
-    bool single = arrivals.size() <= 1 &&
-                  (arrivals.empty() || arrivals[0] < INT64_MAX - 1);
-    uint32_t index = fresh;
+    uint32_t index;
     int64_t movedPicos = 0; // When a ranged outcome moves with an arrival.
-    int64_t arrival = single && !arrivals.empty() ? arrivals[0] : 0;
-    if (single && summary.lastOutcome != ~0u &&
+    if (numRecvs <= 1 && summary.lastOutcome != ~0u &&
         summary.lastArrival == arrival) {
       index = summary.lastOutcome;
     } else if (numRecvs == 1 && summary.rangedOutcome != ~0u &&
                summary.rangedFirst <= arrival &&
                arrival < summary.rangedSecond) {
       index = summary.rangedOutcome;
-      movedPicos = getMovedPicos(index);
+      movedPicos = getMovedPicos(index, arrival);
     } else {
-      ShapeOutcomes &known = outcomeIndex[shapeIndex];
-      const ShapeOutcomes::Ranged *ranged = nullptr;
-      if (single)
-        index =
-            findOutcome(known.byArrival, arrival, known, movedPicos, ranged);
-      else
-        index =
-            findOutcome(known.byPattern, arrivals, known, movedPicos, ranged);
-      if (single && !movedPicos) {
-        summary.lastOutcome = index;
-        summary.lastArrival = arrival;
-      }
-      if (ranged && numRecvs == 1) {
-        summary.rangedOutcome = ranged->index;
-        summary.rangedFirst = ranged->first;
-        summary.rangedSecond = ranged->second;
-      }
-      if (index == fresh) {
-        outcomes.push_back(
-            simulateStep(shapes[shapeIndex], arrivals, timeline, scratch));
-        estimate.jumpedCopies += outcomes.back().jumpedCopies;
-        ++estimate.simulatedSteps;
-        keepRanged(known, index);
-      }
+      if (numRecvs <= 1)
+        arrivals.assign(numRecvs, arrival);
+      index = lookUpOutcome(shapeIndex, movedPicos);
     }
     const StepOutcome &outcome = outcomes[index];
     for (size_t i = 0; i < summary.numSends; ++i) {
@@ -678,6 +694,7 @@ void Replay::advance(unsigned stage) {
       }
     }
     if (timeline) { // A folded layer's copies: as their template's nodes.
+      const ProgramStep &step = state.steps[state.next];
       const StepShape &shape = shapes[shapeIndex];
       for (uint32_t id = 0; id < shape->getNumNodes(); ++id) {
         uint32_t slot = shape->getSlot(id).first;
