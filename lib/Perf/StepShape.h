@@ -71,6 +71,12 @@ struct StepStructure {
   // for none, in id order. Every simulation of the step starts from these.
   std::vector<uint32_t> unfoldedSlots, unfoldedCopies, unfoldedPending;
   std::vector<uint32_t> initiallyReady;
+  /// The nodes unfolded node i's completion releases, in the order the
+  /// simulation releases them, are released[releasedBegin[i],
+  /// releasedBegin[i+1]); ReleasedByEveryCopy marks a node every copy of
+  /// its parent releases alike (ShapeChild::AllCopies).
+  std::vector<uint32_t> releasedBegin, released;
+  static constexpr uint32_t ReleasedByEveryCopy = 1u << 31;
 
   llvm::ArrayRef<ShapeChild> getChildren(uint32_t slot) const {
     return llvm::makeArrayRef(children).slice(

@@ -55,6 +55,33 @@ void StepStructure::finish() {
     }
   for (uint32_t slot = foldEnd; slot < getNumSlots(); ++slot)
     unfoldedSlots.push_back(slot);
+  // The edges by unfolded node, each copy's mapped to its nodes: the
+  // simulation follows them at every completion.
+  releasedBegin.assign(1, 0);
+  released.clear();
+  for (uint32_t id = 0; id < total; ++id) {
+    uint32_t slot = unfoldedSlots[id], copy = unfoldedCopies[id];
+    for (const ShapeChild &child : getChildren(slot)) {
+      switch (child.kind) {
+      case ShapeChild::Plain:
+        released.push_back(getId(child.slot, isTemplate(slot) ? copy : 0));
+        break;
+      case ShapeChild::NextCopy:
+        if (copy < foldCopies)
+          released.push_back(getId(child.slot, copy + 1));
+        break;
+      case ShapeChild::LastCopyOnly:
+        if (copy == foldCopies)
+          released.push_back(getId(child.slot, 0));
+        break;
+      case ShapeChild::AllCopies:
+        for (uint32_t each = 0; each <= foldCopies; ++each)
+          released.push_back(getId(child.slot, each) | ReleasedByEveryCopy);
+        break;
+      }
+    }
+    releasedBegin.push_back(released.size());
+  }
   unfoldedPending.resize(total);
   initiallyReady.clear();
   for (uint32_t id = 0; id < total; ++id) {
@@ -125,6 +152,7 @@ StepSimulation::StepSimulation(const StepShape &shape,
     foldFirst = structure.foldBegin;
     foldSize = structure.getFoldSize();
     numCopies = structure.foldCopies + 1;
+    foldEnd = foldFirst + numCopies * foldSize;
     doneInCopy.assign(numCopies, 0);
     status.assign(total, Waiting);
   }
@@ -212,7 +240,6 @@ StepSimulation::release(uint32_t id, int64_t now, bool byEveryLayer) {
 LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::complete(uint32_t id,
                                                            int64_t now) {
   uint32_t slot = slots[id];
-  bool isTemplate = structure.isTemplate(slot);
   uint32_t copy = copyOf[id];
   if (searching) {
     status[id] = Done;
@@ -227,25 +254,12 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::complete(uint32_t id,
       --outsideRunning;
     }
   }
-  for (const ShapeChild &child : structure.getChildren(slot)) {
-    switch (child.kind) {
-    case ShapeChild::Plain:
-      release(structure.getId(child.slot, isTemplate ? copy : 0), now, false);
-      break;
-    case ShapeChild::NextCopy:
-      if (copy < structure.foldCopies)
-        release(structure.getId(child.slot, copy + 1), now, false);
-      break;
-    case ShapeChild::LastCopyOnly:
-      if (copy == structure.foldCopies)
-        release(structure.getId(child.slot, 0), now, false);
-      break;
-    case ShapeChild::AllCopies:
-      for (uint32_t each = 0; each <= structure.foldCopies; ++each)
-        release(structure.getId(child.slot, each), now, true);
-      break;
-    }
-  }
+  const uint32_t *released = structure.released.data();
+  const uint32_t *child = released + structure.releasedBegin[id];
+  const uint32_t *last = released + structure.releasedBegin[id + 1];
+  for (; child != last; ++child)
+    release(*child & ~StepStructure::ReleasedByEveryCopy, now,
+            *child & StepStructure::ReleasedByEveryCopy);
 }
 
 void StepSimulation::takeSnapshot(uint32_t copy, int64_t now,
