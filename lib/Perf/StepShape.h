@@ -67,9 +67,11 @@ struct StepStructure {
   uint32_t foldBegin = 0, foldEnd = 0, foldCopies = 0;
   uint64_t hash = 0; ///< Of the above, once built (finish).
   // Per node of the unfolded step (finish): its slot, its copy of the fold
-  // (0 outside), the dependencies it waits for; and the nodes that wait
-  // for none, in id order. Every simulation of the step starts from these.
+  // (0 outside), the dependencies it waits for, its stream; and the nodes
+  // that wait for none, in id order. Every simulation of the step starts from
+  // these.
   std::vector<uint32_t> unfoldedSlots, unfoldedCopies, unfoldedPending;
+  std::vector<ReplayStream> unfoldedStreams;
   std::vector<uint32_t> initiallyReady;
   /// The nodes unfolded node i's completion releases, in the order the
   /// simulation releases them, are released[releasedBegin[i],

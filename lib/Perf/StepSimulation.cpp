@@ -83,9 +83,11 @@ void StepStructure::finish() {
     releasedBegin.push_back(released.size());
   }
   unfoldedPending.resize(total);
+  unfoldedStreams.resize(total);
   initiallyReady.clear();
   for (uint32_t id = 0; id < total; ++id) {
     unfoldedPending[id] = initialPending[unfoldedSlots[id]];
+    unfoldedStreams[id] = streams[unfoldedSlots[id]];
     if (!unfoldedPending[id])
       initiallyReady.push_back(id);
   }
@@ -185,9 +187,9 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::makeReady(uint32_t id,
                                                             int64_t now) {
   if (LLVM_UNLIKELY(unresolved))
     watchReady(id, now);
-  uint32_t slot = slots[id];
-  ReplayStream stream = structure.streams[slot];
+  ReplayStream stream = structure.unfoldedStreams[id];
   if (stream == ReplayStream::None) {
+    uint32_t slot = slots[id];
     if (recordTimes)
       starts[id] = now;
     for (RecvWatch &recv : recvWatch)
@@ -333,7 +335,7 @@ void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
         queue, [&](uint32_t id) { return id >= begin && id < end + shift; });
   for (uint32_t id = begin + shift; id < end + shift; ++id)
     if (status[id] == Ready)
-      ready[unsigned(structure.streams[slots[id]])].push_back(id);
+      ready[unsigned(structure.unfoldedStreams[id])].push_back(id);
   queued = 0;
   for (unsigned stream = 0; stream < NumReplayStreams; ++stream) {
     std::make_heap(ready[stream].begin(), ready[stream].end(),
@@ -361,7 +363,7 @@ StepOutcome StepSimulation::run() {
     events.pop_back();
     if (tracking)
       trackPop(now, id);
-    ReplayStream stream = structure.streams[slots[id]];
+    ReplayStream stream = structure.unfoldedStreams[id];
     if (stream != ReplayStream::None)
       idle |= 1u << unsigned(stream);
     finish = std::max(finish, now);
