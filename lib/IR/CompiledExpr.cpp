@@ -46,6 +46,16 @@ Int quotient(Int a, Int b) {
   return a / b;
 }
 
+/// a * b into `product`, false on overflow; one machine multiply when
+/// both fit 64 bits (a checked 128-bit multiply is a library call).
+bool multiplyChecked(Int a, Int b, Int &product) {
+  if (a >= INT64_MIN && a <= INT64_MAX && b >= INT64_MIN && b <= INT64_MAX) {
+    product = Int(int64_t(a)) * int64_t(b);
+    return true;
+  }
+  return !__builtin_mul_overflow(a, b, &product);
+}
+
 std::optional<Rational> makeRational(Int num, Int den) {
   if (den == 0)
     return std::nullopt;
@@ -280,11 +290,27 @@ CompiledExpr::evaluate(llvm::ArrayRef<std::optional<Rational>> values) const {
     case OpCode::Mul: {
       bool sum = instruction.code == OpCode::Add;
       size_t first = stack.size() - instruction.operand;
-      std::optional<Rational> result = stack[first];
-      for (size_t i = first + 1; i < stack.size(); ++i)
-        if (!(result =
-                  sum ? add(*result, stack[i]) : multiply(*result, stack[i])))
-          return std::nullopt;
+      std::optional<Rational> result;
+      if (!sum) {
+        // The numerators' and the denominators' products, reduced once:
+        // a cost formula is a product of dims and inverse degrees, and
+        // reducing at every factor divides several times a factor.
+        Int num = 1, den = 1;
+        bool fits = true;
+        for (size_t i = first; i < stack.size() && fits; ++i)
+          fits =
+              multiplyChecked(num, stack[i].num, num) &&
+              (stack[i].isInteger() || multiplyChecked(den, stack[i].den, den));
+        if (fits)
+          result = makeRational(num, den);
+      }
+      if (!result) { // A sum, or a product too large unreduced.
+        result = stack[first];
+        for (size_t i = first + 1; i < stack.size(); ++i)
+          if (!(result =
+                    sum ? add(*result, stack[i]) : multiply(*result, stack[i])))
+            return std::nullopt;
+      }
       stack.resize(first);
       stack.push_back(*result);
       break;
