@@ -200,11 +200,16 @@ struct ShapeSummary {
 /// each distinct first node (folded micro-batches repeat a few), the
 /// streams and edges of its shape, with no times, and each step's messages.
 struct StageSteps {
-  std::vector<uint32_t> distinct; ///< Per step: its index in `structures`.
+  /// Per step, read together: its index in `structures`; and where its
+  /// messages begin: step i receives messages[messageBegin + r] in its
+  /// shape's r-th receive, and sends the ones after those in the order of
+  /// its sends.
+  struct Step {
+    uint32_t distinct, messageBegin;
+  };
+  std::vector<Step> steps;
   std::vector<std::shared_ptr<const StepStructure>> structures;
-  /// Step i receives messages[messageBegin[i] + r] in its shape's r-th
-  /// receive, and sends the ones after those in the order of its sends.
-  std::vector<uint32_t> messageBegin, messages;
+  std::vector<uint32_t> messages;
 };
 
 /// The steps of a program set, whatever its numbers, with its messages
@@ -322,9 +327,15 @@ private:
   llvm::DenseMap<uint64_t, llvm::SmallVector<uint32_t, 1>> shapesByHash;
   StepShape candidate; ///< getShape's buffer, reused.
   std::vector<std::pair<uint32_t, ShapeChild>> edges;
-  /// Per message: when its send completed, or NotSent.
-  std::vector<int64_t> sentAt;
+  /// Per message, read together: when its send completed (NotSent
+  /// before), and the stage that waits for it, if one does.
   static constexpr int64_t NotSent = -1;
+  static constexpr uint32_t NoStage = ~0u;
+  struct MessageState {
+    int64_t sentAt = NotSent;
+    uint32_t waiter = NoStage;
+  };
+  std::vector<MessageState> messageStates;
   SimulationScratch scratch;
   /// The groups' spans of the first stage's rank, by mask.
   std::map<AxisMask, GroupSpan> firstStageSpans;
@@ -423,9 +434,8 @@ void Replay::findSteps() {
           byFirstNode.try_emplace(step.begin, found.structures.size());
       if (inserted)
         found.structures.push_back(buildStructure(stage, step));
-      found.distinct.push_back(it->second);
+      found.steps.push_back({it->second, uint32_t(found.messages.size())});
       const StepStructure &structure = *found.structures[it->second];
-      found.messageBegin.push_back(found.messages.size());
       for (uint32_t slot : structure.recvs) {
         const ProgramNode &recv = node(stage, step.begin + slot);
         found.messages.push_back(
@@ -437,7 +447,6 @@ void Replay::findSteps() {
             getNumber({stage, send.peerStage, send.tag + step.tagOffset}));
       }
     }
-    found.messageBegin.push_back(found.messages.size());
   }
   steps.ready = true;
 }
@@ -445,7 +454,7 @@ void Replay::findSteps() {
 uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
   StageState &state = states[stage];
   const StageSteps &stageSteps = steps.stages[stage];
-  uint32_t distinct = stageSteps.distinct[stepIndex];
+  uint32_t distinct = stageSteps.steps[stepIndex].distinct;
   uint32_t &known = state.shapes[distinct];
   if (known != NoShape)
     return known;
@@ -637,7 +646,7 @@ void Replay::advance(unsigned stage) {
     }
     ShapeSummary &summary = summaries[shapeIndex];
     const uint32_t *messages =
-        &stageSteps.messages[stageSteps.messageBegin[state.next]];
+        &stageSteps.messages[stageSteps.steps[state.next].messageBegin];
     uint32_t numRecvs = summary.numRecvs;
     // Each message's arrival after the step's start, to the nearest
     // nanosecond, halves away from zero. A step has one receive or none
@@ -646,8 +655,10 @@ void Replay::advance(unsigned stage) {
     if (numRecvs > 1)
       arrivals.clear();
     for (uint32_t recv = 0; recv < numRecvs; ++recv) {
-      int64_t sent = sentAt[messages[recv]];
+      MessageState &message = messageStates[messages[recv]];
+      int64_t sent = message.sentAt;
       if (sent == NotSent) {
+        message.waiter = stage;
         waiting[stage] = messages[recv];
         return;
       }
@@ -686,11 +697,12 @@ void Replay::advance(unsigned stage) {
       int64_t done = outcome.sendDonePicos[i];
       if (movedPicos && outcome.sendMoves[i])
         done += movedPicos;
-      sentAt[message] = state.now + done;
-      unsigned peer = std::get<1>(steps.messages[message]);
-      if (peer < waiting.size() && waiting[peer] == message) {
-        runnable.push_back(peer);
-        waiting[peer] = NoMessage;
+      MessageState &sent = messageStates[message];
+      sent.sentAt = state.now + done;
+      if (sent.waiter != NoStage) {
+        runnable.push_back(sent.waiter);
+        waiting[sent.waiter] = NoMessage;
+        sent.waiter = NoStage;
       }
     }
     if (timeline) { // A folded layer's copies: as their template's nodes.
@@ -767,7 +779,7 @@ llvm::Expected<StepEstimate> Replay::run() {
   }
   if (!steps.ready)
     findSteps();
-  sentAt.assign(steps.messages.size(), NotSent);
+  messageStates.assign(steps.messages.size(), MessageState());
   for (unsigned stage = 0; stage < states.size(); ++stage)
     states[stage].shapes.assign(steps.stages[stage].structures.size(), NoShape);
   // A step's outcome depends only on its start and its messages, so the
