@@ -9,6 +9,8 @@
 
 #include "stg/Perf/DeviceModel.h"
 
+#include "stg/Instantiate/Instantiate.h"
+
 #include "stg/Support/CheckedMath.h"
 #include "stg/Support/InputFile.h"
 #include "stg/Support/YAMLInput.h"
@@ -261,23 +263,53 @@ uint64_t MeasuredKernels::lookup(llvm::StringRef opType, int64_t flops,
   return 0;
 }
 
+/// A compute node's time: from `measured` where it has the kernel, else
+/// from the device's roofline.
+static uint64_t getComputeMicros(const ProgramNode &node,
+                                 const DeviceSpec &device,
+                                 const MeasuredKernels *measured) {
+  uint64_t micros =
+      measured ? measured->lookup(node.opType, node.numOps, node.tensorBytes)
+               : 0;
+  if (micros)
+    return micros;
+  if (llvm::StringRef(node.opType).startswith("attention_unfused"))
+    return device.getSequentialKernelsMicros(node.numOps, node.tensorBytes);
+  if (node.gemm.isGemm())
+    return device.getGemmMicros(node.numOps, node.tensorBytes, node.gemm);
+  return device.getKernelMicros(node.numOps, node.tensorBytes);
+}
+
 void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
                            const MeasuredKernels *measured) {
   for (StageProgram &program : programs.stages)
-    for (ProgramNode &node : program.nodes) {
+    for (ProgramNode &node : program.nodes)
+      if (node.kind == ProgramNodeKind::Compute)
+        node.durationMicros = getComputeMicros(node, device, measured);
+}
+
+void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
+                           const MeasuredKernels *measured,
+                           const ProgramSources &sources) {
+  if (sources.stages.size() != programs.stages.size())
+    return applyDeviceModel(programs, device, measured);
+  constexpr uint64_t Unpriced = ~uint64_t(0);
+  std::vector<uint64_t> byQuery(sources.queries.size(), Unpriced);
+  for (size_t stage = 0; stage < programs.stages.size(); ++stage) {
+    std::vector<ProgramNode> &nodes = programs.stages[stage].nodes;
+    llvm::ArrayRef<uint32_t> queries = sources.stages[stage].nodeQueries;
+    for (size_t id = 0; id < nodes.size(); ++id) {
+      ProgramNode &node = nodes[id];
       if (node.kind != ProgramNodeKind::Compute)
         continue;
-      uint64_t micros = measured ? measured->lookup(node.opType, node.numOps,
-                                                    node.tensorBytes)
-                                 : 0;
-      bool sequential =
-          llvm::StringRef(node.opType).startswith("attention_unfused");
-      node.durationMicros =
-          micros ? micros
-          : sequential
-              ? device.getSequentialKernelsMicros(node.numOps, node.tensorBytes)
-          : node.gemm.isGemm()
-              ? device.getGemmMicros(node.numOps, node.tensorBytes, node.gemm)
-              : device.getKernelMicros(node.numOps, node.tensorBytes);
+      if (queries[id] == ProgramSources::NoQuery) {
+        node.durationMicros = getComputeMicros(node, device, measured);
+        continue;
+      }
+      uint64_t &micros = byQuery[queries[id]];
+      if (micros == Unpriced)
+        micros = getComputeMicros(node, device, measured);
+      node.durationMicros = micros;
     }
+  }
 }

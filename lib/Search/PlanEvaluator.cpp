@@ -183,7 +183,8 @@ const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
     built.programs = std::move(*programs);
     lastStructure = std::move(built);
   }
-  applyDeviceModel(lastStructure->programs, system.device, nullptr);
+  applyDeviceModel(lastStructure->programs, system.device, nullptr,
+                   lastStructure->sources);
   return &lastStructure->programs;
 }
 

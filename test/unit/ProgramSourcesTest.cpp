@@ -248,6 +248,49 @@ TEST_P(ProgramSourcesTest, AShapeCacheServesEveryBindingOfAStructure) {
   EXPECT_NE(steps[1], steps[2]);
 }
 
+TEST_P(ProgramSourcesTest, PricingByQueryTimesEveryNodeAlike) {
+  // The device model priced once per query gives each compute node the
+  // time pricing it alone gives, for a build and for a re-priced set.
+  llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
+  ASSERT_TRUE(bool(system)) << llvm::toString(system.takeError());
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  Binding first{2, 2, DefaultRankOrder}, second{4, 8, "dp,tp,cp,ep,pp"};
+  std::optional<CompiledModel> built = compile(first);
+  ASSERT_TRUE(built);
+  std::optional<Mesh> mesh = bindPlan(*built->module, getOptions(first), diags);
+  ASSERT_TRUE(mesh) << os.str();
+  ProgramSources sources;
+  std::optional<ProgramSet> set = instantiateModel(
+      *built->module, *mesh, getOptions(first), diags, nullptr, &sources);
+  ASSERT_TRUE(set) << os.str();
+  auto expectSameTimes = [&](ProgramSet &byQuery) {
+    ProgramSet byNode = byQuery;
+    applyDeviceModel(byNode, system->device, nullptr);
+    applyDeviceModel(byQuery, system->device, nullptr, sources);
+    size_t compute = 0;
+    for (size_t stage = 0; stage < byNode.stages.size(); ++stage)
+      for (size_t id = 0; id < byNode.stages[stage].nodes.size(); ++id) {
+        const ProgramNode &node = byNode.stages[stage].nodes[id];
+        compute += node.kind == ProgramNodeKind::Compute;
+        EXPECT_EQ(byQuery.stages[stage].nodes[id].durationMicros,
+                  node.durationMicros)
+            << node.name;
+      }
+    EXPECT_LT(sources.queries.size(), compute);
+  };
+  expectSameTimes(*set);
+  mesh = bindPlan(*built->module, getOptions(second), diags);
+  ASSERT_TRUE(mesh) << os.str();
+  OpNumberCache numbers(*built->module, diags);
+  ASSERT_TRUE(succeeded(repriceProgramSet(
+      *set, sources, *built->module, *mesh,
+      getInstantiateOptions(*mesh, getOptions(second)), numbers, diags)))
+      << os.str();
+  expectSameTimes(*set);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     FoldedOrNot, ProgramSourcesTest,
     ::testing::Combine(::testing::Bool(), ::testing::Values(1u, 2u)),

@@ -33,6 +33,8 @@
 
 namespace stg {
 
+struct ProgramSources;
+
 struct DeviceSpec {
   std::string name;
   double peakFlops = 0;          ///< Dense bf16 FLOP/s.
@@ -116,6 +118,12 @@ private:
 /// has the kernel, else from the device's roofline.
 void applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
                       const MeasuredKernels *measured);
+/// As above, pricing each query of `sources` (the set's, from
+/// instantiate) once: the nodes built from one op have its numbers, so its
+/// time. Plain applyDeviceModel if the sources do not cover the set.
+void applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
+                      const MeasuredKernels *measured,
+                      const ProgramSources &sources);
 
 } // namespace stg
 
