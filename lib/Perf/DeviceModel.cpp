@@ -10,7 +10,6 @@
 #include "stg/Perf/DeviceModel.h"
 
 #include "stg/Instantiate/Instantiate.h"
-
 #include "stg/Support/CheckedMath.h"
 #include "stg/Support/InputFile.h"
 #include "stg/Support/YAMLInput.h"
