@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <tuple>
 #include <unordered_map>
 
@@ -150,6 +149,9 @@ struct OutcomeKeyHash {
   }
 };
 
+/// The spans of a rank's groups, by mask: a few, looked up per node.
+using GroupSpans = llvm::SmallDenseMap<AxisMask, GroupSpan, 8>;
+
 /// A message: sending stage, receiving stage, tag.
 using MessageKey = std::tuple<unsigned, unsigned, int32_t>;
 
@@ -263,8 +265,7 @@ private:
     return programs.stages[stage].nodes[id];
   }
   void initialize(unsigned stage);
-  double getMicros(unsigned stage, const ProgramNode &node,
-                   std::map<AxisMask, GroupSpan> &spans);
+  double getMicros(unsigned stage, const ProgramNode &node, GroupSpans &spans);
   /// The index of the shape of the stage's step `stepIndex` in `shapes`.
   uint32_t getShape(unsigned stage, size_t stepIndex);
   /// Finds the steps' structures and numbers their messages.
@@ -338,7 +339,7 @@ private:
   std::vector<MessageState> messageStates;
   SimulationScratch scratch;
   /// The groups' spans of the first stage's rank, by mask.
-  std::map<AxisMask, GroupSpan> firstStageSpans;
+  GroupSpans firstStageSpans;
   /// Per stage, the message it waits for (a stage waits for one at a
   /// time), and the stages to advance.
   static constexpr uint32_t NoMessage = ~0u;
@@ -351,7 +352,7 @@ private:
 } // namespace
 
 double Replay::getMicros(unsigned stage, const ProgramNode &work,
-                         std::map<AxisMask, GroupSpan> &spans) {
+                         GroupSpans &spans) {
   unsigned rank = states[stage].rank;
   switch (work.kind) {
   case ProgramNodeKind::Compute:
@@ -380,11 +381,10 @@ void Replay::initialize(unsigned stage) {
   state.rank = programs.getPeerRank(0, stage);
   // A stage whose ranks are the first stage's moved by whole nodes has its
   // groups laid out alike.
-  std::map<AxisMask, GroupSpan> ownSpans;
+  GroupSpans ownSpans;
   unsigned offset = std::max(state.rank, states[0].rank) -
                     std::min(state.rank, states[0].rank);
-  std::map<AxisMask, GroupSpan> &spans =
-      offset % system.gpusPerNode ? ownSpans : firstStageSpans;
+  GroupSpans &spans = offset % system.gpusPerNode ? ownSpans : firstStageSpans;
   state.micros.reserve(program.nodes.size());
   for (const ProgramNode &work : program.nodes)
     state.micros.push_back(getMicros(stage, work, spans));
