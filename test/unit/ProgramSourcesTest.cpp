@@ -122,24 +122,44 @@ protected:
     return compiled;
   }
 
+  /// Compiles for `first` into `built`, then instantiates that module
+  /// again with its sources recorded into `set` and `sources`.
+  void buildRecorded() {
+    built = compile(first);
+    ASSERT_TRUE(built);
+    std::optional<Mesh> mesh =
+        bindPlan(*built->module, getOptions(first), diags);
+    ASSERT_TRUE(mesh) << errors;
+    set = instantiateModel(*built->module, *mesh, getOptions(first), diags,
+                           nullptr, &sources);
+    ASSERT_TRUE(set) << errors;
+  }
+  /// Re-prices `set` for `binding`.
+  bool reprice(Binding binding) {
+    std::optional<Mesh> mesh =
+        bindPlan(*built->module, getOptions(binding), diags);
+    OpNumberCache numbers(*built->module, diags);
+    return mesh && succeeded(repriceProgramSet(
+                       *set, sources, *built->module, *mesh,
+                       getInstantiateOptions(*mesh, getOptions(binding)),
+                       numbers, diags));
+  }
+
+  const Binding first{2, 2, DefaultRankOrder}, second{4, 8, "dp,tp,cp,ep,pp"};
+  std::optional<CompiledModel> built;
+  ProgramSources sources;
+  std::optional<ProgramSet> set;
+
   std::string parsedLog;
   llvm::raw_string_ostream parsedStream{parsedLog};
   DiagnosticEngine parsed{parsedStream};
+  std::string errors;
+  llvm::raw_string_ostream errorStream{errors};
+  DiagnosticEngine diags{errorStream};
 };
 
 TEST_P(ProgramSourcesTest, ARepricedSetIsTheOtherBindingsSet) {
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  DiagnosticEngine diags(os);
-  Binding first{2, 2, DefaultRankOrder}, second{4, 8, "dp,tp,cp,ep,pp"};
-  std::optional<CompiledModel> built = compile(first);
-  ASSERT_TRUE(built);
-  ProgramSources sources;
-  std::optional<Mesh> mesh = bindPlan(*built->module, getOptions(first), diags);
-  ASSERT_TRUE(mesh) << os.str();
-  std::optional<ProgramSet> set = instantiateModel(
-      *built->module, *mesh, getOptions(first), diags, nullptr, &sources);
-  ASSERT_TRUE(set) << os.str();
+  ASSERT_NO_FATAL_FAILURE(buildRecorded());
   expectSameSet(*set, built->programs); // Recording changes nothing.
   ASSERT_EQ(sources.stages.size(), 2u);
   // A query is recorded once, and each stage lists, once, every query its
@@ -158,36 +178,21 @@ TEST_P(ProgramSourcesTest, ARepricedSetIsTheOtherBindingsSet) {
 
   std::optional<CompiledModel> fresh = compileForTest(getOptions(second));
   ASSERT_TRUE(fresh);
-  mesh = bindPlan(*built->module, getOptions(second), diags);
-  ASSERT_TRUE(mesh) << os.str();
-  OpNumberCache numbers(*built->module, diags);
-  ASSERT_TRUE(succeeded(repriceProgramSet(
-      *set, sources, *built->module, *mesh,
-      getInstantiateOptions(*mesh, getOptions(second)), numbers, diags)))
-      << os.str();
+  ASSERT_TRUE(reprice(second)) << errors;
   EXPECT_GT(countRepriced(*set, built->programs), 10u);
   expectSameSet(*set, fresh->programs);
 }
 
 TEST_P(ProgramSourcesTest, ARepricedSetFailsAsItsInstantiation) {
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  DiagnosticEngine diags(os);
-  Binding good{2, 2, DefaultRankOrder}, uneven{2, 3, DefaultRankOrder};
-  std::optional<CompiledModel> built = compile(good);
-  ASSERT_TRUE(built);
-  std::optional<Mesh> mesh = bindPlan(*built->module, getOptions(good), diags);
-  ASSERT_TRUE(mesh);
-  ProgramSources sources;
-  std::optional<ProgramSet> set = instantiateModel(
-      *built->module, *mesh, getOptions(good), diags, nullptr, &sources);
-  ASSERT_TRUE(set) << os.str();
+  ASSERT_NO_FATAL_FAILURE(buildRecorded());
 
   // tp 3 splits no head count evenly: instantiation reports an op whose
   // numbers are not whole (check-divisibility, which would prune it first,
   // is not run here).
-  mesh = bindPlan(*built->module, getOptions(uneven), diags);
-  ASSERT_TRUE(mesh) << os.str();
+  Binding uneven{2, 3, DefaultRankOrder};
+  std::optional<Mesh> mesh =
+      bindPlan(*built->module, getOptions(uneven), diags);
+  ASSERT_TRUE(mesh) << errors;
   InstantiateOptions options = getInstantiateOptions(*mesh, getOptions(uneven));
   std::string instantiated, repriced;
   {
@@ -253,18 +258,7 @@ TEST_P(ProgramSourcesTest, PricingByQueryTimesEveryNodeAlike) {
   // time pricing it alone gives, for a build and for a re-priced set.
   llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
   ASSERT_TRUE(bool(system)) << llvm::toString(system.takeError());
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  DiagnosticEngine diags(os);
-  Binding first{2, 2, DefaultRankOrder}, second{4, 8, "dp,tp,cp,ep,pp"};
-  std::optional<CompiledModel> built = compile(first);
-  ASSERT_TRUE(built);
-  std::optional<Mesh> mesh = bindPlan(*built->module, getOptions(first), diags);
-  ASSERT_TRUE(mesh) << os.str();
-  ProgramSources sources;
-  std::optional<ProgramSet> set = instantiateModel(
-      *built->module, *mesh, getOptions(first), diags, nullptr, &sources);
-  ASSERT_TRUE(set) << os.str();
+  ASSERT_NO_FATAL_FAILURE(buildRecorded());
   auto expectSameTimes = [&](ProgramSet &byQuery) {
     ProgramSet byNode = byQuery;
     applyDeviceModel(byNode, system->device, nullptr);
@@ -281,13 +275,7 @@ TEST_P(ProgramSourcesTest, PricingByQueryTimesEveryNodeAlike) {
     EXPECT_LT(sources.queries.size(), compute);
   };
   expectSameTimes(*set);
-  mesh = bindPlan(*built->module, getOptions(second), diags);
-  ASSERT_TRUE(mesh) << os.str();
-  OpNumberCache numbers(*built->module, diags);
-  ASSERT_TRUE(succeeded(repriceProgramSet(
-      *set, sources, *built->module, *mesh,
-      getInstantiateOptions(*mesh, getOptions(second)), numbers, diags)))
-      << os.str();
+  ASSERT_TRUE(reprice(second)) << errors;
   expectSameTimes(*set);
 }
 
