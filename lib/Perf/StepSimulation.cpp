@@ -154,7 +154,7 @@ StepSimulation::StepSimulation(const StepShape &shape,
     foldFirst = structure.foldBegin;
     foldSize = structure.getFoldSize();
     numCopies = structure.foldCopies + 1;
-    foldEnd = foldFirst + numCopies * foldSize;
+    foldLast = foldFirst + numCopies * foldSize;
     doneInCopy.assign(numCopies, 0);
     status.assign(total, Waiting);
   }

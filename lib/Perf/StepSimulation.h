@@ -27,7 +27,7 @@ public:
 private:
   enum NodeStatus : uint8_t { Waiting, Ready, Running, Done };
   using Event = SimulationScratch::Event;
-  bool inFold(uint32_t id) const { return id >= foldFirst && id < foldEnd; }
+  bool inFold(uint32_t id) const { return id >= foldFirst && id < foldLast; }
   uint32_t getCopy(uint32_t id) const { return copyOf[id]; }
   void pushEvent(int64_t time, uint32_t id);
   void makeReady(uint32_t id, int64_t now);
@@ -116,7 +116,7 @@ private:
   // The period search, when the step folds a layer into enough copies.
   bool searching = false;
   uint32_t foldFirst = 0, foldSize = 1, numCopies = 0; ///< Template: copy 0.
-  uint32_t foldEnd = 0; ///< Past the last copy's last node.
+  uint32_t foldLast = 0; ///< Past the last copy's last node.
   std::vector<uint32_t> doneInCopy;
   uint32_t lowCopy = 0, highCopy = 0;
   uint64_t outsideChanges = 0;
