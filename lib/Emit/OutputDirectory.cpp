@@ -130,8 +130,12 @@ stg::writeTextFile(llvm::StringRef directory, llvm::StringRef name,
     return makeError(ec, "cannot write " + path);
   write(os);
   os.close();
-  if (os.has_error())
-    return makeError(os.error(), "cannot write " + path);
+  if (os.has_error()) {
+    // Cleared, or the stream's destructor reports it as a fatal error.
+    std::error_code ec = os.error();
+    os.clear_error();
+    return makeError(ec, "cannot write " + path);
+  }
   return llvm::Error::success();
 }
 

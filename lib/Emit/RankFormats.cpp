@@ -124,9 +124,12 @@ llvm::Error stg::writeReadableRank(const ProgramSet &programs,
     os << "}\n";
   }
   os.close();
-  if (os.has_error())
-    return llvm::createStringError(os.error(), "cannot write %s: %s",
-                                   path.str().c_str(),
-                                   os.error().message().c_str());
+  if (os.has_error()) {
+    // Cleared, or the stream's destructor reports it as a fatal error.
+    std::error_code ec = os.error();
+    os.clear_error();
+    return llvm::createStringError(ec, "cannot write %s: %s",
+                                   path.str().c_str(), ec.message().c_str());
+  }
   return llvm::Error::success();
 }

@@ -133,6 +133,19 @@ TEST_F(OutputDirectoryTest, DirectoryThatAppearsMeanwhileIsNotReplaced) {
   EXPECT_EQ(listRoot(), std::vector<std::string>{"out"});
 }
 
+TEST_F(OutputDirectoryTest, AFullDeviceIsAnErrorNotACrash) {
+  // /dev/full refuses every write (ENOSPC): the stream's error comes back
+  // as an Error, and the stream closes without aborting.
+  if (!fs::exists("/dev/full"))
+    GTEST_SKIP() << "no /dev/full";
+  llvm::Error err = writeTextFile("/dev", "full", [](llvm::raw_ostream &os) {
+    os << std::string(1 << 16, 'x');
+  });
+  ASSERT_TRUE(bool(err));
+  EXPECT_NE(llvm::toString(std::move(err)).find("cannot write /dev/full"),
+            std::string::npos);
+}
+
 TEST_F(OutputDirectoryTest, SearchTableIsAnEarlierOutput) {
   ASSERT_FALSE(fs::create_directory(target));
   ASSERT_FALSE(bool(writeTextFile(target, "plans.json",
