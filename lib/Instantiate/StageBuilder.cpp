@@ -168,19 +168,23 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
     if (edge->once)
       first = last;
   }
+  bool forward = def->getPhase() == Phase::Forward;
   for (int mb = first; mb <= last; ++mb) {
     if (!isBuilt(mb))
       continue; // A folded micro-batch's value: an earlier step made it.
     if (llvm::is_contained(bucket.members, std::make_pair(key, mb)))
       flushBucket();
-    auto found = holders.find({key, mb});
+    // A replayed forward's values are held by micro-batch 0's nodes, which
+    // stand for them as its step stands for the replay.
+    int held = forward && isForwardReplayed(mb) ? 0 : mb;
+    auto found = holders.find({key, held});
     if (found != holders.end()) {
       deps.append(found->second.begin(), found->second.end());
       continue;
     }
     if (!edge && source.layer >= 0 && foldedAway[source.layer])
       continue; // Made by a folded layer of an earlier step.
-    if (edge && replayedReceives.count({key, mb}))
+    if (edge && replayedReceives.count({key, held}))
       continue; // Received by a replayed step of an earlier chunk.
     if (!edge) {
       // Produced on this stage by a step not run yet: a schedule error.
@@ -783,7 +787,8 @@ bool StageBuilder::build(StageProgram &program) {
   for (size_t index = 0; index < program.schedule.size(); ++index) {
     ScheduleStep step = program.schedule[index];
     std::pair<unsigned, bool> kind{step.chunk, step.backward};
-    if (!isBuilt(int(step.microbatch))) {
+    if (!isBuilt(int(step.microbatch)) ||
+        (!step.backward && isForwardReplayed(int(step.microbatch)))) {
       // The schedule runs micro-batch 0 of a kind before any other.
       if (std::optional<ProgramStep> first = firstOfKind.at(kind)) {
         first->tagOffset += int32_t(step.microbatch);

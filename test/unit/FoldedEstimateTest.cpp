@@ -80,6 +80,15 @@ StepEstimate estimate(const Plan &plan, Fold fold, const SystemSpec &system,
       *numFolds += stage.folds.size();
   if (flops)
     *flops = countProgramFlops(compiled->programs, true);
+  // Folded training builds the first micro-batch's forward only: the last
+  // one's replays it (its backward is built, and reads the first's nodes).
+  if (fold != Fold::None && plan.mode == "train") {
+    for (const StageProgram &stage : compiled->programs.stages)
+      for (const ProgramNode &node : stage.nodes)
+        EXPECT_FALSE(node.phase == Phase::Forward && node.microbatch > 0 &&
+                     node.opType != "barrier")
+            << node.name;
+  }
   // Tags move by whole micro-batch counts only when a step replays another
   // chunk's.
   if (chunkReplays)
