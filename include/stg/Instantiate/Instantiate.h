@@ -80,11 +80,12 @@ struct InstantiateOptions {
   /// all after the schedule's last step, as Megatron-LM does by default.
   bool overlapGradientReduction = true;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
-  /// Builds the nodes of the first and the last micro-batch only, and lets
-  /// the other micro-batches' steps replay the first's: every step of one
-  /// kind (chunk, forward or backward) is the same but for its names and
-  /// tags. The plan search prices plans this way, in time independent of
-  /// the micro-batch count; such programs cannot be emitted.
+  /// Builds the nodes of the first micro-batch and of the last one's
+  /// backward (and, outside training, forward) only, and lets the other
+  /// micro-batches' steps replay the first's: every step of one kind
+  /// (chunk, forward or backward) is the same but for its names and tags.
+  /// The plan search prices plans this way, in time independent of the
+  /// micro-batch count; such programs cannot be emitted.
   bool foldMicrobatches = false;
   /// Builds, of the repetitions a step runs of a repeat, the first two and
   /// the last, and lets the template (the second) stand for those between
