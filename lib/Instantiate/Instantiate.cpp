@@ -157,6 +157,7 @@ static LogicalResult findStageEdges(SharedState &shared) {
   forEachInstance(shared.module, placement, [&](const Op &op, int layer) {
     visit(op, layer, placement.getStage(&op, layer));
   });
+  shared.numEdges = next;
   if (uint64_t(next) * shared.options.numMicrobatches > INT32_MAX) {
     shared.diags.error(shared.module.getModelLoc(),
                        llvm::Twine(next) + " values cross stages in " +
@@ -253,6 +254,10 @@ stg::instantiate(const Module &module, const Mesh &mesh,
                      sources && !sources->stages.empty() ? sources : nullptr);
   if (failed(findStageEdges(shared)))
     return std::nullopt;
+  if (sources) {
+    sources->foldedMicrobatches = options.foldMicrobatches;
+    sources->numEdges = shared.numEdges;
+  }
   set.stages.resize(numStages);
   for (unsigned stage = 0; stage < numStages; ++stage) {
     StageBuilder builder(shared, stage);

@@ -529,7 +529,8 @@ bool StageBuilder::foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,
   return true;
 }
 
-std::optional<ProgramStep> StageBuilder::findChunkReplay(ScheduleStep step) {
+std::optional<ProgramStep> StageBuilder::findChunkReplay(ScheduleStep step,
+                                                         int64_t &edgeShift) {
   if (!shared.options.foldLayers)
     return std::nullopt;
   const std::vector<unsigned> &layers = chunkLayers[step.chunk];
@@ -589,6 +590,7 @@ std::optional<ProgramStep> StageBuilder::findChunkReplay(ScheduleStep step) {
         continue;
       replay->tagOffset = int32_t(offset);
     }
+    edgeShift = distance.value_or(0);
     // Later steps find no nodes for this chunk's repetitions, and what it
     // received is here: a backward that uses it receives it no more.
     for (const Message &message : built.messages)
@@ -674,7 +676,9 @@ uint32_t StageBuilder::addStepBarrier(llvm::ArrayRef<uint32_t> exits,
                                       llvm::StringRef stepName,
                                       int microbatch) {
   ProgramNode barrier;
-  barrier.name = ("barrier." + stepName).str();
+  // Unnamed when folded, as getInstanceName leaves the other nodes.
+  if (!shared.options.foldMicrobatches && !shared.options.foldLayers)
+    barrier.name = ("barrier." + stepName).str();
   barrier.opType = "barrier";
   barrier.microbatch = microbatch;
   barrier.ctrlDeps.assign(exits.begin(), exits.end());
@@ -797,7 +801,9 @@ bool StageBuilder::build(StageProgram &program) {
       continue;
     }
     // Folded: a chunk like one built before replays its step.
-    std::optional<ProgramStep> built = findChunkReplay(step);
+    int64_t edgeShift = 0;
+    std::optional<ProgramStep> built = findChunkReplay(step, edgeShift);
+    bool replayed = built.has_value();
     if (built) {
       if (built->end > built->begin)
         program.steps.push_back(*built);
@@ -820,12 +826,26 @@ bool StageBuilder::build(StageProgram &program) {
     }
     if (step.microbatch == 0)
       firstOfKind[kind] = built;
+    if (sources && shared.options.foldMicrobatches) {
+      std::optional<ProgramStep> added = built;
+      if (added && replayed)
+        added->tagOffset = 0;
+      sources->scheduleSources.push_back({step.chunk, step.backward,
+                                          step.microbatch != 0, added,
+                                          replayed ? edgeShift : 0});
+    }
   }
   // The optimizer steps once all gradients are reduced, after the last
   // backward, as frameworks do; the reductions themselves overlap the
   // backward of the layers below.
-  return !shared.training ||
-         runStep("optimizer", int(shared.options.numMicrobatches) - 1,
-                 [&] { buildOptimizerStep(); });
+  if (!shared.training)
+    return true;
+  size_t stepsBefore = program.steps.size();
+  if (!runStep("optimizer", int(shared.options.numMicrobatches) - 1,
+               [&] { buildOptimizerStep(); }))
+    return false;
+  if (sources && program.steps.size() > stepsBefore)
+    sources->optimizerStep = program.steps.back();
+  return true;
 }
 

@@ -59,6 +59,7 @@ struct SharedState {
   ProgramSources *sources;
   /// Producer instance -> the stages that consume it.
   llvm::DenseMap<InstanceKey, llvm::SmallVector<StageEdge, 1>> edges;
+  unsigned numEdges = 0;
   /// With sources: each query's index in sources->queries, and the stage
   /// that asked it last.
   llvm::DenseMap<std::pair<const Op *, const Value *>, uint32_t> queryIndex;
@@ -94,7 +95,8 @@ private:
   /// built before, whole repetitions of the same repeat further on, and
   /// whose messages are those edges moved on alike
   /// (InstantiateOptions::foldLayers). An empty step if that chunk's was.
-  std::optional<ProgramStep> findChunkReplay(ScheduleStep step);
+  std::optional<ProgramStep> findChunkReplay(ScheduleStep step,
+                                             int64_t &edgeShift);
   /// Finds the gradient synchronization that runs after the schedule's last
   /// step: all of it without overlapGradientReduction; else the top-level
   /// sync that waits for another stage (a tied weight's gradient) or for

@@ -158,8 +158,21 @@ const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
                                              const CompileOptions &options,
                                              DiagnosticEngine &diags) {
   std::string key = plan.getStructureKey();
-  if (lastStructure && lastStructure->key == key &&
-      !lastStructure->sources.stages.empty()) {
+  std::string familyKey = plan.getFamilyKey();
+  bool reusable = lastStructure && !lastStructure->sources.stages.empty();
+  if (reusable && lastStructure->key != key) {
+    // Another micro-batch count of the family: its steps and tags move,
+    // its nodes stay (else it is built below).
+    reusable = lastStructure->familyKey == familyKey &&
+               succeeded(retargetMicrobatches(lastStructure->programs,
+                                              lastStructure->sources,
+                                              plan.microbatches));
+    if (reusable) {
+      lastStructure->key = key;
+      lastStructure->shapes = StepShapeCache();
+    }
+  }
+  if (reusable) {
     if (failed(repriceProgramSet(lastStructure->programs,
                                  lastStructure->sources, *cached.module, mesh,
                                  getInstantiateOptions(mesh, options),
@@ -180,6 +193,7 @@ const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
       return nullptr;
     }
     built.key = std::move(key);
+    built.familyKey = std::move(familyKey);
     built.programs = std::move(*programs);
     lastStructure = std::move(built);
   }

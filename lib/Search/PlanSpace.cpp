@@ -72,9 +72,9 @@ std::string Plan::getModuleKey() const {
          (sequenceParallel ? "sp" : "");
 }
 
-std::string Plan::getStructureKey() const {
+std::string Plan::getFamilyKey() const {
   std::string key = getModuleKey() + "|v" + std::to_string(virtualStages) +
-                    " mbs" + std::to_string(microbatches) + " ";
+                    (microbatches > 1 ? " mbs* " : " mbs1 ");
   for (size_t index = 0; index < PlanAxes.size(); ++index) {
     // Only pp's degree shapes the programs; the others only by being 1.
     key += llvm::StringRef(PlanAxes[index]) == "pp"
@@ -83,6 +83,10 @@ std::string Plan::getStructureKey() const {
                                 : "-";
   }
   return key;
+}
+
+std::string Plan::getStructureKey() const {
+  return getFamilyKey() + " " + std::to_string(microbatches);
 }
 
 std::string Plan::getRankOrder() const {
@@ -251,11 +255,11 @@ void Enumerator::enumerateStructures(Plan &plan) {
             ++structureCounts[reason];
             continue;
           }
-          // A shard takes whole structures, whose plans share their
-          // programs; a hash spreads the costly ones.
+          // A shard takes whole families of structures, whose plans share
+          // their programs; a hash spreads the costly ones.
           ++space.kept;
           if (options.shardCount > 1 &&
-              llvm::xxHash64(plan.getStructureKey()) % options.shardCount !=
+              llvm::xxHash64(plan.getFamilyKey()) % options.shardCount !=
                   options.shardIndex)
             continue;
           if (space.plans.size() < options.maxPlans)

@@ -16,10 +16,6 @@
 
 using namespace stg;
 
-/// The most plans a worker takes at a time: few enough that the last
-/// batches spread over the workers.
-static constexpr size_t MaxBatch = 64;
-
 /// A worker's result as the parent reads it: a fixed part, then the
 /// reason's bytes. Binary, not JSON: the parent shares a core with the
 /// workers, and the numbers come back exact without printing and parsing.
@@ -74,10 +70,10 @@ static bool writeAll(int fd, llvm::StringRef data) {
 }
 
 /// The plans' indices in the order they are evaluated, those of one
-/// structure together (in their order, the structures in the order of
-/// their first plan), cut into the batches workers take: a structure's
-/// plans, or MaxBatch of them, so that a worker builds a structure's
-/// programs once.
+/// family of structures together and in it those of one structure (in
+/// their order, the families and structures in the order of their first
+/// plan), cut into the batches workers take: a family's plans, so that a
+/// worker builds a family's programs once.
 struct EvaluationOrder {
   std::vector<size_t> order;
   std::vector<size_t> batchBegin; ///< Positions in `order`, and its end.
@@ -85,11 +81,15 @@ struct EvaluationOrder {
 };
 
 static EvaluationOrder getEvaluationOrder(llvm::ArrayRef<Plan> plans) {
-  llvm::StringMap<size_t> firstOfKey;
-  std::vector<size_t> group(plans.size());
+  // Each plan's family and structure, by the index of their first plan.
+  llvm::StringMap<size_t> firstOfFamily, firstOfStructure;
+  std::vector<std::pair<size_t, size_t>> group(plans.size());
   for (size_t index = 0; index < plans.size(); ++index)
-    group[index] = firstOfKey.try_emplace(plans[index].getStructureKey(), index)
-                       .first->second;
+    group[index] = {
+        firstOfFamily.try_emplace(plans[index].getFamilyKey(), index)
+            .first->second,
+        firstOfStructure.try_emplace(plans[index].getStructureKey(), index)
+            .first->second};
   EvaluationOrder evaluation;
   std::vector<size_t> &order = evaluation.order;
   order.resize(plans.size());
@@ -97,8 +97,8 @@ static EvaluationOrder getEvaluationOrder(llvm::ArrayRef<Plan> plans) {
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return group[a] < group[b]; });
   for (size_t position = 0; position < order.size(); ++position)
-    if (position == 0 || group[order[position]] != group[order[position - 1]] ||
-        position - evaluation.batchBegin.back() == MaxBatch)
+    if (position == 0 ||
+        group[order[position]].first != group[order[position - 1]].first)
       evaluation.batchBegin.push_back(position);
   evaluation.batchBegin.push_back(order.size());
   return evaluation;

@@ -63,8 +63,9 @@ TEST(PlanSpaceTest, ShardsSplitThePlansAndCountTheSame) {
   options.globalBatch = 8;
   PlanSpace whole = enumeratePlans(options, denseShape(4));
   std::vector<std::string> labels;
-  // A shard takes whole structures, which share their programs.
-  std::map<std::string, unsigned> shardOfStructure;
+  // A shard takes whole families of structures, which share their
+  // programs.
+  std::map<std::string, unsigned> shardOfFamily;
   for (unsigned index = 0; index < 3; ++index) {
     options.shardIndex = index;
     options.shardCount = 3;
@@ -75,7 +76,7 @@ TEST(PlanSpaceTest, ShardsSplitThePlansAndCountTheSame) {
     for (const Plan &plan : shard.plans) {
       labels.push_back(plan.getLabel());
       auto [it, first] =
-          shardOfStructure.try_emplace(plan.getStructureKey(), index);
+          shardOfFamily.try_emplace(plan.getFamilyKey(), index);
       EXPECT_EQ(it->second, index) << plan.getLabel();
     }
   }
@@ -330,6 +331,41 @@ TEST_F(PlanEvaluatorTest, PlansOfOneStructureRepriceAsFreshCompiles) {
   other = plans[0];
   other.degrees[1] = 1;
   EXPECT_NE(other.getStructureKey(), plans[0].getStructureKey());
+}
+
+TEST_F(PlanEvaluatorTest, PlansOfOneFamilyPriceAsFreshCompiles) {
+  // dp 2 over pp 2: 4 and 2 micro-batches are one family, whose programs
+  // move from count to count; one micro-batch is a family of its own.
+  // Interleaved, 2 micro-batches are one group and cannot move: built.
+  std::vector<Plan> plans;
+  for (auto [interleaved, size] : {std::pair{false, 1u}, {false, 2u},
+                                   {false, 4u}, {true, 1u}, {true, 2u}}) {
+    Plan plan = makePlan(true);
+    plan.degrees = {2, 4, 2, 1, 1};
+    plan.virtualStages = interleaved ? 2 : 1;
+    plan.microBatchSize = size;
+    plan.microbatches = GlobalBatch / (2 * size);
+    plans.push_back(plan);
+  }
+  PlanEvaluator warm = makeEvaluator();
+  std::set<double> steps;
+  for (const Plan &plan : plans) {
+    PlanResult moved = warm.evaluate(plan);
+    PlanResult fresh = makeEvaluator().evaluate(plan);
+    ASSERT_EQ(moved.status, fresh.status) << plan.getLabel();
+    EXPECT_NE(moved.status, PlanStatus::Failed) << moved.reason;
+    EXPECT_EQ(moved.stepMicros, fresh.stepMicros) << plan.getLabel();
+    EXPECT_EQ(moved.memory.total(), fresh.memory.total());
+    EXPECT_EQ(moved.memory.activations, fresh.memory.activations);
+    EXPECT_EQ(moved.bubbleFraction, fresh.bubbleFraction);
+    steps.insert(moved.stepMicros);
+  }
+  EXPECT_EQ(steps.size(), plans.size());
+  EXPECT_NE(plans[0].getStructureKey(), plans[1].getStructureKey());
+  EXPECT_EQ(plans[0].getFamilyKey(), plans[1].getFamilyKey());
+  EXPECT_NE(plans[0].getFamilyKey(), plans[2].getFamilyKey());
+  EXPECT_EQ(plans[3].getFamilyKey(), plans[4].getFamilyKey());
+  EXPECT_NE(plans[0].getFamilyKey(), plans[3].getFamilyKey());
 }
 
 TEST_F(PlanEvaluatorTest, MFUCountsTheModelFLOPsOnce) {

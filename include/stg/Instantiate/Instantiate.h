@@ -107,6 +107,18 @@ struct InstantiateOptions {
 /// builds each structure once.
 struct ProgramSources {
   static constexpr uint32_t NoQuery = ~0u;
+  /// A schedule step of a folded set that built its nodes or replayed
+  /// another chunk's step: of the first micro-batch or of the last.
+  struct ScheduleSource {
+    unsigned chunk = 0;
+    bool backward = false;
+    bool lastMicrobatch = false;
+    /// What it added to the steps (none if no nodes), its tags not moved.
+    std::optional<ProgramStep> step;
+    /// A replay moves its tags this many edges on: times the micro-batch
+    /// count.
+    int64_t edgeShift = 0;
+  };
   /// An op's numbers (`value` null), or the bytes of `value` on one rank
   /// (`op` defines it).
   struct Query {
@@ -124,10 +136,20 @@ struct ProgramSources {
     /// Per node, the query it took its numbers from, or NoQuery (a
     /// barrier).
     std::vector<uint32_t> nodeQueries;
+    /// With folded micro-batches: in schedule order, each schedule step
+    /// that built nodes or replayed another chunk's (micro-batch 0's or
+    /// the last's), and what it added to the steps.
+    std::vector<ScheduleSource> scheduleSources;
+    std::optional<ProgramStep> optimizerStep; ///< If it added one.
   };
   /// Empty when the set cannot be re-priced: gradient buckets group
   /// reductions by their bytes.
   std::vector<Stage> stages;
+  /// Whether the stages' scheduleSources were recorded (folded
+  /// micro-batches), and the edges that cross stages: a tag is an edge's
+  /// number times the micro-batch count plus the micro-batch.
+  bool foldedMicrobatches = false;
+  uint32_t numEdges = 0;
 };
 
 /// Builds one program per pipeline stage of `module`, which has been
@@ -156,6 +178,19 @@ LogicalResult repriceProgramSet(ProgramSet &set, const ProgramSources &sources,
                                 const InstantiateOptions &options,
                                 OpNumberCache &numbers,
                                 DiagnosticEngine &diags);
+
+/// Moves `set`, built by instantiate() with folded micro-batches and
+/// `sources` recorded, to `numMicrobatches` micro-batches: the schedule,
+/// the steps and the message tags that count would give; its numbers and
+/// memory are left for repriceProgramSet. A folded set has nodes for the
+/// first and the last micro-batch, so any count of two or more builds the
+/// same nodes, in the same order, as long as its schedule reaches the
+/// steps that build them in the same order. Fails, leaving `set` as it
+/// was, where that does not hold (or the count is one): the caller builds
+/// afresh, and any error is the build's to report.
+LogicalResult retargetMicrobatches(ProgramSet &set,
+                                   const ProgramSources &sources,
+                                   unsigned numMicrobatches);
 
 } // namespace stg
 

@@ -129,9 +129,10 @@ private:
                                 DiagnosticEngine &diags);
 
   std::map<std::string, CachedModule> modules;
-  /// The programs of the last structure built, for its next plan.
+  /// The programs of the last structure built or moved to another
+  /// micro-batch count, for its family's next plan.
   struct CachedStructure {
-    std::string key;
+    std::string key, familyKey;
     ProgramSet programs;
     ProgramSources sources;
     StepShapeCache shapes;

@@ -64,6 +64,10 @@ struct Plan {
   /// degree above 1. The search builds a structure's programs once and
   /// re-prices them for each of its plans (PlanEvaluator).
   std::string getStructureKey() const;
+  /// Structures of one key differ only in their micro-batch count, of two
+  /// or more (one is a key of its own): the search moves one's programs to
+  /// the others' counts (retargetMicrobatches).
+  std::string getFamilyKey() const;
 };
 
 /// What the model offers the search, read once from it.
@@ -89,8 +93,8 @@ struct PlanSpaceOptions {
                                           WeightSharding::FSDP};
   std::vector<bool> sequenceParallel = {false, true};
   std::vector<bool> tpInNode = {true, false};
-  /// Keep the plans of the structures (Plan::getStructureKey) whose key
-  /// hashes to `shardIndex` modulo `shardCount`.
+  /// Keep the plans of the families of structures (Plan::getFamilyKey)
+  /// whose key hashes to `shardIndex` modulo `shardCount`.
   unsigned shardIndex = 0, shardCount = 1;
   /// Stop keeping plans past this many (the space is then `truncated`):
   /// about two hours of a 2-core machine, and 160 MB of plans.
