@@ -211,6 +211,7 @@ struct StageSteps {
   };
   std::vector<Step> steps;
   std::vector<std::shared_ptr<const StepStructure>> structures;
+  std::vector<uint32_t> firstNodes; ///< Per structure.
   std::vector<uint32_t> messages;
 };
 
@@ -223,9 +224,29 @@ struct ProgramSteps {
   bool ready = false;
 };
 
+/// A stage's step structures by their first node.
+using StructuresByNode =
+    llvm::DenseMap<uint32_t, std::shared_ptr<const StepStructure>>;
+
 struct StepShapeCache::Shapes {
   ProgramSteps steps;
+  /// Per stage, the structures of steps numbered before forgetSteps.
+  std::vector<StructuresByNode> kept;
 };
+
+void StepShapeCache::forgetSteps() {
+  ProgramSteps &steps = shapes->steps;
+  if (!steps.ready)
+    return;
+  shapes->kept.resize(steps.stages.size());
+  for (size_t stage = 0; stage < steps.stages.size(); ++stage) {
+    const StageSteps &found = steps.stages[stage];
+    for (size_t index = 0; index < found.structures.size(); ++index)
+      shapes->kept[stage].try_emplace(found.firstNodes[index],
+                                      found.structures[index]);
+  }
+  steps = ProgramSteps();
+}
 
 StepShapeCache::StepShapeCache() : shapes(std::make_unique<Shapes>()) {}
 StepShapeCache::~StepShapeCache() = default;
@@ -255,7 +276,9 @@ public:
   Replay(const ProgramSet &programs, const SystemSpec &system,
          StepTimeline *timeline, StepShapeCache::Shapes *cache)
       : programs(programs), system(system), timeline(timeline),
-        steps(cache ? cache->steps : ownSteps), states(programs.stages.size()),
+        steps(cache ? cache->steps : ownSteps),
+        keptStructures(cache ? &cache->kept : nullptr),
+        states(programs.stages.size()),
         waiting(programs.stages.size(), NoMessage) {}
 
   llvm::Expected<StepEstimate> run();
@@ -317,6 +340,8 @@ private:
   /// one (it serves program sets of these steps), else ownSteps.
   ProgramSteps ownSteps;
   ProgramSteps &steps;
+  /// The cache's structures of steps numbered before, if any.
+  std::vector<StructuresByNode> *keptStructures;
   std::vector<StageState> states;
   StepEstimate estimate;
   /// The distinct step shapes of all stages, with their outcomes.
@@ -432,8 +457,14 @@ void Replay::findSteps() {
     for (const ProgramStep &step : stageSteps) {
       auto [it, inserted] =
           byFirstNode.try_emplace(step.begin, found.structures.size());
-      if (inserted)
-        found.structures.push_back(buildStructure(stage, step));
+      if (inserted) {
+        std::shared_ptr<const StepStructure> structure;
+        if (keptStructures && stage < keptStructures->size())
+          structure = (*keptStructures)[stage].lookup(step.begin);
+        found.structures.push_back(structure ? std::move(structure)
+                                             : buildStructure(stage, step));
+        found.firstNodes.push_back(step.begin);
+      }
       found.steps.push_back({it->second, uint32_t(found.messages.size())});
       const StepStructure &structure = *found.structures[it->second];
       for (uint32_t slot : structure.recvs) {

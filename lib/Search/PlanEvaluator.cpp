@@ -169,7 +169,7 @@ const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
                                               plan.microbatches));
     if (reusable) {
       lastStructure->key = key;
-      lastStructure->shapes = StepShapeCache();
+      lastStructure->shapes.forgetSteps();
     }
   }
   if (reusable) {

@@ -107,6 +107,11 @@ public:
   StepShapeCache(StepShapeCache &&) noexcept;
   StepShapeCache &operator=(StepShapeCache &&) noexcept;
 
+  /// The program sets to come have the same nodes and folds but other
+  /// steps (retargetMicrobatches): their messages are numbered again, and
+  /// each step's streams and dependencies kept by its first node.
+  void forgetSteps();
+
   struct Shapes; ///< StepEstimate.cpp's.
   std::unique_ptr<Shapes> shapes;
 };
