@@ -16,6 +16,11 @@
 
 using namespace stg;
 
+/// The most plans a worker takes at a time: few enough that the last
+/// batches, and those of a space with few families, spread over the
+/// workers.
+static constexpr size_t MaxBatch = 256;
+
 /// A worker's result as the parent reads it: a fixed part, then the
 /// reason's bytes. Binary, not JSON: the parent shares a core with the
 /// workers, and the numbers come back exact without printing and parsing.
@@ -72,8 +77,9 @@ static bool writeAll(int fd, llvm::StringRef data) {
 /// The plans' indices in the order they are evaluated, those of one
 /// family of structures together and in it those of one structure (in
 /// their order, the families and structures in the order of their first
-/// plan), cut into the batches workers take: a family's plans, so that a
-/// worker builds a family's programs once.
+/// plan), cut into the batches workers take: a family's plans, or
+/// MaxBatch of them, so that a worker builds a family's programs about
+/// once.
 struct EvaluationOrder {
   std::vector<size_t> order;
   std::vector<size_t> batchBegin; ///< Positions in `order`, and its end.
@@ -98,7 +104,8 @@ static EvaluationOrder getEvaluationOrder(llvm::ArrayRef<Plan> plans) {
                    [&](size_t a, size_t b) { return group[a] < group[b]; });
   for (size_t position = 0; position < order.size(); ++position)
     if (position == 0 ||
-        group[order[position]].first != group[order[position - 1]].first)
+        group[order[position]].first != group[order[position - 1]].first ||
+        position - evaluation.batchBegin.back() == MaxBatch)
       evaluation.batchBegin.push_back(position);
   evaluation.batchBegin.push_back(order.size());
   return evaluation;
