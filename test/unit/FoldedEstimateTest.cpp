@@ -15,6 +15,7 @@
 #include "stg/Perf/StepEstimate.h"
 
 #include "CompileForTest.h"
+#include "TemplatePlan.h"
 
 #include "gtest/gtest.h"
 
@@ -24,30 +25,7 @@ using namespace stg;
 
 namespace {
 
-struct Plan {
-  const char *model;
-  std::vector<std::pair<std::string, unsigned>> degrees;
-  unsigned microbatches;
-  unsigned virtualStages = 1;
-  std::string recompute = "none";
-  std::string mode = "train";
-  bool fsdp = false;
-  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
-  unsigned layers = 8;
-  bool distributedOptimizer = false;
-  bool overlapGradientReduction = true;
-  /// `true` or `false` to set the model's option; empty leaves it.
-  std::string sequenceParallel = "";
-};
-
-/// A failing plan's name in the test's output.
-void PrintTo(const Plan &plan, std::ostream *os) {
-  *os << plan.model << " L=" << plan.layers;
-  for (const auto &[axis, degree] : plan.degrees)
-    *os << " " << axis << degree;
-  *os << " mb" << plan.microbatches << " v" << plan.virtualStages << " "
-      << plan.recompute << " " << plan.mode;
-}
+using Plan = TemplatePlan;
 
 enum class Fold { None, Microbatches, MicrobatchesAndLayers };
 
@@ -55,20 +33,7 @@ StepEstimate estimate(const Plan &plan, Fold fold, const SystemSpec &system,
                       std::vector<StageMemory> &memory,
                       size_t *numFolds = nullptr, double *flops = nullptr,
                       size_t *chunkReplays = nullptr) {
-  CompileOptions options;
-  options.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/" + plan.model;
-  options.degrees = plan.degrees;
-  options.microbatches = plan.microbatches;
-  options.virtualStages = plan.virtualStages;
-  options.recompute = plan.recompute;
-  options.mode = plan.mode;
-  options.fsdp = plan.fsdp;
-  options.schedule = plan.schedule;
-  options.distributedOptimizer = plan.distributedOptimizer;
-  options.overlapGradientReduction = plan.overlapGradientReduction;
-  options.overrides = {{"L", std::to_string(plan.layers)}, {"S", "1024"}};
-  if (!plan.sequenceParallel.empty())
-    options.overrides.push_back({"sequence_parallel", plan.sequenceParallel});
+  CompileOptions options = getCompileOptions(plan);
   options.foldMicrobatches = fold != Fold::None;
   options.foldLayers = fold == Fold::MicrobatchesAndLayers;
   std::optional<CompiledModel> compiled = compileForTest(options);

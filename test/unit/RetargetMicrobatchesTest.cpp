@@ -13,50 +13,33 @@
 
 #include "CompileForTest.h"
 #include "ExpectSamePrograms.h"
+#include "TemplatePlan.h"
 
 #include "gtest/gtest.h"
+
+#include <functional>
 
 using namespace stg;
 
 namespace {
 
+/// A plan whose micro-batch count is the first of `counts`, built, then
+/// moved to each of the others in turn.
 struct Family {
-  const char *model;
-  std::vector<std::pair<std::string, unsigned>> degrees;
-  unsigned virtualStages = 1;
-  std::string recompute = "none";
-  bool fsdp = false;
-  bool distributedOptimizer = false;
-  std::string mode = "train";
-  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
-  unsigned layers = 8;
-  /// The counts to build, the first for the set that is moved.
+  TemplatePlan plan;
   std::vector<unsigned> counts;
   /// How many of the other counts the set must move to.
   unsigned moves;
 };
 
 void PrintTo(const Family &family, std::ostream *os) {
-  *os << family.model << " L=" << family.layers;
-  for (const auto &[axis, degree] : family.degrees)
-    *os << " " << axis << degree;
-  *os << " v" << family.virtualStages << " " << family.recompute << " "
-      << family.mode << (family.fsdp ? " fsdp" : "")
-      << (family.distributedOptimizer ? " dist-opt" : "");
+  PrintTo(family.plan, os);
 }
 
 CompileOptions getOptions(const Family &family, unsigned microbatches) {
-  CompileOptions options;
-  options.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/" + family.model;
-  options.degrees = family.degrees;
-  options.microbatches = microbatches;
-  options.virtualStages = family.virtualStages;
-  options.recompute = family.recompute;
-  options.fsdp = family.fsdp;
-  options.distributedOptimizer = family.distributedOptimizer;
-  options.mode = family.mode;
-  options.schedule = family.schedule;
-  options.overrides = {{"L", std::to_string(family.layers)}, {"S", "1024"}};
+  TemplatePlan plan = family.plan;
+  plan.microbatches = microbatches;
+  CompileOptions options = getCompileOptions(plan);
   options.foldMicrobatches = options.foldLayers = true;
   return options;
 }
@@ -104,123 +87,67 @@ TEST_P(RetargetMicrobatchesTest, AMovedSetIsTheBuiltOne) {
   EXPECT_EQ(moved, family.moves);
 }
 
+/// A plan of `model` with `degrees` (and the rest of TemplatePlan's
+/// defaults), changed by `change`.
+Family makeFamily(const char *model,
+                  std::vector<std::pair<std::string, unsigned>> degrees,
+                  std::vector<unsigned> counts, unsigned moves,
+                  std::function<void(TemplatePlan &)> change = {}) {
+  Family family{TemplatePlan{model, std::move(degrees), counts.front()},
+                std::move(counts), moves};
+  if (change)
+    change(family.plan);
+  return family;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Families, RetargetMicrobatchesTest,
     ::testing::Values(
-        // Each count from the one before: from 4 up, back down to 2, and
-        // up again; never to or from one micro-batch.
-        Family{"llama3-8b.stg",
-               {{"dp", 2}, {"tp", 2}, {"pp", 4}},
-               1,
-               "none",
-               false,
-               false,
-               "train",
-               PipelineSchedule::OneFOneB,
-               8,
-               {4, 7, 16, 2, 1, 3, 64},
-               5},
-        Family{"llama3-8b.stg",
-               {{"dp", 2}, {"pp", 2}},
-               1,
-               "full",
-               true,
-               false,
-               "train",
-               PipelineSchedule::OneFOneB,
-               8,
-               {8, 2, 5, 32},
-               3},
-        Family{"llama3-8b.stg",
-               {{"tp", 2}, {"pp", 2}, {"cp", 2}},
-               1,
-               "selective",
-               false,
-               true,
-               "train",
-               PipelineSchedule::GPipe,
-               6,
-               {3, 6, 2},
-               2},
+        // Each count from the one before: from 4 up, down to 2, and up
+        // again; never to or from one micro-batch.
+        makeFamily("llama3-8b.stg", {{"dp", 2}, {"tp", 2}, {"pp", 4}},
+                   {4, 7, 16, 2, 1, 3, 64}, 5),
+        makeFamily("llama3-8b.stg", {{"dp", 2}, {"pp", 2}}, {8, 2, 5, 32}, 3,
+                   [](TemplatePlan &plan) {
+                     plan.recompute = "full";
+                     plan.fsdp = true;
+                   }),
+        makeFamily("llama3-8b.stg", {{"tp", 2}, {"pp", 2}, {"cp", 2}},
+                   {3, 6, 2}, 2,
+                   [](TemplatePlan &plan) {
+                     plan.recompute = "selective";
+                     plan.distributedOptimizer = true;
+                     plan.schedule = PipelineSchedule::GPipe;
+                     plan.layers = 6;
+                   }),
         // Interleaved: with one group of pp micro-batches (4 over 4
         // stages) a chunk's last backward runs before the next chunk's
         // first, so that count cannot move to or from two groups or more.
-        Family{"llama3-8b.stg",
-               {{"tp", 2}, {"pp", 4}},
-               2,
-               "none",
-               false,
-               false,
-               "train",
-               PipelineSchedule::OneFOneB,
-               16,
-               {8, 16, 12, 4, 8, 24},
-               4},
-        Family{"llama3-8b.stg",
-               {{"dp", 2}, {"pp", 2}},
-               4,
-               "full",
-               false,
-               true,
-               "train",
-               PipelineSchedule::OneFOneB,
-               16,
-               {4, 8, 2, 6},
-               2},
-        Family{"gpt.stg",
-               {{"dp", 2}, {"pp", 2}},
-               2,
-               "none",
-               false,
-               false,
-               "train",
-               PipelineSchedule::OneFOneB,
-               8,
-               {6, 10, 4},
-               2},
-        Family{"mixtral-8x7b.stg",
-               {{"ep", 4}, {"pp", 2}},
-               1,
-               "none",
-               false,
-               false,
-               "train",
-               PipelineSchedule::OneFOneB,
-               4,
-               {4, 9, 2},
-               2},
-        Family{"deepseek-moe-16b.stg",
-               {{"ep", 2}, {"pp", 4}},
-               2,
-               "selective",
-               false,
-               false,
-               "train",
-               PipelineSchedule::OneFOneB,
-               8,
-               {8, 16, 24},
-               2},
-        Family{"mamba-2.8b.stg",
-               {{"dp", 2}, {"pp", 4}},
-               1,
-               "none",
-               false,
-               false,
-               "train",
-               PipelineSchedule::OneFOneB,
-               8,
-               {10, 3},
-               1},
-        Family{"llama3-8b.stg",
-               {{"tp", 2}, {"pp", 4}},
-               1,
-               "none",
-               false,
-               false,
-               "prefill",
-               PipelineSchedule::OneFOneB,
-               8,
-               {5, 2, 9},
-               2}));
+        makeFamily("llama3-8b.stg", {{"tp", 2}, {"pp", 4}},
+                   {8, 16, 12, 4, 8, 24}, 4,
+                   [](TemplatePlan &plan) {
+                     plan.virtualStages = 2;
+                     plan.layers = 16;
+                   }),
+        makeFamily("llama3-8b.stg", {{"dp", 2}, {"pp", 2}}, {4, 8, 2, 6}, 2,
+                   [](TemplatePlan &plan) {
+                     plan.virtualStages = 4;
+                     plan.recompute = "full";
+                     plan.distributedOptimizer = true;
+                     plan.layers = 16;
+                   }),
+        makeFamily("gpt.stg", {{"dp", 2}, {"pp", 2}}, {6, 10, 4}, 2,
+                   [](TemplatePlan &plan) { plan.virtualStages = 2; }),
+        makeFamily("mixtral-8x7b.stg", {{"ep", 4}, {"pp", 2}}, {4, 9, 2}, 2,
+                   [](TemplatePlan &plan) { plan.layers = 4; }),
+        makeFamily("deepseek-moe-16b.stg", {{"ep", 2}, {"pp", 4}},
+                   {8, 16, 24}, 2,
+                   [](TemplatePlan &plan) {
+                     plan.virtualStages = 2;
+                     plan.recompute = "selective";
+                   }),
+        makeFamily("mamba-2.8b.stg", {{"dp", 2}, {"pp", 4}}, {10, 3}, 1),
+        makeFamily("llama3-8b.stg", {{"tp", 2}, {"pp", 4}}, {5, 2, 9}, 2,
+                   [](TemplatePlan &plan) { plan.mode = "prefill"; })));
 
 } // namespace
