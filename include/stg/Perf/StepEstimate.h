@@ -98,8 +98,8 @@ struct StepEstimate {
 /// messages of its steps, kept across estimates of program sets with the
 /// same nodes, steps and folds but other numbers: the plan search's plans
 /// of one structure (repriceProgramSet), which then only price the shapes.
-/// A cache serves one such family of program sets and is wrong for any
-/// other.
+/// A cache serves program sets of those nodes, steps and folds and is wrong
+/// for any other until forgetSteps.
 class StepShapeCache {
 public:
   StepShapeCache();
