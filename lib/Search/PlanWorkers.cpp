@@ -267,8 +267,8 @@ stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
     }
   }
   // A worker that dies (the kernel's out-of-memory killer, say) leaves
-  // plans without a result; the first of them begins the batch (one
-  // structure's plans) that likely killed it.
+  // plans without a result; the first of them begins the batch (a
+  // family's plans, or MaxBatch of them) that likely killed it.
   auto firstMissing = [&] {
     auto missing = llvm::find(returned, false);
     return missing == returned.end()
