@@ -13,23 +13,28 @@
 #include "stg/Perf/StepEstimate.h"
 
 #include "CompileForTest.h"
+#include "TemplatePlan.h"
 
 #include "gtest/gtest.h"
 
+#include <functional>
 #include <map>
 
 using namespace stg;
 
 namespace {
 
-struct Plan {
-  const char *model;
-  std::vector<std::pair<std::string, unsigned>> degrees;
-  unsigned microbatches = 1;
-  unsigned virtualStages = 1;
-  std::string mode = "train";
-  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
-};
+/// Four layers: a timeline records every node.
+TemplatePlan makePlan(const char *model,
+                      std::vector<std::pair<std::string, unsigned>> degrees,
+                      unsigned microbatches,
+                      std::function<void(TemplatePlan &)> change = {}) {
+  TemplatePlan plan{model, std::move(degrees), microbatches};
+  plan.layers = 4;
+  if (change)
+    change(plan);
+  return plan;
+}
 
 ReplayStream getExpectedStream(const ProgramNode &node) {
   switch (node.kind) {
@@ -47,19 +52,11 @@ ReplayStream getExpectedStream(const ProgramNode &node) {
   return ReplayStream::None;
 }
 
-class TimelineTest : public ::testing::TestWithParam<Plan> {};
+class TimelineTest : public ::testing::TestWithParam<TemplatePlan> {};
 
 TEST_P(TimelineTest, TheTimelineIsTheEstimate) {
-  const Plan &plan = GetParam();
-  CompileOptions options;
-  options.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/" + plan.model;
-  options.degrees = plan.degrees;
-  options.microbatches = plan.microbatches;
-  options.virtualStages = plan.virtualStages;
-  options.mode = plan.mode;
-  options.schedule = plan.schedule;
-  options.overrides = {{"L", "4"}, {"S", "1024"}};
-  std::optional<CompiledModel> compiled = compileForTest(options);
+  std::optional<CompiledModel> compiled =
+      compileForTest(getCompileOptions(GetParam()));
   ASSERT_TRUE(compiled);
   ProgramSet &programs = compiled->programs;
   llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
@@ -132,16 +129,18 @@ TEST_P(TimelineTest, TheTimelineIsTheEstimate) {
   }
 }
 
-using Degrees = std::vector<std::pair<std::string, unsigned>>;
-
 INSTANTIATE_TEST_SUITE_P(
     Plans, TimelineTest,
     ::testing::Values(
-        Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"tp", 2}, {"pp", 2}}, 4},
-        Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 2}}, 4, 2},
-        Plan{"llama3-8b.stg", Degrees{{"pp", 4}}, 6, 1, "train",
-             PipelineSchedule::GPipe},
-        Plan{"llama3-8b.stg", Degrees{{"tp", 4}, {"pp", 2}}, 2, 1, "prefill"},
-        Plan{"mixtral-8x7b.stg", Degrees{{"ep", 4}, {"pp", 2}}, 2}));
+        makePlan("llama3-8b.stg", {{"dp", 2}, {"tp", 2}, {"pp", 2}}, 4),
+        makePlan("llama3-8b.stg", {{"tp", 2}, {"pp", 2}}, 4,
+                 [](TemplatePlan &plan) { plan.virtualStages = 2; }),
+        makePlan("llama3-8b.stg", {{"pp", 4}}, 6,
+                 [](TemplatePlan &plan) {
+                   plan.schedule = PipelineSchedule::GPipe;
+                 }),
+        makePlan("llama3-8b.stg", {{"tp", 4}, {"pp", 2}}, 2,
+                 [](TemplatePlan &plan) { plan.mode = "prefill"; }),
+        makePlan("mixtral-8x7b.stg", {{"ep", 4}, {"pp", 2}}, 2)));
 
 } // namespace
