@@ -272,11 +272,9 @@ stg::instantiate(const Module &module, const Mesh &mesh,
   return set;
 }
 
-/// Moves the collectives' groups of `set` onto `mesh`, whose axes with a
-/// degree above 1 are those of the set's mesh, maybe in another order.
-static LogicalResult moveToMesh(ProgramSet &set, const Mesh &mesh,
-                                llvm::StringRef pipelineAxis,
-                                DiagnosticEngine &diags) {
+LogicalResult stg::moveProgramSetToMesh(ProgramSet &set, const Mesh &mesh,
+                                        llvm::StringRef pipelineAxis,
+                                        DiagnosticEngine &diags) {
   auto countSplit = [](const Mesh &mesh) {
     return llvm::count_if(mesh.getAxes(), [](const Mesh::AxisInfo &axis) {
       return axis.degree > 1;
@@ -321,7 +319,7 @@ LogicalResult stg::repriceProgramSet(ProgramSet &set,
                     "were not recorded");
     return failure();
   }
-  if (failed(moveToMesh(set, mesh, options.pipelineAxis, diags)))
+  if (failed(moveProgramSetToMesh(set, mesh, options.pipelineAxis, diags)))
     return failure();
   std::optional<Placement> placement = Placement::create(
       module, numStages, set.numVirtualStages, options.chunkLayers, diags);

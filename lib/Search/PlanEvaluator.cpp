@@ -169,14 +169,25 @@ const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
                                               plan.microbatches));
     if (reusable) {
       lastStructure->key = key;
+      lastStructure->pricedFor.clear();
       lastStructure->shapes.forgetSteps();
     }
   }
+  InstantiateOptions instantiateOptions = getInstantiateOptions(mesh, options);
+  if (reusable && !cached.bound.empty() &&
+      lastStructure->pricedFor == cached.bound) {
+    // The last plan's numbers, in another rank order (tp in the node or
+    // not: half of a space's plans): only the collectives' groups move.
+    if (failed(moveProgramSetToMesh(lastStructure->programs, mesh,
+                                    instantiateOptions.pipelineAxis, diags)))
+      return nullptr;
+    return &lastStructure->programs;
+  }
   if (reusable) {
+    lastStructure->pricedFor.clear();
     if (failed(repriceProgramSet(lastStructure->programs,
                                  lastStructure->sources, *cached.module, mesh,
-                                 getInstantiateOptions(mesh, options),
-                                 *cached.numbers, diags))) {
+                                 instantiateOptions, *cached.numbers, diags))) {
       // The cache keeps a failed op as null without its message: the next
       // plan evaluates afresh, so that it reports why.
       cached.bound.clear();
@@ -199,6 +210,7 @@ const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
   }
   applyDeviceModel(lastStructure->programs, system.device, nullptr,
                    lastStructure->sources);
+  lastStructure->pricedFor = cached.bound;
   return &lastStructure->programs;
 }
 

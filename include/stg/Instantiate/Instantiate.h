@@ -179,6 +179,14 @@ LogicalResult repriceProgramSet(ProgramSet &set, const ProgramSources &sources,
                                 OpNumberCache &numbers,
                                 DiagnosticEngine &diags);
 
+/// Moves the collectives' groups of `set` onto `mesh`, whose axes with a
+/// degree above 1 are those of the set's mesh, maybe in another order: a
+/// plan that differs from the set's only in its rank order has its nodes
+/// and numbers but these.
+LogicalResult moveProgramSetToMesh(ProgramSet &set, const Mesh &mesh,
+                                   llvm::StringRef pipelineAxis,
+                                   DiagnosticEngine &diags);
+
 /// Moves `set`, built by instantiate() with folded micro-batches and
 /// `sources` recorded, to `numMicrobatches` micro-batches: the schedule,
 /// the steps and the message tags that count would give; its numbers and

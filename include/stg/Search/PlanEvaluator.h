@@ -133,6 +133,9 @@ private:
   /// micro-batch count, for its family's next plan.
   struct CachedStructure {
     std::string key, familyKey;
+    /// The module binding (CachedModule::bound) the programs are priced
+    /// for, if they are priced.
+    std::string pricedFor;
     ProgramSet programs;
     ProgramSources sources;
     StepShapeCache shapes;
