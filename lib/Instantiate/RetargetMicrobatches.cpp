@@ -5,17 +5,18 @@
 // first's with its tags moved on. So the micro-batch count shapes three
 // things alone: the schedule, which steps replay which, and the tags
 // (an edge's number times the count plus the micro-batch). The plan search
-// builds one set for a model's structure and moves it to each count its
+// builds one set for a family of structures and moves it to each count its
 // plans use, where it built one per count before: 12,171 builds became
-// about 2,000 on Llama-3-70B's 1024-GPU space.
+// 3,181 on Llama-3-70B's 1024-GPU space.
 //
 // The builder records, in schedule order, each schedule step that built
 // nodes or replayed another chunk's (ProgramSources::ScheduleSource). The
 // new count's schedule must reach those steps in the same order, else the
-// nodes would come in another order (an interleaved schedule of one
-// micro-batch group runs every forward first): then nothing changes and
-// the caller builds. test/unit/ProgramSourcesTest.cpp compares moved sets
-// with built ones.
+// nodes would come in another order (an interleaved schedule of a single
+// group of pp micro-batches runs a chunk's last backward before the next
+// chunk's first): then nothing changes and the caller builds.
+// test/unit/RetargetMicrobatchesTest.cpp compares moved sets with built
+// ones.
 //
 //===----------------------------------------------------------------------===//
 
