@@ -22,6 +22,8 @@
 
 #include "stg/Instantiate/Instantiate.h"
 
+#include "StageBuilder.h"
+
 #include "stg/Instantiate/Limits.h"
 #include "stg/Instantiate/Schedule.h"
 
@@ -42,9 +44,7 @@ assembleSteps(llvm::ArrayRef<ScheduleStep> schedule,
   size_t next = 0;
   for (const ScheduleStep &step : schedule) {
     std::pair<unsigned, bool> kind{step.chunk, step.backward};
-    bool last = step.microbatch + 1 == numMicrobatches;
-    if ((step.microbatch > 0 && !last) ||
-        (training && !step.backward && step.microbatch > 0)) {
+    if (replaysFirstMicrobatch(step, numMicrobatches, training)) {
       auto first = firstOfKind.find(kind);
       if (first == firstOfKind.end())
         return std::nullopt;

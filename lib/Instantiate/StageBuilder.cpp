@@ -791,8 +791,9 @@ bool StageBuilder::build(StageProgram &program) {
   for (size_t index = 0; index < program.schedule.size(); ++index) {
     ScheduleStep step = program.schedule[index];
     std::pair<unsigned, bool> kind{step.chunk, step.backward};
-    if (!isBuilt(int(step.microbatch)) ||
-        (!step.backward && isForwardReplayed(int(step.microbatch)))) {
+    if (shared.options.foldMicrobatches &&
+        replaysFirstMicrobatch(step, shared.options.numMicrobatches,
+                               shared.training)) {
       // The schedule runs micro-batch 0 of a kind before any other.
       if (std::optional<ProgramStep> first = firstOfKind.at(kind)) {
         first->tagOffset += int32_t(step.microbatch);

@@ -66,6 +66,16 @@ struct SharedState {
   std::vector<unsigned> queryAskedBy;
 };
 
+/// Whether a folded stage's schedule step replays micro-batch 0's step of
+/// its kind rather than building nodes: every micro-batch's but the first's
+/// and the last's, and in training the last one's forward too (it matches
+/// the first's but for its tags; its backward reduces the gradients).
+inline bool replaysFirstMicrobatch(ScheduleStep step, unsigned numMicrobatches,
+                                   bool training) {
+  bool last = step.microbatch + 1 == numMicrobatches;
+  return step.microbatch > 0 && (!last || (training && !step.backward));
+}
+
 /// Builds the program of one stage. Stages are built independently: the
 /// shared edges tell each what it sends and receives, and with which tag.
 class StageBuilder {
