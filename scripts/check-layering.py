@@ -20,6 +20,7 @@ import sys
 # Each library and the libraries it uses directly.
 LAYERS = {
     "Support": [],
+    "Import": ["Support"],
     "IR": ["Support"],
     "Parse": ["IR"],
     "Passes": ["IR"],
@@ -29,7 +30,7 @@ LAYERS = {
     "Perturb": ["Perf"],
     "Emit": ["Chakra", "Perf", "Perturb"],
     "Trace": ["Chakra"],
-    "Driver": ["Parse", "Passes", "Instantiate"],
+    "Driver": ["Import", "Parse", "Passes", "Instantiate"],
     "Search": ["Driver", "Perf"],
 }
 

@@ -2,6 +2,8 @@
 
 #include "stg/Driver/Compile.h"
 
+#include "stg/Import/HFImport.h"
+
 #include "stg/Parse/Parser.h"
 #include "stg/Passes/Pass.h"
 
@@ -61,8 +63,20 @@ std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
   // shipped templates' sequence parallelism off.
   if (options.mode == "decode")
     parseOptions.switches.push_back({"sequence_parallel", false});
-  std::unique_ptr<Module> module =
-      parseFile(options.input, parseOptions, diags);
+  std::unique_ptr<Module> module;
+  if (isModelConfigPath(options.input)) {
+    // A Hugging Face config: the importer's STG text goes through the
+    // same front end as a file, named after the config so that errors
+    // in it show where they came from.
+    std::optional<ImportedModel> imported =
+        importModelConfig(options.input, diags);
+    if (!imported)
+      return nullptr;
+    module = parseSource(imported->source, options.input + ".stg",
+                         parseOptions, diags);
+  } else {
+    module = parseFile(options.input, parseOptions, diags);
+  }
   if (!module)
     return nullptr;
   const Option *sharded = module->lookupOption("weight_sharded");

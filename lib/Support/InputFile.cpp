@@ -76,10 +76,14 @@ stg::readInputFile(llvm::StringRef path, uint64_t maxBytes,
   return std::move(*buffer);
 }
 
-unsigned stg::getJSONNestingDepth(llvm::StringRef text) {
-  unsigned depth = 0, deepest = 0;
+/// Calls `open(offset, depth)` for every `[` and `{` outside strings, with
+/// the depth it opens; stops when `open` returns true.
+template <typename OpenFn>
+static void scanJSONNesting(llvm::StringRef text, OpenFn open) {
+  unsigned depth = 0;
   bool inString = false, escaped = false;
-  for (char c : text) {
+  for (size_t offset = 0; offset < text.size(); ++offset) {
+    char c = text[offset];
     if (inString) {
       if (escaped)
         escaped = false;
@@ -91,10 +95,29 @@ unsigned stg::getJSONNestingDepth(llvm::StringRef text) {
     }
     if (c == '"')
       inString = true;
-    else if (c == '[' || c == '{')
-      deepest = std::max(deepest, ++depth);
-    else if ((c == ']' || c == '}') && depth > 0)
+    else if (c == '[' || c == '{') {
+      if (open(offset, ++depth))
+        return;
+    } else if ((c == ']' || c == '}') && depth > 0)
       --depth;
   }
+}
+
+unsigned stg::getJSONNestingDepth(llvm::StringRef text) {
+  unsigned deepest = 0;
+  scanJSONNesting(text, [&](size_t, unsigned depth) {
+    deepest = std::max(deepest, depth);
+    return false;
+  });
   return deepest;
+}
+
+size_t stg::findJSONNestingPast(llvm::StringRef text, unsigned limit) {
+  size_t found = llvm::StringRef::npos;
+  scanJSONNesting(text, [&](size_t offset, unsigned depth) {
+    if (depth > limit)
+      found = offset;
+    return depth > limit;
+  });
+  return found;
 }

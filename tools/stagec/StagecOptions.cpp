@@ -69,7 +69,9 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   unsigned dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
 
   const char *model = "Model";
-  app.add_option("file", options.compile.input, "the .stg model to compile")
+  app.add_option("file", options.compile.input,
+                 "the model to compile: a .stg file, or a Hugging Face "
+                 "config.json (docs/models.md)")
       ->required()
       ->group(model);
   app.add_option("-I", options.compile.includeDirs,
@@ -225,6 +227,11 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                "(after --set and the degrees), comments and locations, and "
                "exit")
       ->group(output);
+  app.add_option("--emit-stg", options.emitStg,
+                 "write the STG program a config.json imports to (the same "
+                 "model, to read or edit; - for standard output), and exit")
+      ->type_name("FILE")
+      ->group(output);
   app.add_flag("--report", options.report,
                "print FLOPs, communication and memory per rank class (and, "
                "with --system or --device, the step estimate and its "
@@ -253,6 +260,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     return app.exit(e) == 0 ? 0 : 1;
   }
   if (options.outputDir.empty() && !options.report && !options.printDims &&
+      options.emitStg.empty() &&
       options.reportJson.empty() && options.timeline.empty()) {
     std::fprintf(stderr, "stagec: error: give -o DIR to write traces, "
                          "--report to print a summary, --report-json FILE "

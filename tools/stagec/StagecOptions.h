@@ -42,6 +42,8 @@ struct StagecOptions {
   unsigned jobs = 0;
   bool report = false;
   bool printDims = false; ///< `--print-dims`: list the declarations, exit.
+  /// `--emit-stg FILE`: write an imported config's STG program, exit.
+  std::string emitStg;
   std::string reportJson; ///< `--report-json FILE`: the report as JSON.
   std::string timeline;   ///< `--timeline FILE`: the step as trace events.
   bool quiet = false;

@@ -20,6 +20,7 @@
 #include "stg/Emit/Timeline.h"
 #include "stg/Emit/TraceEmitter.h"
 #include "stg/Emit/WorkloadCard.h"
+#include "stg/Import/HFImport.h"
 #include "stg/Perf/DeviceModel.h"
 #include "stg/Perf/StepMetrics.h"
 #include "stg/Perf/System.h"
@@ -29,6 +30,7 @@
 #include "stg/Support/Version.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -271,6 +273,34 @@ createSideFile(llvm::StringRef flag, llvm::StringRef file,
   return success();
 }
 
+/// `--emit-stg FILE`: the STG program of a config, checked by the front end
+/// before it is written whole (or not at all).
+static int emitImportedSource(const StagecOptions &options,
+                              DiagnosticEngine &diags) {
+  const std::string &input = options.compile.input;
+  if (!isModelConfigPath(input)) {
+    diags.error({}, "--emit-stg writes the STG program of a Hugging Face "
+                    "config (a .json file); " +
+                        input + " is already STG");
+    return 1;
+  }
+  std::optional<ImportedModel> imported = importModelConfig(input, diags);
+  if (!imported || !loadModel(options.compile, diags))
+    return 1;
+  if (options.emitStg == "-") {
+    llvm::outs() << imported->source;
+    return 0;
+  }
+  if (llvm::Error err =
+          llvm::writeFileAtomically(options.emitStg + ".tmp%%%%%%",
+                                    options.emitStg, imported->source)) {
+    diags.error({}, "--emit-stg " + options.emitStg + ": " +
+                        llvm::toString(std::move(err)));
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   StagecOptions options;
   if (std::optional<int> exit = parseStagecOptions(argc, argv, options))
@@ -278,6 +308,8 @@ int main(int argc, char **argv) {
 
   DiagnosticEngine diags(llvm::errs());
   diags.setProgramName("stagec");
+  if (!options.emitStg.empty())
+    return emitImportedSource(options, diags);
   if (options.printDims) {
     std::unique_ptr<Module> module = loadModel(options.compile, diags);
     if (!module || !bindPlan(*module, options.compile, diags))

@@ -34,6 +34,9 @@ readInputFile(llvm::StringRef path, uint64_t maxBytes, llvm::StringRef what);
 /// The deepest nesting of `[` and `{` in JSON text, outside strings; for
 /// refusing input that would overflow a recursive parser's stack.
 unsigned getJSONNestingDepth(llvm::StringRef text);
+/// The offset of the first `[` or `{` that opens a level deeper than
+/// `limit` (outside strings), or StringRef::npos: where to point an error.
+size_t findJSONNestingPast(llvm::StringRef text, unsigned limit);
 
 } // namespace stg
 

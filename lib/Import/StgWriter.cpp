@@ -1,0 +1,509 @@
+//===- StgWriter.cpp - A ModelSpec as an STG program ----------------------===//
+//
+// Writes the program a user would write by hand: the shipped `nn/` blocks
+// where they fit (norms, vocabulary, RoPE, q/k-norm, MLA, Mamba, experts),
+// blocks of its own for the attention and MLP variants the config asks
+// for, one decoder block per kind of layer, a layer pattern where layers
+// differ, and the config's numbers as `set` lines at the end, each with the
+// key it came from. Names follow the family templates (D, NH, KVH, DH, F,
+// V, L, E, K, FE, ...), so `--set S=8192 --set MB=2` works on an imported
+// model as on a template.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelSpec.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace stg;
+
+/// The residual stream's layout in every nn/ block.
+static const char *const Residual = "[B/(dp*ep), S/(sp*cp), D]";
+static const char *const Heads = "[B/(dp*ep), S/cp, NH/tp, DH]";
+static const char *const KVHeads = "[B/(dp*ep), S/cp, KVH/tp, DH]";
+
+namespace {
+
+/// The program being written, section by section.
+class Writer {
+public:
+  Writer(const ModelSpec &spec) : spec(spec) {}
+  std::string write(const std::string &identifier, const std::string &name,
+                    const std::string &hfRepo, const std::string &configPath);
+
+private:
+  void writeImports();
+  void writeDims();
+  void writeSets();
+  std::string writeAttention(const LayerSpec &layer);
+  std::string writeMlp();
+  std::string writeExperts();
+  std::string writeDecoder(const LayerSpec &layer, bool dense);
+  void writeLayerPattern();
+  void writeMamba(const std::string &identifier);
+
+  /// A dim the config sets, with its key for the `set` line.
+  void size(const char *dim, int64_t value, const char *key,
+            const char *meaning) {
+    sizes.push_back({dim, value, key, meaning});
+  }
+
+  struct Size {
+    const char *dim;
+    int64_t value;
+    const char *key;
+    const char *meaning;
+  };
+  const ModelSpec &spec;
+  std::string text;
+  llvm::raw_string_ostream os{text};
+  std::string blocks;
+  llvm::raw_string_ostream blocksOs{blocks};
+  std::vector<Size> sizes;
+  std::map<std::string, std::string> written; ///< block key -> name
+};
+
+} // namespace
+
+static const char *getMaskName(MaskKind mask) {
+  switch (mask) {
+  case MaskKind::Causal:
+    return "full";
+  case MaskKind::Sliding:
+    return "sliding";
+  case MaskKind::Chunked:
+    return "chunked";
+  }
+  return "full";
+}
+
+static std::string formatNumber(double value) {
+  std::string text = llvm::formatv("{0}", value).str();
+  return text;
+}
+
+void Writer::writeImports() {
+  os << "import \"nn/norm.stg\";\n";
+  os << "import \"nn/vocab.stg\";\n";
+  if (spec.mamba) {
+    os << "import \"nn/mamba.stg\";\n";
+    return;
+  }
+  if (spec.mla) {
+    os << "import \"nn/mla.stg\";\n";
+  } else {
+    os << "import \"nn/rope.stg\";      // rope_q\n";
+    os << "import \"nn/gqa.stg\";       // rope_k\n";
+  }
+  if (spec.qkNorm)
+    os << "import \"nn/qknorm.stg\";    // q_norm, k_norm\n";
+  if (spec.experts && !spec.expertBias && !spec.routerBias)
+    os << "import \"nn/moe.stg\";\n";
+  if (spec.sharedExperts)
+    os << "import \"nn/shared_experts.stg\";\n";
+  bool denseLayers =
+      spec.leadingDense > 0 || !spec.experts ||
+      llvm::any_of(spec.pattern, [](const LayerSpec &l) { return !l.moe; });
+  if (denseLayers)
+    os << "import \"nn/ffn.stg\";       // "
+       << (spec.mlp == MlpKind::GeGLU ? "geglu_mlp" : "swiglu_mlp") << "\n";
+}
+
+void Writer::writeDims() {
+  os << "dim MB = 1;          // micro-batch per replica (sequences)\n"
+     << "dim B = MB * dp * ep; // the micro-batch of all replicas\n"
+     << llvm::left_justify(
+            ("dim S = " + llvm::Twine(std::min<int64_t>(4096, spec.maxPositions)) +
+             ";")
+                .str(),
+            20)
+     << "// sequence length (a config does not say; --set S=...)\n";
+  for (const Size &size : sizes)
+    os << llvm::left_justify(("dim " + llvm::Twine(size.dim) + ";").str(), 20)
+       << "// " << size.meaning << "\n";
+  if (spec.experts) {
+    os << "dim CAP = 100;       // capacity factor in percent (100 = 1.0)\n"
+       << "dim C   = ceil(CAP * B * S * K / (100 * E));   // slots per "
+          "expert\n";
+  }
+}
+
+void Writer::writeSets() {
+  os << "\n// The config's numbers (its keys beside them).\n";
+  for (const Size &size : sizes)
+    os << llvm::left_justify(("set " + llvm::Twine(size.dim) + " = " +
+                              llvm::Twine(size.value) + ";")
+                                 .str(),
+                             20)
+       << "// " << size.key << "\n";
+}
+
+std::string Writer::writeAttention(const LayerSpec &layer) {
+  if (spec.mla)
+    return spec.queryLatent ? "mla" : "mla_direct_q";
+  std::string name = "self_attention";
+  if (spec.pattern.size() > 1 &&
+      llvm::any_of(spec.pattern,
+                   [&](const LayerSpec &l) { return l.mask != layer.mask ||
+                                                    l.rope != layer.rope; }))
+    name += std::string("_") + getMaskName(layer.mask) + (layer.rope ? "" : "_nope");
+  if (written.count(name))
+    return name;
+  written[name] = name;
+  auto &out = blocksOs;
+  out << "// " << (layer.mask == MaskKind::Sliding ? "Sliding-window"
+                   : layer.mask == MaskKind::Chunked ? "Chunked"
+                                                     : "Causal")
+      << " grouped-query attention" << (layer.rope ? "" : " without RoPE (NoPE)")
+      << ".\n";
+  out << "block " << name << "(x: " << Residual << ") -> " << Residual << " {\n";
+  out << "  param wq: [D/fsdp, NH/tp, DH];\n"
+      << "  param wk: [D/fsdp, KVH/tp, DH];\n"
+      << "  param wv: [D/fsdp, KVH/tp, DH];\n"
+      << "  param wo: [NH/tp, DH, D/fsdp];\n";
+  if (spec.qkvBias)
+    out << "  param bq: [NH/tp, DH];\n  param bk: [KVH/tp, DH];\n"
+        << "  param bv: [KVH/tp, DH];\n";
+  if (spec.outputBias)
+    out << "  param bo: [D];\n";
+  if (spec.sinks)
+    out << "  param sinks: [NH/tp];                 // a learned logit per head\n";
+  auto project = [&](const char *result, const char *type, const char *weight,
+                     const char *bias) {
+    std::string value = std::string("einsum[bsd,dhe->bshe](x, ") + weight + ")";
+    if (spec.qkvBias)
+      value = std::string("add(") + value + ", " + bias + ")";
+    out << "  " << result << ": " << type << " = " << value << ";\n";
+  };
+  project("q", Heads, "wq", "bq");
+  project("k", KVHeads, "wk", "bk");
+  project("v", KVHeads, "wv", "bv");
+  std::string q = "q", k = "k";
+  if (spec.qkNorm) {
+    q = "q_norm(" + q + ")";
+    k = "k_norm(" + k + ")";
+  }
+  if (spec.qkL2Norm && layer.rope) {
+    // Llama 4's L2 norm of the RoPE layers' q and k: RMSNorm's kernel
+    // without a scale.
+    q = "rmsnorm(" + q + ")";
+    k = "rmsnorm(" + k + ")";
+  }
+  if (layer.rope) {
+    q = "rope_q(" + q + ")";
+    k = "rope_k(" + k + ")";
+  }
+  std::string attrs;
+  switch (layer.mask) {
+  case MaskKind::Causal:
+    attrs = "mask=causal";
+    break;
+  case MaskKind::Sliding:
+    attrs = "mask=sliding, window=WIN";
+    break;
+  case MaskKind::Chunked:
+    attrs = "mask=chunked, window=CHUNK";
+    break;
+  }
+  if (spec.softcap > 0)
+    attrs += ", softcap=" + formatNumber(spec.softcap);
+  out << "  o: " << Heads << " = attention[" << attrs << "](\n      " << q
+      << ", " << k << ", v" << (spec.sinks ? ", sinks" : "") << ");\n";
+  out << "  y: " << Residual << " = einsum[bshe,hed->bsd](o, wo);\n";
+  out << "  return " << (spec.outputBias ? "add(y, bo)" : "y") << ";\n}\n\n";
+  return name;
+}
+
+/// The dense MLP: nn/ffn.stg's.
+std::string Writer::writeMlp() {
+  return spec.mlp == MlpKind::GeGLU ? "geglu_mlp" : "swiglu_mlp";
+}
+
+/// nn/moe.stg's experts, or a block of their own where the experts or the
+/// router have biases or another activation.
+std::string Writer::writeExperts() {
+  if (!spec.expertBias && !spec.routerBias)
+    return "moe";
+  if (written.count("experts"))
+    return "experts";
+  written["experts"] = "experts";
+  auto &out = blocksOs;
+  out << "// Routed experts: nn/moe.stg's with "
+      << (spec.expertBias ? "biases in the router and the experts"
+                          : "a learned bias on the router's scores")
+      << ".\n";
+  out << "block experts(x: " << Residual << ") -> " << Residual << " {\n"
+      << "  param w_router: [D/fsdp, E];\n"
+      << "  param b_router: [E];\n"
+      << "  param w_gate:   [E/ep, D/fsdp, FE/tp];\n"
+      << "  param w_up:     [E/ep, D/fsdp, FE/tp];\n"
+      << "  param w_down:   [E/ep, FE/tp, D/fsdp];\n";
+  if (spec.expertBias)
+    out << "  param b_gate:   [E/ep, FE/tp];\n"
+        << "  param b_up:     [E/ep, FE/tp];\n"
+        << "  param b_down:   [E/ep, D];\n";
+  out << "  logits: [B/(dp*ep), S/(sp*cp), E] = "
+         "add(einsum[bsd,de->bse](x, w_router), b_router);\n"
+      << "  r = route[topk=K, experts=E](logits);\n"
+      << "  d: [E/ep, C/(dp*sp*cp), D] = dispatch(x, r);\n";
+  const char *slots = "[E/ep, C/(dp*cp), FE/tp]";
+  if (spec.expertBias) {
+    out << "  g: " << slots << " = add(einsum[ecd,edf->ecf](d, w_gate), b_gate);\n"
+        << "  u: " << slots << " = add(einsum[ecd,edf->ecf](d, w_up), b_up);\n";
+  } else {
+    out << "  g: " << slots << " = einsum[ecd,edf->ecf](d, w_gate);\n"
+        << "  u: " << slots << " = einsum[ecd,edf->ecf](d, w_up);\n";
+  }
+  std::string hidden = spec.mlp == MlpKind::ClampedSwiGLU
+                           ? "swiglu_clamped[limit=" +
+                                 formatNumber(spec.clampLimit) + "](g, u)"
+                           : "mul(silu(g), u)";
+  out << "  o: [E/ep, C/(dp*sp*cp), D] = "
+      << (spec.expertBias ? "add(einsum[ecf,efd->ecd](" + hidden +
+                                ", w_down), b_down)"
+                          : "einsum[ecf,efd->ecd](" + hidden + ", w_down)")
+      << ";\n";
+  out << "  y: " << Residual << " = combine(o, r);\n  return y;\n}\n\n";
+  return "experts";
+}
+
+std::string Writer::writeDecoder(const LayerSpec &layer, bool dense) {
+  bool moe = layer.moe && !dense;
+  std::string attention = writeAttention(layer);
+  std::string name = "decoder";
+  if (dense && spec.leadingDense)
+    name = "dense_decoder";
+  else if (spec.pattern.size() > 1) {
+    if (llvm::any_of(spec.pattern, [&](const LayerSpec &l) {
+          return l.mask != layer.mask || l.rope != layer.rope;
+        }))
+      name += std::string("_") + getMaskName(layer.mask) +
+              (layer.rope ? "" : "_nope");
+    if (llvm::any_of(spec.pattern,
+                     [&](const LayerSpec &l) { return l.moe != layer.moe; }))
+      name += moe ? "_moe" : "_dense";
+  }
+  if (written.count("decoder:" + name))
+    return name;
+  written["decoder:" + name] = name;
+  std::string mlp = moe ? writeExperts() : writeMlp();
+  auto &out = blocksOs;
+  out << "block " << name << "(x: " << Residual << ") -> " << Residual
+      << " {\n";
+  auto wrap = [&](const std::string &call) {
+    return spec.sandwichNorms ? "rms_norm(" + call + ")" : call;
+  };
+  out << "  x1 = add(x, " << wrap(attention + "(rms_norm(x))") << ");\n";
+  if (moe && spec.sharedExperts) {
+    out << "  h = rms_norm(x1);\n";
+    if (spec.sharedExpertGate) {
+      out << "  param w_shared_gate: [D/fsdp, 1];   // a sigmoid gate on the "
+             "shared expert\n"
+          << "  gate: [B/(dp*ep), S/(sp*cp), 1] = "
+             "sigmoid(einsum[bsd,de->bse](h, w_shared_gate));\n"
+          << "  return add(x1, add(" << mlp
+          << "(h), mul(shared_experts(h), gate)));\n}\n\n";
+    } else {
+      out << "  return add(x1, add(" << mlp << "(h), shared_experts(h)));\n}\n\n";
+    }
+    return name;
+  }
+  out << "  return add(x1, " << wrap(mlp + "(rms_norm(x1))") << ");\n}\n\n";
+  return name;
+}
+
+/// `layer % 6 == 5 || layer % 6 == 2`.
+static std::string describeResidues(const std::vector<unsigned> &residues,
+                                    unsigned period) {
+  std::string text;
+  for (unsigned residue : residues)
+    text += (text.empty() ? "" : " || ") + ("layer % " + llvm::Twine(period) +
+                                            " == " + llvm::Twine(residue))
+                                               .str();
+  return text;
+}
+
+void Writer::writeLayerPattern() {
+  unsigned period = findLayerPeriod(spec.pattern);
+  std::vector<LayerSpec> kinds;
+  std::vector<std::vector<unsigned>> residues;
+  for (unsigned i = 0; i < period; ++i) {
+    size_t kind = llvm::find(kinds, spec.pattern[i]) - kinds.begin();
+    if (kind == kinds.size()) {
+      kinds.push_back(spec.pattern[i]);
+      residues.emplace_back();
+    }
+    residues[kind].push_back(i);
+  }
+  std::vector<std::string> decoders;
+  for (const LayerSpec &kind : kinds)
+    decoders.push_back(writeDecoder(kind, false));
+  if (kinds.size() == 1) {
+    os << "  repeat L { x = " << decoders[0] << "(x); }\n";
+    return;
+  }
+  // The kind with the most layers of the period goes under `else`.
+  size_t common = 0;
+  for (size_t i = 1; i < kinds.size(); ++i)
+    if (residues[i].size() > residues[common].size())
+      common = i;
+  os << "  repeat L {\n";
+  bool first = true;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (i == common)
+      continue;
+    os << (first ? "    if " : "    else if ")
+       << describeResidues(residues[i], period) << " { x = " << decoders[i]
+       << "(x); }\n";
+    first = false;
+  }
+  os << "    else { x = " << decoders[common] << "(x); }\n  }\n";
+}
+
+void Writer::writeMamba(const std::string &identifier) {
+  size("D", spec.hidden, "hidden_size", "hidden size (d_model)");
+  size("DI", spec.innerSize, "intermediate_size", "inner size");
+  size("N", spec.stateSize, "state_size", "SSM state size");
+  size("R", spec.dtRank, "time_step_rank", "dt rank");
+  size("DC", spec.convKernel, "conv_kernel", "convolution width");
+  size("V", spec.vocab, "vocab_size", "vocabulary (padded)");
+  size("L", spec.layers, "num_hidden_layers", "Mamba blocks");
+  writeDims();
+  os << "\nmodel " << identifier << " {\n"
+     << "  tokens: i32[B/(dp*ep), S/cp] = input();\n"
+     << "  labels: i32[B/(dp*ep), S/cp] = input();\n"
+     << "  param embedding: [V/tp, D/fsdp];\n";
+  if (!spec.tiedEmbeddings)
+    os << "  param head: [V/tp, D/fsdp];\n";
+  os << "  x: " << Residual << " = embed(tokens, embedding);\n"
+     << "  repeat L { x = add(x, mamba_mixer(rms_norm(x))); }\n"
+     << "  loss = lm_loss(lm_head(rms_norm(x), "
+     << (spec.tiedEmbeddings ? "embedding" : "head") << "), labels);\n}\n";
+}
+
+std::string Writer::write(const std::string &identifier,
+                          const std::string &name, const std::string &hfRepo,
+                          const std::string &configPath) {
+  os << "// " << name << " (" << spec.modelType
+     << "), imported by stagec from " << configPath << ".\n"
+     << "// An ordinary STG program (docs/models.md): edit it, or change its\n"
+     << "// numbers with --set NAME=VALUE.\n";
+  writeImports();
+  os << "\naxis dp, tp, cp, ep, pp;\n"
+     << "option sequence_parallel = true;\n"
+     << "option weight_sharded    = false;\n";
+  if (!hfRepo.empty())
+    os << "option hf_repo = \"" << hfRepo << "\";\n";
+  os << "axis sp   = tp if sequence_parallel;\n"
+     << "axis fsdp = dp if weight_sharded;\n\n";
+  if (spec.mamba) {
+    writeMamba(identifier);
+    writeSets();
+    return text;
+  }
+
+  size("D", spec.hidden, "hidden_size", "hidden size");
+  size("NH", spec.heads, "num_attention_heads", "attention heads");
+  if (spec.mla) {
+    if (spec.queryLatent)
+      size("QL", spec.queryLatent, "q_lora_rank", "query latent rank");
+    size("KVL", spec.kvLatent, "kv_lora_rank", "key/value latent rank");
+    size("DHN", spec.nopeHeadDim, "qk_nope_head_dim",
+         "per-head query/key size without position");
+    size("DHR", spec.ropeHeadDim, "qk_rope_head_dim",
+         "per-head query/key size with RoPE");
+    size("DHV", spec.valueHeadDim, "v_head_dim", "per-head value size");
+  } else {
+    size("KVH", spec.kvHeads, "num_key_value_heads", "key/value heads");
+    size("DH", spec.headDim, "head_dim", "head size");
+  }
+  bool denseLayers =
+      spec.leadingDense > 0 || !spec.experts ||
+      llvm::any_of(spec.pattern, [](const LayerSpec &l) { return !l.moe; });
+  if (denseLayers)
+    size("F", spec.ffn,
+         spec.modelType == "llama4_text" ? "intermediate_size_mlp"
+                                         : "intermediate_size",
+         "dense MLP inner size");
+  if (spec.experts) {
+    size("E", spec.experts,
+         spec.modelType == "mixtral" || spec.modelType == "gpt_oss" ||
+                 spec.modelType == "llama4_text"
+             ? "num_local_experts"
+         : spec.mla ? "n_routed_experts"
+                    : "num_experts",
+         "routed experts");
+    size("K", spec.topK, "num_experts_per_tok", "routed experts per token");
+    size("FE", spec.expertFfn,
+         spec.mla || spec.modelType == "qwen3_moe" ||
+                 spec.modelType == "qwen2_moe"
+             ? "moe_intermediate_size"
+             : "intermediate_size",
+         "an expert's inner size");
+  }
+  if (spec.sharedExperts) {
+    size("NSE", spec.sharedExperts,
+         spec.mla ? "n_shared_experts" : "(one shared expert)",
+         "shared experts");
+    size("FS", spec.sharedFfn,
+         spec.modelType == "qwen2_moe" ? "shared_expert_intermediate_size"
+         : spec.mla                    ? "moe_intermediate_size"
+                                       : "intermediate_size",
+         "a shared expert's inner size");
+  }
+  if (spec.window)
+    size("WIN", spec.window, "sliding_window", "sliding window");
+  if (spec.chunk)
+    size("CHUNK", spec.chunk, "attention_chunk_size", "attention chunk");
+  size("V", spec.vocab, "vocab_size", "vocabulary");
+  if (spec.leadingDense)
+    size("LD", spec.leadingDense, "first_k_dense_replace",
+         "leading dense layers");
+  size("L", spec.layers - spec.leadingDense,
+       spec.leadingDense ? "num_hidden_layers - first_k_dense_replace"
+                         : "num_hidden_layers",
+       spec.leadingDense ? "layers after the dense ones" : "decoder layers");
+  writeDims();
+
+  // The model first into its own text: it decides which blocks exist.
+  std::string modelText;
+  {
+    std::swap(text, modelText);
+    os << "\nmodel " << identifier << " {\n"
+       << "  tokens: i32[B/(dp*ep), S/cp] = input();\n"
+       << "  labels: i32[B/(dp*ep), S/cp] = input();\n"
+       << "  param embedding: [V/tp, D/fsdp];"
+       << (spec.tiedEmbeddings ? "   // tied to the LM head" : "") << "\n";
+    if (!spec.tiedEmbeddings)
+      os << "  param head: [V/tp, D/fsdp];\n";
+    os << "  x: " << Residual << " = embed(tokens, embedding);\n";
+    if (spec.leadingDense)
+      os << "  repeat LD as dense { x = "
+         << writeDecoder(spec.pattern.front(), true) << "(x); }\n";
+    writeLayerPattern();
+    std::string logits = std::string("lm_head(rms_norm(x), ") +
+                         (spec.tiedEmbeddings ? "embedding" : "head") + ")";
+    if (spec.logitSoftcap > 0)
+      // cap * tanh(logits / cap): a divide, a tanh and a multiply.
+      logits = "elementwise[flops=6](" + logits + ")";
+    os << "  loss = lm_loss(" << logits << ", labels);\n}\n";
+    std::swap(text, modelText);
+  }
+  os << "\n" << blocks << modelText.substr(1);
+  writeSets();
+  return text;
+}
+
+std::string stg::writeModelSource(const ModelSpec &spec,
+                                  const std::string &identifier,
+                                  const std::string &name,
+                                  const std::string &hfRepo,
+                                  const std::string &configPath) {
+  return Writer(spec).write(identifier, name, hfRepo, configPath);
+}
