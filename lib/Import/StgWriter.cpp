@@ -129,8 +129,8 @@ void Writer::writeDims() {
        << "// " << size.meaning << "\n";
   if (spec.experts) {
     os << "dim CAP = 100;       // capacity factor in percent (100 = 1.0)\n"
-       << "dim C   = ceil(CAP * B * S * K / (100 * E));   // slots per "
-          "expert\n";
+       << "dim C = ceil(CAP * B * S * K / (100 * E * dp * ep * sp * cp)) *\n"
+          "        dp * ep * sp * cp;  // slots per expert (nn/moe.stg)\n";
   }
 }
 
