@@ -52,9 +52,12 @@ std::vector<StageSummary> stg::summarize(const ProgramSet &programs) {
   return summaries;
 }
 
-/// The model's parameter count, if its dims are bound.
-static std::optional<long long> getParameterCount(const Module &module) {
-  std::optional<Expr> count = module.bindDims(countParameters(module));
+/// The model's parameter count (or that of one token, `active`), if its
+/// dims are bound.
+static std::optional<long long> getParameterCount(const Module &module,
+                                                  bool active = false) {
+  std::optional<Expr> count = module.bindDims(
+      active ? countActiveParameters(module) : countParameters(module));
   return count ? getIntegerValue(*count) : std::nullopt;
 }
 
@@ -175,6 +178,8 @@ llvm::json::Value stg::buildManifest(const Module &module,
       {"input", inputs.input},
       {"model", module.getModel()->getName()},
       {"parameters", int64_t(getParameterCount(module).value_or(-1))},
+      {"active_parameters",
+       int64_t(getParameterCount(module, /*active=*/true).value_or(-1))},
       {"prefix", inputs.prefix},
       {"options", std::move(options)},
       {"dims", std::move(bindings)},
@@ -496,9 +501,14 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
                       const StepEstimate *estimate,
                       const MetricsReport *metrics) {
   os << "model: " << module.getModel()->getName();
-  if (std::optional<long long> parameters = getParameterCount(module))
+  if (std::optional<long long> parameters = getParameterCount(module)) {
     os << ", " << *parameters << " parameters ("
        << llvm::format("%.2f", *parameters / 1e9) << " B)";
+    std::optional<long long> active = getParameterCount(module, true);
+    if (active && *active != *parameters)
+      os << ", " << *active << " active per token ("
+         << llvm::format("%.2f", *active / 1e9) << " B)";
+  }
   os << "\nmesh: " << programs.mesh.describe() << " ("
      << programs.mesh.getNumRanks() << " ranks); "
      << (programs.training ? "training" : "inference") << ", "

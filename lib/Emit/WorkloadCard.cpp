@@ -73,7 +73,19 @@ void stg::writeWorkloadCard(llvm::raw_ostream &os, const Module &module,
   };
   bool training = inputs.mode == "train";
   bool decode = inputs.mode == "decode";
-  std::string family = llvm::sys::path::stem(inputs.input).str();
+  // A template is named by its file; an imported config (`config.json`)
+  // by its model.
+  std::string family =
+      llvm::StringRef(inputs.input).endswith_insensitive(".json")
+          ? module.getModel()->getName().str()
+          : llvm::sys::path::stem(inputs.input).str();
+  // `option hf_repo`, which the importer writes where the config names
+  // its Hub repository.
+  std::string hfUrl;
+  for (const std::unique_ptr<Option> &option : module.getOptions())
+    if (const auto *text = std::get_if<std::string>(&option->value))
+      if (option->name == "hf_repo")
+        hfUrl = "https://huggingface.co/" + *text;
   std::optional<long long> batch = module.getDimValue("B");
   std::optional<long long> length = module.getDimValue("S");
   std::optional<long long> context = module.getDimValue("CTX");
@@ -96,7 +108,12 @@ void stg::writeWorkloadCard(llvm::raw_ostream &os, const Module &module,
     description += " of " + system->name;
   description += ", compiled by stagec from " + inputs.input;
   out << YAML::Key << "description" << YAML::Value << description;
-  for (const char *unknown : {"hf_url", "trace_url", "contributor", "contact"})
+  out << YAML::Key << "hf_url";
+  if (hfUrl.empty())
+    out << YAML::Value << YAML::Null;
+  else
+    out << YAML::Value << hfUrl;
+  for (const char *unknown : {"trace_url", "contributor", "contact"})
     out << YAML::Key << unknown << YAML::Value << YAML::Null;
   out << YAML::Key << "generator" << YAML::Value << "stagec";
   out << YAML::Key << "generator_version" << YAML::Value << inputs.toolVersion;

@@ -74,3 +74,40 @@ Expr stg::countEmbeddingParameters(const Module &module) {
   });
   return total.expand();
 }
+
+/// countActiveParameters of one graph.
+static Expr countActiveGraphParameters(const Graph &graph) {
+  std::vector<const Op *> routes;
+  for (const auto &op : graph.getOps())
+    if (op->getKind() == OpKind::Route)
+      routes.push_back(op.get());
+  Expr total = 0;
+  for (const auto &op : graph.getOps()) {
+    if (const Graph *body = op->getBody()) {
+      total = total +
+              op->getAttr("count")->expr * countActiveGraphParameters(*body);
+      continue;
+    }
+    if (op->getKind() != OpKind::Param)
+      continue;
+    llvm::ArrayRef<Expr> shape = op->getResult()->getType().getShape();
+    Expr elements = 1;
+    for (const Expr &extent : shape)
+      elements = elements * extent;
+    for (const Op *route : routes) {
+      const Expr &experts = route->getAttr("experts")->expr;
+      if (shape.size() >= 2 && (shape.front() - experts).expand().is_zero()) {
+        elements = elements * route->getAttr("topk")->expr / experts;
+        break;
+      }
+    }
+    total = total + elements;
+  }
+  return total.expand();
+}
+
+Expr stg::countActiveParameters(const Module &module) {
+  if (const Graph *model = module.getModel())
+    return countActiveGraphParameters(*model);
+  return 0;
+}

@@ -33,6 +33,13 @@ Expr countParameters(const Module &module);
 /// FLOPs per token.
 Expr countEmbeddingParameters(const Module &module);
 
+/// The parameters one token uses: all but the routed experts' weights not
+/// chosen for it. A routed expert's weight is a param of two or more
+/// dimensions whose first extent is the expert count of a `route` op in the
+/// same body; of those, a token uses topk/experts. Equal to
+/// countParameters for a dense model.
+Expr countActiveParameters(const Module &module);
+
 } // namespace stg
 
 #endif // STG_IR_PARAMCOUNT_H
