@@ -16,7 +16,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -83,8 +82,10 @@ static const char *getMaskName(MaskKind mask) {
   return "full";
 }
 
+/// `7`, `50`, `0.5`: a config's number as STG reads it.
 static std::string formatNumber(double value) {
-  std::string text = llvm::formatv("{0}", value).str();
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%g", value);
   return text;
 }
 
