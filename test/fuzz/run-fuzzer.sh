@@ -3,7 +3,7 @@
 #
 # Usage: test/fuzz/run-fuzzer.sh [--target NAME] SECONDS [JOBS] [FLAG...]
 #
-#   NAME     parse (default), perturb-spec, device, measured, comm-groups,
+#   NAME     parse (default), import, perturb-spec, device, measured, comm-groups,
 #            system or command-line: the target stg-fuzz-NAME.
 #   SECONDS  how long to fuzz (libFuzzer -max_total_time).
 #   JOBS     parallel fuzzing processes (default 1; >1 uses -fork=JOBS).
@@ -49,7 +49,7 @@ if [[ $# -ge 2 && $1 == --target ]]; then
   shift 2
 fi
 case $TARGET in
-  parse|perturb-spec|device|measured|comm-groups|system|command-line) ;;
+  parse|perturb-spec|device|measured|comm-groups|system|command-line|import) ;;
   *) echo "run-fuzzer: unknown target '$TARGET'" >&2; usage ;;
 esac
 [[ $# -ge 1 ]] || usage
