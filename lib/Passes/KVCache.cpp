@@ -12,9 +12,11 @@
 // else the sequence length the model had. A sliding-window attention keeps
 // only the last W positions: its cache has min(CTX, W) of them (the
 // language's min, symbolic until bound) and sees them all, so its mask is
-// dropped too. The new token's keys and values are still computed (they
-// are appended to the cache); the cache is counted as per-rank state
-// memory.
+// dropped too. A chunked attention (chunks of C aligned at 0) caches its
+// current chunk, min(CTX, C) positions, and is priced at the worst case,
+// the last token of a chunk, which sees them all. The new token's keys and
+// values are still computed (they are appended to the cache); the cache is
+// counted as per-rank state memory.
 //
 // A recurrent layer (Mamba) decodes as inference frameworks run it
 // (mamba_ssm's selective_state_update and causal_conv1d_update): it keeps a
@@ -229,7 +231,7 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
 
   for (Op *attention : attentions) {
     Expr positions = context->symbol;
-    if (attention->getAttr("mask")->text == "sliding") {
+    if (isWindowedMask(attention->getAttr("mask")->text)) {
       const Expr &written = attention->getAttr("window")->expr;
       std::optional<Expr> window = trySubstitute(written, sequenceLength);
       if (!window) {
