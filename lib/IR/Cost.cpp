@@ -3,8 +3,9 @@
 // One formula per op kind, on local extents. An einsum costs 2 flops per
 // point of its iteration space; attention the two products of a fused
 // kernel over the (query, key) pairs its mask keeps (all, half for causal,
-// exactly those inside the window for sliding), plus 6 per kept score with
-// logit soft-capping; elementwise ops and norms a small count per element.
+// exactly those inside the window for sliding or the chunk for chunked),
+// plus 6 per kept score with logit soft-capping and 4 per query and head
+// with sinks; elementwise ops and norms a small count per element.
 // Backward ops built by autodiff as `grad[of=KIND]` cost their forward op
 // times a factor (2.5 for fused attention, which recomputes the scores; 2
 // otherwise).
@@ -77,6 +78,9 @@ Expr maxOf(const Expr &a, const Expr &b) {
   return *makeFunction("max", {a, b});
 }
 
+/// floor(x), symbolic until x is a number.
+Expr floorOf(const Expr &x) { return *makeFunction("floor", {x}); }
+
 /// Pairs of the first n positions: the sum over j = 1..n of min(j, W), the
 /// query at position j - 1 seeing min(j, W) keys. While n <= W that is
 /// n(n + 1)/2; each later position adds W.
@@ -85,6 +89,16 @@ Expr windowPrefixPairs(const Expr &n, const Expr &window) {
     return 0;
   Expr m = minOf(n, window);
   return m * (m + 1) / 2 + (n - m) * window;
+}
+
+/// Pairs of the first n positions under chunks of C: each whole chunk keeps
+/// C(C + 1)/2, the r positions of a partial last one r(r + 1)/2.
+Expr chunkPrefixPairs(const Expr &n, const Expr &chunk) {
+  if (n.is_zero())
+    return 0;
+  Expr whole = floorOf(n / chunk);
+  Expr rest = n - whole * chunk;
+  return whole * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2;
 }
 
 } // namespace
@@ -108,8 +122,12 @@ std::optional<RecurrentState> stg::getRecurrentState(const Op &op) {
   return std::nullopt;
 }
 
+bool stg::isWindowedMask(llvm::StringRef mask) {
+  return mask == "sliding" || mask == "chunked";
+}
+
 Expr stg::getCachedPositions(const Op &attention, const Expr &keys) {
-  if (attention.getAttr("mask")->text != "sliding")
+  if (!isWindowedMask(attention.getAttr("mask")->text))
     return keys;
   return minOf(keys, attention.getAttr("window")->expr);
 }
@@ -121,6 +139,12 @@ Expr stg::getWindowPairs(const Expr &queries, const Expr &keys,
   // less those of the positions before the first query.
   Expr before = maxOf(keys - queries, 0);
   return windowPrefixPairs(keys, window) - windowPrefixPairs(before, window);
+}
+
+Expr stg::getChunkPairs(const Expr &queries, const Expr &keys,
+                        const Expr &chunk) {
+  Expr before = maxOf(keys - queries, 0);
+  return chunkPrefixPairs(keys, chunk) - chunkPrefixPairs(before, chunk);
 }
 
 namespace {
@@ -187,10 +211,16 @@ std::optional<unsigned> flopsPerElement(OpKind kind) {
   case OpKind::Exp:
   case OpKind::Scale:
     return 1;
+  case OpKind::Relu2: // max(x, 0), then its square.
+    return 2;
   case OpKind::Silu:
   case OpKind::Sigmoid:
   case OpKind::Tanh:
     return 4;
+  case OpKind::SwigluClamped:
+    // Clamps: gate's upper bound 1, up's two bounds 2; alpha * gate 1, its
+    // sigmoid 4, gate * sigmoid 1, up + 1 1, the product 1.
+    return 11;
   case OpKind::Gelu:
     return 8;
   case OpKind::RMSNorm:
@@ -225,8 +255,9 @@ Expr einsumFlops(const Op &op) {
 }
 
 /// Scores the mask keeps on one rank: batch x heads x kept (query, key)
-/// pairs. Causal keeps half of S x T (the usual convention); sliding keeps
-/// exactly the pairs inside the window. Under context parallelism a rank
+/// pairs. Causal keeps half of S x T (the usual convention); sliding and
+/// chunked keep exactly the pairs inside the window or the query's chunk.
+/// Under context parallelism a rank
 /// holds S/cp of the S queries and all T keys, and gets its share of the
 /// pairs, as a load-balanced split gives it (for causal, half its S/cp x T).
 Expr maskedScores(const Op &op) {
@@ -234,14 +265,16 @@ Expr maskedScores(const Op &op) {
   Expr scores = getAttentionScores(op);
   if (mask == "causal")
     return scores / 2;
-  if (mask != "sliding")
+  if (!isWindowedMask(mask))
     return scores;
   const TensorType &q = op.getOperand(0)->getType();
   const TensorType &k = op.getOperand(1)->getType();
   unsigned seq = getAttentionSequenceDim(q);
   Expr queries = q.getDim(seq), localQueries = q.getLocalDim(seq);
   Expr keys = k.getLocalDim(seq); // Whole on every rank: k is gathered.
-  Expr pairs = getWindowPairs(queries, keys, op.getAttr("window")->expr);
+  const Expr &window = op.getAttr("window")->expr;
+  Expr pairs = mask == "sliding" ? getWindowPairs(queries, keys, window)
+                                 : getChunkPairs(queries, keys, window);
   return getScoreMatrices(op) * pairs * localQueries / queries;
 }
 
@@ -255,7 +288,14 @@ Expr attentionFlops(const Op &op) {
   Expr perScore = 2 * (q.getLocalDim(r - 1) + v.getLocalDim(r - 1));
   if (isSoftCapped(op))
     perScore = perScore + 6;
-  return maskedScores(op) * perScore;
+  Expr flops = maskedScores(op) * perScore;
+  // Sinks: per softmax row (query and head), the sink joins the row's max
+  // (a compare), is shifted by it and exponentiated (2, exp at 1 as the exp
+  // op) and added to the denominator (1).
+  if (op.getOperands().size() > 3)
+    flops = flops + 4 * getScoreMatrices(op) *
+                        q.getLocalDim(getAttentionSequenceDim(q));
+  return flops;
 }
 
 } // namespace

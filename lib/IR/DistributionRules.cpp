@@ -30,6 +30,7 @@ std::optional<IndexSpace> Rule::indexSpace() {
   case OpKind::Div:
     return broadcast(Linearity::First);
   case OpKind::Elementwise:
+  case OpKind::SwigluClamped:
     return broadcast(Linearity::None);
   case OpKind::PScan: {
     IndexSpace space = broadcast(Linearity::None);
@@ -39,6 +40,7 @@ std::optional<IndexSpace> Rule::indexSpace() {
   case OpKind::Silu:
   case OpKind::Gelu:
   case OpKind::Relu:
+  case OpKind::Relu2:
   case OpKind::Exp:
   case OpKind::Sigmoid:
   case OpKind::Tanh:

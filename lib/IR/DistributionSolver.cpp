@@ -111,13 +111,17 @@ IndexSpace Rule::unary(Linearity linearity) {
 IndexSpace Rule::attention() {
   // q [..., s, h, e], k [..., t, h, e], v [..., t, h, f] -> [..., s, h, f];
   // rank 2 drops the head index. The key sequence t and the head size are
-  // not split: context parallelism gathers k and v (all-gather CP).
+  // not split: context parallelism gathers k and v (all-gather CP). Sinks,
+  // one logit per head, follow q's heads; their gradient sums over the
+  // batch and the queries (PartialSum where those are split).
   unsigned r = rank(0);
   std::string prefix = identity(r >= 3 ? r - 3 : 0);
   std::string heads = r >= 3 ? std::string(1, 'h') : std::string();
   IndexSpace space;
   space.operands = {prefix + "s" + heads + "e", prefix + "t" + heads + "e",
                     prefix + "t" + heads + "f"};
+  if (op.getOperands().size() > 3)
+    space.operands.push_back(heads);
   space.result = prefix + "s" + heads + "f";
   space.whole = "tef";
   return space;

@@ -17,10 +17,11 @@ namespace {
 using K = AttrKind;
 const AttrSpec kNoAttrs[] = {{nullptr, K::Int}};
 const AttrSpec kEinsum[] = {{"spec", K::Einsum}};
-// `window` (positions a query sees, itself included) is set with
-// mask=sliding only, 0 otherwise; `softcap` 0 means no logit soft-capping.
+// `window` (positions a query sees, itself included, for sliding; the chunk
+// size for chunked) is set with those masks only, 0 otherwise; `softcap` 0
+// means no logit soft-capping.
 const AttrSpec kAttention[] = {
-    {"mask", K::Ident, "none", "causal|none|sliding"},
+    {"mask", K::Ident, "none", "causal|none|sliding|chunked"},
     {"kernel", K::Ident, "fused", "fused|unfused"},
     {"dropout", K::Expr, "0"},
     {"window", K::Expr, "0"},
@@ -30,6 +31,9 @@ const AttrSpec kReduce[] = {{"kind", K::Ident, nullptr, "sum|max|mean"},
                             {"dim", K::Int, "-1"}};
 const AttrSpec kScale[] = {{"factor", K::Expr}};
 const AttrSpec kElementwise[] = {{"flops", K::Expr, "1"}};
+// GPT-OSS's constants; numbers, not dims (ShapeRules.cpp checks them).
+const AttrSpec kSwigluClamped[] = {{"alpha", K::Expr, "851/500"},
+                                   {"limit", K::Expr, "7"}};
 const AttrSpec kDropout[] = {{"p", K::Expr, "1/10"}};
 const AttrSpec kTranspose[] = {{"perm", K::IntList}};
 const AttrSpec kConcat[] = {{"dim", K::Int}};
@@ -65,6 +69,7 @@ llvm::ArrayRef<AttrSpec> attrsOf(OpKind kind) {
   case OpKind::Reduce: return kReduce;
   case OpKind::Scale: return kScale;
   case OpKind::Elementwise: return kElementwise;
+  case OpKind::SwigluClamped: return kSwigluClamped;
   case OpKind::Dropout: return kDropout;
   case OpKind::Transpose: return kTranspose;
   case OpKind::Concat: return kConcat;

@@ -110,6 +110,8 @@ private:
   LogicalResult einsum();
   LogicalResult broadcast();
   LogicalResult attention();
+  LogicalResult attentionSinks();
+  LogicalResult swigluClamped();
   LogicalResult reduce();
   LogicalResult transpose();
   LogicalResult concat();
@@ -164,6 +166,9 @@ LogicalResult ShapeRule::run() {
   case OpKind::Elementwise:
   case OpKind::PScan:
     return broadcast();
+  case OpKind::SwigluClamped:
+    return swigluClamped();
+  case OpKind::Relu2:
   case OpKind::Silu:
   case OpKind::Gelu:
   case OpKind::Relu:
@@ -353,10 +358,39 @@ LogicalResult ShapeRule::attention() {
     if (!extents.equal(k.getDim(d), v.getDim(d)))
       return error("attention k " + shapeOf(1) + " and v " + shapeOf(2) +
                    " differ in dimension " + llvm::Twine(d));
+  if (op.getOperands().size() > 3 && failed(attentionSinks()))
+    return failure();
   llvm::SmallVector<Expr, 4> shape(q.getShape().begin(), q.getShape().end());
   shape[last] = v.getDim(last);
   addResult(q.getElementType(), std::move(shape));
   return success();
+}
+
+LogicalResult ShapeRule::attentionSinks() {
+  // One logit per query head: [H] for q [..., S, H, E].
+  const TensorType &q = operandType(0), &sinks = operandType(3);
+  if (q.getRank() < 3)
+    return error("attention sinks " + name(3) + " need q with a head "
+                 "dimension, [..., S, H, E]; q is " + shapeOf(0));
+  const Expr &heads = q.getDim(q.getRank() - 2);
+  if (sinks.getRank() != 1 || !extents.equal(sinks.getDim(0), heads))
+    return error("attention sinks " + name(3) + " " + shapeOf(3) +
+                 " must be one logit per head of q " + shapeOf(0) + ", [" +
+                 printer.str(heads) + "]");
+  return success();
+}
+
+LogicalResult ShapeRule::swigluClamped() {
+  // The constants are positive numbers, not dims: they do not change the
+  // cost, so a symbolic one could only be a mistake.
+  for (const char *attr : {"alpha", "limit"}) {
+    const Expr &value = op.getAttr(attr)->expr;
+    if (!GiNaC::is_a<GiNaC::numeric>(value) ||
+        !GiNaC::ex_to<GiNaC::numeric>(value).is_positive())
+      return error("swiglu_clamped " + llvm::Twine(attr) + "=" +
+                   printer.str(value) + " must be a positive number");
+  }
+  return broadcast();
 }
 
 LogicalResult ShapeRule::reduce() {

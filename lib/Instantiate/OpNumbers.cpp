@@ -167,7 +167,7 @@ static bool isAttention(const Op &op) {
 
 bool OpNumberCache::checkWindow(const Op &op, llvm::StringRef what) {
   const Attribute *mask = op.getAttr("mask");
-  if (!isAttention(op) || !mask || mask->text != "sliding")
+  if (!isAttention(op) || !mask || !isWindowedMask(mask->text))
     return true;
   const Expr &window = op.getAttr("window")->expr;
   std::optional<int64_t> positions =

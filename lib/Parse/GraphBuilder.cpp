@@ -646,10 +646,10 @@ GraphBuilder::buildCall(antlr4::tree::TerminalNode *callee,
   return Values{result};
 }
 
-/// What attention's attribute schema cannot say: a sliding mask needs a
-/// window, a positive integer or an expression over dims (not axis degrees:
-/// the window is a model size, and the decode cache is sized from it), and
-/// no other mask takes one; a soft cap is a non-negative number (the cost
+/// What attention's attribute schema cannot say: a sliding or chunked mask
+/// needs a window (the chunk size for chunked), a positive integer or an
+/// expression over dims (not axis degrees: the window is a model size, and
+/// the decode cache is sized from it), and no other mask takes one; a soft cap is a non-negative number (the cost
 /// only asks whether capping is on, so a symbolic cap would be ambiguous).
 static LogicalResult checkAttentionAttrs(llvm::ArrayRef<NamedAttribute> attrs,
                                          const Module &module, SourceLoc loc,
@@ -660,12 +660,13 @@ static LogicalResult checkAttentionAttrs(llvm::ArrayRef<NamedAttribute> attrs,
         return attr.value;
     llvm_unreachable("the schema has every attention attribute");
   };
-  bool sliding = find("mask").text == "sliding";
+  const std::string &mask = find("mask").text;
+  bool sliding = mask == "sliding" || mask == "chunked";
   const Expr &window = find("window").expr;
   ExprPrinter printer = module.getPrinter();
   if (!sliding && !window.is_zero()) {
     diags.error(loc, "attention window=" + printer.str(window) +
-                         " needs mask=sliding; the mask is '" +
+                         " needs mask=sliding or mask=chunked; the mask is '" +
                          find("mask").text + "'");
     return failure();
   }
@@ -681,9 +682,12 @@ static LogicalResult checkAttentionAttrs(llvm::ArrayRef<NamedAttribute> attrs,
     std::optional<long long> positions = getIntegerValue(window);
     if (window.is_zero() || (isNumber && (!positions || *positions < 1))) {
       diags.error(loc,
-                  "attention[mask=sliding] needs window=W, the number "
-                  "of positions a query sees (itself included): a "
-                  "positive integer or an expression over dims" +
+                  "attention[mask=" + mask + "] needs window=W, " +
+                      (mask == "sliding"
+                           ? "the number of positions a query sees (itself "
+                             "included)"
+                           : "the chunk size") +
+                      ": a positive integer or an expression over dims" +
                       (window.is_zero() ? std::string()
                                         : "; found " + printer.str(window)));
       return failure();

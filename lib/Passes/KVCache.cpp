@@ -12,9 +12,17 @@
 // else the sequence length the model had. A sliding-window attention keeps
 // only the last W positions: its cache has min(CTX, W) of them (the
 // language's min, symbolic until bound) and sees them all, so its mask is
-// dropped too. The new token's keys and values are still computed (they
-// are appended to the cache); the cache is counted as per-rank state
-// memory.
+// dropped too. A chunked attention (chunks of C aligned at 0) caches its
+// current chunk, min(CTX, C) positions, and is priced at the worst case,
+// the last token of a chunk, which sees them all. The new token's keys and
+// values are still computed (they are appended to the cache); the cache is
+// counted as per-rank state memory.
+//
+// No decode step needs more keys than the attention has at the full
+// context (its keys with the sequence dim at CTX): a cache larger than
+// that cannot be right (a model that reshapes the sequence into the batch
+// would otherwise keep a context per token) and is an error at the
+// attention.
 //
 // A recurrent layer (Mamba) decodes as inference frameworks run it
 // (mamba_ssm's selective_state_update and causal_conv1d_update): it keeps a
@@ -31,6 +39,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "stg/IR/Cost.h"
+#include "stg/IR/ShapeRules.h"
 #include "stg/Passes/Passes.h"
 
 #include <set>
@@ -54,6 +63,11 @@ private:
   Value *makeState(Op &anchor, const Value &like, unsigned dim,
                    const Expr &positions, llvm::StringRef suffix);
   Value *makeCache(Op &attention, unsigned operand, const Expr &context);
+  /// Fails, at the attention, if a cache of `positions` would hold more
+  /// than its keys at the full context (the sequence dim at `context`);
+  /// runs once the sequence dim is 1.
+  LogicalResult checkCacheBound(const Op &attention, const Expr &positions,
+                                const Expr &context, DiagnosticEngine &diags);
   /// Gives a scan or a causal convolution its state: one step of its
   /// recurrence.
   LogicalResult addRecurrentState(Op &op, DiagnosticEngine &diags);
@@ -110,6 +124,61 @@ Value *KVCachePass::makeCache(Op &attention, unsigned operand,
   if (def && def->getKind() == OpKind::Layout && !used)
     def->getParent()->eraseOp(def);
   return cache;
+}
+
+LogicalResult KVCachePass::checkCacheBound(const Op &attention,
+                                           const Expr &positions,
+                                           const Expr &context,
+                                           DiagnosticEngine &diags) {
+  const TensorType &keys = attention.getOperand(1)->getType();
+  unsigned seq = getAttentionSequenceDim(keys);
+  GiNaC::exmap atContext;
+  atContext[sequenceDim->symbol] = context;
+  llvm::SmallVector<Expr, 4> cacheShape, fullShape;
+  bool scalesWithSequence = false;
+  for (unsigned d = 0; d < keys.getRank(); ++d) {
+    const Expr &extent = keys.getDim(d);
+    std::optional<Expr> full = trySubstitute(extent, atContext);
+    if (!full)
+      return success(); // A pole: check-divisibility reports it.
+    fullShape.push_back(*full);
+    cacheShape.push_back(d == seq ? positions : extent);
+    scalesWithSequence |= d != seq && findDims(extent).count(sequenceDim);
+  }
+  Expr cacheSize = 1, fullSize = 1;
+  for (unsigned d = 0; d < keys.getRank(); ++d) {
+    cacheSize = cacheSize * cacheShape[d];
+    fullSize = fullSize * fullShape[d];
+  }
+  // Dims bound (the sequence at 1), axis degrees not: a global extent
+  // that mentions one (`B = MB * dp`) cancels in the ratio, or the check
+  // waits for a decidable model.
+  std::optional<Expr> cache = module->bindDims(cacheSize),
+                      all = module->bindDims(fullSize);
+  if (!cache || !all || all->is_zero())
+    return success();
+  Expr ratio = (*cache / *all).normal();
+  if (!GiNaC::is_a<GiNaC::numeric>(ratio) ||
+      GiNaC::ex_to<GiNaC::numeric>(ratio) <= 1)
+    return success();
+  ExprPrinter printer = module->getPrinter();
+  std::string why =
+      scalesWithSequence
+          ? "its other dimensions grow with the sequence dim '" +
+                sequenceDim->name +
+                "' (a sequence reshaped into the batch?); decode needs the "
+                "sequence on the attention's sequence dimension"
+          : "its keys have fewer positions than the context";
+  diags.error(attention.getLoc(),
+              "kv-cache: a decode step's KV cache " +
+                  formatShape(cacheShape, printer) + " of " +
+                  printer.str(*cache) + " elements, with " +
+                  module->describeBindings(cacheSize) +
+                  ", would be larger than all of the attention's keys at "
+                  "the full context, " +
+                  formatShape(fullShape, printer) + " of " +
+                  printer.str(*all) + " elements: " + why);
+  return failure();
 }
 
 LogicalResult KVCachePass::addRecurrentState(Op &op, DiagnosticEngine &diags) {
@@ -229,7 +298,7 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
 
   for (Op *attention : attentions) {
     Expr positions = context->symbol;
-    if (attention->getAttr("mask")->text == "sliding") {
+    if (isWindowedMask(attention->getAttr("mask")->text)) {
       const Expr &written = attention->getAttr("window")->expr;
       std::optional<Expr> window = trySubstitute(written, sequenceLength);
       if (!window) {
@@ -241,6 +310,8 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
       positions = *makeFunction("min", {context->symbol, *window});
       attention->setAttr("window", Attribute::getExpr(AttrKind::Expr, 0));
     }
+    if (failed(checkCacheBound(*attention, positions, context->symbol, diags)))
+      return failure();
     makeCache(*attention, 1, positions);
     makeCache(*attention, 2, positions);
     attention->setAttr("mask", Attribute::getText(AttrKind::Ident, "none"));

@@ -6,6 +6,8 @@
 
 #include "gtest/gtest.h"
 
+#include <map>
+
 using namespace stg;
 
 namespace {
@@ -321,6 +323,163 @@ TEST(CostTest, SlidingAttentionCostsItsWindowPairs) {
   });
   EXPECT_EQ(getIntegerValue(module->bindAll(forward).value()), 168 * 32);
   EXPECT_TRUE(sameExpr(backward, forward * 5 / 2));
+}
+
+} // namespace
+
+namespace {
+
+/// The (query, key) pairs of a causal chunked mask, chunks of `chunk`
+/// aligned at 0, the queries being the last `queries` of `keys` positions,
+/// counted one by one.
+long long countChunkPairs(long long queries, long long keys, long long chunk) {
+  long long pairs = 0;
+  for (long long query = keys - queries; query < keys; ++query)
+    for (long long key = 0; key <= query; ++key)
+      if (query >= 0 && key / chunk == query / chunk)
+        ++pairs;
+  return pairs;
+}
+
+// The closed form against a count of every pair: S a multiple of C or not,
+// decode (one query), a chunk longer than the keys, more queries than
+// keys; bound from symbols too.
+TEST(CostTest, ChunkPairsMatchACountOfEveryPair) {
+  GiNaC::symbol s("S"), t("T"), c("C");
+  Expr symbolic = getChunkPairs(s, t, c);
+  for (long long queries = 1; queries <= 12; ++queries)
+    for (long long keys = 1; keys <= 12; ++keys)
+      for (long long chunk = 1; chunk <= 15; ++chunk) {
+        long long expected = countChunkPairs(queries, keys, chunk);
+        Expr direct = getChunkPairs(queries, keys, chunk);
+        Expr bound =
+            symbolic.subs(GiNaC::lst{s == queries, t == keys, c == chunk});
+        EXPECT_EQ(getIntegerValue(direct), expected)
+            << "S=" << queries << " T=" << keys << " C=" << chunk;
+        EXPECT_EQ(getIntegerValue(bound), expected)
+            << "S=" << queries << " T=" << keys << " C=" << chunk;
+      }
+}
+
+/// The attention ops of `module`, in program order.
+std::vector<const Op *> attentionsOf(const Module &module) {
+  std::vector<const Op *> ops;
+  module.getModel()->walk([&](Op &op) {
+    if (op.getKind() == OpKind::Attention)
+      ops.push_back(&op);
+  });
+  return ops;
+}
+
+// A chunked attention costs 2*(E + F) per pair inside each query's chunk;
+// a context-parallel rank its share; sinks 4 per query and head, on the
+// rank's own queries and heads.
+TEST(CostTest, ChunkedAttentionAndSinksCostTheirPairsAndRows) {
+  const char *source = R"(
+    dim B = 2, S = 10, H = 4, E = 8, CHUNK = 4;
+    axis cp, tp;
+    model m {
+      q: [B, S/cp, H/tp, E] = input();
+      kv: [B, S, H/tp, E] = input();
+      s: [H/tp] = input();
+      chunked = attention[mask=chunked, window=CHUNK](q, kv, kv);
+      sunk = attention[mask=chunked, window=CHUNK](q, kv, kv, s);
+      causal = attention[causal](q, kv, kv, s);
+    }
+  )";
+  for (long long cp : {1, 2}) {
+    std::unique_ptr<Module> module =
+        build(source, "shape-infer",
+              {{"cp", std::to_string(cp)}, {"tp", "2"}});
+    ASSERT_TRUE(module);
+    std::vector<const Op *> ops = attentionsOf(*module);
+    ASSERT_EQ(ops.size(), 3u);
+    auto flops = [&](const Op *op) {
+      return getIntegerValue(module->bindAll(getFlops(*op)).value());
+    };
+    // Chunks [0, 4), [4, 8), [8, 10): 10 + 10 + 3 = 23 pairs per head and
+    // sequence; 2 sequences x 2 local heads, split over cp.
+    long long kept = 2 * 2 * 23 / cp;
+    long long rows = 2 * 2 * (10 / cp); // Local sequences x heads x queries.
+    EXPECT_EQ(flops(ops[0]), kept * 2 * (8 + 8));
+    EXPECT_EQ(flops(ops[1]), kept * 2 * (8 + 8) + 4 * rows);
+    EXPECT_EQ(flops(ops[2]), 2 * 2 * (10 / cp) * 10 / 2 * 32 + 4 * rows);
+  }
+}
+
+// A param used only as attention's sinks gets a gradient from the one
+// grad[of=attention] op (2.5x the forward, sinks included), reduced over
+// the data-parallel axis, and an Adam step like any weight.
+TEST(CostTest, SinksGetAGradientAndAnOptimizerStep) {
+  const char *source = R"(
+    dim B = 2, S = 8, H = 4, E = 8;
+    axis dp, tp;
+    model m {
+      x: [B/dp, S, H/tp, E] = input();
+      param w: [E, E];
+      param sinks: [H/tp];
+      q = einsum[bshe,ef->bshf](x, w);
+      o = attention[causal](q, q, q, sinks);
+      loss = cross_entropy(o);
+    }
+  )";
+  std::unique_ptr<Module> module =
+      build(source, getTrainingPipeline(), {{"dp", "2"}, {"tp", "2"}});
+  ASSERT_TRUE(module);
+  const Op *forward = nullptr, *backward = nullptr, *adam = nullptr;
+  bool reduced = false;
+  module->getModel()->walk([&](Op &op) {
+    if (op.getKind() == OpKind::Attention)
+      forward = &op;
+    if (op.getKind() == OpKind::Grad && op.getAttr("of")->text == "attention")
+      backward = &op;
+    if (op.getKind() == OpKind::Adam &&
+        op.getOperand(0)->getName() == "sinks")
+      adam = &op;
+    if (op.getKind() == OpKind::AllReduce &&
+        op.getOperand(0)->getName().startswith("sinks.grad"))
+      reduced = true;
+  });
+  ASSERT_TRUE(forward && backward && adam);
+  EXPECT_TRUE(reduced);
+  EXPECT_TRUE(sameExpr(getFlops(*backward), getFlops(*forward) * 5 / 2));
+  // Every operand gets a gradient, the sinks last: [H/tp].
+  ASSERT_EQ(backward->getResults().size(), 4u);
+  EXPECT_EQ(backward->getResult(3)->getType().getRank(), 1u);
+  EXPECT_TRUE(sameExpr(getFlops(*adam),
+                       12 * adam->getResult()->getType().getLocalNumElements()));
+}
+
+// The named activations cost their documented FLOPs per element, and
+// their generic gradient twice that.
+TEST(CostTest, ActivationsCostTheirDocumentedFlops) {
+  const char *source = R"(
+    dim B = 2, S = 4, F = 16;
+    model m {
+      param g: [B, S, F];
+      param u: [B, S, F];
+      r = relu2(g);
+      c = swiglu_clamped(r, u);
+      loss = cross_entropy(c);
+    }
+  )";
+  std::unique_ptr<Module> module = build(source, "shape-infer,autodiff");
+  ASSERT_TRUE(module);
+  std::map<std::string, Expr> flops;
+  module->getModel()->walk([&](Op &op) {
+    std::string kind = op.getKindName().str();
+    if (op.getKind() == OpKind::Grad)
+      kind = "grad_" + op.getAttr("of")->text;
+    flops[kind] = getFlops(op);
+  });
+  const long long elements = 2 * 4 * 16;
+  auto count = [&](const char *kind) {
+    return getIntegerValue(module->bindAll(flops[kind]).value());
+  };
+  EXPECT_EQ(count("relu2"), 2 * elements);
+  EXPECT_EQ(count("swiglu_clamped"), 11 * elements);
+  EXPECT_EQ(count("grad_relu2"), 2 * 2 * elements);
+  EXPECT_EQ(count("grad_swiglu_clamped"), 2 * 11 * elements);
 }
 
 } // namespace

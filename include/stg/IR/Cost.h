@@ -38,8 +38,14 @@ Expr getAttentionScores(const Op &attention);
 unsigned getAttentionSequenceDim(const TensorType &type);
 
 /// Of `keys` positions, those an attention keeps for the queries after
-/// them (its KV cache): all, or a sliding window's last `window`.
+/// them (its KV cache): all, a sliding window's last `window`, or a chunked
+/// mask's chunk (`window`, the worst case: the last query of a chunk sees
+/// all of it).
 Expr getCachedPositions(const Op &attention, const Expr &keys);
+
+/// True for the masks that take a `window`: sliding (the positions a query
+/// sees) and chunked (the chunk size).
+bool isWindowedMask(llvm::StringRef mask);
 
 /// What a recurrent op carries from one position to the next: laid out
 /// like `like` with `positions` on dimension `dim`, the one it runs along.
@@ -60,6 +66,13 @@ std::optional<RecurrentState> getRecurrentState(const Op &op);
 /// for any positive integers (one query in decode, a window longer than
 /// the keys); symbolic until they are numbers.
 Expr getWindowPairs(const Expr &queries, const Expr &keys, const Expr &window);
+
+/// The (query, key) pairs a causal chunked mask keeps (Llama 4's
+/// attention_chunk_size): positions are cut into chunks of `chunk` aligned
+/// at 0, and a query sees the keys of its own chunk up to itself. The
+/// queries are the last `queries` of the `keys` positions, as for
+/// getWindowPairs; exact and non-negative for any positive integers.
+Expr getChunkPairs(const Expr &queries, const Expr &keys, const Expr &chunk);
 
 } // namespace stg
 

@@ -100,8 +100,8 @@ private:
   /// tryEvaluate, from `program` where it can tell.
   std::optional<int64_t> tryEvaluate(const Expr &e, const CompiledExpr &program,
                                      bool roundUp);
-  /// False after reporting a sliding attention (or its gradient) whose
-  /// window is not a positive integer once bound.
+  /// False after reporting a sliding or chunked attention (or its
+  /// gradient) whose window is not a positive integer once bound.
   bool checkWindow(const Op &op, llvm::StringRef what);
   /// The matrix shape of a two-operand einsum: output indices of both
   /// operands are the batch, of the first only M, of the second only N;
