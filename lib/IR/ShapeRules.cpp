@@ -460,7 +460,32 @@ LogicalResult ShapeRule::sliceOrSplit() {
     parts = intAttr("parts");
     shape[*dim] = shape[*dim] / parts;
   } else {
-    shape[*dim] = op.getAttr("size")->expr;
+    // Where the numbers are known, the window [offset, offset + size) must
+    // lie inside the extent; in exact arithmetic, as offsets near 2^63
+    // wrapped in 64 bits. Symbolic ones are checked once bound
+    // (check-divisibility).
+    const Expr &size = op.getAttr("size")->expr;
+    const Expr &offset = op.getAttr("offset")->expr;
+    const Expr &extent = shape[*dim];
+    auto number = [](const Expr &e) -> const GiNaC::numeric * {
+      return GiNaC::is_a<GiNaC::numeric>(e) ? &GiNaC::ex_to<GiNaC::numeric>(e)
+                                            : nullptr;
+    };
+    const GiNaC::numeric *n = number(size), *o = number(offset);
+    bool outside = (n && (!n->is_integer() || *n < 1)) ||
+                   (o && (!o->is_integer() || o->is_negative()));
+    if (!outside && n && o && number(extent))
+      outside = *o + *n > *number(extent);
+    // No extent is that large (dims are integers below 2^62).
+    if (!outside && ((n && *n > GiNaC::numeric(1LL << 62)) ||
+                     (o && *o > GiNaC::numeric(1LL << 62))))
+      outside = true;
+    if (outside)
+      return error("slice [" + printer.str(offset) + ", " +
+                   printer.str(offset + size) + ") of dimension " +
+                   llvm::Twine(*dim) + " is not inside its extent " +
+                   printer.str(extent));
+    shape[*dim] = size;
   }
   for (unsigned i = 0; i < parts; ++i)
     addResult(operandType(0).getElementType(), shape);
