@@ -257,9 +257,9 @@ Expr einsumFlops(const Op &op) {
 /// Scores the mask keeps on one rank: batch x heads x kept (query, key)
 /// pairs. Causal keeps half of S x T (the usual convention); sliding and
 /// chunked keep exactly the pairs inside the window or the query's chunk.
-/// Under context parallelism a rank
-/// holds S/cp of the S queries and all T keys, and gets its share of the
-/// pairs, as a load-balanced split gives it (for causal, half its S/cp x T).
+/// Under context parallelism a rank holds S/cp of the S queries and all T
+/// keys, and gets its share of the pairs, as a load-balanced split gives
+/// it (for causal, half its S/cp x T).
 Expr maskedScores(const Op &op) {
   llvm::StringRef mask = op.getAttr("mask")->text;
   Expr scores = getAttentionScores(op);
