@@ -246,9 +246,9 @@ std::string Writer::writeExperts() {
       << "  param w_up:     [E/ep, D/fsdp, FE/tp];\n"
       << "  param w_down:   [E/ep, FE/tp, D/fsdp];\n";
   if (spec.expertBias)
-    out << "  param b_gate:   [E/ep, FE/tp];\n"
-        << "  param b_up:     [E/ep, FE/tp];\n"
-        << "  param b_down:   [E/ep, D];\n";
+    out << "  param b_gate:   [E/ep, 1, FE/tp];\n"
+        << "  param b_up:     [E/ep, 1, FE/tp];\n"
+        << "  param b_down:   [E/ep, 1, D];\n";
   out << "  logits: [B/(dp*ep), S/(sp*cp), E] = "
          "add(einsum[bsd,de->bse](x, w_router), b_router);\n"
       << "  r = route[topk=K, experts=E](logits);\n"

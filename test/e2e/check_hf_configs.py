@@ -42,7 +42,8 @@ PUBLISHED = {
     # 671B without the multi-token-prediction module (14B more in the
     # checkpoint, docs/models.md).
     "DeepSeek-V3": ("671", "37", "card"),
-    "gpt-oss-120b": ("116.8", "5.1", "card"),
+    # The card's 5.1B active leaves out the input embedding, as V2-Lite's.
+    "gpt-oss-120b": ("116.8", "5.1", "card, active without embedding"),
     "Gemma-2-9B": ("9.24", None, "card"),
     "Gemma-3-27B": ("27", None, "card, text model"),
     "Phi-3-mini-128k-instruct": ("3.8", None, "card"),
@@ -50,7 +51,7 @@ PUBLISHED = {
     # 109B with the vision tower; the text model alone.
     "Llama-4-Scout-17B-16E-Instruct": ("108", "17", "card, text model"),
 }
-NO_EMBEDDING_ACTIVE = {"DeepSeek-V2-Lite"}
+NO_EMBEDDING_ACTIVE = {"DeepSeek-V2-Lite", "gpt-oss-120b"}
 
 
 def matches(count, published):
