@@ -187,6 +187,26 @@ static void readMoEDecoder(ConfigReader &reader, ModelSpec &spec) {
   spec.patternKey = dense.empty() ? "decoder_sparse_step" : "mlp_only_layers";
 }
 
+/// Which layers have a sliding window: `layer_types` where the config has
+/// it, else `isLocal(i)` (the model type's default); none without a window.
+static std::vector<bool>
+readLocalLayers(ConfigReader &reader, const ModelSpec &spec,
+                llvm::function_ref<bool(int64_t)> isLocal) {
+  std::vector<std::string> types =
+      reader.words("layer_types", {"sliding_attention", "full_attention"});
+  if (!types.empty() && int64_t(types.size()) != spec.layers)
+    reader.error("layer_types", "layer_types has " +
+                                    llvm::Twine(types.size()) +
+                                    " entries for " + llvm::Twine(spec.layers) +
+                                    " layers");
+  std::vector<bool> local(spec.layers);
+  for (int64_t i = 0; i < spec.layers; ++i)
+    local[i] = spec.window &&
+               (types.empty() ? isLocal(i)
+                              : types[i % types.size()] == "sliding_attention");
+  return local;
+}
+
 /// Gemma 2 and 3: GeGLU, norms around both halves, local and global layers.
 static void readGemma(ConfigReader &reader, ModelSpec &spec) {
   bool gemma3 = spec.modelType == "gemma3_text";
@@ -217,21 +237,15 @@ static void readGemma(ConfigReader &reader, ModelSpec &spec) {
   // has `sliding_window_pattern` - 1 local layers before each global one.
   int64_t period =
       gemma3 ? reader.size("sliding_window_pattern", 1, 64, 6) : 2;
-  std::vector<std::string> types =
-      reader.words("layer_types", {"sliding_attention", "full_attention"});
+  std::vector<bool> local = readLocalLayers(reader, spec, [&](int64_t i) {
+    return gemma3 ? (i + 1) % period != 0 : i % 2 == 0;
+  });
   std::vector<LayerSpec> layers(spec.layers);
-  for (int64_t i = 0; i < spec.layers; ++i) {
-    bool local = types.empty() ? (gemma3 ? (i + 1) % period != 0 : i % 2 == 0)
-                               : types[i % types.size()] == "sliding_attention";
-    layers[i].mask = local && spec.window ? MaskKind::Sliding : MaskKind::Causal;
-  }
-  if (!types.empty() && int64_t(types.size()) != spec.layers)
-    reader.error("layer_types", "layer_types has " +
-                                    llvm::Twine(types.size()) +
-                                    " entries for " + llvm::Twine(spec.layers) +
-                                    " layers");
+  for (int64_t i = 0; i < spec.layers; ++i)
+    layers[i].mask = local[i] ? MaskKind::Sliding : MaskKind::Causal;
   spec.pattern = std::move(layers);
-  spec.patternKey = types.empty() ? "sliding_window_pattern" : "layer_types";
+  spec.patternKey = reader.has("layer_types") ? "layer_types"
+                                              : "sliding_window_pattern";
 }
 
 /// DeepSeek V2 and V3 (and Kimi K2): MLA, leading dense layers, shared and
@@ -297,20 +311,11 @@ static void readGptOss(ConfigReader &reader, ModelSpec &spec) {
   spec.mlp = MlpKind::ClampedSwiGLU;
   spec.clampLimit = reader.number("swiglu_limit", 0.001, 1e6, 7.0);
   spec.window = readWindow(reader, spec, 128);
-  std::vector<std::string> types =
-      reader.words("layer_types", {"sliding_attention", "full_attention"});
+  std::vector<bool> local =
+      readLocalLayers(reader, spec, [](int64_t i) { return i % 2 == 0; });
   std::vector<LayerSpec> layers(spec.layers);
-  for (int64_t i = 0; i < spec.layers; ++i) {
-    bool local = types.empty() ? i % 2 == 0
-                               : types[i % types.size()] == "sliding_attention";
-    layers[i] = {local && spec.window ? MaskKind::Sliding : MaskKind::Causal,
-                 true, true};
-  }
-  if (!types.empty() && int64_t(types.size()) != spec.layers)
-    reader.error("layer_types", "layer_types has " +
-                                    llvm::Twine(types.size()) +
-                                    " entries for " + llvm::Twine(spec.layers) +
-                                    " layers");
+  for (int64_t i = 0; i < spec.layers; ++i)
+    layers[i] = {local[i] ? MaskKind::Sliding : MaskKind::Causal, true, true};
   spec.pattern = std::move(layers);
   spec.patternKey = "layer_types";
 }
