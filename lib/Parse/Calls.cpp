@@ -107,7 +107,7 @@ GraphBuilder::buildCall(antlr4::tree::TerminalNode *callee,
     return buildBuiltin(*kind, callee->getSymbol(), attrs, operands, scope,
                         targets);
 
-  if (hasBrackets) {
+  if (hasBrackets && !block->second.ctx->blockAttrParam().size()) {
     diags.error(loc, "block '" + name + "' takes no attributes");
     return std::nullopt;
   }
@@ -117,7 +117,8 @@ GraphBuilder::buildCall(antlr4::tree::TerminalNode *callee,
                                     " names are assigned");
     return std::nullopt;
   }
-  Value *result = instantiateBlock(name, block->second, operands, loc, scope);
+  Value *result =
+      instantiateBlock(name, block->second, operands, attrs, loc, scope);
   if (!result)
     return std::nullopt;
   if (!targets.empty() && targets[0].type)
