@@ -27,8 +27,7 @@ static std::string unquoteString(llvm::StringRef quoted) {
 }
 
 /// The bare word an attribute value is, if it is one.
-static antlr4::tree::TerminalNode *
-getWord(STGParser::AttrValueContext *ctx) {
+static antlr4::tree::TerminalNode *getWord(STGParser::AttrValueContext *ctx) {
   auto *exprCtx = dynamic_cast<STGParser::ExprAttrContext *>(ctx);
   auto *sym = exprCtx
                   ? dynamic_cast<STGParser::SymExprContext *>(exprCtx->expr())
@@ -38,9 +37,12 @@ getWord(STGParser::AttrValueContext *ctx) {
 
 static const char *describeKind(BlockAttrKind kind) {
   switch (kind) {
-  case BlockAttrKind::Bool: return "true or false";
-  case BlockAttrKind::String: return "a string (\"text\" or a word)";
-  case BlockAttrKind::Expr: return "a number or an expression over dims";
+  case BlockAttrKind::Bool:
+    return "true or false";
+  case BlockAttrKind::String:
+    return "a string (\"text\" or a word)";
+  case BlockAttrKind::Expr:
+    return "a number or an expression over dims";
   }
   llvm_unreachable("every kind is described");
 }
@@ -123,9 +125,10 @@ bool stg::declareBlockAttrs(STGParser::BlockDeclContext *ctx,
     param.name = paramCtx->name->getText();
     param.loc = file.loc(paramCtx->name);
     auto fail = [&] { ok = false; };
-    if (auto it = llvm::find_if(params, [&](const BlockAttrParam &other) {
-          return other.name == param.name;
-        });
+    if (auto it = llvm::find_if(params,
+                                [&](const BlockAttrParam &other) {
+                                  return other.name == param.name;
+                                });
         it != params.end()) {
       diags.error(param.loc,
                   "attribute parameter '" + param.name + "' is declared twice");
@@ -179,11 +182,10 @@ bool stg::declareBlockAttrs(STGParser::BlockDeclContext *ctx,
     }
     STGParser::AttrValueContext *defaultCtx = paramCtx->attrValue();
     if (!kind && !defaultCtx) {
-      diags.error(param.loc,
-                  "attribute parameter '" + param.name +
-                      "' needs a kind or a default: '" + param.name +
-                      ": expr' (every call gives it) or '" + param.name +
-                      " = 0'");
+      diags.error(param.loc, "attribute parameter '" + param.name +
+                                 "' needs a kind or a default: '" + param.name +
+                                 ": expr' (every call gives it) or '" +
+                                 param.name + " = 0'");
       fail();
       continue;
     }
@@ -205,9 +207,9 @@ bool stg::declareBlockAttrs(STGParser::BlockDeclContext *ctx,
     }
     param.kind = *kind;
     if (defaultCtx) {
-      std::string where = "attribute parameter '" + param.name + "' of block '" +
-                          block + "' (kind " + getBlockAttrKindName(*kind) +
-                          ")";
+      std::string where = "attribute parameter '" + param.name +
+                          "' of block '" + block + "' (kind " +
+                          getBlockAttrKindName(*kind) + ")";
       param.defaultValue =
           buildValue(*kind, defaultCtx, file, where, module, exprs, diags);
       if (!param.defaultValue) {
@@ -241,7 +243,8 @@ stg::bindBlockAttrs(llvm::StringRef block,
   llvm::SmallVector<STGParser::AttrContext *, 4> given(params.size(), nullptr);
   bool seenNamed = false;
   unsigned position = 0;
-  auto written = attrs ? attrs->attr() : std::vector<STGParser::AttrContext *>();
+  auto written =
+      attrs ? attrs->attr() : std::vector<STGParser::AttrContext *>();
   for (STGParser::AttrContext *attr : written) {
     unsigned index;
     if (attr->anyName()) {
@@ -273,8 +276,8 @@ stg::bindBlockAttrs(llvm::StringRef block,
       index = position++;
     }
     if (given[index]) {
-      diags.error(file.loc(attr), "attribute '" + params[index].name +
-                                      "' is given twice");
+      diags.error(file.loc(attr),
+                  "attribute '" + params[index].name + "' is given twice");
       return std::nullopt;
     }
     given[index] = attr;

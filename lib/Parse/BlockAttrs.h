@@ -27,9 +27,9 @@ struct BlockAttrParam {
 
 /// Checks the attribute parameters of `ctx` (names, kinds, defaults) and
 /// appends them to `params`. False after an error.
-bool declareBlockAttrs(STGParser::BlockDeclContext *ctx,
-                       const SourceFile &file, Module &module,
-                       ExprBuilder &exprs, DiagnosticEngine &diags,
+bool declareBlockAttrs(STGParser::BlockDeclContext *ctx, const SourceFile &file,
+                       Module &module, ExprBuilder &exprs,
+                       DiagnosticEngine &diags,
                        std::vector<BlockAttrParam> &params);
 
 /// The values the brackets of a call to `block` give its parameters, the
@@ -38,8 +38,8 @@ bool declareBlockAttrs(STGParser::BlockDeclContext *ctx,
 std::optional<BlockAttrScope>
 bindBlockAttrs(llvm::StringRef block, llvm::ArrayRef<BlockAttrParam> params,
                STGParser::AttrListContext *attrs, SourceLoc callLoc,
-               const SourceFile &callerFile, Module &module,
-               ExprBuilder &exprs, DiagnosticEngine &diags);
+               const SourceFile &callerFile, Module &module, ExprBuilder &exprs,
+               DiagnosticEngine &diags);
 
 /// The values a block nothing calls is checked with: the defaults, and for
 /// a parameter without one a stand-in of its kind (a fresh symbol, an empty

@@ -1,4 +1,4 @@
-//===- Calls.cpp - Names, op calls and builtin ops -------------------------===//
+//===- Calls.cpp - Names, op calls and builtin ops ------------------------===//
 //
 // A value is a name or a call; a call reaches a builtin op or a block (a
 // block may wrap the builtin of its name). Builtin calls are checked here

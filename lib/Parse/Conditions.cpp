@@ -1,11 +1,13 @@
-//===- Conditions.cpp - `if` statements: layer patterns -------------------===//
+//===- Conditions.cpp - `if`: layer patterns and block flags --------------===//
 //
 // A repeat body chooses each layer's statements with `if` on the repeat's
 // index (`if layer % 6 == 5`). The pattern must repeat: every condition
 // takes the index modulo a number, and the least common multiple of those
-// moduli is the period the repeat builds its body for, once per index.
-// Kept apart from the statements because it is a small language of its own
-// (periods, evaluation, branches no layer takes).
+// moduli is the period the repeat builds its body for, once per index. A
+// block's bool attribute parameter (`if rope`) is the same for every
+// layer: it chooses one branch where the block is inlined. Kept apart from
+// the statements because it is a small language of its own (periods,
+// evaluation, branches no layer takes).
 //
 //===----------------------------------------------------------------------===//
 

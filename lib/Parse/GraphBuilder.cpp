@@ -5,9 +5,11 @@
 // sees the names around it. Assigning, inside a repeat, a name bound outside
 // makes it loop-carried: it becomes an argument of the body, the body yields
 // its last value, and after the loop the name refers to the repeat's result.
-// Everywhere else names are single-assignment. This file holds the scopes
-// and the statements; `if` is in Conditions.cpp, values and op calls in
-// Calls.cpp, block calls in BlockInlining.cpp.
+// Everywhere else names are single-assignment (but a branch of `if` on a
+// block's flag may rebind a name). This file holds the scopes and the
+// statements; `if` is in Conditions.cpp, values and op calls in Calls.cpp,
+// block calls in BlockInlining.cpp (their attribute parameters in
+// BlockAttrs.cpp), the count of what inlining builds in InlineBudget.cpp.
 //
 //===----------------------------------------------------------------------===//
 

@@ -36,8 +36,9 @@ static uint64_t mulSat(uint64_t a, uint64_t b) {
              : product;
 }
 
-uint64_t GraphBuilder::countValueOps(STGParser::ValueContext *value,
-                                     llvm::SmallVectorImpl<std::string> &active) {
+uint64_t
+GraphBuilder::countValueOps(STGParser::ValueContext *value,
+                            llvm::SmallVectorImpl<std::string> &active) {
   antlr4::tree::TerminalNode *callee = nullptr;
   std::vector<STGParser::ValueContext *> args;
   if (auto *call = dynamic_cast<STGParser::CallAttrValueContext *>(value))
@@ -54,17 +55,16 @@ uint64_t GraphBuilder::countValueOps(STGParser::ValueContext *value,
   std::string name = callee->getText();
   auto block = blocks.find(name);
   bool builtin = lookupOpKind(name).has_value();
-  if (block == blocks.end() ||
-      (builtin && llvm::is_contained(active, name)))
+  if (block == blocks.end() || (builtin && llvm::is_contained(active, name)))
     return addSat(ops, 1);
   // Arguments and the result may each need a `layout`.
   ops = addSat(ops, block->second.ctx->blockParam().size() + 1);
   return addSat(ops, countBlockOps(name, block->second, active));
 }
 
-uint64_t GraphBuilder::countBlockOps(llvm::StringRef name,
-                                     const BlockDecl &decl,
-                                     llvm::SmallVectorImpl<std::string> &active) {
+uint64_t
+GraphBuilder::countBlockOps(llvm::StringRef name, const BlockDecl &decl,
+                            llvm::SmallVectorImpl<std::string> &active) {
   // A block that calls itself is an error reported where it is built.
   if (llvm::is_contained(active, name))
     return 0;
@@ -78,20 +78,23 @@ uint64_t GraphBuilder::countBlockOps(llvm::StringRef name,
   return ops;
 }
 
-uint64_t GraphBuilder::countRepeatOps(STGParser::RepeatStmtContext *ctx,
-                                      llvm::SmallVectorImpl<std::string> &active) {
+uint64_t
+GraphBuilder::countRepeatOps(STGParser::RepeatStmtContext *ctx,
+                             llvm::SmallVectorImpl<std::string> &active) {
   uint64_t once = addSat(countBodyOps(ctx->body(), active), 2);
   return mulSat(countRepeatBuilds(ctx), once);
 }
 
-uint64_t GraphBuilder::countBodyOps(STGParser::BodyContext *body,
-                                    llvm::SmallVectorImpl<std::string> &active) {
+uint64_t
+GraphBuilder::countBodyOps(STGParser::BodyContext *body,
+                           llvm::SmallVectorImpl<std::string> &active) {
   uint64_t ops = 0;
   for (STGParser::StmtContext *stmt : body->stmt()) {
     uint64_t stmtOps = 0;
     if (auto *param = dynamic_cast<STGParser::ParamStmtContext *>(stmt)) {
       stmtOps = param->declItem().size();
-    } else if (auto *state = dynamic_cast<STGParser::StateStmtContext *>(stmt)) {
+    } else if (auto *state =
+                   dynamic_cast<STGParser::StateStmtContext *>(stmt)) {
       stmtOps = state->declItem().size();
     } else if (auto *assign =
                    dynamic_cast<STGParser::AssignStmtContext *>(stmt)) {
@@ -125,8 +128,7 @@ bool GraphBuilder::chargeOps(uint64_t ops, SourceLoc loc,
                            ? "more than 2^64"
                            : "about " + std::to_string(ops);
   std::string before =
-      chargedOps ? " (after " + std::to_string(chargedOps) + " before it)"
-                 : "";
+      chargedOps ? " (after " + std::to_string(chargedOps) + " before it)" : "";
   diags.error(loc, what + " would inline " + amount + " ops" + before +
                        ", more than the limit of " +
                        llvm::Twine(MaxInlinedOps) + " (" + why + ")");
