@@ -37,9 +37,15 @@ setItem    : ID '=' (literal | expr) ;
 literal    : 'true' | 'false' | STRING | INT | FLOAT ;
 
 // `override block` replaces a block declared before it (in an import), for
-// every caller.
-blockDecl  : over='override'? 'block' ID '(' (blockParam (',' blockParam)*)? ')' ('->' type)? body ;
+// every caller. Attribute parameters in brackets are given at the call as
+// an op's attributes are: `block attn[mask = "causal", window = 0](...)`.
+blockDecl  : over='override'? 'block' ID
+             ('[' (blockAttrParam (',' blockAttrParam)*)? ']')?
+             '(' (blockParam (',' blockParam)*)? ')' ('->' type)? body ;
 blockParam : ID ':' type ;
+// A kind (`bool`, `string`, `expr`), a default, or both; no default: the
+// call must give it.
+blockAttrParam : name=ID (':' kind=ID)? ('=' attrValue)? ;
 
 modelDecl  : 'model' ID body ;
 
@@ -58,7 +64,9 @@ stmt
 declItem : ID ':' type ;
 
 // A condition on a repeat's index (`layer % 6 == 5`), so a repeat can run
-// a pattern of layers. Earlier alternatives bind tighter.
+// a pattern of layers, or on a block's boolean attribute parameter
+// (`if rope`), decided where the block is inlined. Earlier alternatives
+// bind tighter.
 indexCond
   : '(' indexCond ')'                                        # parenCond
   | '!' indexCond                                            # notCond
@@ -66,6 +74,7 @@ indexCond
   | indexCond '||' indexCond                                 # orCond
   | ID ('%' modulus=INT)? op=('==' | '!=' | '<' | '<=' | '>' | '>=')
     rhs=INT                                                  # compareCond
+  | ID                                                       # flagCond
   ;
 
 target   : ID (':' type)? ;
@@ -96,6 +105,7 @@ anyName
   ;
 attrValue
   : STRING                                   # stringAttr
+  | ('true' | 'false')                       # boolAttr
   | '(' attrValue (',' attrValue)+ ')'       # tupleAttr
   | expr                                     # exprAttr
   ;

@@ -24,6 +24,7 @@ using namespace stg;
 
 Value *GraphBuilder::instantiateBlock(llvm::StringRef name, BlockDecl &decl,
                                       llvm::ArrayRef<Value *> args,
+                                      STGParser::AttrListContext *attrs,
                                       SourceLoc callLoc, Scope &caller) {
   const SourceFile &file = *decl.file;
   if (llvm::is_contained(activeBlocks, name)) {
@@ -57,6 +58,16 @@ Value *GraphBuilder::instantiateBlock(llvm::StringRef name, BlockDecl &decl,
   }
   if (!decl.signatureValid)
     return nullptr;
+  // The caller's attribute parameters are in force until the body starts.
+  std::optional<BlockAttrScope> attrValues =
+      bindBlockAttrs(name, decl.attrParams, attrs, callLoc, *caller.file,
+                     module, exprs, diags);
+  if (!attrValues)
+    return nullptr;
+  if (!chargeOps(chargedDepth ? 0 : countBlockOps(name, decl, activeBlocks),
+                 callLoc, "calling block '" + name + "' here",
+                 "a block that calls another n times has n times its ops"))
+    return nullptr;
   decl.instantiated = true;
 
   unsigned instance = caller.instances[name]++;
@@ -77,9 +88,15 @@ Value *GraphBuilder::instantiateBlock(llvm::StringRef name, BlockDecl &decl,
     bind(scope, params[i]->ID()->getText(), arg, file.loc(params[i]->ID()));
   }
 
-  activeBlocks.push_back(name);
+  activeBlocks.push_back(name.str());
+  const BlockAttrScope *callerAttrs = exprs.setBlockAttrs(&*attrValues);
+  ++chargedDepth;
   buildBody(decl.ctx->body(), scope);
+  --chargedDepth;
+  exprs.setBlockAttrs(callerAttrs);
   activeBlocks.pop_back();
+  if (budgetExceeded)
+    return nullptr;
 
   if (!scope.returned) {
     diags.error(callLoc, "block '" + name + "' returns no value");
@@ -94,7 +111,9 @@ Value *GraphBuilder::instantiateBlock(llvm::StringRef name, BlockDecl &decl,
 }
 
 void GraphBuilder::checkUncalledBlock(llvm::StringRef name, BlockDecl &decl) {
-  if (!decl.signatureValid)
+  // After the budget error, the blocks it left uncalled are the ones too
+  // large to build.
+  if (!decl.signatureValid || budgetExceeded)
     return;
   // '<' cannot start an identifier, so these names never meet user names.
   Graph scratch("<check>");
@@ -114,7 +133,13 @@ void GraphBuilder::checkUncalledBlock(llvm::StringRef name, BlockDecl &decl) {
     bind(scope, params[i]->ID()->getText(), arg, loc);
   }
   // A block without a result is legal on its own; only calls need one.
-  activeBlocks.push_back(name);
+  // Its scratch graph is freed after, so it has a budget of its own.
+  BlockAttrScope attrValues = defaultBlockAttrs(name, decl.attrParams);
+  const BlockAttrScope *outerAttrs = exprs.setBlockAttrs(&attrValues);
+  uint64_t modelOps = std::exchange(chargedOps, 0);
+  activeBlocks.push_back(name.str());
   buildBody(decl.ctx->body(), scope);
   activeBlocks.pop_back();
+  chargedOps = modelOps;
+  exprs.setBlockAttrs(outerAttrs);
 }

@@ -1,4 +1,4 @@
-//===- Calls.cpp - Names, op calls and builtin ops -------------------------===//
+//===- Calls.cpp - Names, op calls and builtin ops ------------------------===//
 //
 // A value is a name or a call; a call reaches a builtin op or a block (a
 // block may wrap the builtin of its name). Builtin calls are checked here
@@ -107,7 +107,7 @@ GraphBuilder::buildCall(antlr4::tree::TerminalNode *callee,
     return buildBuiltin(*kind, callee->getSymbol(), attrs, operands, scope,
                         targets);
 
-  if (hasBrackets) {
+  if (hasBrackets && !block->second.ctx->blockAttrParam().size()) {
     diags.error(loc, "block '" + name + "' takes no attributes");
     return std::nullopt;
   }
@@ -117,7 +117,8 @@ GraphBuilder::buildCall(antlr4::tree::TerminalNode *callee,
                                     " names are assigned");
     return std::nullopt;
   }
-  Value *result = instantiateBlock(name, block->second, operands, loc, scope);
+  Value *result =
+      instantiateBlock(name, block->second, operands, attrs, loc, scope);
   if (!result)
     return std::nullopt;
   if (!targets.empty() && targets[0].type)

@@ -1,11 +1,13 @@
-//===- Conditions.cpp - `if` statements: layer patterns -------------------===//
+//===- Conditions.cpp - `if`: layer patterns and block flags --------------===//
 //
 // A repeat body chooses each layer's statements with `if` on the repeat's
 // index (`if layer % 6 == 5`). The pattern must repeat: every condition
 // takes the index modulo a number, and the least common multiple of those
-// moduli is the period the repeat builds its body for, once per index.
-// Kept apart from the statements because it is a small language of its own
-// (periods, evaluation, branches no layer takes).
+// moduli is the period the repeat builds its body for, once per index. A
+// block's bool attribute parameter (`if rope`) is the same for every
+// layer: it chooses one branch where the block is inlined. Kept apart from
+// the statements because it is a small language of its own (periods,
+// evaluation, branches no layer takes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +47,9 @@ bool GraphBuilder::findModuli(STGParser::IndexCondContext *cond,
   if (auto *either = dynamic_cast<STGParser::OrCondContext *>(cond))
     return findModuli(either->indexCond(0), indexName, file, period) &
            findModuli(either->indexCond(1), indexName, file, period);
+  // A block's flag is the same for every layer; buildIf checks it.
+  if (dynamic_cast<STGParser::FlagCondContext *>(cond))
+    return true;
   auto *compare = static_cast<STGParser::CompareCondContext *>(cond);
   std::string name = compare->ID()->getText();
   if (name != indexName) {
@@ -122,6 +127,9 @@ bool GraphBuilder::holds(STGParser::IndexCondContext *cond, int64_t index) {
   if (auto *either = dynamic_cast<STGParser::OrCondContext *>(cond))
     return holds(either->indexCond(0), index) ||
            holds(either->indexCond(1), index);
+  // checkFlags checked that the flag is a bool.
+  if (auto *flag = dynamic_cast<STGParser::FlagCondContext *>(cond))
+    return exprs.getBlockAttrs()->lookup(flag->ID()->getText())->flag;
   // findPeriod checked the numbers.
   auto *compare = static_cast<STGParser::CompareCondContext *>(cond);
   int64_t lhs = index % *readSmallInteger(compare->modulus);
@@ -140,14 +148,68 @@ bool GraphBuilder::holds(STGParser::IndexCondContext *cond, int64_t index) {
   return lhs >= rhs;
 }
 
+void GraphBuilder::classifyCondition(STGParser::IndexCondContext *cond,
+                                     bool &usesIndex, bool &usesFlags) {
+  if (dynamic_cast<STGParser::FlagCondContext *>(cond)) {
+    usesFlags = true;
+    return;
+  }
+  if (dynamic_cast<STGParser::CompareCondContext *>(cond)) {
+    usesIndex = true;
+    return;
+  }
+  for (antlr4::tree::ParseTree *child : cond->children)
+    if (auto *inner = dynamic_cast<STGParser::IndexCondContext *>(child))
+      classifyCondition(inner, usesIndex, usesFlags);
+}
+
+bool GraphBuilder::checkFlags(STGParser::IndexCondContext *cond,
+                              const SourceFile &file) {
+  auto *flag = dynamic_cast<STGParser::FlagCondContext *>(cond);
+  if (!flag) {
+    bool ok = true;
+    for (antlr4::tree::ParseTree *child : cond->children)
+      if (auto *inner = dynamic_cast<STGParser::IndexCondContext *>(child))
+        ok &= checkFlags(inner, file);
+    return ok;
+  }
+  std::string name = flag->ID()->getText();
+  const BlockAttrScope *attrs = exprs.getBlockAttrs();
+  const BlockAttrValue *value = attrs ? attrs->lookup(name) : nullptr;
+  if (value && value->kind == BlockAttrKind::Bool)
+    return true;
+  SourceLoc loc = file.loc(flag->ID());
+  if (value) {
+    diags.error(loc, llvm::Twine("'if ") + name +
+                         "' needs a bool; attribute parameter '" + name +
+                         "' of block '" + attrs->block + "' is of kind " +
+                         getBlockAttrKindName(value->kind));
+    return false;
+  }
+  std::string owner =
+      attrs ? (llvm::Twine("block '") + attrs->block + "'").str() : "a block";
+  diags.error(loc, llvm::Twine("'") + name +
+                       "' is not a bool attribute parameter of " + owner +
+                       ": an 'if' tests one (`if rope`) or compares a "
+                       "repeat's index (`layer % 2 == 0`)");
+  return false;
+}
+
 void GraphBuilder::buildIf(STGParser::IfStmtContext *ctx, Scope &scope) {
-  if (scope.indexName.empty()) {
+  std::vector<STGParser::IndexCondContext *> conds = ctx->indexCond();
+  bool usesIndex = false, usesFlags = false, flagsOk = true;
+  for (STGParser::IndexCondContext *cond : conds) {
+    classifyCondition(cond, usesIndex, usesFlags);
+    flagsOk &= checkFlags(cond, *scope.file);
+  }
+  if (usesIndex && scope.indexName.empty()) {
     diags.error(scope.file->loc(ctx),
                 "'if' chooses by a repeat's index, so it belongs in a repeat "
                 "body (not in a block or the model's top level)");
     return;
   }
-  std::vector<STGParser::IndexCondContext *> conds = ctx->indexCond();
+  if (!flagsOk)
+    return;
   std::vector<STGParser::BodyContext *> branches = ctx->body();
   // Branch i runs if condition i holds and none before it; a last branch
   // without a condition is the `else`.
@@ -155,7 +217,20 @@ void GraphBuilder::buildIf(STGParser::IfStmtContext *ctx, Scope &scope) {
     if (i < conds.size() && !holds(conds[i], scope.index))
       continue;
     takenBranches.insert(branches[i]);
+    // Under a block's flag, a branch may rebind a name bound before the
+    // `if` (`if rope { q = rope_q(q); }`): the branch is chosen at
+    // inlining, so the rebinding is as single as a loop-carried one.
+    llvm::SmallVector<std::string, 4> assigned, rebound;
+    if (usesFlags)
+      collectAssignedNames(branches[i], assigned);
+    for (const std::string &name : assigned)
+      if (scope.names.count(name) && scope.carried.insert(name).second)
+        rebound.push_back(name);
+    ++scope.ifDepth;
     buildBody(branches[i], scope);
+    --scope.ifDepth;
+    for (const std::string &name : rebound)
+      scope.carried.erase(name);
     return;
   }
 }
@@ -165,6 +240,12 @@ void GraphBuilder::checkBranchesTaken(STGParser::BodyContext *body,
   for (STGParser::StmtContext *stmt : body->stmt()) {
     auto *ifStmt = dynamic_cast<STGParser::IfStmtContext *>(stmt);
     if (!ifStmt)
+      continue;
+    // A block's flag chooses one branch for all layers.
+    bool usesIndex = false, usesFlags = false;
+    for (STGParser::IndexCondContext *cond : ifStmt->indexCond())
+      classifyCondition(cond, usesIndex, usesFlags);
+    if (usesFlags)
       continue;
     for (STGParser::BodyContext *branch : ifStmt->body()) {
       if (!takenBranches.count(branch)) {
@@ -176,4 +257,30 @@ void GraphBuilder::checkBranchesTaken(STGParser::BodyContext *body,
       checkBranchesTaken(branch, file);
     }
   }
+}
+
+uint64_t GraphBuilder::countRepeatBuilds(STGParser::RepeatStmtContext *ctx) {
+  // findPeriod's least common multiple, quietly: a wrong modulus is
+  // reported when the repeat is built, and counts as none here.
+  uint64_t period = 1;
+  std::function<void(antlr4::tree::ParseTree *)> visit =
+      [&](antlr4::tree::ParseTree *tree) {
+        if (dynamic_cast<STGParser::RepeatStmtContext *>(tree) &&
+            tree != ctx)
+          return; // A nested repeat has its own period.
+        if (auto *compare =
+                dynamic_cast<STGParser::CompareCondContext *>(tree)) {
+          std::optional<int64_t> modulus =
+              compare->modulus ? readSmallInteger(compare->modulus)
+                               : std::nullopt;
+          if (modulus && *modulus >= 1 && *modulus <= MaxPatternPeriod &&
+              std::lcm<uint64_t>(period, *modulus) <= MaxPatternPeriod)
+            period = std::lcm<uint64_t>(period, *modulus);
+          return;
+        }
+        for (antlr4::tree::ParseTree *child : tree->children)
+          visit(child);
+      };
+  visit(ctx);
+  return 2 * period - 1;
 }

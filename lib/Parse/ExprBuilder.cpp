@@ -14,6 +14,33 @@
 
 using namespace stg;
 
+const char *stg::getBlockAttrKindName(BlockAttrKind kind) {
+  switch (kind) {
+  case BlockAttrKind::Bool: return "bool";
+  case BlockAttrKind::String: return "string";
+  case BlockAttrKind::Expr: return "expr";
+  }
+  llvm_unreachable("every kind is named");
+}
+
+void ExprBuilder::reportAttrParamKind(SourceLoc loc, llvm::StringRef name,
+                                      const BlockAttrValue &value,
+                                      const llvm::Twine &expected) {
+  std::string shown;
+  if (value.kind == BlockAttrKind::Bool)
+    shown = value.flag ? "a bool, true" : "a bool, false";
+  else if (value.kind == BlockAttrKind::String)
+    shown = "a string, \"" + value.text + "\"";
+  else
+    shown = "an expression, " + module.getPrinter().str(value.expr);
+  diags.error(loc, "attribute parameter '" + name + "' of block '" +
+                       blockAttrs->block + "' is " + shown +
+                       "; here it must be " + expected);
+  if (blockAttrs->callLoc.isValid())
+    diags.note(blockAttrs->callLoc,
+               "block '" + blockAttrs->block + "' is called here");
+}
+
 //===----------------------------------------------------------------------===//
 // Expressions
 //===----------------------------------------------------------------------===//
@@ -60,6 +87,17 @@ ExprBuilder::buildExprUnchecked(STGParser::ExprContext *ctx,
   }
   if (auto *sym = dynamic_cast<STGParser::SymExprContext *>(ctx)) {
     std::string name = sym->ID()->getText();
+    // A block's attribute parameters never shadow a dim or an axis (their
+    // declaration is checked), so looking them up first changes nothing
+    // else.
+    if (const BlockAttrValue *param =
+            blockAttrs ? blockAttrs->lookup(name) : nullptr) {
+      if (param->kind == BlockAttrKind::Expr)
+        return param->expr;
+      reportAttrParamKind(file.loc(sym->ID()), name, *param,
+                          "a number or an expression over dims");
+      return std::nullopt;
+    }
     if (module.lookupDim(name) || module.lookupAxis(name))
       return Expr(*module.getSymbols().lookup(name));
     if (module.lookupOption(name))
@@ -336,6 +374,11 @@ ExprBuilder::buildAttrValue(const OpInfo &info, const AttrSpec &spec,
                    : nullptr;
   std::string where =
       "attribute '" + std::string(spec.name) + "' of '" + info.name.str() + "'";
+  // A bare word naming a block's attribute parameter stands for its value
+  // (`attention[mask=mask]` in `block attn[mask = "causal"]`).
+  const BlockAttrValue *param = nullptr;
+  if (word && blockAttrs)
+    param = blockAttrs->lookup(word->getText());
   switch (spec.kind) {
   case AttrKind::Int:
   case AttrKind::Expr: {
@@ -358,6 +401,25 @@ ExprBuilder::buildAttrValue(const OpInfo &info, const AttrSpec &spec,
   case AttrKind::Ident: {
     llvm::SmallVector<llvm::StringRef, 4> choices;
     llvm::StringRef(spec.choices).split(choices, '|');
+    if (param && param->kind != BlockAttrKind::String) {
+      reportAttrParamKind(file.loc(ctx), word->getText(), *param,
+                          "one of " + llvm::join(choices, ", "));
+      return std::nullopt;
+    }
+    if (param) {
+      if (param->standIn)
+        return Attribute::getText(spec.kind, choices.front().str());
+      if (llvm::is_contained(choices, param->text))
+        return Attribute::getText(spec.kind, param->text);
+      diags.error(file.loc(ctx), where + " must be one of " +
+                                     llvm::join(choices, ", ") + "; found '" +
+                                     param->text + "', the value of '" +
+                                     word->getText() + "'");
+      if (blockAttrs->callLoc.isValid())
+        diags.note(blockAttrs->callLoc,
+                   "block '" + blockAttrs->block + "' is called here");
+      return std::nullopt;
+    }
     if (!word || !llvm::is_contained(choices, word->getText())) {
       diags.error(file.loc(ctx), where + " must be one of " +
                                      llvm::join(choices, ", ") + "; found '" +
@@ -367,6 +429,13 @@ ExprBuilder::buildAttrValue(const OpInfo &info, const AttrSpec &spec,
     return Attribute::getText(spec.kind, word->getText());
   }
   case AttrKind::String: {
+    if (param && param->kind == BlockAttrKind::String)
+      return Attribute::getText(spec.kind, param->text);
+    if (param) {
+      reportAttrParamKind(file.loc(ctx), word->getText(), *param,
+                          "a quoted string");
+      return std::nullopt;
+    }
     if (!stringCtx) {
       diags.error(file.loc(ctx), where + " must be a quoted string");
       return std::nullopt;

@@ -15,9 +15,41 @@
 #include "stg/IR/Attribute.h"
 #include "stg/IR/Module.h"
 
+#include "llvm/ADT/StringMap.h"
+
 #include <optional>
 
 namespace stg {
+
+/// The kind of a block's attribute parameter: what a call may give it and
+/// where the body may use it.
+enum class BlockAttrKind { Bool, String, Expr };
+
+/// `bool`, `string` or `expr`, as written in a block's brackets.
+const char *getBlockAttrKindName(BlockAttrKind kind);
+
+/// A block attribute parameter's value at one call (or its default).
+struct BlockAttrValue {
+  BlockAttrKind kind = BlockAttrKind::Expr;
+  bool flag = false;
+  std::string text;
+  Expr expr;
+  /// A stand-in for a required parameter while a block nothing calls is
+  /// checked: any choice of an op's attribute accepts it.
+  bool standIn = false;
+};
+
+/// The attribute parameters in force while one call's body is built.
+struct BlockAttrScope {
+  std::string block;
+  SourceLoc callLoc;
+  llvm::StringMap<BlockAttrValue> values;
+
+  const BlockAttrValue *lookup(llvm::StringRef name) const {
+    auto it = values.find(name);
+    return it == values.end() ? nullptr : &it->second;
+  }
+};
 
 class ExprBuilder {
 public:
@@ -35,6 +67,14 @@ public:
   buildAttrs(const OpInfo &info, STGParser::AttrListContext *ctx,
              antlr4::Token *opToken, unsigned numOperands,
              const SourceFile &file);
+
+  /// The attribute parameters that names in expressions and attribute
+  /// values resolve to first (a block body's), or null; returns the last.
+  const BlockAttrScope *setBlockAttrs(const BlockAttrScope *scope) {
+    std::swap(scope, blockAttrs);
+    return scope;
+  }
+  const BlockAttrScope *getBlockAttrs() const { return blockAttrs; }
 
 private:
   std::optional<Expr> buildExprUnchecked(STGParser::ExprContext *ctx,
@@ -58,8 +98,15 @@ private:
                                           const SourceFile &file);
   Attribute buildDefault(const AttrSpec &spec);
 
+  /// Reports a use of a block attribute parameter of the wrong kind,
+  /// with a note at the call that gave it.
+  void reportAttrParamKind(SourceLoc loc, llvm::StringRef name,
+                           const BlockAttrValue &value,
+                           const llvm::Twine &expected);
+
   Module &module;
   DiagnosticEngine &diags;
+  const BlockAttrScope *blockAttrs = nullptr;
 };
 
 } // namespace stg

@@ -5,9 +5,11 @@
 // sees the names around it. Assigning, inside a repeat, a name bound outside
 // makes it loop-carried: it becomes an argument of the body, the body yields
 // its last value, and after the loop the name refers to the repeat's result.
-// Everywhere else names are single-assignment. This file holds the scopes
-// and the statements; `if` is in Conditions.cpp, values and op calls in
-// Calls.cpp, block calls in BlockInlining.cpp.
+// Everywhere else names are single-assignment (but a branch of `if` on a
+// block's flag may rebind a name). This file holds the scopes and the
+// statements; `if` is in Conditions.cpp, values and op calls in Calls.cpp,
+// block calls in BlockInlining.cpp (their attribute parameters in
+// BlockAttrs.cpp), the count of what inlining builds in InlineBudget.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -168,6 +170,12 @@ void GraphBuilder::buildReturn(STGParser::ReturnStmtContext *ctx,
     scope.returned = nullptr;
     return;
   }
+  if (scope.ifDepth) {
+    diags.error(file.loc(ctx), "'return' inside 'if': a block returns once, "
+                               "as its last statement; assign the value in "
+                               "the branches and return it after the 'if'");
+    return;
+  }
   auto values = buildValue(ctx->value(), scope, {});
   scope.returned = values ? values->front() : nullptr;
 }
@@ -220,20 +228,32 @@ void GraphBuilder::buildRepeat(STGParser::RepeatStmtContext *ctx,
   // The layers' block calls are numbered across all the repeats
   // (`decoder`, `decoder_1`, ...), so every layer's names differ.
   llvm::StringMap<unsigned> instances;
+  // The body is built 2P - 1 times, so nested patterns multiply: charged
+  // here, before any is built.
+  if (!chargeOps(chargedDepth ? 0 : countRepeatOps(ctx, activeBlocks), loc,
+                 "this layer pattern",
+                 "a pattern of period P builds its body 2P - 1 times, so "
+                 "nested ones multiply")) {
+    poisonResults();
+    return;
+  }
   unsigned errorsBefore = diags.getNumErrors();
+  ++chargedDepth;
   buildLoop(ctx, scope, periods, loopName, indexName, carried, indices,
             &instances);
   // The same statements again would report the same errors again.
-  if (diags.getNumErrors() != errorsBefore)
-    return;
-  Expr rest = *count - *period * periods;
-  for (unsigned index = 0; index + 1 < *period; ++index) {
-    Expr runs = *makeFunction(
-        "min", {Expr(1), *makeFunction("max", {Expr(0), rest - int(index)})});
-    buildLoop(ctx, scope, runs, loopName, indexName, carried, {int64_t(index)},
-              &instances);
+  if (diags.getNumErrors() == errorsBefore) {
+    Expr rest = *count - *period * periods;
+    for (unsigned index = 0; index + 1 < *period; ++index) {
+      Expr runs = *makeFunction(
+          "min",
+          {Expr(1), *makeFunction("max", {Expr(0), rest - int(index)})});
+      buildLoop(ctx, scope, runs, loopName, indexName, carried,
+                {int64_t(index)}, &instances);
+    }
+    checkBranchesTaken(ctx->body(), file);
   }
-  checkBranchesTaken(ctx->body(), file);
+  --chargedDepth;
 }
 
 void GraphBuilder::buildLoop(STGParser::RepeatStmtContext *ctx, Scope &scope,

@@ -11,8 +11,9 @@
 #ifndef STG_LIB_PARSE_GRAPHBUILDER_H
 #define STG_LIB_PARSE_GRAPHBUILDER_H
 
-#include "ExprBuilder.h"
+#include "BlockAttrs.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -24,6 +25,7 @@ struct BlockDecl {
   STGParser::BlockDeclContext *ctx = nullptr;
   const SourceFile *file = nullptr;
   std::vector<std::optional<TensorType>> paramTypes;
+  std::vector<BlockAttrParam> attrParams;
   std::optional<TensorType> resultType;
   bool signatureValid = true;
   bool instantiated = false;
@@ -67,6 +69,8 @@ private:
     /// its period). Empty outside repeats and in blocks.
     std::string indexName;
     int64_t index = 0;
+    /// The `if` branches being built around the statement.
+    unsigned ifDepth = 0;
   };
   struct Target {
     std::string name;
@@ -105,6 +109,13 @@ private:
   bool findModuli(STGParser::IndexCondContext *cond, llvm::StringRef indexName,
                   const SourceFile &file, unsigned &period);
   bool holds(STGParser::IndexCondContext *cond, int64_t index);
+  /// Whether `cond` compares a repeat's index and whether it tests a
+  /// block's attribute parameter (`if rope`).
+  void classifyCondition(STGParser::IndexCondContext *cond, bool &usesIndex,
+                         bool &usesFlags);
+  /// Reports a flag that is not a bool attribute parameter of the block
+  /// being built.
+  bool checkFlags(STGParser::IndexCondContext *cond, const SourceFile &file);
   /// Reports the branches of `body`'s conditions no index took.
   void checkBranchesTaken(STGParser::BodyContext *body, const SourceFile &file);
   void buildReturn(STGParser::ReturnStmtContext *ctx, Scope &scope);
@@ -123,8 +134,29 @@ private:
                                      Scope &scope,
                                      llvm::ArrayRef<Target> targets);
   Value *instantiateBlock(llvm::StringRef name, BlockDecl &decl,
-                          llvm::ArrayRef<Value *> args, SourceLoc callLoc,
+                          llvm::ArrayRef<Value *> args,
+                          STGParser::AttrListContext *attrs, SourceLoc callLoc,
                           Scope &caller);
+
+  /// The inlining budget (InlineBudget.cpp): an upper bound on the ops a
+  /// body, a value or a block adds once every block call in it is inlined,
+  /// saturating at UINT64_MAX. `active` holds the blocks being counted.
+  uint64_t countBodyOps(STGParser::BodyContext *body,
+                        llvm::SmallVectorImpl<std::string> &active);
+  uint64_t countValueOps(STGParser::ValueContext *value,
+                         llvm::SmallVectorImpl<std::string> &active);
+  uint64_t countBlockOps(llvm::StringRef name, const BlockDecl &decl,
+                         llvm::SmallVectorImpl<std::string> &active);
+  /// A repeat statement builds its body 2P - 1 times for a layer pattern
+  /// of period P (Conditions.cpp), each time with a repeat and a yield.
+  uint64_t countRepeatBuilds(STGParser::RepeatStmtContext *ctx);
+  uint64_t countRepeatOps(STGParser::RepeatStmtContext *ctx,
+                          llvm::SmallVectorImpl<std::string> &active);
+  /// Takes `ops` from the budget for an expansion at `loc` (`what` says
+  /// which, `why` how it multiplies); an expansion inside a charged one
+  /// passes 0. False, after an error the first time, once it is spent.
+  bool chargeOps(uint64_t ops, SourceLoc loc, const llvm::Twine &what,
+                 llvm::StringRef why);
 
   /// Returns `value` if it already has `type`, else a `layout` op's result.
   Value *convertLayout(Value *value, const TensorType &type,
@@ -138,9 +170,16 @@ private:
   DiagnosticEngine &diags;
   ExprBuilder &exprs;
   llvm::StringMap<BlockDecl> &blocks;
-  llvm::SmallVector<llvm::StringRef, 8> activeBlocks;
+  llvm::SmallVector<std::string, 8> activeBlocks;
   /// The `if` branches some layer took.
   llvm::DenseSet<const STGParser::BodyContext *> takenBranches;
+  /// Ops charged to the inlining budget, whether an expansion being built
+  /// was charged (what it inlines is counted in it), and whether the
+  /// budget was exceeded (every later expansion stops quietly).
+  uint64_t chargedOps = 0;
+  unsigned chargedDepth = 0;
+  bool budgetExceeded = false;
+  llvm::DenseMap<const STGParser::BlockDeclContext *, uint64_t> blockOps;
 };
 
 } // namespace stg

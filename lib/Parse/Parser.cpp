@@ -74,6 +74,8 @@ private:
   std::vector<std::string> importStack;
   llvm::StringMap<BlockDecl> blocks;
   std::vector<std::string> blockOrder;
+  /// The attribute parameters of the block collectMissingNames is in.
+  llvm::StringSet<> attrParams;
   STGParser::ModelDeclContext *modelCtx = nullptr;
   const SourceFile *modelFile = nullptr;
 };
@@ -526,8 +528,20 @@ void ModuleBuilder::collectMissingNames(antlr4::tree::ParseTree *tree,
   if (auto *sym = dynamic_cast<STGParser::SymExprContext *>(tree)) {
     std::string name = sym->ID()->getText();
     if (!module->lookupDim(name) && !module->lookupAxis(name) &&
-        !module->lookupOption(name))
+        !module->lookupOption(name) && !attrParams.count(name))
       names.insert(name);
+    return;
+  }
+  // A block's body may name its attribute parameters; what it calls, its
+  // own.
+  if (auto *block = dynamic_cast<STGParser::BlockDeclContext *>(tree)) {
+    llvm::StringSet<> own;
+    for (auto *param : block->blockAttrParam())
+      own.insert(param->name->getText());
+    std::swap(own, attrParams);
+    for (antlr4::tree::ParseTree *child : tree->children)
+      collectMissingNames(child, names, visiting);
+    std::swap(own, attrParams);
     return;
   }
   // What a called block lacks, its caller lacks too.
@@ -585,6 +599,8 @@ void ModuleBuilder::checkBlockSignatures() {
       if (type)
         signature.params.push_back({paramName, *type});
     }
+    decl.signatureValid &= declareBlockAttrs(decl.ctx, file, *module, exprs,
+                                             diags, decl.attrParams);
     if (decl.ctx->type()) {
       decl.resultType = exprs.buildType(decl.ctx->type(), file);
       decl.signatureValid &= decl.resultType.has_value();

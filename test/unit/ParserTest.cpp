@@ -197,6 +197,62 @@ TEST(Parser, PrintsStably) {
       << printed(*first.module);
 }
 
+TEST(Parser, BlockAttributeParametersChooseEachCallsVariant) {
+  auto result = parse(R"(
+    dim B = 2, S = 4, H = 2, E = 8, WIN = 2;
+    block attn[mask = "causal", window = 0, rope = true](q: [B, S, H, E]) {
+      if rope { q = relu(q); }
+      return attention[mask = mask, window = window](q, q, q);
+    }
+    model m {
+      q: [B, S, H, E] = input();
+      a = attn(q);
+      b = attn[mask = sliding, window = 2 * WIN, rope = false](a);
+    }
+  )");
+  ASSERT_TRUE(result.module) << result.diagnostics;
+  Graph &model = *result.module->getModel();
+  llvm::SmallVector<const Op *, 2> attentions;
+  unsigned relus = 0;
+  for (const auto &op : model.getOps()) {
+    relus += op->getKind() == OpKind::Relu;
+    if (op->getKind() == OpKind::Attention)
+      attentions.push_back(op.get());
+  }
+  EXPECT_EQ(relus, 1u); // The second call builds no `if rope` branch.
+  ASSERT_EQ(attentions.size(), 2u);
+  EXPECT_EQ(attentions[0]->getAttr("mask")->text, "causal");
+  EXPECT_EQ(attentions[1]->getAttr("mask")->text, "sliding");
+  EXPECT_EQ(result.module->getPrinter().str(
+                attentions[1]->getAttr("window")->expr),
+            "2*WIN");
+}
+
+/// A chain of `depth` blocks, each calling the one before twice.
+static std::string blockChain(unsigned depth) {
+  std::string source = "dim D = 8;\nblock b0(x: [D]) { return relu(x); }\n";
+  for (unsigned i = 1; i <= depth; ++i)
+    source += "block b" + std::to_string(i) + "(x: [D]) { return b" +
+              std::to_string(i - 1) + "(b" + std::to_string(i - 1) +
+              "(x)); }\n";
+  return source + "model m {\n  x: [D] = input();\n  y = b" +
+         std::to_string(depth) + "(x);\n}\n";
+}
+
+TEST(Parser, InliningIsRefusedAtTheCallThatPassesTheLimit) {
+  auto small = parse(blockChain(8));
+  ASSERT_TRUE(small.module) << small.diagnostics;
+  // The input, 256 relus, and a layout for each untyped argument.
+  EXPECT_EQ(small.module->getModel()->getOps().size(), 1u + 256u + 255u);
+  // 2^40 copies of b0: refused before any is built.
+  auto huge = parse(blockChain(40));
+  EXPECT_FALSE(huge.module);
+  EXPECT_NE(huge.diagnostics.find("test.stg:45:7: error: calling block 'b40' "
+                                  "here would inline about"),
+            std::string::npos)
+      << huge.diagnostics;
+}
+
 TEST(Parser, NeverThrowsOnGarbage) {
   for (const char *source :
        {"", "\xff\xfe", "model", "dim = ;", "block b( { }", "model m { x = ",
