@@ -24,8 +24,6 @@ using namespace stg;
 
 /// The residual stream's layout in every nn/ block.
 static const char *const Residual = "[B/(dp*ep), S/(sp*cp), D]";
-static const char *const Heads = "[B/(dp*ep), S/cp, NH/tp, DH]";
-static const char *const KVHeads = "[B/(dp*ep), S/cp, KVH/tp, DH]";
 
 namespace {
 
@@ -70,6 +68,20 @@ private:
 
 } // namespace
 
+/// `  text;` folded after a comma so that no line passes 80 columns, the
+/// rest indented by six.
+static void writeStatement(llvm::raw_ostream &out, llvm::StringRef text) {
+  std::string line = "  " + text.str() + ";";
+  while (line.size() > 80) {
+    size_t cut = llvm::StringRef(line).take_front(79).rfind(", ");
+    if (cut == llvm::StringRef::npos || cut < 8)
+      break;
+    out << line.substr(0, cut + 1) << "\n";
+    line = "      " + line.substr(cut + 2);
+  }
+  out << line << "\n";
+}
+
 static const char *getMaskName(MaskKind mask) {
   switch (mask) {
   case MaskKind::Causal:
@@ -96,15 +108,9 @@ void Writer::writeImports() {
     os << "import \"nn/mamba.stg\";\n";
     return;
   }
-  if (spec.mla) {
-    os << "import \"nn/mla.stg\";\n";
-  } else {
-    os << "import \"nn/rope.stg\";      // rope_q\n";
-    os << "import \"nn/gqa.stg\";       // rope_k\n";
-  }
-  if (spec.qkNorm)
-    os << "import \"nn/qknorm.stg\";    // q_norm, k_norm\n";
-  if (spec.experts && !spec.expertBias && !spec.routerBias)
+  os << (spec.mla ? "import \"nn/mla.stg\";\n"
+                   : "import \"nn/attention.stg\";  // self_attention\n");
+  if (spec.experts)
     os << "import \"nn/moe.stg\";\n";
   if (spec.sharedExperts)
     os << "import \"nn/shared_experts.stg\";\n";
@@ -129,7 +135,7 @@ void Writer::writeDims() {
     os << llvm::left_justify(("dim " + llvm::Twine(size.dim) + ";").str(), 20)
        << "// " << size.meaning << "\n";
   if (spec.experts) {
-    os << "dim CAP = 100;       // capacity factor in percent (100 = 1.0)\n"
+    os << "dim CAP = 100;      // capacity factor in percent (100 = 1.0)\n"
        << "dim C = ceil(CAP * B * S * K / (100 * E * dp * ep * sp * cp)) *\n"
           "        dp * ep * sp * cp;  // slots per expert (nn/moe.stg)\n";
   }
@@ -145,80 +151,34 @@ void Writer::writeSets() {
        << "// " << size.key << "\n";
 }
 
+/// `self_attention[mask=sliding, window=WIN, qk_norm=true]`: the call of
+/// nn/attention.stg's block with the attributes that differ from its
+/// defaults (or MLA's block).
 std::string Writer::writeAttention(const LayerSpec &layer) {
   if (spec.mla)
     return spec.queryLatent ? "mla" : "mla_direct_q";
-  std::string name = "self_attention";
-  if (spec.pattern.size() > 1 &&
-      llvm::any_of(spec.pattern,
-                   [&](const LayerSpec &l) { return l.mask != layer.mask ||
-                                                    l.rope != layer.rope; }))
-    name += std::string("_") + getMaskName(layer.mask) + (layer.rope ? "" : "_nope");
-  if (written.count(name))
-    return name;
-  written[name] = name;
-  auto &out = blocksOs;
-  out << "// " << (layer.mask == MaskKind::Sliding ? "Sliding-window"
-                   : layer.mask == MaskKind::Chunked ? "Chunked"
-                                                     : "Causal")
-      << " grouped-query attention" << (layer.rope ? "" : " without RoPE (NoPE)")
-      << ".\n";
-  out << "block " << name << "(x: " << Residual << ") -> " << Residual << " {\n";
-  out << "  param wq: [D/fsdp, NH/tp, DH];\n"
-      << "  param wk: [D/fsdp, KVH/tp, DH];\n"
-      << "  param wv: [D/fsdp, KVH/tp, DH];\n"
-      << "  param wo: [NH/tp, DH, D/fsdp];\n";
+  std::vector<std::string> attrs;
+  if (layer.mask == MaskKind::Sliding)
+    attrs.insert(attrs.end(), {"mask=sliding", "window=WIN"});
+  else if (layer.mask == MaskKind::Chunked)
+    attrs.insert(attrs.end(), {"mask=chunked", "window=CHUNK"});
+  if (!layer.rope)
+    attrs.push_back("rope=false");
+  if (spec.qkNorm)
+    attrs.push_back("qk_norm=true");
+  // Llama 4 normalises q and k on its RoPE layers only.
+  if (spec.qkL2Norm && layer.rope)
+    attrs.push_back("qk_l2_norm=true");
   if (spec.qkvBias)
-    out << "  param bq: [NH/tp, DH];\n  param bk: [KVH/tp, DH];\n"
-        << "  param bv: [KVH/tp, DH];\n";
+    attrs.push_back("qkv_bias=true");
   if (spec.outputBias)
-    out << "  param bo: [D];\n";
+    attrs.push_back("out_bias=true");
   if (spec.sinks)
-    out << "  param sinks: [NH/tp];                 // a learned logit per head\n";
-  auto project = [&](const char *result, const char *type, const char *weight,
-                     const char *bias) {
-    std::string value = std::string("einsum[bsd,dhe->bshe](x, ") + weight + ")";
-    if (spec.qkvBias)
-      value = std::string("add(") + value + ", " + bias + ")";
-    out << "  " << result << ": " << type << " = " << value << ";\n";
-  };
-  project("q", Heads, "wq", "bq");
-  project("k", KVHeads, "wk", "bk");
-  project("v", KVHeads, "wv", "bv");
-  std::string q = "q", k = "k";
-  if (spec.qkNorm) {
-    q = "q_norm(" + q + ")";
-    k = "k_norm(" + k + ")";
-  }
-  if (spec.qkL2Norm && layer.rope) {
-    // Llama 4's L2 norm of the RoPE layers' q and k: RMSNorm's kernel
-    // without a scale.
-    q = "rmsnorm(" + q + ")";
-    k = "rmsnorm(" + k + ")";
-  }
-  if (layer.rope) {
-    q = "rope_q(" + q + ")";
-    k = "rope_k(" + k + ")";
-  }
-  std::string attrs;
-  switch (layer.mask) {
-  case MaskKind::Causal:
-    attrs = "mask=causal";
-    break;
-  case MaskKind::Sliding:
-    attrs = "mask=sliding, window=WIN";
-    break;
-  case MaskKind::Chunked:
-    attrs = "mask=chunked, window=CHUNK";
-    break;
-  }
+    attrs.push_back("sinks=true");
   if (spec.softcap > 0)
-    attrs += ", softcap=" + formatNumber(spec.softcap);
-  out << "  o: " << Heads << " = attention[" << attrs << "](\n      " << q
-      << ", " << k << ", v" << (spec.sinks ? ", sinks" : "") << ");\n";
-  out << "  y: " << Residual << " = einsum[bshe,hed->bsd](o, wo);\n";
-  out << "  return " << (spec.outputBias ? "add(y, bo)" : "y") << ";\n}\n\n";
-  return name;
+    attrs.push_back("softcap=" + formatNumber(spec.softcap));
+  return attrs.empty() ? "self_attention"
+                       : "self_attention[" + llvm::join(attrs, ", ") + "]";
 }
 
 /// The dense MLP: nn/ffn.stg's.
@@ -226,52 +186,17 @@ std::string Writer::writeMlp() {
   return spec.mlp == MlpKind::GeGLU ? "geglu_mlp" : "swiglu_mlp";
 }
 
-/// nn/moe.stg's experts, or a block of their own where the experts or the
-/// router have biases or another activation.
+/// nn/moe.stg's experts, with the variants the config asks for.
 std::string Writer::writeExperts() {
-  if (!spec.expertBias && !spec.routerBias)
-    return "moe";
-  if (written.count("experts"))
-    return "experts";
-  written["experts"] = "experts";
-  auto &out = blocksOs;
-  out << "// Routed experts: nn/moe.stg's with "
-      << (spec.expertBias ? "biases in the router and the experts"
-                          : "a learned bias on the router's scores")
-      << ".\n";
-  out << "block experts(x: " << Residual << ") -> " << Residual << " {\n"
-      << "  param w_router: [D/fsdp, E];\n"
-      << "  param b_router: [E];\n"
-      << "  param w_gate:   [E/ep, D/fsdp, FE/tp];\n"
-      << "  param w_up:     [E/ep, D/fsdp, FE/tp];\n"
-      << "  param w_down:   [E/ep, FE/tp, D/fsdp];\n";
+  std::vector<std::string> attrs;
+  if (spec.routerBias || spec.expertBias)
+    attrs.push_back("router_bias=true");
   if (spec.expertBias)
-    out << "  param b_gate:   [E/ep, 1, FE/tp];\n"
-        << "  param b_up:     [E/ep, 1, FE/tp];\n"
-        << "  param b_down:   [E/ep, 1, D];\n";
-  out << "  logits: [B/(dp*ep), S/(sp*cp), E] = "
-         "add(einsum[bsd,de->bse](x, w_router), b_router);\n"
-      << "  r = route[topk=K, experts=E](logits);\n"
-      << "  d: [E/ep, C/(dp*sp*cp), D] = dispatch(x, r);\n";
-  const char *slots = "[E/ep, C/(dp*cp), FE/tp]";
-  if (spec.expertBias) {
-    out << "  g: " << slots << " = add(einsum[ecd,edf->ecf](d, w_gate), b_gate);\n"
-        << "  u: " << slots << " = add(einsum[ecd,edf->ecf](d, w_up), b_up);\n";
-  } else {
-    out << "  g: " << slots << " = einsum[ecd,edf->ecf](d, w_gate);\n"
-        << "  u: " << slots << " = einsum[ecd,edf->ecf](d, w_up);\n";
-  }
-  std::string hidden = spec.mlp == MlpKind::ClampedSwiGLU
-                           ? "swiglu_clamped[limit=" +
-                                 formatNumber(spec.clampLimit) + "](g, u)"
-                           : "mul(silu(g), u)";
-  out << "  o: [E/ep, C/(dp*sp*cp), D] = "
-      << (spec.expertBias ? "add(einsum[ecf,efd->ecd](" + hidden +
-                                ", w_down), b_down)"
-                          : "einsum[ecf,efd->ecd](" + hidden + ", w_down)")
-      << ";\n";
-  out << "  y: " << Residual << " = combine(o, r);\n  return y;\n}\n\n";
-  return "experts";
+    attrs.push_back("expert_bias=true");
+  if (spec.mlp == MlpKind::ClampedSwiGLU)
+    attrs.insert(attrs.end(),
+                 {"clamped=true", "limit=" + formatNumber(spec.clampLimit)});
+  return attrs.empty() ? "moe" : "moe[" + llvm::join(attrs, ", ") + "]";
 }
 
 std::string Writer::writeDecoder(const LayerSpec &layer, bool dense) {
@@ -300,22 +225,25 @@ std::string Writer::writeDecoder(const LayerSpec &layer, bool dense) {
   auto wrap = [&](const std::string &call) {
     return spec.sandwichNorms ? "rms_norm(" + call + ")" : call;
   };
-  out << "  x1 = add(x, " << wrap(attention + "(rms_norm(x))") << ");\n";
+  writeStatement(out, "x1 = add(x, " + wrap(attention + "(rms_norm(x))") + ")");
   if (moe && spec.sharedExperts) {
     out << "  h = rms_norm(x1);\n";
     if (spec.sharedExpertGate) {
       out << "  param w_shared_gate: [D/fsdp, 1];   // a sigmoid gate on the "
              "shared expert\n"
           << "  gate: [B/(dp*ep), S/(sp*cp), 1] = "
-             "sigmoid(einsum[bsd,de->bse](h, w_shared_gate));\n"
-          << "  return add(x1, add(" << mlp
-          << "(h), mul(shared_experts(h), gate)));\n}\n\n";
+             "sigmoid(einsum[bsd,de->bse](h, w_shared_gate));\n";
+      writeStatement(out, "return add(x1, add(" + mlp +
+                              "(h), mul(shared_experts(h), gate)))");
     } else {
-      out << "  return add(x1, add(" << mlp << "(h), shared_experts(h)));\n}\n\n";
+      writeStatement(out,
+                     "return add(x1, add(" + mlp + "(h), shared_experts(h)))");
     }
+    out << "}\n\n";
     return name;
   }
-  out << "  return add(x1, " << wrap(mlp + "(rms_norm(x1))") << ");\n}\n\n";
+  writeStatement(out, "return add(x1, " + wrap(mlp + "(rms_norm(x1))") + ")");
+  out << "}\n\n";
   return name;
 }
 
