@@ -63,6 +63,10 @@ MATRIX = [
     # whole capacity slots.
     ("mixtral-decode", ["--ep", "2", "--tp", "2", "--mode", "decode",
                         "--set", "B=16"], "mixtral.stg"),
+    # Any batch decodes with expert parallelism: one token per rank still
+    # gets a slot at every expert (nn/moe.stg).
+    ("mixtral-decode-any-batch", ["--ep", "4", "--tp", "2", "--mode",
+                                  "decode"], "mixtral.stg"),
     ("deepseek-mla-moe", ["--ep", "2", "--tp", "2", "--pp", "2"],
      "deepseek.stg"),
     ("deepseek-moe-fsdp", ["--ep", "2", "--dp", "2", "--fsdp"],
@@ -92,16 +96,24 @@ MATRIX = [
 PRESETS = ["gpt3-175b", "llama2-7b", "llama3-8b", "llama3-70b", "llama70b",
            "llama3-405b", "mistral-7b", "mixtral-8x7b", "mixtral-8x22b",
            "deepseek-moe-16b", "deepseek-v3", "mamba-2.8b", "palm-540b",
-           "qwen2.5-7b", "gemma3-27b", "jamba-1.5-mini"]
+           "qwen2.5-7b", "gemma3-27b", "jamba-1.5-mini", "qwen3-8b",
+           "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b",
+           "llama4-scout", "llama4-maverick"]
 # Presets also run as inference, prefill and decode.
 INFERENCE_PRESETS = ["mistral-7b", "qwen2.5-7b", "mixtral-8x7b",
-                     "gemma3-27b", "jamba-1.5-mini"]
+                     "gemma3-27b", "jamba-1.5-mini", "qwen3-8b",
+                     "qwen3-235b-a22b", "gpt-oss-120b", "llama4-scout",
+                     "llama4-maverick"]
 MOE_PRESETS = {"mixtral-8x7b", "mixtral-8x22b", "deepseek-moe-16b",
-               "deepseek-v3", "jamba-1.5-mini"}
+               "deepseek-v3", "jamba-1.5-mini", "qwen3-30b-a3b",
+               "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b",
+               "llama4-scout", "llama4-maverick"}
 # Layer patterns keep enough layers for every kind: Gemma 3's global layer
 # is its sixth (and a seventh splits the stages inside the repetition),
 # Jamba's attention layer its fifth of eight.
-PRESET_LAYERS = {"gemma3-27b": 7, "jamba-1.5-mini": 8}
+# Llama 4's NoPE layer is its fourth.
+PRESET_LAYERS = {"gemma3-27b": 7, "jamba-1.5-mini": 8, "llama4-scout": 4,
+                 "llama4-maverick": 4}
 
 
 def preset_plans():
