@@ -43,6 +43,7 @@ private:
   std::string writeExperts();
   std::string writeDecoder(const LayerSpec &layer, bool dense);
   void writeLayerPattern();
+  void writeMultiTokenPrediction();
   void writeMamba(const std::string &identifier);
 
   /// A dim the config sets, with its key for the `set` line.
@@ -134,6 +135,10 @@ void Writer::writeDims() {
   for (const Size &size : sizes)
     os << llvm::left_justify(("dim " + llvm::Twine(size.dim) + ";").str(), 20)
        << "// " << size.meaning << "\n";
+  if (spec.mtpLayers)
+    os << "dim MTP = 0;        // multi-token prediction depth (the config's "
+          "is\n                    // num_nextn_predict_layers; published "
+          "counts leave it out)\n";
   if (spec.experts) {
     os << "dim CAP = 100;      // capacity factor in percent (100 = 1.0)\n"
        << "dim C = ceil(CAP * B * S * K / (100 * E * dp * ep * sp * cp)) *\n"
@@ -295,6 +300,29 @@ void Writer::writeLayerPattern() {
   os << "    else { x = " << decoders[common] << "(x); }\n  }\n";
 }
 
+/// DeepSeek-V3's multi-token prediction (`num_nextn_predict_layers`): the
+/// module of templates/deepseek.stg after the last layer, MTP depths of it,
+/// 0 unless set, since published counts leave it out.
+void Writer::writeMultiTokenPrediction() {
+  std::string decoder = writeDecoder(spec.pattern.back(), false);
+  blocksOs << "// A multi-token prediction module (DeepSeek-V3 report, section "
+              "2.2):\n// the hidden state and the next token's embedding, "
+              "normalised,\n// joined, projected to D, then one layer.\n"
+           << "block mtp_module(h: " << Residual << ", e: " << Residual
+           << ")\n    -> " << Residual << " {\n"
+           << "  param w_proj: [2 * D, D];\n"
+           << "  joined = concat[2](rms_norm(h), rms_norm(e));\n"
+           << "  p: " << Residual
+           << " = einsum[bse,ed->bsd](joined, w_proj);\n"
+           << "  return " << decoder << "(p);\n}\n\n";
+  os << "  h = x;\n"
+     << "  repeat MTP as mtp {   // num_nextn_predict_layers = "
+     << spec.mtpLayers << ": --set MTP=" << spec.mtpLayers << "\n"
+     << "    h = mtp_module(h, embed(tokens, embedding));\n"
+     << "    mtp_loss = lm_loss(lm_head(rms_norm(h), "
+     << (spec.tiedEmbeddings ? "embedding" : "head") << "), labels);\n  }\n";
+}
+
 void Writer::writeMamba(const std::string &identifier) {
   size("D", spec.hidden, "hidden_size", "hidden size (d_model)");
   size("DI", spec.innerSize, "intermediate_size", "inner size");
@@ -421,7 +449,10 @@ std::string Writer::write(const std::string &identifier,
     if (spec.logitSoftcap > 0)
       // cap * tanh(logits / cap): a divide, a tanh and a multiply.
       logits = "elementwise[flops=6](" + logits + ")";
-    os << "  loss = lm_loss(" << logits << ", labels);\n}\n";
+    os << "  loss = lm_loss(" << logits << ", labels);\n";
+    if (spec.mtpLayers)
+      writeMultiTokenPrediction();
+    os << "}\n";
     std::swap(text, modelText);
   }
   os << "\n" << blocks << modelText.substr(1);

@@ -96,6 +96,15 @@ private:
 
 void Checker::checkDims() {
   std::vector<std::optional<Expr>> values = module.bindAllDims();
+  // A dim that counts a repeat's repetitions may be 0: a run of layers a
+  // model has only as an option (DeepSeek-V3's multi-token prediction,
+  // `dim MTP = 0`).
+  std::vector<Expr> counts;
+  if (const Graph *model = module.getModel())
+    model->walk([&](Op &op) {
+      if (op.getBody())
+        counts.push_back(op.getAttr("count")->expr);
+    });
   for (size_t index = 0; index < values.size(); ++index) {
     const auto &dim = module.getDims()[index];
     if (!dim->value) {
@@ -114,7 +123,10 @@ void Checker::checkDims() {
       continue;
     }
     auto integer = getIntegerValue(*value);
-    if (!integer || *integer < 1)
+    bool countsRepeats = llvm::any_of(counts, [&](const Expr &count) {
+      return count.is_equal(dim->symbol);
+    });
+    if (!integer || *integer < (countsRepeats ? 0 : 1))
       diags.error(dim->loc,
                   "dim '" + dim->name + "' is " + printer.str(*dim->value) +
                       " = " + printer.str(*value) + ", not a positive integer");

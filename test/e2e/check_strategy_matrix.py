@@ -69,6 +69,10 @@ MATRIX = [
                                   "decode"], "mixtral.stg"),
     ("deepseek-mla-moe", ["--ep", "2", "--tp", "2", "--pp", "2"],
      "deepseek.stg"),
+    # DeepSeek-V3's multi-token prediction: one MTP depth after the last
+    # layer, on the last stage, with its own loss.
+    ("deepseek-mtp", ["--ep", "2", "--tp", "2", "--pp", "2",
+                      "--set", "MTP=1"], "deepseek.stg"),
     ("deepseek-moe-fsdp", ["--ep", "2", "--dp", "2", "--fsdp"],
      "deepseek-moe.stg"),
     ("gpt-tp-pp", ["--tp", "2", "--pp", "2", "--dp", "2", "--set", "V=50304"],
