@@ -40,7 +40,7 @@ static void ignoreCommonKeys(ConfigReader &reader) {
                  "aux_loss_alpha", "seq_aux", "original_max_position_embeddings",
                  "query_pre_attn_scalar", "cache_implementation",
                  "initial_context_length", "for_llm_compressor",
-                 "routed_scaling_factor", "norm_topk_prob", "topk_method",
+                 "routed_scaling_factor", "norm_topk_prob",
                  "n_group", "topk_group", "scoring_func", "ep_size",
                  "router_jitter_noise", "rope_local_base_freq",
                  "attn_temperature_tuning", "floor_scale", "attn_scale",
@@ -280,9 +280,12 @@ static void readDeepSeek(ConfigReader &reader, ModelSpec &spec) {
   spec.leadingDense =
       reader.size("first_k_dense_replace", 0, spec.layers, 0);
   int64_t frequency = reader.size("moe_layer_freq", 1, MaxLayers, 1);
-  // DeepSeek-V3's router adds a learned per-expert bias to its scores
-  // for the choice (aux-loss-free balancing).
-  spec.routerBias = spec.modelType == "deepseek_v3";
+  // DeepSeek-V3's router (and Kimi K2's) adds a learned per-expert bias to
+  // its scores for the choice: aux-loss-free balancing, `noaux_tc`.
+  spec.routerBias =
+      reader.word("topk_method", {"greedy", "group_limited_greedy", "noaux_tc"},
+                  spec.modelType == "deepseek_v2" ? "greedy" : "noaux_tc") ==
+      "noaux_tc";
   spec.mtpLayers = reader.size("num_nextn_predict_layers", 0, 16, 0);
   std::vector<LayerSpec> layers(spec.layers - spec.leadingDense);
   for (size_t i = 0; i < layers.size(); ++i)

@@ -161,6 +161,26 @@ TEST(ImportTest, ExpertsCountKOfEForAToken) {
   EXPECT_NE(source.find("self_attention[qk_norm=true]"), std::string::npos);
 }
 
+TEST(ImportTest, QwenTwoMoEHasAGatedSharedExpert) {
+  const char *config = R"({
+    "model_type": "qwen2_moe", "hidden_size": 64, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "intermediate_size": 96,
+    "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+    "num_experts": 8, "num_experts_per_tok": 2, "vocab_size": 100,
+    "num_hidden_layers": 1, "use_sliding_window": false
+  })";
+  std::string source, errors;
+  auto [total, active] = importAndCount(config, source, errors);
+  // Attention with q/k/v biases 12,416, norms 128, router 512, experts
+  // 49,152, the shared expert 9,216 and its gate 64; embedding and head
+  // 12,800 and the final norm.
+  EXPECT_EQ(total, 12416 + 128 + 512 + 49152 + 9216 + 64 + 12800 + 64)
+      << errors;
+  EXPECT_EQ(active, total - 49152 + 49152 / 4);
+  EXPECT_NE(source.find("mul(shared_experts(h), gate)"), std::string::npos)
+      << source;
+}
+
 TEST(ImportTest, LayerTypesBecomeALayerPattern) {
   const char *config = R"({
     "model_type": "gemma2", "hidden_size": 64, "num_attention_heads": 4,
