@@ -15,10 +15,10 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <map>
 
 using namespace stg;
 
@@ -30,7 +30,7 @@ namespace {
 /// The program being written, section by section.
 class Writer {
 public:
-  Writer(const ModelSpec &spec) : spec(spec) {}
+  explicit Writer(const ModelSpec &spec) : spec(spec) {}
   std::string write(const std::string &identifier, const std::string &name,
                     const std::string &hfRepo, const std::string &configPath);
 
@@ -64,7 +64,7 @@ private:
   std::string blocks;
   llvm::raw_string_ostream blocksOs{blocks};
   std::vector<Size> sizes;
-  std::map<std::string, std::string> written; ///< block key -> name
+  llvm::StringSet<> decoders; ///< The decoder blocks written so far.
 };
 
 } // namespace
@@ -220,9 +220,8 @@ std::string Writer::writeDecoder(const LayerSpec &layer, bool dense) {
                      [&](const LayerSpec &l) { return l.moe != layer.moe; }))
       name += moe ? "_moe" : "_dense";
   }
-  if (written.count("decoder:" + name))
+  if (!decoders.insert(name).second)
     return name;
-  written["decoder:" + name] = name;
   std::string mlp = moe ? writeExperts() : writeMlp();
   auto &out = blocksOs;
   out << "block " << name << "(x: " << Residual << ") -> " << Residual
