@@ -16,16 +16,6 @@
 
 using namespace stg;
 
-static std::string unquoteString(llvm::StringRef quoted) {
-  std::string text;
-  for (size_t i = 1; i + 1 < quoted.size(); ++i) {
-    if (quoted[i] == '\\' && i + 2 < quoted.size())
-      ++i;
-    text += quoted[i];
-  }
-  return text;
-}
-
 /// The bare word an attribute value is, if it is one.
 static antlr4::tree::TerminalNode *getWord(STGParser::AttrValueContext *ctx) {
   auto *exprCtx = dynamic_cast<STGParser::ExprAttrContext *>(ctx);

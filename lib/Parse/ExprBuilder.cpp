@@ -440,14 +440,8 @@ ExprBuilder::buildAttrValue(const OpInfo &info, const AttrSpec &spec,
       diags.error(file.loc(ctx), where + " must be a quoted string");
       return std::nullopt;
     }
-    std::string quoted = stringCtx->STRING()->getText();
-    std::string text;
-    for (size_t i = 1; i + 1 < quoted.size(); ++i) {
-      if (quoted[i] == '\\' && i + 2 < quoted.size())
-        ++i;
-      text += quoted[i];
-    }
-    return Attribute::getText(spec.kind, text);
+    return Attribute::getText(spec.kind,
+                              unquoteString(stringCtx->STRING()->getText()));
   }
   case AttrKind::Axes: {
     llvm::SmallVector<STGParser::AttrValueContext *, 2> items;

@@ -80,15 +80,6 @@ private:
   const SourceFile *modelFile = nullptr;
 };
 
-std::string unquote(llvm::StringRef quoted) {
-  std::string text;
-  for (size_t i = 1; i + 1 < quoted.size(); ++i) {
-    if (quoted[i] == '\\' && i + 2 < quoted.size())
-      ++i;
-    text += quoted[i];
-  }
-  return text;
-}
 
 std::string canonicalPath(llvm::StringRef path) {
   llvm::SmallString<256> real;
@@ -171,7 +162,7 @@ void ModuleBuilder::processFile(const SourceFile &file) {
 
 void ModuleBuilder::processImport(STGParser::ImportDeclContext *ctx,
                                   const SourceFile &file) {
-  std::string name = unquote(ctx->STRING()->getText());
+  std::string name = unquoteString(ctx->STRING()->getText());
   SourceLoc loc = file.loc(ctx->STRING());
   if (name.empty()) {
     diags.error(loc, "empty import path");
@@ -304,7 +295,7 @@ ModuleBuilder::buildLiteral(STGParser::LiteralContext *ctx,
   if (text == "true" || text == "false")
     return Option::Value(text == "true");
   if (ctx->STRING())
-    return Option::Value(unquote(text));
+    return Option::Value(unquoteString(text));
   auto number = parseDecimal(text);
   if (!number) {
     diags.error(file.loc(ctx), "number '" + text + "' is out of range");

@@ -329,3 +329,13 @@ std::unique_ptr<SourceFile> SourceFile::parse(llvm::StringRef original,
   }
   return file;
 }
+
+std::string stg::unquoteString(llvm::StringRef quoted) {
+  std::string text;
+  for (size_t i = 1; i + 1 < quoted.size(); ++i) {
+    if (quoted[i] == '\\' && i + 2 < quoted.size())
+      ++i;
+    text += quoted[i];
+  }
+  return text;
+}

@@ -52,6 +52,10 @@ private:
   STGParser::FileContext *tree = nullptr;
 };
 
+/// The text of a STRING token (`"a\"b"`): the quotes dropped, each escape
+/// its character.
+std::string unquoteString(llvm::StringRef quoted);
+
 } // namespace stg
 
 #endif // STG_LIB_PARSE_SOURCEFILE_H
