@@ -43,12 +43,17 @@ std::vector<llvm::StringRef> stg::getImportableModelTypes() {
 }
 
 /// `Meta-Llama-3.1-8B` -> `Meta_Llama_3_1_8B`: an STG identifier that is
-/// also a safe file name.
+/// also a safe file name, and no keyword (a folder named `import`).
 static std::string makeIdentifier(llvm::StringRef name) {
+  static const char *const Keywords[] = {
+      "import", "dim",    "axis", "option", "set",    "block", "model",
+      "param",  "state",  "repeat", "as",   "return", "if",    "else",
+      "true",   "false",  "override"};
   std::string identifier;
   for (char c : name)
     identifier += llvm::isAlnum(c) || c == '_' ? c : '_';
-  if (identifier.empty() || llvm::isDigit(identifier.front()))
+  if (identifier.empty() || llvm::isDigit(identifier.front()) ||
+      llvm::is_contained(Keywords, identifier))
     identifier = "m_" + identifier;
   return identifier;
 }

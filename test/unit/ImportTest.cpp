@@ -112,6 +112,23 @@ TEST(ImportTest, ALlamaConfigCountsAsWrittenByHand) {
   EXPECT_NE(source.find("model tiny {"), std::string::npos) << source;
 }
 
+TEST(ImportTest, TheModelIsNamedAfterItsRepository) {
+  std::string config = TinyLlama;
+  config.insert(1, "\"_name_or_path\": \"acme/if\", ");
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  std::optional<ImportedModel> imported =
+      importModelConfigText(config, "/nonexistent/tiny/config.json", diags);
+  ASSERT_TRUE(imported) << errors;
+  EXPECT_EQ(imported->name, "if");
+  // A keyword is no model name.
+  EXPECT_EQ(imported->identifier, "m_if");
+  EXPECT_EQ(imported->hfRepo, "acme/if");
+  EXPECT_NE(imported->source.find("option hf_repo = \"acme/if\";"),
+            std::string::npos);
+}
+
 TEST(ImportTest, AReadKeyRefusesANonFiniteNumber) {
   std::string config = TinyLlama;
   config.replace(config.find("\"hidden_size\": 64"), 17,
