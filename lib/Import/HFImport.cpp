@@ -58,26 +58,39 @@ static std::string makeIdentifier(llvm::StringRef name) {
   return identifier;
 }
 
-/// The model's name: `_name_or_path`'s last part, else the config's folder.
+/// A name as the Hub spells one (letters, digits, `-`, `_`, `.`), so that it
+/// can stand in the program's comments and strings as it is.
+static bool isHubName(llvm::StringRef name) {
+  return !name.empty() && !name.startswith(".") &&
+         llvm::all_of(name, [](char c) {
+           return llvm::isAlnum(c) || c == '-' || c == '_' || c == '.';
+         });
+}
+
+/// The model's name: `_name_or_path`'s last part, else the config's folder;
+/// any other character than a Hub name's becomes `_`.
 static std::string getModelName(const JSONNode &config, llvm::StringRef path,
                                 std::string &hfRepo) {
+  std::string name;
   if (const JSONMember *member = config.find("_name_or_path"))
-    if (member->value.kind == JSONNode::Kind::String &&
-        !member->value.text.empty()) {
+    if (member->value.kind == JSONNode::Kind::String) {
       llvm::StringRef named = member->value.text;
       // `org/name` is a Hub repository; a local path is not.
-      if (named.count('/') == 1 && !named.startswith("/") &&
-          !named.startswith("."))
+      auto [org, repo] = named.split('/');
+      if (isHubName(org) && isHubName(repo))
         hfRepo = named.str();
-      llvm::StringRef last = llvm::sys::path::filename(named.rtrim("/"));
-      if (!last.empty())
-        return last.str();
+      name = llvm::sys::path::filename(named.rtrim("/")).str();
     }
-  llvm::SmallString<256> absolute(path);
-  llvm::sys::fs::make_absolute(absolute);
-  llvm::StringRef folder =
-      llvm::sys::path::filename(llvm::sys::path::parent_path(absolute));
-  return folder.empty() || folder == "/" ? "model" : folder.str();
+  if (name.empty()) {
+    llvm::SmallString<256> absolute(path);
+    llvm::sys::fs::make_absolute(absolute);
+    name = llvm::sys::path::filename(llvm::sys::path::parent_path(absolute))
+               .str();
+  }
+  for (char &c : name)
+    if (!llvm::isAlnum(c) && c != '-' && c != '_' && c != '.')
+      c = '_';
+  return name.empty() || name == "/" ? "model" : name;
 }
 
 static std::optional<ImportedModel>

@@ -346,8 +346,13 @@ void Writer::writeMamba(const std::string &identifier) {
 std::string Writer::write(const std::string &identifier,
                           const std::string &name, const std::string &hfRepo,
                           const std::string &configPath) {
+  // The path goes into a comment: no line break may end it early.
+  std::string shownPath = configPath;
+  for (char &c : shownPath)
+    if (c == '\n' || c == '\r')
+      c = '?';
   os << "// " << name << " (" << spec.modelType
-     << "), imported by stagec from " << configPath << ".\n"
+     << "), imported by stagec from " << shownPath << ".\n"
      << "// An ordinary STG program (docs/models.md): edit it, or change its\n"
      << "// numbers with --set NAME=VALUE.\n";
   writeImports();
