@@ -164,6 +164,10 @@ importConfig(std::unique_ptr<JSONNode> config, llvm::StringRef path,
     ok = false;
   if (!ok)
     return std::nullopt;
+  if (!spec.mamba && spec.pattern.empty()) {
+    reader.error("num_hidden_layers", "the config leaves no decoder layers");
+    return std::nullopt;
+  }
   if (!spec.mamba && findLayerPeriod(spec.pattern) == 0) {
     reader.error(spec.patternKey,
                  "the layers' kinds repeat with no period of 64 layers or "

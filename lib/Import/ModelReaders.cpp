@@ -277,8 +277,9 @@ static void readDeepSeek(ConfigReader &reader, ModelSpec &spec) {
   spec.sharedExperts = reader.optionalSize("n_shared_experts", 1, MaxExperts)
                            .value_or(0);
   spec.sharedFfn = spec.expertFfn;
+  // At least one layer has experts: a model with none is a dense one.
   spec.leadingDense =
-      reader.size("first_k_dense_replace", 0, spec.layers, 0);
+      reader.size("first_k_dense_replace", 0, spec.layers - 1, 0);
   int64_t frequency = reader.size("moe_layer_freq", 1, MaxLayers, 1);
   // DeepSeek-V3's router (and Kimi K2's) adds a learned per-expert bias to
   // its scores for the choice: aux-loss-free balancing, `noaux_tc`.

@@ -27,7 +27,9 @@ static constexpr unsigned MaxPatternPeriod = 64;
 
 /// Moduli and compared values are small: a period of layers.
 static std::optional<int64_t> readSmallInteger(antlr4::Token *token) {
-  llvm::StringRef digits = token->getText();
+  // getText() returns a temporary: keep it.
+  std::string text = token->getText();
+  llvm::StringRef digits = text;
   int64_t value;
   if (digits.size() > 9 || digits.getAsInteger(10, value))
     return std::nullopt;
@@ -134,7 +136,7 @@ bool GraphBuilder::holds(STGParser::IndexCondContext *cond, int64_t index) {
   auto *compare = static_cast<STGParser::CompareCondContext *>(cond);
   int64_t lhs = index % *readSmallInteger(compare->modulus);
   int64_t rhs = *readSmallInteger(compare->rhs);
-  llvm::StringRef op = compare->op->getText();
+  std::string op = compare->op->getText();
   if (op == "==")
     return lhs == rhs;
   if (op == "!=")
