@@ -87,12 +87,29 @@ static void readTransformerSizes(ConfigReader &reader, ModelSpec &spec,
   }
 }
 
+/// A per-layer list (`layer_types`, `no_rope_layers`) has one entry a layer.
+static void checkPerLayerList(ConfigReader &reader, llvm::StringRef key,
+                              size_t entries, const ModelSpec &spec) {
+  if (entries != 0 && int64_t(entries) != spec.layers)
+    reader.error(key, key + " has " + llvm::Twine(entries) + " entries for " +
+                          llvm::Twine(spec.layers) + " layers");
+}
+
 /// `hidden_act` (or `key`) must name the gate the writer's MLP uses.
 static void requireActivation(ConfigReader &reader, llvm::StringRef key,
                               llvm::ArrayRef<llvm::StringRef> names) {
   reader.require(key, names,
                  "another activation changes the MLP, and the importer "
                  "writes this model type's own");
+}
+
+/// What Llama-like decoders (Llama, Qwen, GPT-OSS, Llama 4) share: the
+/// transformer sizes, untied embeddings by default and a SiLU gate.
+static void readSiluDecoder(ConfigReader &reader, ModelSpec &spec,
+                            int64_t defaultHeadDim) {
+  readTransformerSizes(reader, spec, defaultHeadDim);
+  spec.tiedEmbeddings = reader.flag("tie_word_embeddings", false);
+  requireActivation(reader, "hidden_act", {"silu"});
 }
 
 /// A sliding window that reaches past the longest context is no window.
@@ -124,11 +141,9 @@ static void readDenseDecoder(ConfigReader &reader, ModelSpec &spec) {
   const std::string &type = spec.modelType;
   bool qwen = type == "qwen2" || type == "qwen3" || type == "qwen2_moe" ||
               type == "qwen3_moe";
-  readTransformerSizes(reader, spec,
-                       type == "qwen3" || type == "qwen3_moe" ? 128 : 0);
+  readSiluDecoder(reader, spec,
+                  type == "qwen3" || type == "qwen3_moe" ? 128 : 0);
   spec.ffn = reader.size("intermediate_size", 1, MaxInner);
-  spec.tiedEmbeddings = reader.flag("tie_word_embeddings", false);
-  requireActivation(reader, "hidden_act", {"silu"});
   // Qwen 2's query, key and value projections always have biases.
   spec.qkvBias = type == "qwen2" || type == "qwen2_moe" ||
                  reader.flag("attention_bias", false);
@@ -194,11 +209,7 @@ readLocalLayers(ConfigReader &reader, const ModelSpec &spec,
                 llvm::function_ref<bool(int64_t)> isLocal) {
   std::vector<std::string> types =
       reader.words("layer_types", {"sliding_attention", "full_attention"});
-  if (!types.empty() && int64_t(types.size()) != spec.layers)
-    reader.error("layer_types", "layer_types has " +
-                                    llvm::Twine(types.size()) +
-                                    " entries for " + llvm::Twine(spec.layers) +
-                                    " layers");
+  checkPerLayerList(reader, "layer_types", types.size(), spec);
   std::vector<bool> local(spec.layers);
   for (int64_t i = 0; i < spec.layers; ++i)
     local[i] = spec.window &&
@@ -298,9 +309,7 @@ static void readDeepSeek(ConfigReader &reader, ModelSpec &spec) {
 /// GPT-OSS: sinks, alternating banded and full layers, biased experts with
 /// a clamped SwiGLU.
 static void readGptOss(ConfigReader &reader, ModelSpec &spec) {
-  readTransformerSizes(reader, spec, 64);
-  spec.tiedEmbeddings = reader.flag("tie_word_embeddings", false);
-  requireActivation(reader, "hidden_act", {"silu"});
+  readSiluDecoder(reader, spec, 64);
   spec.qkvBias = spec.outputBias = reader.flag("attention_bias", true);
   spec.sinks = true;
   spec.experts = reader.size("num_local_experts", 1, MaxExperts);
@@ -327,9 +336,7 @@ static void readGptOss(ConfigReader &reader, ModelSpec &spec) {
 /// Llama 4: chunked attention with NoPE layers between, MoE with a shared
 /// expert on every `interleave_moe_layer_step`-th layer.
 static void readLlama4(ConfigReader &reader, ModelSpec &spec) {
-  readTransformerSizes(reader, spec, 128);
-  spec.tiedEmbeddings = reader.flag("tie_word_embeddings", false);
-  requireActivation(reader, "hidden_act", {"silu"});
+  readSiluDecoder(reader, spec, 128);
   spec.qkvBias = spec.outputBias = reader.flag("attention_bias", false);
   spec.expertFfn = reader.size("intermediate_size", 1, MaxInner);
   spec.ffn = reader.size("intermediate_size_mlp", 1, MaxInner);
@@ -345,11 +352,7 @@ static void readLlama4(ConfigReader &reader, ModelSpec &spec) {
       reader.sizes("moe_layers", 0, spec.layers - 1);
   std::vector<int64_t> noRope = reader.sizes("no_rope_layers", 0, 1);
   int64_t interval = reader.size("no_rope_layer_interval", 1, 64, 4);
-  if (!noRope.empty() && int64_t(noRope.size()) != spec.layers)
-    reader.error("no_rope_layers", "no_rope_layers has " +
-                                       llvm::Twine(noRope.size()) +
-                                       " entries for " +
-                                       llvm::Twine(spec.layers) + " layers");
+  checkPerLayerList(reader, "no_rope_layers", noRope.size(), spec);
   std::vector<LayerSpec> layers(spec.layers);
   for (int64_t i = 0; i < spec.layers; ++i) {
     // HF's no_rope_layers holds 1 where a layer uses RoPE.
