@@ -82,17 +82,14 @@ void stg::writeWorkloadCard(llvm::raw_ostream &os, const Module &module,
   // `option hf_repo`, which the importer writes where the config names
   // its Hub repository.
   std::string hfUrl;
-  for (const std::unique_ptr<Option> &option : module.getOptions())
-    if (const auto *text = std::get_if<std::string>(&option->value))
-      if (option->name == "hf_repo")
-        hfUrl = "https://huggingface.co/" + *text;
+  if (const Option *repo = module.lookupOption("hf_repo"))
+    if (const auto *text = std::get_if<std::string>(&repo->value))
+      hfUrl = "https://huggingface.co/" + *text;
   std::optional<long long> batch = module.getDimValue("B");
   std::optional<long long> length = module.getDimValue("S");
   std::optional<long long> context = module.getDimValue("CTX");
-  bool fsdp = false;
-  for (const std::unique_ptr<Option> &option : module.getOptions())
-    if (option->name == "weight_sharded" && option->isBool())
-      fsdp = std::get<bool>(option->value);
+  const Option *sharded = module.lookupOption("weight_sharded");
+  bool fsdp = sharded && sharded->isBool() && std::get<bool>(sharded->value);
 
   YAML::Emitter out;
   out.SetNullFormat(YAML::LowerNull);

@@ -2,6 +2,8 @@
 
 #include "stg/IR/Module.h"
 
+#include <utility>
+
 using namespace stg;
 
 Module::Module() = default;
@@ -46,11 +48,15 @@ Option *Module::addOption(llvm::StringRef name, Option::Value value,
   return options.back().get();
 }
 
-Option *Module::lookupOption(llvm::StringRef name) {
-  for (auto &option : options)
+const Option *Module::lookupOption(llvm::StringRef name) const {
+  for (const auto &option : options)
     if (option->name == name)
       return option.get();
   return nullptr;
+}
+
+Option *Module::lookupOption(llvm::StringRef name) {
+  return const_cast<Option *>(std::as_const(*this).lookupOption(name));
 }
 
 ElementType Module::getDefaultElementType() const {

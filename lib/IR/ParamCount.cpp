@@ -9,23 +9,50 @@
 
 using namespace stg;
 
-Expr stg::countParameters(const Graph &graph) {
+/// The elements of a param op's logical shape.
+static Expr getElementCount(const Op &param) {
+  Expr elements = 1;
+  for (const Expr &extent : param.getResult()->getType().getShape())
+    elements = elements * extent;
+  return elements;
+}
+
+/// The parameter elements of `graph`, a repeat's body times its count;
+/// with `perToken`, a routed expert's weight counts topk/experts of it
+/// (countActiveParameters).
+static Expr countGraphParameters(const Graph &graph, bool perToken) {
+  std::vector<const Op *> routes;
+  if (perToken)
+    for (const auto &op : graph.getOps())
+      if (op->getKind() == OpKind::Route)
+        routes.push_back(op.get());
   Expr total = 0;
   for (const auto &op : graph.getOps()) {
     if (const Graph *body = op->getBody()) {
       // A backward repeat reruns the forward body's weights; it declares
       // none of its own, so counting every body is safe.
-      total = total + op->getAttr("count")->expr * countParameters(*body);
+      total = total + op->getAttr("count")->expr *
+                          countGraphParameters(*body, perToken);
       continue;
     }
     if (op->getKind() != OpKind::Param)
       continue;
-    Expr elements = 1;
-    for (const Expr &extent : op->getResult()->getType().getShape())
-      elements = elements * extent;
+    Expr elements = getElementCount(*op);
+    llvm::ArrayRef<Expr> shape = op->getResult()->getType().getShape();
+    for (const Op *route : routes) {
+      const Expr &experts = route->getAttr("experts")->expr;
+      if (shape.size() >= 2 && (shape.front() - experts).expand().is_zero()) {
+        elements = elements * route->getAttr("topk")->expr / experts;
+        break;
+      }
+    }
     total = total + elements;
   }
   return total.expand();
+}
+
+Expr stg::countParameters(const Graph &graph) {
+  return countGraphParameters(graph, /*perToken=*/false);
 }
 
 Expr stg::countParameters(const Module &module) {
@@ -63,9 +90,7 @@ Expr stg::countEmbeddingParameters(const Module &module) {
     const Op *table = getSourceParam(op.getOperand(1));
     if (!table || !tables.insert(table).second)
       return;
-    Expr elements = 1;
-    for (const Expr &extent : table->getResult()->getType().getShape())
-      elements = elements * extent;
+    Expr elements = getElementCount(*table);
     // A table inside a repeat body is one per repetition.
     for (const Graph *body = table->getParent(); body && body->getParentOp();
          body = body->getParentOp()->getParent())
@@ -75,39 +100,8 @@ Expr stg::countEmbeddingParameters(const Module &module) {
   return total.expand();
 }
 
-/// countActiveParameters of one graph.
-static Expr countActiveGraphParameters(const Graph &graph) {
-  std::vector<const Op *> routes;
-  for (const auto &op : graph.getOps())
-    if (op->getKind() == OpKind::Route)
-      routes.push_back(op.get());
-  Expr total = 0;
-  for (const auto &op : graph.getOps()) {
-    if (const Graph *body = op->getBody()) {
-      total = total +
-              op->getAttr("count")->expr * countActiveGraphParameters(*body);
-      continue;
-    }
-    if (op->getKind() != OpKind::Param)
-      continue;
-    llvm::ArrayRef<Expr> shape = op->getResult()->getType().getShape();
-    Expr elements = 1;
-    for (const Expr &extent : shape)
-      elements = elements * extent;
-    for (const Op *route : routes) {
-      const Expr &experts = route->getAttr("experts")->expr;
-      if (shape.size() >= 2 && (shape.front() - experts).expand().is_zero()) {
-        elements = elements * route->getAttr("topk")->expr / experts;
-        break;
-      }
-    }
-    total = total + elements;
-  }
-  return total.expand();
-}
-
 Expr stg::countActiveParameters(const Module &module) {
   if (const Graph *model = module.getModel())
-    return countActiveGraphParameters(*model);
+    return countGraphParameters(*model, /*perToken=*/true);
   return 0;
 }

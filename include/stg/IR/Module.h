@@ -74,6 +74,7 @@ public:
 
   Option *addOption(llvm::StringRef name, Option::Value value, SourceLoc loc);
   Option *lookupOption(llvm::StringRef name);
+  const Option *lookupOption(llvm::StringRef name) const;
   llvm::ArrayRef<std::unique_ptr<Option>> getOptions() const {
     return options;
   }
