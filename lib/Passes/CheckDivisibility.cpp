@@ -34,9 +34,14 @@ DivisibilityCheck::DivisibilityCheck(const Module &module) : module(module) {
     return;
   ExprPrinter printer = module.getPrinter();
   std::set<std::string> partitionedByWeights;
+  countsRepeats.assign(module.getDims().size(), false);
   model->walk([&](Op &op) {
     if (op.getKind() == OpKind::Slice && op.getOperand(0)->hasType())
       slices.push_back(&op);
+    if (op.getBody())
+      for (size_t index = 0; index < countsRepeats.size(); ++index)
+        if (op.getAttr("count")->expr.is_equal(module.getDims()[index]->symbol))
+          countsRepeats[index] = true;
     if (op.getKind() != OpKind::Param || !op.getResult()->hasType())
       return;
     const TensorType &type = op.getResult()->getType();
@@ -79,7 +84,7 @@ class Checker {
 public:
   Checker(const Module &module, DiagnosticEngine &diags)
       : module(module), diags(diags), printer(module.getPrinter()) {}
-  void checkDims();
+  void checkDims(llvm::ArrayRef<char> countsRepeats);
   void checkSlice(const Op &slice);
   void checkExtent(const DivisibilityCheck::SplitExtent &split);
 
@@ -94,17 +99,8 @@ private:
 
 } // namespace
 
-void Checker::checkDims() {
+void Checker::checkDims(llvm::ArrayRef<char> countsRepeats) {
   std::vector<std::optional<Expr>> values = module.bindAllDims();
-  // A dim that counts a repeat's repetitions may be 0: a run of layers a
-  // model has only as an option (DeepSeek-V3's multi-token prediction,
-  // `dim MTP = 0`).
-  std::vector<Expr> counts;
-  if (const Graph *model = module.getModel())
-    model->walk([&](Op &op) {
-      if (op.getBody())
-        counts.push_back(op.getAttr("count")->expr);
-    });
   for (size_t index = 0; index < values.size(); ++index) {
     const auto &dim = module.getDims()[index];
     if (!dim->value) {
@@ -123,10 +119,9 @@ void Checker::checkDims() {
       continue;
     }
     auto integer = getIntegerValue(*value);
-    bool countsRepeats = llvm::any_of(counts, [&](const Expr &count) {
-      return count.is_equal(dim->symbol);
-    });
-    if (!integer || *integer < (countsRepeats ? 0 : 1))
+    // A repeat's count may be 0 (DivisibilityCheck::countsRepeats).
+    bool mayBeZero = index < countsRepeats.size() && countsRepeats[index];
+    if (!integer || *integer < (mayBeZero ? 0 : 1))
       diags.error(dim->loc,
                   "dim '" + dim->name + "' is " + printer.str(*dim->value) +
                       " = " + printer.str(*value) + ", not a positive integer");
@@ -219,7 +214,7 @@ void Checker::checkExtent(const DivisibilityCheck::SplitExtent &split) {
 LogicalResult DivisibilityCheck::check(DiagnosticEngine &diags) const {
   unsigned errorsBefore = diags.getNumErrors();
   Checker checker(module, diags);
-  checker.checkDims();
+  checker.checkDims(countsRepeats);
   for (const Op *slice : slices)
     checker.checkSlice(*slice);
   for (const SplitExtent &split : extents)

@@ -52,6 +52,9 @@ private:
   const Module &module;
   std::vector<SplitExtent> extents;
   std::vector<const Op *> slices;
+  /// Per dim of the module: whether it is a repeat's count, which may be 0
+  /// (a run of layers a model has only as an option: `dim MTP = 0`).
+  std::vector<char> countsRepeats;
 };
 
 } // namespace stg
