@@ -12,11 +12,12 @@ using namespace stg;
 std::string stg::getPassPipeline(const CompileOptions &options) {
   llvm::StringRef mode = options.mode;
   if (mode == "decode")
-    return "shape-infer,distribute,kv-cache,match-collectives,"
+    return "shape-infer,precision,distribute,kv-cache,match-collectives,"
            "check-divisibility";
   if (mode != "train")
-    return "shape-infer,distribute,match-collectives,check-divisibility";
-  std::string pipeline = "shape-infer,autodiff,";
+    return "shape-infer,precision,distribute,match-collectives,"
+           "check-divisibility";
+  std::string pipeline = "shape-infer,precision,autodiff,";
   if (options.recompute != "none")
     pipeline += "recompute-" + options.recompute + ",";
   pipeline += "distribute,match-collectives,optimizer,";
@@ -47,6 +48,15 @@ static LogicalResult applyMesh(Module &module, const CompileOptions &options,
     axis->size = degree;
   }
   return failure(diags.hasErrors());
+}
+
+/// Sets option `name` of `module`, declaring it if the model does not.
+static void setOption(Module &module, llvm::StringRef name,
+                      Option::Value value) {
+  if (Option *option = module.lookupOption(name))
+    option->value = std::move(value);
+  else
+    module.addOption(name, std::move(value), module.getModelLoc());
 }
 
 std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
@@ -92,6 +102,13 @@ std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
     diags.error({}, options.input + " declares no model");
     return nullptr;
   }
+  // The recipe and FP8 attention are options the precision pass reads, so
+  // that a model file may set them too.
+  if (options.precision)
+    setOption(*module, "precision",
+              getPrecisionName(*options.precision).str());
+  if (options.lowPrecisionAttention)
+    setOption(*module, "low_precision_attention", true);
   return module;
 }
 

@@ -173,13 +173,62 @@ Expr unfusedScoreBytes(const Op &attention) {
 
 } // namespace
 
+std::optional<Precision> stg::getLowPrecision(const Op &op) {
+  const Attribute *attr = op.getAttr("precision");
+  if (!attr)
+    return std::nullopt;
+  std::optional<Precision> precision = parsePrecision(attr->text);
+  if (!precision || !isLowPrecision(*precision))
+    return std::nullopt;
+  return precision;
+}
+
+Expr stg::getExactPrecisionBytes(Precision precision) {
+  return GiNaC::numeric(int(getPrecisionBytes(precision) * 32), 32);
+}
+
+Expr stg::getCastBytes(const Op &op) {
+  std::optional<Precision> precision = getLowPrecision(op);
+  const Attribute *quantize = op.getAttr("quantize");
+  if (!precision || !quantize)
+    return 0;
+  Expr bytes = 0;
+  for (const Expr &index : quantize->list) {
+    if (!GiNaC::is_a<GiNaC::numeric>(index))
+      continue;
+    int operand = GiNaC::ex_to<GiNaC::numeric>(index).to_int();
+    if (operand < 0 || unsigned(operand) >= op.getOperands().size())
+      continue;
+    const Value *value = op.getOperand(operand);
+    // A gathered operand was cast before the gather, on this rank's shard.
+    const Op *def = value->getDefiningOp();
+    if (def && def->getKind() == OpKind::AllGather && def->getAttr("precision"))
+      value = def->getOperand(0);
+    // Read in its element type, written in the low precision.
+    bytes = bytes + getLocalBytes(*value) +
+            value->getType().getLocalNumElements() *
+                getExactPrecisionBytes(*precision);
+  }
+  return bytes;
+}
+
 Expr stg::getBytesAccessed(const Op &op) {
   // A custom kernel's bytes are what its author wrote, when written.
   if (op.getKind() == OpKind::Custom && !op.getAttr("bytes")->expr.is_zero())
     return op.getAttr("bytes")->expr;
   Expr bytes = 0;
-  for (const Value *operand : op.getOperands())
-    bytes = bytes + getLocalBytes(*operand);
+  std::optional<Precision> precision = getLowPrecision(op);
+  if (op.getKind() == OpKind::Einsum && precision) {
+    // A low-precision GEMM reads its operands' quantized copies, and its
+    // casts read and write theirs.
+    for (const Value *operand : op.getOperands())
+      bytes = bytes + operand->getType().getLocalNumElements() *
+                          getExactPrecisionBytes(*precision);
+    bytes = bytes + getCastBytes(op);
+  } else {
+    for (const Value *operand : op.getOperands())
+      bytes = bytes + getLocalBytes(*operand);
+  }
   for (const Value *result : op.getResults())
     bytes = bytes + getLocalBytes(*result);
   if (op.getKind() == OpKind::Attention)

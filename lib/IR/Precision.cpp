@@ -34,6 +34,23 @@ std::optional<Precision> stg::parsePrecision(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
+bool stg::isRecipe(Precision precision) {
+  switch (precision) {
+  case Precision::BF16:
+  case Precision::FP16:
+  case Precision::FP8:
+  case Precision::MXFP8:
+  case Precision::NVFP4:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool stg::isLowPrecision(Precision precision) {
+  return getPrecisionBytes(precision) < 2;
+}
+
 double stg::getPrecisionBytes(Precision precision) {
   switch (precision) {
   case Precision::TF32:  return 4;

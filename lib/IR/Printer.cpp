@@ -119,9 +119,11 @@ void IRPrinter::printOp(const Op &op, unsigned indent) {
 
   if (!op.getAttrs().empty()) {
     os << '[';
-    bool positional = op.getKind() == OpKind::Einsum;
+    // An einsum's spec is written bare, as in the source; other
+    // attributes (a precision) by name.
+    bool einsum = op.getKind() == OpKind::Einsum;
     llvm::interleaveComma(op.getAttrs(), os, [&](const NamedAttribute &attr) {
-      if (!positional)
+      if (!einsum || attr.name != "spec")
         os << attr.name << '=';
       attr.value.print(os, exprs);
     });

@@ -363,6 +363,8 @@ LogicalResult stg::repriceProgramSet(ProgramSet &set,
         node.numOps = from.flops;
         node.tensorBytes = from.bytesAccessed;
         node.gemm = from.gemm;
+        node.castBytes = from.castBytes;
+        node.precision = from.precision;
       } else {
         node.commBytes = from.commBytes;
       }

@@ -191,10 +191,24 @@ OpNumberCache::Formulas &OpNumberCache::getFormulas(const Op &op) {
     bool collective = op.getInfo().has(Collective);
     costs.flops = collective ? Expr(0) : getFlops(op);
     costs.bytes = collective ? op.getAttr("bytes")->expr : getBytesAccessed(op);
+    costs.castBytes = collective ? Expr(0) : getCastBytes(op);
     costs.flopsProgram = CompiledExpr::compile(costs.flops, slots);
     costs.bytesProgram = CompiledExpr::compile(costs.bytes, slots);
+    costs.castBytesProgram = CompiledExpr::compile(costs.castBytes, slots);
   }
   return costs;
+}
+
+/// The precision of an op the `precision` pass left alone: its result's
+/// element type (fp32 GEMMs run in tf32), bf16 for integer results.
+static Precision getDefaultPrecision(const Op &op) {
+  if (op.getResults().empty() || !op.getResult()->hasType())
+    return Precision::BF16;
+  switch (op.getResult()->getType().getElementType()) {
+  case ElementType::FP32: return Precision::TF32;
+  case ElementType::FP16: return Precision::FP16;
+  default: return Precision::BF16;
+  }
 }
 
 const OpNumbers *OpNumberCache::get(const Op &op) {
@@ -210,7 +224,10 @@ const OpNumbers *OpNumberCache::get(const Op &op) {
       what += " '%" + op.getResults().front()->getName().str() + "'";
     return what;
   };
-  bool roundUp = isAttention(op);
+  // Block scales make a low-precision operand's bytes a fraction (1/32
+  // byte an element): rounded up, as the attention's averages are.
+  std::optional<Precision> lowPrecision = getLowPrecision(op);
+  bool roundUp = isAttention(op) || lowPrecision;
   if (roundUp && !checkWindow(op, describe()))
     return nullptr;
   auto count = [&](const Expr &formula, const CompiledExpr &program,
@@ -238,6 +255,16 @@ const OpNumbers *OpNumberCache::get(const Op &op) {
     numbers.bytesAccessed = *bytes;
     if (op.getKind() == OpKind::Einsum)
       numbers.gemm = getGemmShape(op);
+    numbers.precision =
+        lowPrecision ? *lowPrecision : getDefaultPrecision(op);
+    if (lowPrecision) {
+      std::optional<int64_t> castBytes =
+          count(costs.castBytes, costs.castBytesProgram, "cast bytes of ",
+                true);
+      if (!castBytes)
+        return nullptr;
+      numbers.castBytes = *castBytes;
+    }
   }
   it->second = numbers;
   return &*it->second;

@@ -353,6 +353,8 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       node.numOps = numbers->flops;
       node.tensorBytes = numbers->bytesAccessed;
       node.gemm = numbers->gemm;
+      node.castBytes = numbers->castBytes;
+      node.precision = numbers->precision;
       int32_t nodeLayer = node.layer;
       bool perMicrobatch =
           node.phase == Phase::Forward || node.phase == Phase::Backward;

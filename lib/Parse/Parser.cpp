@@ -15,6 +15,7 @@
 #include "GraphBuilder.h"
 #include "SourceFile.h"
 
+#include "stg/IR/Precision.h"
 #include "stg/IR/Verifier.h"
 #include "stg/Support/InputFile.h"
 
@@ -465,6 +466,12 @@ void ModuleBuilder::applyOverrides() {
       }
       if (name == "dtype" && !parseElementType(text)) {
         diags.error({}, "--set dtype=" + text + ": not an element type");
+        continue;
+      }
+      if (name == "precision" &&
+          !(parsePrecision(text) && isRecipe(*parsePrecision(text)))) {
+        diags.error({}, "--set precision=" + text +
+                            ": not a recipe (bf16, fp16, fp8, mxfp8, nvfp4)");
         continue;
       }
       option->value = value;

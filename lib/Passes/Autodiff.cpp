@@ -143,6 +143,24 @@ Op *AutodiffPass::create(Graph &backward, OpKind kind, SourceLoc loc,
 }
 
 /// Types the results of `op` by its shape rule.
+/// A low-precision linear's gradient einsums run in its precision (the
+/// `precision` pass). The one for an operand it cast (an activation: the
+/// data gradient) casts the incoming gradient, its operand 0; the one for
+/// the weight reuses the casts of the forward input and of that gradient.
+static void setGradientPrecision(const Op &forward, unsigned operand,
+                                 Op &gradient) {
+  const Attribute *precision = forward.getAttr("precision");
+  const Attribute *quantize = forward.getAttr("quantize");
+  if (!precision)
+    return;
+  gradient.setAttr("precision", *precision);
+  bool castOperand = quantize && llvm::any_of(quantize->list, [&](const Expr &e) {
+    return e.is_equal(Expr(operand));
+  });
+  if (castOperand)
+    gradient.setAttr("quantize", Attribute::getList({Expr(0)}));
+}
+
 static void typeResults(Op &op, const Module &module,
                         const ExtentComparator &extents,
                         DiagnosticEngine &diags) {
@@ -289,6 +307,7 @@ void AutodiffPass::differentiateOp(Op &op, Graph &backward, Grads &grads) {
       Op *einsum = create(backward, OpKind::Einsum, loc, operands,
                           {gradName(op.getOperand(k))});
       einsum->setAttr("spec", Attribute::getEinsum(back));
+      setGradientPrecision(op, k, *einsum);
       contribute(k, einsum);
     }
     return;

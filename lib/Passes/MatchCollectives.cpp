@@ -20,14 +20,17 @@
 // all-gathers (the composites of Table IV, such as ReduceScatter then
 // AllToAll, or AllReduce then AllGather). A layout op that changes nothing is
 // removed. Every collective, inserted or written by the user, records the
-// bytes each rank contributes: its input buffer, as nccl-tests count it.
+// bytes each rank contributes: its input buffer, as nccl-tests count it; an
+// all-gather that only low-precision GEMMs read moves their format.
 //
 //===----------------------------------------------------------------------===//
 
+#include "stg/IR/Cost.h"
 #include "stg/IR/DistributionRules.h"
 #include "stg/IR/GradOp.h"
 #include "stg/Passes/Passes.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace stg;
@@ -75,6 +78,22 @@ const char *describeKind(const Distribution &dist, const Axis *axis) {
   llvm_unreachable("unknown distribution kind");
 }
 
+/// The precision every user of a gathered value reads it in, if they are
+/// all GEMMs of one low precision.
+std::optional<Precision>
+getGatheredPrecision(llvm::ArrayRef<const Op *> users) {
+  std::optional<Precision> common;
+  for (const Op *user : users) {
+    std::optional<Precision> precision;
+    if (user->getKind() == OpKind::Einsum)
+      precision = getLowPrecision(*user);
+    if (!precision || (common && *common != *precision))
+      return std::nullopt;
+    common = precision;
+  }
+  return common;
+}
+
 } // namespace
 
 LogicalResult MatchCollectivesPass::run(Module &m, DiagnosticEngine &d) {
@@ -115,13 +134,34 @@ LogicalResult MatchCollectivesPass::run(Module &m, DiagnosticEngine &d) {
     module->replaceUsesOf(op->getResult(), op->getOperand(0), op);
     op->getParent()->eraseOp(op);
   }
-  // Record every collective's per-rank bytes: its input buffer.
+  // Record every collective's per-rank bytes: its input buffer. A gather
+  // that only low-precision GEMMs read moves their quantized copy (the
+  // operand is cast before it is gathered, as Transformer Engine does with
+  // sequence parallelism).
+  llvm::DenseMap<const Value *, llvm::SmallVector<const Op *, 2>> users;
+  model->walk([&](Op &op) {
+    for (const Value *operand : op.getOperands())
+      users[operand].push_back(&op);
+  });
   model->walk([&](Op &op) {
     if (!op.getInfo().has(Collective))
       return;
-    op.setAttr("bytes",
-               Attribute::getExpr(AttrKind::Expr,
-                                  op.getOperand(0)->getType().getLocalBytes()));
+    const TensorType &input = op.getOperand(0)->getType();
+    std::optional<Precision> precision;
+    if (op.getKind() == OpKind::AllGather)
+      precision = getGatheredPrecision(users.lookup(op.getResult()));
+    if (!precision) {
+      op.setAttr("bytes",
+                 Attribute::getExpr(AttrKind::Expr, input.getLocalBytes()));
+      return;
+    }
+    op.setAttr("precision", Attribute::getText(
+                                AttrKind::Ident,
+                                getPrecisionName(*precision).str()));
+    op.setAttr("bytes", Attribute::getExpr(
+                            AttrKind::Expr,
+                            input.getLocalNumElements() *
+                                getExactPrecisionBytes(*precision)));
   });
   return success(d.getNumErrors() == errorsBefore);
 }

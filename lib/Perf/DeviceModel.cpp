@@ -26,48 +26,6 @@
 
 using namespace stg;
 
-uint64_t DeviceSpec::toKernelMicros(double micros) const {
-  if (!(micros > 0))
-    return 0; // No work: no kernel to launch.
-  return std::max<uint64_t>(1, toCount(micros + launchMicros));
-}
-
-uint64_t DeviceSpec::getKernelMicros(int64_t flops, uint64_t bytes) const {
-  double computeSeconds = flops / (peakFlops * computeEfficiency);
-  double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
-  double micros = std::max(computeSeconds, memorySeconds) * 1e6;
-  return toKernelMicros(micros);
-}
-
-double DeviceSpec::getWaveEfficiency(const GemmShape &gemm) const {
-  if (!computeUnits || !gemm.isGemm())
-    return 1;
-  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  // Tiles past 2^53 would lose precision as doubles; such a GEMM fills any
-  // machine anyway.
-  double tiles = double(gemm.batch) * double(ceilDiv(gemm.m, 128)) *
-                 double(ceilDiv(gemm.n, 256));
-  double waves = std::ceil(tiles / computeUnits);
-  return tiles / (waves * computeUnits);
-}
-
-uint64_t DeviceSpec::getGemmMicros(int64_t flops, uint64_t bytes,
-                                   const GemmShape &gemm) const {
-  double computeSeconds =
-      flops / (peakFlops * computeEfficiency * getWaveEfficiency(gemm));
-  double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
-  double micros = std::max(computeSeconds, memorySeconds) * 1e6;
-  return toKernelMicros(micros);
-}
-
-uint64_t DeviceSpec::getSequentialKernelsMicros(int64_t flops,
-                                                uint64_t bytes) const {
-  double micros = (flops / (peakFlops * computeEfficiency) +
-                   bytes / (memoryBandwidth * memoryEfficiency)) *
-                  1e6;
-  return toKernelMicros(micros);
-}
-
 llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
   static const DeviceSpec devices[] = {
       // name, bf16 FLOP/s, HBM B/s, link B/s, efficiencies, SMs/CUs,
@@ -262,53 +220,13 @@ uint64_t MeasuredKernels::lookup(llvm::StringRef opType, int64_t flops,
   return 0;
 }
 
-/// A compute node's time: from `measured` where it has the kernel, else
-/// from the device's roofline.
-static uint64_t getComputeMicros(const ProgramNode &node,
-                                 const DeviceSpec &device,
-                                 const MeasuredKernels *measured) {
-  uint64_t micros =
-      measured ? measured->lookup(node.opType, node.numOps, node.tensorBytes)
-               : 0;
-  if (micros)
-    return micros;
-  if (llvm::StringRef(node.opType).startswith("attention_unfused"))
-    return device.getSequentialKernelsMicros(node.numOps, node.tensorBytes);
-  if (node.gemm.isGemm())
-    return device.getGemmMicros(node.numOps, node.tensorBytes, node.gemm);
-  return device.getKernelMicros(node.numOps, node.tensorBytes);
-}
-
-void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
-                           const MeasuredKernels *measured) {
-  for (StageProgram &program : programs.stages)
-    for (ProgramNode &node : program.nodes)
-      if (node.kind == ProgramNodeKind::Compute)
-        node.durationMicros = getComputeMicros(node, device, measured);
-}
-
-void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
-                           const MeasuredKernels *measured,
-                           const ProgramSources &sources) {
-  if (sources.stages.size() != programs.stages.size())
-    return applyDeviceModel(programs, device, measured);
-  constexpr uint64_t Unpriced = ~uint64_t(0);
-  std::vector<uint64_t> byQuery(sources.queries.size(), Unpriced);
-  for (size_t stage = 0; stage < programs.stages.size(); ++stage) {
-    std::vector<ProgramNode> &nodes = programs.stages[stage].nodes;
-    llvm::ArrayRef<uint32_t> queries = sources.stages[stage].nodeQueries;
-    for (size_t id = 0; id < nodes.size(); ++id) {
-      ProgramNode &node = nodes[id];
-      if (node.kind != ProgramNodeKind::Compute)
-        continue;
-      if (queries[id] == ProgramSources::NoQuery) {
-        node.durationMicros = getComputeMicros(node, device, measured);
-        continue;
-      }
-      uint64_t &micros = byQuery[queries[id]];
-      if (micros == Unpriced)
-        micros = getComputeMicros(node, device, measured);
-      node.durationMicros = micros;
-    }
+// TEMPORARY until the devices carry their peaks per precision.
+double DeviceSpec::getPeakFlops(Precision precision) const {
+  switch (precision) {
+  case Precision::TF32: return peakFlops / 2;
+  case Precision::BF16:
+  case Precision::FP16: return peakFlops;
+  case Precision::FP8: return name == "A100" ? 0 : 2 * peakFlops;
+  default: return 0;
   }
 }

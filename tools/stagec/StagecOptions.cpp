@@ -3,6 +3,7 @@
 #include "StagecOptions.h"
 
 #include "CommandLine.h"
+#include "PrecisionFlags.h"
 
 #include "stg/Instantiate/Instantiate.h"
 #include "stg/Instantiate/Limits.h"
@@ -164,8 +165,16 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       ->check(CLI::IsMember({"megatron", "zero"}))
       ->group(step);
   app.add_option("--dtype", options.dtype,
-                 "element type of activations and weights (bf16, fp16, fp32, "
-                 "fp8)")
+                 "element type of activations and weights (bf16, fp16, fp32)")
+      ->group(step);
+  app.add_option("--precision", options.precision,
+                 "the recipe: bf16, fp16, fp8, mxfp8 or nvfp4 (the linear "
+                 "layers' GEMMs in it, the rest in bf16)")
+      ->group(step);
+  app.add_flag("--low-precision-attention",
+               options.compile.lowPrecisionAttention,
+               "the attention core in the recipe's precision too (FP8 "
+               "dot-product attention)")
       ->group(step);
 
   const char *timing = "Time (kernel durations, step estimate)";
@@ -303,13 +312,10 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     }
     options.compile.overrides.push_back(std::move(*assignment));
   }
-  if (!options.dtype.empty()) {
-    options.compile.elementType = parseElementType(options.dtype);
-    if (!options.compile.elementType) {
-      std::fprintf(stderr, "stagec: error: --dtype %s: not an element type "
-                           "(bf16, fp16, fp32, fp8)\n", options.dtype.c_str());
-      return 1;
-    }
+  if (std::optional<std::string> error = applyPrecisionFlags(
+          options.dtype, options.precision, options.compile)) {
+    std::fprintf(stderr, "stagec: error: %s\n", error->c_str());
+    return 1;
   }
   for (auto [name, degree] : {std::pair{"tp", tp}, {"cp", cp}, {"ep", ep},
                               {"dp", dp}, {"pp", pp}}) {
@@ -391,6 +397,10 @@ StagecOptions::describe() const {
     given.push_back({"distributed_optimizer", "true"});
   if (!dtype.empty())
     given.push_back({"dtype", dtype});
+  if (!precision.empty())
+    given.push_back({"precision", precision});
+  if (compile.lowPrecisionAttention)
+    given.push_back({"low_precision_attention", "true"});
   given.push_back({"rank_order", compile.rankOrder});
   given.push_back({"format", format});
   given.push_back({"ordering_deps", orderingDeps});

@@ -25,6 +25,7 @@ struct StagecOptions {
   std::string memoryAccounting = "megatron";
   std::string gradReduce = "overlap";
   std::string dtype;
+  std::string precision; ///< `--precision`: the recipe.
   std::string device;   ///< Built-in name or YAML file; empty: no durations.
   std::string system;   ///< Built-in name or YAML file: the cluster.
   std::string measured; ///< CSV of measured kernel durations.

@@ -13,6 +13,7 @@
 #define STG_DRIVER_COMPILE_H
 
 #include "stg/IR/Module.h"
+#include "stg/IR/Precision.h"
 #include "stg/Instantiate/Instantiate.h"
 #include "stg/Support/Diagnostics.h"
 
@@ -33,6 +34,11 @@ struct CompileOptions {
   /// declared by the model.
   std::vector<std::pair<std::string, unsigned>> degrees;
   std::optional<ElementType> elementType; ///< `--dtype`, over the model's.
+  /// `--precision`: the recipe, over the model's `precision` option.
+  std::optional<Precision> precision;
+  /// `--low-precision-attention`: the attention core in the recipe's
+  /// precision too (Transformer Engine's FP8 dot-product attention).
+  bool lowPrecisionAttention = false;
   std::string rankOrder = DefaultRankOrder;
   std::string mode = "train";    ///< `train`, `prefill` or `decode`.
   /// Decode: the context length (the KV cache's), over the model's CTX.

@@ -13,6 +13,7 @@
 #define STG_IR_COST_H
 
 #include "stg/IR/Graph.h"
+#include "stg/IR/Precision.h"
 
 #include <optional>
 
@@ -25,6 +26,21 @@ Expr getFlops(const Op &op);
 /// Bytes `op` reads and writes on one rank: its operands' and results'
 /// local sizes.
 Expr getBytesAccessed(const Op &op);
+
+/// The precision of an op that the `precision` pass ran in a format
+/// narrower than 16 bits (fp8, mxfp8, nvfp4), or nothing.
+std::optional<Precision> getLowPrecision(const Op &op);
+
+/// Bytes of an element of `precision` as an exact number (every format's
+/// size, block scales included, is a multiple of 1/32 byte).
+Expr getExactPrecisionBytes(Precision precision);
+
+/// Bytes the casts of a low-precision GEMM move on one rank: each operand
+/// in its `quantize` list read in its element type and written in the
+/// GEMM's precision (an operand gathered in that precision was cast on
+/// its shard, before the gather). 0 for any other op. Part of getBytesAccessed, and
+/// priced apart from the GEMM (the casts are kernels of their own).
+Expr getCastBytes(const Op &op);
 
 /// Bytes of `value` on one rank.
 Expr getLocalBytes(const Value &value);

@@ -33,6 +33,11 @@ constexpr unsigned NumPrecisions = unsigned(Precision::NVFP4) + 1;
 llvm::StringRef getPrecisionName(Precision precision);
 std::optional<Precision> parsePrecision(llvm::StringRef name);
 
+/// True for what `--precision` takes: bf16, fp16, fp8, mxfp8, nvfp4.
+bool isRecipe(Precision precision);
+/// True for the formats narrower than 16 bits (a recipe that quantizes).
+bool isLowPrecision(Precision precision);
+
 /// Bytes an element takes in `precision`, its block scales included
 /// (mxfp8: 1 + 1/32; nvfp4: 1/2 + 1/16).
 double getPrecisionBytes(Precision precision);

@@ -25,6 +25,7 @@
 
 #include "stg/IR/CompiledExpr.h"
 #include "stg/IR/Module.h"
+#include "stg/IR/Precision.h"
 #include "stg/Instantiate/Program.h"
 #include "stg/Support/Diagnostics.h"
 
@@ -42,6 +43,11 @@ struct OpNumbers {
   int64_t flops = 0;
   uint64_t bytesAccessed = 0;
   int64_t commBytes = 0; ///< Collectives: the `bytes` attribute.
+  /// Of bytesAccessed, what a low-precision GEMM's casts move.
+  uint64_t castBytes = 0;
+  /// What the op computes in: the `precision` pass's, else its element
+  /// type's (fp32 GEMMs in tf32).
+  Precision precision = Precision::BF16;
 };
 
 /// What a training stage's memory sums, from the module and its placement
@@ -110,8 +116,8 @@ private:
 
   /// An op's cost formulas: FLOPs and bytes, or a collective's size.
   struct Formulas {
-    Expr flops, bytes;
-    CompiledExpr flopsProgram, bytesProgram;
+    Expr flops, bytes, castBytes;
+    CompiledExpr flopsProgram, bytesProgram, castBytesProgram;
     /// An einsum's local operand dims, operand by operand.
     std::vector<CompiledExpr> gemmDims;
   };

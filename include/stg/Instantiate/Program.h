@@ -17,6 +17,7 @@
 #define STG_INSTANTIATE_PROGRAM_H
 
 #include "stg/IR/Graph.h"
+#include "stg/IR/Precision.h"
 #include "stg/Instantiate/Mesh.h"
 #include "stg/Instantiate/Schedule.h"
 
@@ -72,6 +73,9 @@ struct ProgramNode {
   int32_t tag = 0;        ///< Send/recv: equal on both ends.
   uint64_t durationMicros = 0; ///< Compute, with a device model.
   GemmShape gemm;              ///< Compute: an einsum's matrix shape.
+  /// Compute: of tensorBytes, what a low-precision GEMM's casts move.
+  uint64_t castBytes = 0;
+  Precision precision = Precision::BF16; ///< Compute: what it runs in.
 
   // Where the node comes from: reports and perturbation selectors use it.
   Phase phase = Phase::Forward;

@@ -21,6 +21,7 @@
 #ifndef STG_PERF_DEVICEMODEL_H
 #define STG_PERF_DEVICEMODEL_H
 
+#include "stg/IR/Precision.h"
 #include "stg/Instantiate/Program.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -49,6 +50,26 @@ struct DeviceSpec {
   double launchMicros = 0;
   /// Device memory (HBM) in bytes; 0 when not known.
   uint64_t memoryBytes = 0;
+  /// Fraction of a narrower-than-16-bit peak (FP8, FP4) large GEMMs reach:
+  /// lower than computeEfficiency, as the scaling in the GEMM's epilogue
+  /// and the narrower operands' tiles leave more of the machine idle.
+  /// Fitted on NVIDIA's H100 FP8 runs (docs/validation.md).
+  double lowPrecisionEfficiency = 0.58;
+  /// Fraction of the peak a fused attention kernel reaches (forward and
+  /// backward): its softmax runs on the slower units between the two
+  /// products. Fitted on NVIDIA's H100 runs (docs/validation.md).
+  double attentionEfficiency = 0.4;
+
+  /// What a compute kernel is, for the efficiency that applies to it.
+  enum class KernelKind { Gemm, Attention, Other };
+
+  /// The dense peak of `precision` in FLOP/s; 0 where the device has no
+  /// unit for it.
+  double getPeakFlops(Precision precision) const;
+  /// The FLOP rate a kernel of `kind` reaches in `precision`: the peak
+  /// times the kind's efficiency. A precision without a unit runs at the
+  /// bf16 rate (its operands upcast); the tools refuse such a recipe first.
+  double getAchievableFlops(Precision precision, KernelKind kind) const;
 
   /// The fraction of the machine a GEMM's last wave leaves busy: its output
   /// tiles (128 x 256, as cuBLAS and CUTLASS pick for large products) fill
@@ -57,15 +78,22 @@ struct DeviceSpec {
 
   /// The roofline duration of a kernel, in whole microseconds (at least 1
   /// for any work).
-  uint64_t getKernelMicros(int64_t flops, uint64_t bytes) const;
+  uint64_t getKernelMicros(int64_t flops, uint64_t bytes,
+                           Precision precision = Precision::BF16,
+                           KernelKind kind = KernelKind::Other) const;
   /// The duration of kernels that run one after another, some bound by
   /// compute and some by memory (an unfused attention: the two products,
   /// then softmax and dropout over the scores): the times add where one
   /// kernel's would overlap.
   uint64_t getSequentialKernelsMicros(int64_t flops, uint64_t bytes) const;
-  /// A GEMM's roofline duration with its wave quantisation.
-  uint64_t getGemmMicros(int64_t flops, uint64_t bytes,
-                         const GemmShape &gemm) const;
+  /// A GEMM's roofline duration with its wave quantisation. A
+  /// low-precision GEMM's casts (`castBytes` of `bytes`) are kernels of
+  /// their own, bound by memory, and add to it.
+  uint64_t getGemmMicros(int64_t flops, uint64_t bytes, const GemmShape &gemm,
+                         Precision precision = Precision::BF16,
+                         uint64_t castBytes = 0) const;
+  /// A compute node's roofline duration, by its kind and precision.
+  uint64_t getNodeMicros(const ProgramNode &node) const;
 
 private:
   /// Whole microseconds of a kernel that works `micros`, launch included:

@@ -1,0 +1,151 @@
+//===- KernelTimes.cpp - A compute node's duration on a device ------------===//
+//
+// The roofline of DeviceModel.h, per kind of kernel and precision. A GEMM
+// runs at its precision's dense peak times an efficiency: 16 bits and wider
+// at computeEfficiency (calibrated on the A100 runs of Megatron-LM 2021),
+// FP8 and FP4 at lowPrecisionEfficiency; its last wave leaves part of the
+// machine idle (getWaveEfficiency). A low-precision GEMM's casts of its
+// operands are memory-bound kernels of their own and add their time. A
+// fused attention kernel reaches attentionEfficiency of its precision's
+// peak (the softmax between its two products runs on slower units). Each
+// kernel pays the device's launch gap. A table of measured kernels
+// overrides all of this where it has an entry.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Instantiate/Instantiate.h"
+#include "stg/Perf/DeviceModel.h"
+#include "stg/Support/CheckedMath.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace stg;
+
+double DeviceSpec::getAchievableFlops(Precision precision,
+                                      KernelKind kind) const {
+  double peak = getPeakFlops(precision);
+  if (!(peak > 0)) {
+    // No unit for it: the operands are upcast to bf16.
+    precision = Precision::BF16;
+    peak = peakFlops;
+  }
+  switch (kind) {
+  case KernelKind::Attention:
+    return peak * attentionEfficiency;
+  case KernelKind::Gemm:
+    return peak * (isLowPrecision(precision) ? lowPrecisionEfficiency
+                                             : computeEfficiency);
+  case KernelKind::Other:
+    return peak * computeEfficiency;
+  }
+  return peak * computeEfficiency;
+}
+
+uint64_t DeviceSpec::toKernelMicros(double micros) const {
+  if (!(micros > 0))
+    return 0; // No work: no kernel to launch.
+  return std::max<uint64_t>(1, toCount(micros + launchMicros));
+}
+
+double DeviceSpec::getWaveEfficiency(const GemmShape &gemm) const {
+  if (!computeUnits || !gemm.isGemm())
+    return 1;
+  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  // Tiles past 2^53 would lose precision as doubles; such a GEMM fills any
+  // machine anyway.
+  double tiles = double(gemm.batch) * double(ceilDiv(gemm.m, 128)) *
+                 double(ceilDiv(gemm.n, 256));
+  double waves = std::ceil(tiles / computeUnits);
+  return tiles / (waves * computeUnits);
+}
+
+uint64_t DeviceSpec::getKernelMicros(int64_t flops, uint64_t bytes,
+                                     Precision precision,
+                                     KernelKind kind) const {
+  double computeSeconds = flops / getAchievableFlops(precision, kind);
+  double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
+  double micros = std::max(computeSeconds, memorySeconds) * 1e6;
+  return toKernelMicros(micros);
+}
+
+uint64_t DeviceSpec::getGemmMicros(int64_t flops, uint64_t bytes,
+                                   const GemmShape &gemm, Precision precision,
+                                   uint64_t castBytes) const {
+  double rate = getAchievableFlops(precision, KernelKind::Gemm) *
+                getWaveEfficiency(gemm);
+  double bandwidth = memoryBandwidth * memoryEfficiency;
+  uint64_t gemmBytes = bytes - std::min(bytes, castBytes);
+  double micros =
+      (std::max(flops / rate, gemmBytes / bandwidth) + castBytes / bandwidth) *
+      1e6;
+  return toKernelMicros(micros);
+}
+
+uint64_t DeviceSpec::getSequentialKernelsMicros(int64_t flops,
+                                                uint64_t bytes) const {
+  double micros = (flops / (peakFlops * computeEfficiency) +
+                   bytes / (memoryBandwidth * memoryEfficiency)) *
+                  1e6;
+  return toKernelMicros(micros);
+}
+
+uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node) const {
+  llvm::StringRef opType = node.opType;
+  // Unfused attention is several kernels, one after another.
+  if (opType.startswith("attention_unfused"))
+    return getSequentialKernelsMicros(node.numOps, node.tensorBytes);
+  if (node.gemm.isGemm())
+    return getGemmMicros(node.numOps, node.tensorBytes, node.gemm,
+                         node.precision, node.castBytes);
+  KernelKind kind = opType.startswith("attention") ? KernelKind::Attention
+                                                   : KernelKind::Other;
+  return getKernelMicros(node.numOps, node.tensorBytes, node.precision, kind);
+}
+
+/// A compute node's time: from `measured` where it has the kernel, else
+/// from the device's roofline.
+static uint64_t getComputeMicros(const ProgramNode &node,
+                                 const DeviceSpec &device,
+                                 const MeasuredKernels *measured) {
+  uint64_t micros =
+      measured ? measured->lookup(node.opType, node.numOps, node.tensorBytes)
+               : 0;
+  return micros ? micros : device.getNodeMicros(node);
+}
+
+void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
+                           const MeasuredKernels *measured) {
+  for (StageProgram &program : programs.stages)
+    for (ProgramNode &node : program.nodes)
+      if (node.kind == ProgramNodeKind::Compute)
+        node.durationMicros = getComputeMicros(node, device, measured);
+}
+
+void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
+                           const MeasuredKernels *measured,
+                           const ProgramSources &sources) {
+  if (sources.stages.size() != programs.stages.size())
+    return applyDeviceModel(programs, device, measured);
+  constexpr uint64_t Unpriced = ~uint64_t(0);
+  std::vector<uint64_t> byQuery(sources.queries.size(), Unpriced);
+  for (size_t stage = 0; stage < programs.stages.size(); ++stage) {
+    std::vector<ProgramNode> &nodes = programs.stages[stage].nodes;
+    llvm::ArrayRef<uint32_t> queries = sources.stages[stage].nodeQueries;
+    for (size_t id = 0; id < nodes.size(); ++id) {
+      ProgramNode &node = nodes[id];
+      if (node.kind != ProgramNodeKind::Compute)
+        continue;
+      if (queries[id] == ProgramSources::NoQuery) {
+        node.durationMicros = getComputeMicros(node, device, measured);
+        continue;
+      }
+      uint64_t &micros = byQuery[queries[id]];
+      if (micros == Unpriced)
+        micros = getComputeMicros(node, device, measured);
+      node.durationMicros = micros;
+    }
+  }
+}

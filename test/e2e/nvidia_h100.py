@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+#===- nvidia_h100.py - stagec against NVIDIA's published H100 runs -------===#
+#
+# Usage: nvidia_h100.py STAGEC TEMPLATES HF_CONFIGS TABLE_CSV [--max-error F]
+#                       [--only NAME]
+#
+# For each row of ../shared/validation/nvidia-h100.csv (NeMo 24.07 and
+# Megatron-Bridge 25.11 pre-training runs on DGX-H100), compiles the same
+# model and plan for `--system dgx-h100` with the row's recipe (FP8 or
+# BF16, the distributed optimizer or Megatron-FSDP, the recipes' overlaps;
+# docs/validation.md says where each setting was read), takes the
+# estimated step and compares tokens/s per GPU, GBS x seq / (step x GPUs),
+# with the measured figure. The Qwen3 and GPT-OSS rows compile the
+# published Hugging Face configs. Prints a Markdown table and, with
+# --max-error, exits 1 if any row is further off than that fraction.
+# Exits 77 without the table.
+#
+#===----------------------------------------------------------------------===#
+
+import csv
+import os
+import re
+import subprocess
+import sys
+
+# The model of each row: a template or a config.json, and `--set`s. GPT-3's
+# vocabulary is padded as Megatron pads it (to a multiple of 128 x tp).
+MODELS = {
+    "GPT3-5B": ("gpt.stg", {"L": 24, "D": 4096, "NH": 32, "V": 50304}),
+    "GPT3-20B": ("gpt.stg", {"L": 44, "D": 6144, "NH": 48, "V": 50432}),
+    "GPT3-175B": ("gpt3-175b.stg", {"V": 50688}),
+    "LLAMA2-7B": ("llama2-7b.stg", {}),
+    "LLAMA2-13B": ("llama.stg", {"D": 5120, "F": 13824, "NH": 40, "KVH": 40,
+                                 "L": 40, "V": 32000}),
+    "LLAMA2-70B": ("hf:Llama-2-70b-hf", {}),
+    "Nemotron-340B": ("nemotron4-340b.stg", {}),
+    "LLAMA3-8B": ("llama3-8b.stg", {}),
+    "LLAMA3_8B": ("llama3-8b.stg", {}),
+    "LLAMA3-70B": ("llama3-70b.stg", {}),
+    "LLAMA3_70B": ("llama3-70b.stg", {}),
+    "LLAMA3.1_405B": ("hf:Meta-Llama-3.1-405B", {}),
+    "GPT_OSS_120B": ("hf:gpt-oss-120b", {}),
+    "Qwen3_30B_a3B": ("hf:Qwen3-30B-A3B", {}),
+    "Qwen3_235B_a22B": ("hf:Qwen3-235B-A22B", {}),
+}
+
+
+def rows(path):
+    with open(path) as f:
+        lines = [line for line in f if not line.startswith("#")]
+    return list(csv.DictReader(lines))
+
+
+def plan_flags(row):
+    """stagec's flags for a row's plan and recipe."""
+    n = {key: int(row[key]) for key in (
+        "gpus", "global_batch", "micro_batch", "seq", "fsdp", "tp", "pp",
+        "cp", "vp", "ep")}
+    # Megatron's data parallelism counts the expert-parallel ranks; stagec's
+    # dp and ep are separate axes of the batch.
+    dp_all = n["gpus"] // (n["tp"] * n["pp"] * n["cp"])
+    # Megatron folds expert parallelism over tp x dp (MoE parallel folding,
+    # experts not split over tp); stagec's ep is a batch axis beside tp, so
+    # an ep wider than dp runs as ep = dp with the experts split over tp:
+    # the same expert weights and FLOPs a rank, gathered over tp instead of
+    # exchanged over the whole group.
+    ep = min(n["ep"], dp_all)
+    dp = dp_all // ep
+    microbatches = n["global_batch"] // (n["micro_batch"] * dp_all)
+    flags = ["--tp", str(n["tp"]), "--pp", str(n["pp"]), "--cp", str(n["cp"]),
+             "--ep", str(ep), "--dp", str(dp),
+             "--microbatches", str(microbatches),
+             "--set", "MB=%d" % n["micro_batch"], "--set", "S=%d" % n["seq"],
+             "--system", "dgx-h100", "--report"]
+    if n["vp"] > 1:
+        flags += ["--virtual-stages", str(n["vp"])]
+    flags += ["--fsdp"] if n["fsdp"] else ["--distributed-optimizer"]
+    flags += ["--precision", "bf16" if row["precision"] == "BF16" else "fp8"]
+    return flags, n
+
+
+def model_path(name, templates, configs):
+    source, sets = MODELS[name]
+    if source.startswith("hf:"):
+        path = os.path.join(configs, source[3:], "config.json")
+    else:
+        path = os.path.join(templates, source)
+    flags = []
+    for key, value in sets.items():
+        flags += ["--set", "%s=%s" % (key, value)]
+    return path, flags
+
+
+def main():
+    stagec, templates, configs, table = sys.argv[1:5]
+    max_error = None
+    if "--max-error" in sys.argv:
+        max_error = float(sys.argv[sys.argv.index("--max-error") + 1])
+    only = None
+    if "--only" in sys.argv:
+        only = sys.argv[sys.argv.index("--only") + 1]
+    if not os.path.exists(table):
+        print("skipped: no " + table)
+        return 77
+    print("| source | model | GPUs | precision | tp, pp, cp, vp, ep | "
+          "measured tokens/s/GPU | stagec step (s) | stagec tokens/s/GPU "
+          "| error |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    failures = 0
+    for row in rows(table):
+        name = row["model"]
+        if only and name != only:
+            continue
+        flags, n = plan_flags(row)
+        path, model_flags = model_path(name, templates, configs)
+        command = [stagec, path, "-I", templates] + model_flags + flags
+        result = subprocess.run(command, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        match = re.search(r"estimated step: ([0-9.]+) (ms|s)\b",
+                          result.stdout)
+        plan = "%d, %d, %d, %d, %d" % (n["tp"], n["pp"], n["cp"], n["vp"],
+                                       n["ep"])
+        measured = float(row["tokens_per_s_per_gpu"])
+        if result.returncode != 0 or not match:
+            failures += 1
+            print("| %s | %s | %d | %s | %s | %.0f | failed | | |" % (
+                row["source"], name, n["gpus"], row["precision"], plan,
+                measured))
+            sys.stderr.write(" ".join(command) + "\n" +
+                             result.stdout[-1500:] + "\n")
+            continue
+        step = float(match.group(1)) / (1000 if match.group(2) == "ms" else 1)
+        tokens = n["global_batch"] * n["seq"] / (step * n["gpus"])
+        error = tokens / measured - 1
+        if max_error is not None and abs(error) > max_error:
+            failures += 1
+        print("| %s | %s | %d | %s | %s | %.0f | %.2f | %.0f | %+.0f %% |" % (
+            row["source"], name, n["gpus"], row["precision"], plan, measured,
+            step, tokens, 100 * error))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

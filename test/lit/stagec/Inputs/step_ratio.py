@@ -1,0 +1,15 @@
+"""Prints whether the second report's estimated step is shorter than the
+first's, and the ratio, for tests that compare two runs of one plan."""
+import re
+import sys
+
+
+def step_seconds(path):
+    text = open(path).read()
+    value, unit = re.search(r"estimated step: ([0-9.]+) (ms|s)\b", text).groups()
+    return float(value) / (1000 if unit == "ms" else 1)
+
+
+first, second = (step_seconds(path) for path in sys.argv[1:3])
+print("fp8 faster: %s" % ("yes" if second < first else "no"))
+print("ratio: %.2f" % (first / second))
