@@ -200,14 +200,19 @@ OpNumberCache::Formulas &OpNumberCache::getFormulas(const Op &op) {
 }
 
 /// The precision of an op the `precision` pass left alone: its result's
-/// element type (fp32 GEMMs run in tf32), bf16 for integer results.
+/// element type, with fp32 products (einsums, attention) on tf32 tensor
+/// cores; bf16 for the rest, whose FLOPs run on the vector units.
 static Precision getDefaultPrecision(const Op &op) {
   if (op.getResults().empty() || !op.getResult()->hasType())
     return Precision::BF16;
   switch (op.getResult()->getType().getElementType()) {
-  case ElementType::FP32: return Precision::TF32;
-  case ElementType::FP16: return Precision::FP16;
-  default: return Precision::BF16;
+  case ElementType::FP32:
+    return op.getKind() == OpKind::Einsum || isAttention(op) ? Precision::TF32
+                                                             : Precision::BF16;
+  case ElementType::FP16:
+    return Precision::FP16;
+  default:
+    return Precision::BF16;
   }
 }
 

@@ -1,9 +1,10 @@
 //===- DeviceModel.cpp - Kernel durations from a device's numbers ---------===//
 //
-// Built-in figures are the vendors' dense (not sparse) bf16 peaks and HBM
+// Built-in figures are the vendors' dense (not sparse) peaks and HBM
 // bandwidths of the SXM/OAM parts; link bandwidth is the scale-up fabric per
 // direction (NVLink 3/4/5, Infinity Fabric). The efficiencies are typical of
 // large GEMMs and streaming kernels, not of any one library.
+// docs/instantiation.md ("Device model") names the source of each figure.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,22 +22,74 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cassert>
 #include <cmath>
 #include <set>
 
 using namespace stg;
 
+void DeviceSpec::setPeakFlops(Precision precision, double flops) {
+  if (precision == Precision::BF16)
+    peakFlops = flops;
+  else
+    precisionPeaks[unsigned(precision)] = flops;
+}
+
+/// Dense TFLOP/s in Precision's order: tf32, bf16, fp16, fp8, mxfp8, mxfp6,
+/// mxfp4, nvfp4; 0 where the device has no unit for the format.
+using PeakTFlops = std::array<double, NumPrecisions>;
+
+/// `device` with its peaks in every precision. Its bf16 peak (peakFlops)
+/// stays as the row gives it, so that durations do not move.
+static DeviceSpec withPeaks(DeviceSpec device, const PeakTFlops &tflops) {
+  assert(std::abs(tflops[unsigned(Precision::BF16)] * 1e12 -
+                  device.peakFlops) <= 1e-9 * device.peakFlops &&
+         "a built-in device's bf16 peak is given twice, differently");
+  for (unsigned index = 0; index < NumPrecisions; ++index)
+    if (Precision(index) != Precision::BF16)
+      device.setPeakFlops(Precision(index), tflops[index] * 1e12);
+  return device;
+}
+
 llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
+  // name, bf16 FLOP/s, HBM B/s, link B/s, efficiencies, SMs/CUs, launch gap
+  // (us; a typical figure between dependent kernels), HBM bytes; then the
+  // dense peaks. Hopper's and MI300X's keep the ratios of their datasheets
+  // to the bf16 peak the roofline has always used (989, 1307): the tensor
+  // cores run every format at one clock.
   static const DeviceSpec devices[] = {
-      // name, bf16 FLOP/s, HBM B/s, link B/s, efficiencies, SMs/CUs,
-      // launch gap (us; a typical figure between dependent kernels), HBM
-      // bytes (B200 and GB200 as their DGX and NVL72 systems give them).
-      {"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8, 108, 2, 80'000'000'000},
-      {"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8, 132, 2, 80'000'000'000},
-      {"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8, 132, 2, 141'000'000'000},
-      {"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2, 180'000'000'000},
-      {"GB200", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2, 186'000'000'000},
-      {"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8, 304, 2, 192'000'000'000},
+      // Peaks, TFLOP/s: tf32, bf16, fp16, fp8, mxfp8, mxfp6, mxfp4, nvfp4.
+      withPeaks(
+          {"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8, 108, 2, 80'000'000'000},
+          {156, 312, 312, 0, 0, 0, 0, 0}),
+      withPeaks(
+          {"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8, 132, 2, 80'000'000'000},
+          {494.5, 989, 989, 1978, 0, 0, 0, 0}),
+      withPeaks(
+          {"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8, 132, 2, 141'000'000'000},
+          {494.5, 989, 989, 1978, 0, 0, 0, 0}),
+      withPeaks(
+          {"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2, 180'000'000'000},
+          {1125, 2250, 2250, 4500, 4500, 4500, 9000, 9000}),
+      withPeaks(
+          {"GB200", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2, 186'000'000'000},
+          {1250, 2500, 2500, 5000, 5000, 5000, 10000, 10000}),
+      // Blackwell Ultra: fp4 1.5x Blackwell's, the rest as Blackwell.
+      withPeaks(
+          {"B300", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2, 288'000'000'000},
+          {1125, 2250, 2250, 4500, 4500, 4500, 13500, 13500}),
+      withPeaks(
+          {"GB300", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2, 288'000'000'000},
+          {1250, 2500, 2500, 5000, 5000, 5000, 15000, 15000}),
+      withPeaks(
+          {"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8, 304, 2, 192'000'000'000},
+          {653.5, 1307, 1307, 2614, 0, 0, 0, 0}),
+      // 256 CUs at 2.4 GHz: 4096 bf16, 8192 fp8 and 16384 fp6/fp4 FLOPs a
+      // CU and clock (AMD's 2.5, 5 and 10.1 PFLOP/s); no TF32 unit.
+      withPeaks({"MI355X", 2516.5824e12, 8.0e12, 537.6e9, 0.6, 0.8, 256, 2,
+                 288'000'000'000},
+                {0, 2516.5824, 2516.5824, 5033.1648, 5033.1648, 10066.3296,
+                 10066.3296, 0}),
   };
   return devices;
 }
@@ -66,6 +119,58 @@ llvm::Expected<DeviceSpec> stg::loadDevice(llvm::StringRef nameOrFile) {
   return parseDevice((*text)->getBuffer(), nameOrFile);
 }
 
+/// Reads `peak_tflops` into `device`: a number is the bf16 peak (and fp16's,
+/// which every tensor core runs at the bf16 rate); a map gives the dense
+/// TFLOP/s of each precision by name, bf16 required, fp16 the bf16 peak
+/// unless given, and 0 (or leaving one out) for a format the device has no
+/// unit for.
+static llvm::Error readPeaks(const YAML::Node &node, llvm::StringRef file,
+                             DeviceSpec &device) {
+  // Finite and in a range real hardware spans: no NaN, infinity or
+  // denormal reaches a duration.
+  constexpr double Low = 1e-3, High = 1e6;
+  if (!node.IsMap()) {
+    std::optional<double> tflops = getNumberInRange(node, Low, High);
+    if (!tflops)
+      return makeYAMLError(file, node.Mark(),
+                           describeNumberError("peak_tflops", node, Low, High));
+    device.setPeakFlops(Precision::BF16, *tflops * 1e12);
+    device.setPeakFlops(Precision::FP16, *tflops * 1e12);
+    return llvm::Error::success();
+  }
+  bool hasBf16 = false, hasFp16 = false;
+  for (const auto &entry : node) {
+    std::string name = entry.first.Scalar();
+    std::optional<Precision> precision = parsePrecision(name);
+    if (!precision) {
+      std::string names;
+      for (unsigned index = 0; index < NumPrecisions; ++index)
+        names += (index ? ", " : "") + getPrecisionName(Precision(index)).str();
+      return makeYAMLError(file, entry.first.Mark(),
+                           "unknown precision '" + name +
+                               "' in 'peak_tflops' (" + names + ")");
+    }
+    // 0 says the device has no unit for the format; bf16 must have one.
+    bool isBf16 = *precision == Precision::BF16;
+    std::optional<double> tflops = getNumberInRange(entry.second, 0, High);
+    if (!tflops || (*tflops < Low && (isBf16 || *tflops != 0))) {
+      std::string key = "peak_tflops." + name;
+      return makeYAMLError(file, entry.second.Mark(),
+                           describeNumberError(key, entry.second, Low, High) +
+                               (isBf16 ? "" : " (or 0: no such unit)"));
+    }
+    device.setPeakFlops(*precision, *tflops * 1e12);
+    hasBf16 |= isBf16;
+    hasFp16 |= *precision == Precision::FP16;
+  }
+  if (!hasBf16)
+    return makeYAMLError(file, node.Mark(),
+                         "'peak_tflops' has no 'bf16' (the peak the roofline uses)");
+  if (!hasFp16)
+    device.setPeakFlops(Precision::FP16, device.peakFlops);
+  return llvm::Error::success();
+}
+
 llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
                                             llvm::StringRef nameOrFile) {
   YAML::Node root;
@@ -89,11 +194,12 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
     bool required;
   };
   Field fields[] = {
-      {"peak_tflops", &device.peakFlops, 1e12, true},
       {"memory_bandwidth_gbps", &device.memoryBandwidth, 1e9, true},
       {"link_bandwidth_gbps", &device.linkBandwidth, 1e9, true},
       {"compute_efficiency", &device.computeEfficiency, 1, false},
       {"memory_efficiency", &device.memoryEfficiency, 1, false},
+      {"low_precision_efficiency", &device.lowPrecisionEfficiency, 1, false},
+      {"attention_efficiency", &device.attentionEfficiency, 1, false},
   };
   std::set<std::string> seen;
   for (const auto &entry : root) {
@@ -101,6 +207,11 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
     seen.insert(key);
     if (key == "name") {
       device.name = entry.second.as<std::string>("");
+      continue;
+    }
+    if (key == "peak_tflops") {
+      if (llvm::Error error = readPeaks(entry.second, nameOrFile, device))
+        return error;
       continue;
     }
     if (key == "launch_us") {
@@ -146,6 +257,8 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
     double value = *number;
     *field->value = value * field->scale;
   }
+  if (!seen.count("peak_tflops"))
+    return makeYAMLError(nameOrFile, root.Mark(), "missing 'peak_tflops'");
   for (const Field &field : fields)
     if (field.required && !seen.count(field.key))
       return makeYAMLError(nameOrFile, root.Mark(),
@@ -218,15 +331,4 @@ uint64_t MeasuredKernels::lookup(llvm::StringRef opType, int64_t flops,
   if (auto it = byType.find(type); it != byType.end())
     return it->second;
   return 0;
-}
-
-// TEMPORARY until the devices carry their peaks per precision.
-double DeviceSpec::getPeakFlops(Precision precision) const {
-  switch (precision) {
-  case Precision::TF32: return peakFlops / 2;
-  case Precision::BF16:
-  case Precision::FP16: return peakFlops;
-  case Precision::FP8: return name == "A100" ? 0 : 2 * peakFlops;
-  default: return 0;
-  }
 }

@@ -105,6 +105,17 @@ uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node) const {
   return getKernelMicros(node.numOps, node.tensorBytes, node.precision, kind);
 }
 
+std::optional<Precision>
+stg::findUnsupportedPrecision(const ProgramSet &programs,
+                              const DeviceSpec &device) {
+  for (const StageProgram &program : programs.stages)
+    for (const ProgramNode &node : program.nodes)
+      if (node.kind == ProgramNodeKind::Compute && node.numOps > 0 &&
+          isLowPrecision(node.precision) && !device.supports(node.precision))
+        return node.precision;
+  return std::nullopt;
+}
+
 /// A compute node's time: from `measured` where it has the kernel, else
 /// from the device's roofline.
 static uint64_t getComputeMicros(const ProgramNode &node,

@@ -63,15 +63,20 @@ static SystemSpec makeSystem(const char *name, const char *device,
 
 llvm::ArrayRef<SystemSpec> stg::getBuiltinSystems() {
   // Per GPU and direction (docs/cluster.md has the sources). Scale-out is
-  // the node's NICs shared by its GPUs: eight 200 Gb/s HDR or 400 Gb/s NDR
-  // ports for eight GPUs.
+  // the node's NICs shared by its GPUs: eight 200 Gb/s HDR, 400 Gb/s NDR or
+  // 800 Gb/s ConnectX-8 ports for eight GPUs; one port a GPU in the NVL72
+  // racks. MI355X: 7 Infinity Fabric links of 153.6 GB/s (both directions).
   using T = NetworkTopology;
   static const SystemSpec systems[] = {
       makeSystem("dgx-a100", "A100", 8, 300, 700, T::Switch, 25, 2000),
       makeSystem("dgx-h100", "H100", 8, 450, 700, T::Switch, 50, 2000),
       makeSystem("dgx-b200", "B200", 8, 900, 700, T::Switch, 50, 2000),
       makeSystem("gb200-nvl72", "GB200", 72, 900, 700, T::Switch, 50, 2000),
+      makeSystem("dgx-b300", "B300", 8, 900, 700, T::Switch, 100, 2000),
+      makeSystem("gb300-nvl72", "GB300", 72, 900, 700, T::Switch, 100, 2000),
       makeSystem("mi300x", "MI300X", 8, 448, 700, T::FullyConnected, 50, 2000),
+      makeSystem("mi355x", "MI355X", 8, 537.6, 700, T::FullyConnected, 50,
+                 2000),
   };
   return systems;
 }

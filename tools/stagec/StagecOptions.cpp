@@ -180,13 +180,15 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   const char *timing = "Time (kernel durations, step estimate)";
   app.add_option("--system", options.system,
                  "the cluster: dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, "
-                 "mi300x or a system .yaml file (accelerator, GPUs per node, "
-                 "scale-up and scale-out networks)")
+                 "dgx-b300, gb300-nvl72, mi300x, mi355x or a system .yaml "
+                 "file (accelerator, GPUs per node, scale-up and scale-out "
+                 "networks)")
       ->group(timing);
   app.add_option("--device", options.device,
                  "one scale-up domain of this GPU: A100, H100, H200, B200, "
-                 "GB200, MI300X or a device .yaml file (kernel durations by a "
-                 "roofline; every link at the device's link bandwidth)")
+                 "GB200, B300, GB300, MI300X, MI355X or a device .yaml file "
+                 "(kernel durations by a roofline; every link at the "
+                 "device's link bandwidth)")
       ->group(timing);
   app.add_option("--measured", options.measured,
                  "CSV of measured kernels (op_type,num_ops,tensor_size,micros) "

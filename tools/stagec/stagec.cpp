@@ -68,6 +68,15 @@ static LogicalResult applySystem(const StagecOptions &options,
   } else {
     return success();
   }
+  if (std::optional<Precision> precision =
+          findUnsupportedPrecision(programs, system->device)) {
+    diags.error({}, (options.system.empty() ? "--device " + options.device
+                                            : "--system " + options.system) +
+                        ": the " + system->device.name + " has no " +
+                        getPrecisionName(*precision) +
+                        " unit, which the recipe's GEMMs run in (--precision)");
+    return failure();
+  }
   if (!options.measured.empty()) {
     llvm::Expected<MeasuredKernels> table =
         MeasuredKernels::load(options.measured);

@@ -13,8 +13,13 @@
 // wherever it has an entry for the kernel (the STAGE paper's section IV-E:
 // real values plugged into the symbolic graph).
 //
-// Devices come built in (A100, H100, H200, B200, GB200, MI300X) or from a YAML
-// file with the same fields; see docs/instantiation.md ("Device model").
+// A device also has a dense peak per precision (tf32 to nvfp4; 0 where it
+// has no unit for the format). The roofline reads the bf16 one, peakFlops,
+// for now; the others are there for the precision a kernel computes in.
+//
+// Devices come built in (A100, H100, H200, B200, GB200, B300, GB300, MI300X,
+// MI355X) or from a YAML file with the same fields; see docs/instantiation.md
+// ("Device model"), which names the source of every built-in figure.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +33,9 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -63,13 +70,28 @@ struct DeviceSpec {
   /// What a compute kernel is, for the efficiency that applies to it.
   enum class KernelKind { Gemm, Attention, Other };
 
-  /// The dense peak of `precision` in FLOP/s; 0 where the device has no
-  /// unit for it.
-  double getPeakFlops(Precision precision) const;
   /// The FLOP rate a kernel of `kind` reaches in `precision`: the peak
   /// times the kind's efficiency. A precision without a unit runs at the
   /// bf16 rate (its operands upcast); the tools refuse such a recipe first.
   double getAchievableFlops(Precision precision, KernelKind kind) const;
+  /// Dense FLOP/s in each precision, indexed by Precision; 0 where the
+  /// device has no unit for the format. The BF16 entry is unused:
+  /// peakFlops holds that peak, which MFU and the roofline read. Read and
+  /// write through getPeakFlops and setPeakFlops.
+  std::array<double, NumPrecisions> precisionPeaks{};
+
+  /// The dense peak in `precision`, FLOP/s; 0 if the device cannot compute
+  /// in it.
+  double getPeakFlops(Precision precision) const {
+    return precision == Precision::BF16 ? peakFlops
+                                        : precisionPeaks[unsigned(precision)];
+  }
+  void setPeakFlops(Precision precision, double flops);
+  /// Whether the device has tensor cores for `precision` (A100 has none for
+  /// fp8, Hopper none for the MX formats, MI355X none for tf32 or nvfp4).
+  bool supports(Precision precision) const {
+    return getPeakFlops(precision) > 0;
+  }
 
   /// The fraction of the machine a GEMM's last wave leaves busy: its output
   /// tiles (128 x 256, as cuBLAS and CUTLASS pick for large products) fill
@@ -107,7 +129,8 @@ const DeviceSpec *lookupBuiltinDevice(llvm::StringRef name);
 
 /// A built-in device's name, or a YAML file of a DeviceSpec's fields:
 ///   name: my-gpu
-///   peak_tflops: 989        # dense bf16
+///   peak_tflops: 989        # dense bf16 (fp16 the same), or a map of
+///                           # precisions: {tf32: 494.5, bf16: 989, fp8: 1978}
 ///   memory_bandwidth_gbps: 3350
 ///   link_bandwidth_gbps: 450
 ///   compute_efficiency: 0.7 # optional
@@ -141,6 +164,13 @@ private:
   std::map<std::pair<std::string, int64_t>, uint64_t> byFlops;
   std::map<std::pair<std::string, uint64_t>, uint64_t> byBytes;
 };
+
+/// The first low precision (a recipe's: FP8, FP4) a compute node of
+/// `programs` runs in that `device` has no unit for (FP8 on an A100), if
+/// any: the tools refuse it rather than price it. Wider formats without a
+/// unit (tf32 on a device file that gives bf16 alone) run at bf16's rate.
+std::optional<Precision> findUnsupportedPrecision(const ProgramSet &programs,
+                                                  const DeviceSpec &device);
 
 /// Fills `durationMicros` of every compute node: from `measured` where it
 /// has the kernel, else from the device's roofline.

@@ -54,7 +54,8 @@ struct SystemSpec {
   unsigned getNode(unsigned rank) const { return rank / gpusPerNode; }
 };
 
-/// dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, mi300x.
+/// dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, dgx-b300, gb300-nvl72, mi300x,
+/// mi355x.
 llvm::ArrayRef<SystemSpec> getBuiltinSystems();
 
 /// A built-in system's name, or a YAML file (docs/cluster.md has the
