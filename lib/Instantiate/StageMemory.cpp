@@ -1,4 +1,12 @@
 //===- StageMemory.cpp - Peak memory of one rank of a stage ---------------===//
+//
+// Weights, gradients, optimizer state, saved activations and state tensors
+// of one rank, from the values a stage keeps (collected once per placement,
+// StageMemoryKeys) and their bound sizes. Under a low-precision recipe, a
+// saved value that only the recipe's GEMMs read back is kept in their
+// format, and each weight they read has a cast copy in it beside its own
+// (Transformer Engine's cached FP8 weights).
+//
 
 #include "StageMemory.h"
 
@@ -47,6 +55,13 @@ countByValue(const InstanceKeys &keys) {
   return counts;
 }
 
+/// `bytes` of `value` in `precision` instead of its element type.
+static uint64_t scaleBytes(uint64_t bytes, const Value &value,
+                           Precision precision) {
+  double element = getElementTypeBytes(value.getType().getElementType());
+  return uint64_t(std::ceil(bytes / element * getPrecisionBytes(precision)));
+}
+
 /// What the kept values of `keys` hold on one rank: weights, gradients,
 /// optimizer state, `state` tensors and (training) the saved activations,
 /// for `inFlightMicrobatches`.
@@ -83,6 +98,9 @@ sumKeptMemory(const StageMemoryKeys &keys, OpNumberCache &numbers,
       continue;
     }
     memory.weights += count * *bytes;
+    if (auto copy = keys.weightCopies.find(value);
+        copy != keys.weightCopies.end())
+      memory.weights += count * scaleBytes(*bytes, *value, copy->second);
     if (!training)
       continue;
     // Megatron-LM accumulates 16-bit weights' gradients in fp32 main
@@ -111,6 +129,9 @@ sumKeptMemory(const StageMemoryKeys &keys, OpNumberCache &numbers,
     std::optional<int64_t> bytes = bytesOf(value);
     if (!bytes)
       return std::nullopt;
+    if (auto format = keys.savedFormats.find(value);
+        format != keys.savedFormats.end())
+      *bytes = scaleBytes(*bytes, *value, format->second);
     savedBytes += count * *bytes;
   }
   memory.activations =
@@ -147,6 +168,11 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
         op.getKind() == OpKind::Attention && op.getPhase() != Phase::Forward;
   });
   llvm::MapVector<const Op *, uint64_t> unfusedAttention;
+  // Per saved value, the one low precision all its backward readers read
+  // it in (none: its own type); per weight, that of its low-precision
+  // readers.
+  llvm::DenseMap<const Value *, std::optional<Precision>> savedFormats;
+  llvm::DenseMap<const Value *, Precision> weightCopies;
   forEachInstanceOnStage(module, placement, stage, [&](const Op &op, int layer) {
     if (op.getKind() == OpKind::Adam)
       steps.insert({op.getResult(), layer});
@@ -193,18 +219,27 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
         }
     }
     bool backward = op.getPhase() != Phase::Forward;
+    std::optional<Precision> reads =
+        op.getKind() == OpKind::Einsum ? getLowPrecision(op) : std::nullopt;
     for (const Value *operand : op.getOperands()) {
       ValueInstance source = placement.resolve(operand, layer);
       const Op *def = source.value->getDefiningOp();
       found.clear();
       findDeclarations(source.value, found);
-      for (const Op *declaration : found)
+      for (const Op *declaration : found) {
         declarations.insert({declaration->getResult(),
                              declaration->getParent()->getParentOp() ? layer
                                                                      : -1});
+        if (reads && declaration->getKind() == OpKind::Param)
+          weightCopies.try_emplace(declaration->getResult(), *reads);
+      }
       if (backward && def && def->getPhase() == Phase::Forward &&
-          !placement.isFloating(def))
+          !placement.isFloating(def)) {
         saved.insert({source.value, source.layer});
+        auto [format, first] = savedFormats.try_emplace(source.value, reads);
+        if (!first && format->second != reads)
+          format->second = std::nullopt;
+      }
     }
   });
 
@@ -214,6 +249,10 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
   keys.saved = countByValue(saved);
   keys.unfusedAttention.assign(unfusedAttention.begin(),
                                unfusedAttention.end());
+  for (const auto &[value, format] : savedFormats)
+    if (format)
+      keys.savedFormats[value] = *format;
+  keys.weightCopies = std::move(weightCopies);
   if (training)
     return sumKeptMemory(
         numbers.addStageMemoryKeys(placementName, std::move(keys)), numbers,

@@ -56,6 +56,11 @@ struct OpNumbers {
 struct StageMemoryKeys {
   std::vector<std::pair<const Value *, uint64_t>> declarations, steps, saved;
   std::vector<std::pair<const Op *, uint64_t>> unfusedAttention;
+  /// A low-precision recipe's copies: a saved value that only
+  /// low-precision GEMMs read back is kept in their format (Transformer
+  /// Engine saves the cast input), and a weight they read has a cast copy
+  /// beside it. By value, the format.
+  llvm::DenseMap<const Value *, Precision> savedFormats, weightCopies;
 };
 
 class OpNumberCache {
