@@ -483,3 +483,64 @@ TEST(CostTest, ActivationsCostTheirDocumentedFlops) {
 }
 
 } // namespace
+
+namespace {
+
+// An FP8 recipe's linear: its operands are read in FP8 (one byte each), its
+// bf16 result written, and the cast of its activation operand reads that in
+// bf16 and writes it in FP8; the FLOPs do not change. Its weight gradient
+// casts nothing (it reuses the forward's and the data gradient's casts);
+// mxfp8 and nvfp4 add their block scales.
+TEST(CostTest, LowPrecisionGemmsReadQuantizedOperandsAndPayTheirCasts) {
+  const char *source = R"(
+    dim B = 2, S = 16, D = 32, F = 64, L = 1;
+    option precision = "bf16";
+    model m {
+      x: [B, S, D] = input();
+      repeat L {
+        param w: [D, F];
+        h = einsum[bsd,df->bsf](x, w);
+        param w2: [F, D];
+        y = einsum[bsf,fd->bsd](h, w2);
+        x = add(x, y);
+      }
+      loss = cross_entropy(x);
+    }
+  )";
+  for (auto [recipe, bytesPerElement] :
+       {std::pair<const char *, double>{"fp8", 1}, {"mxfp8", 33.0 / 32},
+        {"nvfp4", 9.0 / 16}}) {
+    std::unique_ptr<Module> module = build(
+        source, "shape-infer,precision,autodiff", {{"precision", recipe}});
+    ASSERT_TRUE(module);
+    const Op *forward = nullptr, *weightGrad = nullptr;
+    module->getModel()->walk([&](Op &op) {
+      if (op.getKind() != OpKind::Einsum)
+        return;
+      if (op.getResult()->getName() == "layer.h")
+        forward = &op;
+      if (op.getResult()->getName().startswith("layer.w.grad"))
+        weightGrad = &op;
+    });
+    ASSERT_TRUE(forward && weightGrad) << recipe;
+    ASSERT_EQ(getLowPrecision(*forward), parsePrecision(recipe));
+    const double x = 2 * 16 * 32, w = 32 * 64, h = 2 * 16 * 64;
+    double cast = x * 2 + x * bytesPerElement;
+    EXPECT_DOUBLE_EQ(
+        GiNaC::ex_to<GiNaC::numeric>(*module->bindAll(getCastBytes(*forward)))
+            .to_double(),
+        cast)
+        << recipe;
+    EXPECT_DOUBLE_EQ(GiNaC::ex_to<GiNaC::numeric>(
+                         *module->bindAll(getBytesAccessed(*forward)))
+                         .to_double(),
+                     (x + w) * bytesPerElement + h * 2 + cast)
+        << recipe;
+    EXPECT_TRUE(getCastBytes(*weightGrad).is_zero()) << recipe;
+    EXPECT_EQ(getLowPrecision(*weightGrad), parsePrecision(recipe));
+    EXPECT_TRUE(sameExpr(*module->bindAll(getFlops(*forward)),
+                         Expr(2 * 2 * 16 * 32 * 64)));
+  }
+}
+
+} // namespace

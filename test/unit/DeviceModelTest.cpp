@@ -147,3 +147,58 @@ TEST(DeviceModelTest, ApplyFillsEveryComputeNodeByRoofline) {
 }
 
 } // namespace
+
+namespace {
+
+ProgramNode makeGemm(Precision precision, int64_t flops, uint64_t castBytes) {
+  ProgramNode node;
+  node.opType = "einsum";
+  node.numOps = flops;
+  node.tensorBytes = castBytes + 1000;
+  node.castBytes = castBytes;
+  node.precision = precision;
+  node.gemm = {1, 128 * 132, 256, 4096}; // One full wave on an H100.
+  return node;
+}
+
+// A GEMM runs at its precision's peak times that precision's efficiency;
+// its casts are memory-bound kernels that add their time; a fused
+// attention reaches attentionEfficiency of its peak.
+TEST(DeviceModelTest, KernelsRunAtTheirPrecisionsPeak) {
+  DeviceSpec h100 = *lookupBuiltinDevice("H100");
+  h100.launchMicros = 0;
+  const int64_t flops = int64_t(1) << 45; // About 35 TFLOP.
+  double bf16 = h100.getNodeMicros(makeGemm(Precision::BF16, flops, 0));
+  double fp8 = h100.getNodeMicros(makeGemm(Precision::FP8, flops, 0));
+  EXPECT_NEAR(bf16 / fp8,
+              2 * h100.lowPrecisionEfficiency / h100.computeEfficiency, 1e-4);
+  // 3.35 GB of casts at 80 % of 3.35 TB/s: 1250 us more.
+  double cast =
+      h100.getNodeMicros(makeGemm(Precision::FP8, flops, 3'350'000'000));
+  EXPECT_NEAR(cast - fp8, 1250, 1.5);
+  ProgramNode attention = makeGemm(Precision::BF16, flops, 0);
+  attention.opType = "attention_backward";
+  attention.gemm = GemmShape();
+  EXPECT_NEAR(double(h100.getNodeMicros(attention)),
+              flops / (989e12 * h100.attentionEfficiency) * 1e6, 1);
+}
+
+// A precision a device has no unit for runs at its bf16 rate, and the
+// tools are told which one it was (an FP8 recipe on an A100).
+TEST(DeviceModelTest, APrecisionWithoutAUnitIsFound) {
+  const DeviceSpec *a100 = lookupBuiltinDevice("A100");
+  ASSERT_TRUE(a100);
+  EXPECT_EQ(a100->getAchievableFlops(Precision::FP8,
+                                     DeviceSpec::KernelKind::Gemm),
+            a100->getAchievableFlops(Precision::BF16,
+                                     DeviceSpec::KernelKind::Gemm));
+  ProgramSet programs;
+  programs.stages.emplace_back();
+  programs.stages[0].nodes.push_back(makeGemm(Precision::BF16, 100, 0));
+  EXPECT_FALSE(findUnsupportedPrecision(programs, *a100));
+  programs.stages[0].nodes.push_back(makeGemm(Precision::FP8, 100, 0));
+  EXPECT_EQ(findUnsupportedPrecision(programs, *a100), Precision::FP8);
+  EXPECT_FALSE(findUnsupportedPrecision(programs, *lookupBuiltinDevice("H100")));
+}
+
+} // namespace
