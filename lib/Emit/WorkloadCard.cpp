@@ -123,8 +123,13 @@ void stg::writeWorkloadCard(llvm::raw_ostream &os, const Module &module,
   out << YAML::Key << "granularity" << YAML::Value
       << (training ? "model_fwd_bwd_pass" : "model_fwd");
   out << YAML::Key << "model_family" << YAML::Value << family;
+  // A low-precision recipe names the run (fp8); else the element type.
+  std::optional<Precision> recipe = module.getPrecisionRecipe();
   out << YAML::Key << "precision" << YAML::Value
-      << getElementTypeName(module.getDefaultElementType()).str();
+      << (recipe && isLowPrecision(*recipe)
+              ? getPrecisionName(*recipe)
+              : getElementTypeName(module.getDefaultElementType()))
+             .str();
   out << YAML::Key << "epochs" << YAML::Value << YAML::Null;
   out << YAML::Key << "iteration" << YAML::Value << 1; // One step per set.
   out << YAML::Key << "model_arch" << YAML::Value << YAML::BeginMap;

@@ -70,6 +70,15 @@ ElementType Module::getDefaultElementType() const {
   return ElementType::BF16;
 }
 
+std::optional<Precision> Module::getPrecisionRecipe() const {
+  const Option *option = lookupOption("precision");
+  const auto *text = option ? std::get_if<std::string>(&option->value) : nullptr;
+  std::optional<Precision> recipe = text ? parsePrecision(*text) : std::nullopt;
+  if (!recipe || !isRecipe(*recipe))
+    return std::nullopt;
+  return recipe;
+}
+
 Graph *Module::createModel(llvm::StringRef name, SourceLoc loc) {
   model = std::make_unique<Graph>(name.str());
   modelLoc = loc;

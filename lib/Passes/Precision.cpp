@@ -51,10 +51,8 @@ std::optional<Precision> getRecipe(const Module &module,
   const Option *option = module.lookupOption("precision");
   if (!option)
     return Precision::BF16;
-  const auto *text = std::get_if<std::string>(&option->value);
-  std::optional<Precision> recipe =
-      text ? parsePrecision(*text) : std::nullopt;
-  if (!recipe || !isRecipe(*recipe)) {
+  std::optional<Precision> recipe = module.getPrecisionRecipe();
+  if (!recipe) {
     diags.error(option->loc, "option 'precision' must name a recipe: bf16, "
                              "fp16, fp8, mxfp8 or nvfp4");
     return std::nullopt;

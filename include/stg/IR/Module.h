@@ -12,6 +12,7 @@
 
 #include "stg/IR/Expr.h"
 #include "stg/IR/Graph.h"
+#include "stg/IR/Precision.h"
 #include "stg/IR/Memory.h"
 #include "stg/IR/TensorType.h"
 
@@ -81,6 +82,9 @@ public:
   /// The default element type: the override if set (`stagec --dtype`), else
   /// `option dtype = "fp32";`, else bf16.
   ElementType getDefaultElementType() const;
+  /// The recipe of `option precision` (stagec --precision) when it is one,
+  /// else nothing: the ops compute in their element types.
+  std::optional<Precision> getPrecisionRecipe() const;
   void setElementTypeOverride(ElementType type) { elementTypeOverride = type; }
 
   void addBlockSignature(BlockSignature signature) {
