@@ -242,18 +242,17 @@ std::string stg::describePipelineSplit(const PipelineSplit &split,
        << " = " << numLayers + extra << " over "
        << describeChunks(numStages, numChunks) << ", "
        << (numLayers + extra) / chunkLayers.size() << " each";
-    if (split.accountForEmbedding)
-      os << "; the first " << (numChunks > 1 ? "chunk" : "stage")
-         << " holds the embedding and " << chunkLayers.front()
-         << " decoder layers";
-    if (split.accountForLoss)
-      os << (split.accountForEmbedding ? ", the last the loss and "
-                                       : "; the last ")
-         << (split.accountForEmbedding
-                 ? std::to_string(chunkLayers.back())
-                 : std::string(numChunks > 1 ? "chunk" : "stage") +
-                       " holds the loss and " +
-                       std::to_string(chunkLayers.back()) + " decoder layers");
+    const char *unit = numChunks > 1 ? "chunk" : "stage";
+    if (split.accountForEmbedding && split.accountForLoss)
+      os << "; the first " << unit << " holds the embedding and "
+         << chunkLayers.front() << " decoder layers, the last the loss and "
+         << chunkLayers.back();
+    else if (split.accountForEmbedding)
+      os << "; the first " << unit << " holds the embedding and "
+         << chunkLayers.front() << " decoder layers";
+    else
+      os << "; the last " << unit << " holds the loss and "
+         << chunkLayers.back() << " decoder layers";
   }
   return text;
 }
