@@ -226,9 +226,8 @@ stg::instantiate(const Module &module, const Mesh &mesh,
   }
   set.numVirtualStages = numChunks;
   set.folded = options.foldMicrobatches || options.foldLayers;
-  std::optional<Placement> placement =
-      Placement::create(module, numStages, numChunks, options.pipelineSplit,
-                        diags);
+  std::optional<Placement> placement = Placement::create(
+      module, numStages, numChunks, options.pipelineSplit, diags);
   if (!placement)
     return std::nullopt;
   set.numLayers = placement->getNumLayers();

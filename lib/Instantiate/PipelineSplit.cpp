@@ -32,8 +32,8 @@ static std::string describeChunks(unsigned numStages, unsigned numChunks) {
 static std::string describeEdgeFlags(const PipelineSplit &split) {
   std::string text;
   if (split.firstStageLayers)
-    text = std::string(FirstFlag) + " " +
-           std::to_string(*split.firstStageLayers);
+    text =
+        std::string(FirstFlag) + " " + std::to_string(*split.firstStageLayers);
   if (split.lastStageLayers)
     text += (text.empty() ? "" : " and ") + std::string(LastFlag) + " " +
             std::to_string(*split.lastStageLayers);
@@ -49,11 +49,11 @@ static std::string describeAccounted(const PipelineSplit &split) {
 }
 
 std::string stg::findPipelineSplitConflict(const PipelineSplit &split) {
-  const char *other = split.accountForEmbedding  ? EmbeddingFlag
-                      : split.accountForLoss     ? LossFlag
-                      : split.firstStageLayers   ? FirstFlag
-                      : split.lastStageLayers    ? LastFlag
-                                                 : nullptr;
+  const char *other = split.accountForEmbedding ? EmbeddingFlag
+                      : split.accountForLoss    ? LossFlag
+                      : split.firstStageLayers  ? FirstFlag
+                      : split.lastStageLayers   ? LastFlag
+                                                : nullptr;
   if (!split.chunkLayers.empty() && other)
     return (llvm::Twine("--pp-layers gives every model chunk's layers: it "
                         "cannot be combined with ") +
@@ -148,8 +148,8 @@ stg::splitLayers(unsigned numLayers, unsigned numStages, unsigned numChunks,
     bool emptyMiddle = false;
     for (size_t chunk = 1; chunk + 1 < split.chunkLayers.size(); ++chunk)
       emptyMiddle |= split.chunkLayers[chunk] == 0;
-    if (split.chunkLayers.size() != numModelChunks ||
-        total != numLayers || emptyMiddle) {
+    if (split.chunkLayers.size() != numModelChunks || total != numLayers ||
+        emptyMiddle) {
       error = "--pp-layers gives " + std::to_string(split.chunkLayers.size()) +
               " layer counts adding up to " + std::to_string(total) +
               "; the plan has " + std::to_string(numModelChunks) +
@@ -184,13 +184,13 @@ stg::splitLayers(unsigned numLayers, unsigned numStages, unsigned numChunks,
     return counts;
   }
   if (numModelChunks > 1 && numLayers < numModelChunks) {
-    error = "pipeline parallelism splits layers over stages: " +
-            std::to_string(numStages) + " stages" +
-            (numChunks > 1 ? " of " + std::to_string(numChunks) +
-                                 " model chunks"
-                           : std::string()) +
-            " need at least " + std::to_string(numModelChunks) +
-            " layers, the model has " + std::to_string(numLayers);
+    error =
+        "pipeline parallelism splits layers over stages: " +
+        std::to_string(numStages) + " stages" +
+        (numChunks > 1 ? " of " + std::to_string(numChunks) + " model chunks"
+                       : std::string()) +
+        " need at least " + std::to_string(numModelChunks) +
+        " layers, the model has " + std::to_string(numLayers);
     return std::nullopt;
   }
   // Even, the remainder to the first chunks.
@@ -221,9 +221,9 @@ std::string stg::describePipelineSplit(const PipelineSplit &split,
       parts.push_back(std::to_string(*split.firstStageLayers) +
                       " layers on the first stage");
     if (split.lastStageLayers)
-      parts.push_back(std::to_string(*split.lastStageLayers) +
-                      (parts.empty() ? " layers on the last stage"
-                                     : " on the last"));
+      parts.push_back(
+          std::to_string(*split.lastStageLayers) +
+          (parts.empty() ? " layers on the last stage" : " on the last"));
     unsigned middle =
         numStages - bool(split.firstStageLayers) - bool(split.lastStageLayers);
     // A middle stage's chunk: stage 1, or the last if it is not given.
@@ -257,8 +257,8 @@ std::string stg::describePipelineSplit(const PipelineSplit &split,
   return text;
 }
 
-std::string stg::describeStageChunks(const PipelineSplit &split,
-                                     unsigned stage, unsigned numStages,
+std::string stg::describeStageChunks(const PipelineSplit &split, unsigned stage,
+                                     unsigned numStages,
                                      llvm::ArrayRef<unsigned> chunkLayers) {
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -24,11 +24,9 @@ bool stg::isElided(const Op &op) {
   }
 }
 
-std::optional<Placement> Placement::create(const Module &module,
-                                           unsigned numStages,
-                                           unsigned numChunks,
-                                           const PipelineSplit &split,
-                                           DiagnosticEngine &diags) {
+std::optional<Placement>
+Placement::create(const Module &module, unsigned numStages, unsigned numChunks,
+                  const PipelineSplit &split, DiagnosticEngine &diags) {
   Placement placement;
   placement.numStages = numStages;
   const Graph &model = *module.getModel();

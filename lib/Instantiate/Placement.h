@@ -52,8 +52,7 @@ public:
   /// numStages (Megatron-LM's interleaving; one chunk per stage without
   /// it). Reports (and returns null for) what cannot be split.
   static std::optional<Placement> create(const Module &module,
-                                         unsigned numStages,
-                                         unsigned numChunks,
+                                         unsigned numStages, unsigned numChunks,
                                          const PipelineSplit &split,
                                          DiagnosticEngine &diags);
 

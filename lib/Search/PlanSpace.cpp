@@ -234,8 +234,8 @@ void Enumerator::enumerateDegrees(Plan &plan, size_t axis, unsigned left) {
     if (!allowed.empty() && !llvm::is_contained(allowed, left))
       return; // Outside the space asked for: not a candidate.
     unsigned pp = plan.getDegree("pp");
-    uint64_t under = uint64_t(microBatchSizes.size()) * findSplits(pp) *
-                     getStructures();
+    uint64_t under =
+        uint64_t(microBatchSizes.size()) * findSplits(pp) * getStructures();
     for (size_t index = 0; index < PlanAxes.size(); ++index)
       if (plan.degrees[index] > 1 && !shape.splits[index])
         return prune(std::string("the model splits nothing over ") +
@@ -263,8 +263,7 @@ void Enumerator::enumerateDegrees(Plan &plan, size_t axis, unsigned left) {
   }
 }
 
-unsigned Enumerator::getSplits(unsigned pp, unsigned chunks,
-                               bool even) const {
+unsigned Enumerator::getSplits(unsigned pp, unsigned chunks, bool even) const {
   even &= options.splits != SplitChoice::Accounted || pp == 1;
   unsigned mask = even ? 1u << unsigned(LayerSplit::Even) : 0;
   if (options.splits == SplitChoice::Even || pp == 1)
@@ -318,8 +317,9 @@ void Enumerator::enumerateSchedules(Plan &plan) {
     for (size_t index = 0; index < chunkChoices.size(); ++index) {
       unsigned chunks = chunkChoices[index].chunks;
       plan.virtualStages = chunks;
-      for (LayerSplit split : {LayerSplit::Even, LayerSplit::Embedding,
-                               LayerSplit::Loss, LayerSplit::EmbeddingAndLoss}) {
+      for (LayerSplit split :
+           {LayerSplit::Even, LayerSplit::Embedding, LayerSplit::Loss,
+            LayerSplit::EmbeddingAndLoss}) {
         if (!(splits[index] & 1u << unsigned(split)))
           continue;
         plan.layerSplit = split;

@@ -414,13 +414,12 @@ StagecOptions::describe() const {
     given.push_back({"virtual_stages", std::to_string(compile.virtualStages)});
   const PipelineSplit &split = compile.pipelineSplit;
   if (!split.chunkLayers.empty())
-    given.push_back({"pp_layers", llvm::join(llvm::map_range(
-                                                 split.chunkLayers,
-                                                 [](unsigned layers) {
-                                                   return std::to_string(
-                                                       layers);
-                                                 }),
-                                             ",")});
+    given.push_back({"pp_layers",
+                     llvm::join(llvm::map_range(split.chunkLayers,
+                                                [](unsigned layers) {
+                                                  return std::to_string(layers);
+                                                }),
+                                ",")});
   if (split.accountForEmbedding)
     given.push_back({"account_for_embedding_in_pipeline_split", "true"});
   if (split.accountForLoss)

@@ -75,11 +75,9 @@ std::string findPipelineSplitConflict(const PipelineSplit &split);
 /// the last chunk may hold none (they hold the work before and after the
 /// layers). Fails, with `error` set to a sentence naming the flags and the
 /// numbers, where the numbers do not split as `split` asks.
-std::optional<std::vector<unsigned>> splitLayers(unsigned numLayers,
-                                                 unsigned numStages,
-                                                 unsigned numChunks,
-                                                 const PipelineSplit &split,
-                                                 std::string &error);
+std::optional<std::vector<unsigned>>
+splitLayers(unsigned numLayers, unsigned numStages, unsigned numChunks,
+            const PipelineSplit &split, std::string &error);
 
 /// One line for the report: how `split` divided `numLayers` into
 /// `chunkLayers` over `numStages` stages (`the embedding and the loss count
