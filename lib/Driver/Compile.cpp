@@ -139,7 +139,7 @@ InstantiateOptions stg::getInstantiateOptions(const Mesh &mesh,
       options.microbatches ? options.microbatches : numStages;
   instantiateOptions.schedule = options.schedule;
   instantiateOptions.numVirtualStages = options.virtualStages;
-  instantiateOptions.chunkLayers = options.chunkLayers;
+  instantiateOptions.pipelineSplit = options.pipelineSplit;
   instantiateOptions.gradientBucketBytes =
       uint64_t(options.gradientBucketMB * 1e6);
   instantiateOptions.memoryAccounting = options.memoryAccounting;

@@ -154,6 +154,7 @@ llvm::json::Value stg::buildManifest(const Module &module,
            {"stages", int64_t(programs.stages.size())},
            {"layers", int64_t(programs.numLayers)},
            {"virtual_stages", int64_t(programs.numVirtualStages)},
+           {"chunk_layers", llvm::json::Array(programs.chunkLayers)},
            {"microbatches", int64_t(programs.numMicrobatches)},
            {"schedule", getPipelineScheduleName(programs.schedule)},
            {"training", programs.training}}},
@@ -482,10 +483,21 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
   if (programs.numVirtualStages > 1)
     os << " of " << programs.numVirtualStages << " model chunks";
   os << "\n";
+  std::string split =
+      describePipelineSplit(programs.pipelineSplit, programs.numLayers,
+                            programs.stages.size(), programs.chunkLayers);
+  if (!split.empty())
+    os << "pipeline split: " << split << "\n";
   for (const StageSummary &summary : summaries) {
     const StageMemory &memory = programs.stages[summary.stage].memory;
     os << "\nstage " << summary.stage << ": " << summary.numRanks
-       << " ranks, layers " << describeLayers(summary.layers) << "\n";
+       << " ranks, layers " << describeLayers(summary.layers);
+    // A split of its own says what each of the stage's chunks holds.
+    if (!split.empty())
+      os << "; layers a model chunk: "
+         << describeStageChunks(programs.pipelineSplit, summary.stage,
+                                programs.stages.size(), programs.chunkLayers);
+    os << "\n";
     if (programs.stages.size() > 1 || programs.numMicrobatches > 1)
       os << "  schedule: "
          << describeSchedule(programs.stages[summary.stage],

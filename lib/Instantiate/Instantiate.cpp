@@ -181,7 +181,9 @@ computeMemory(const Module &module, const ProgramSet &set,
                    : 1;
   std::vector<unsigned> placementName = {numStages, set.numVirtualStages,
                                          stage};
-  llvm::append_range(placementName, options.chunkLayers);
+  // An even split is named by its stages and chunks.
+  if (!options.pipelineSplit.isEven())
+    llvm::append_range(placementName, placement.getChunkSizes());
   return computeStageMemory(module, placement, numbers, stage, inFlight,
                             set.numMicrobatches, set.training,
                             options.memoryAccounting, placementName);
@@ -224,12 +226,14 @@ stg::instantiate(const Module &module, const Mesh &mesh,
   }
   set.numVirtualStages = numChunks;
   set.folded = options.foldMicrobatches || options.foldLayers;
-  std::optional<Placement> placement =
-      Placement::create(module, numStages, numChunks, options.chunkLayers,
-                        diags);
+  std::optional<Placement> placement = Placement::create(
+      module, numStages, numChunks, options.pipelineSplit, diags);
   if (!placement)
     return std::nullopt;
   set.numLayers = placement->getNumLayers();
+  set.pipelineSplit = options.pipelineSplit;
+  set.chunkLayers.assign(placement->getChunkSizes().begin(),
+                         placement->getChunkSizes().end());
   bool training = false;
   module.getModel()->walk(
       [&](Op &op) { training |= op.getPhase() != Phase::Forward; });
@@ -322,7 +326,7 @@ LogicalResult stg::repriceProgramSet(ProgramSet &set,
   if (failed(moveProgramSetToMesh(set, mesh, options.pipelineAxis, diags)))
     return failure();
   std::optional<Placement> placement = Placement::create(
-      module, numStages, set.numVirtualStages, options.chunkLayers, diags);
+      module, numStages, set.numVirtualStages, options.pipelineSplit, diags);
   if (!placement)
     return failure();
   numbers.setDiagnostics(diags);

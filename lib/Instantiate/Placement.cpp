@@ -3,6 +3,7 @@
 #include "Placement.h"
 
 #include "stg/Instantiate/Limits.h"
+#include "stg/Instantiate/PipelineSplit.h"
 
 using namespace stg;
 
@@ -23,11 +24,9 @@ bool stg::isElided(const Op &op) {
   }
 }
 
-std::optional<Placement> Placement::create(const Module &module,
-                                           unsigned numStages,
-                                           unsigned numChunks,
-                                           llvm::ArrayRef<unsigned> chunkLayers,
-                                           DiagnosticEngine &diags) {
+std::optional<Placement>
+Placement::create(const Module &module, unsigned numStages, unsigned numChunks,
+                  const PipelineSplit &split, DiagnosticEngine &diags) {
   Placement placement;
   placement.numStages = numStages;
   const Graph &model = *module.getModel();
@@ -95,43 +94,18 @@ std::optional<Placement> Placement::create(const Module &module,
   }
   if (!ok)
     return std::nullopt;
-  unsigned numModelChunks = numStages * numChunks;
-  if (numModelChunks > 1 && placement.numLayers < numModelChunks) {
-    diags.error(
-        firstRepeat ? firstRepeat->getLoc() : module.getModelLoc(),
-        "pipeline parallelism splits layers over stages: " +
-            llvm::Twine(numStages) + " stages" +
-            (numChunks > 1 ? " of " + llvm::Twine(numChunks) + " model chunks"
-                           : llvm::Twine()) +
-            " need at least " + llvm::Twine(numModelChunks) +
-            " layers, the model has " + llvm::Twine(placement.numLayers));
+  std::string error;
+  std::optional<std::vector<unsigned>> sizes =
+      splitLayers(placement.numLayers, numStages, numChunks, split, error);
+  if (!sizes) {
+    diags.error(firstRepeat ? firstRepeat->getLoc() : module.getModelLoc(),
+                error);
     return std::nullopt;
   }
-
-  if (!chunkLayers.empty()) {
-    uint64_t total = 0;
-    for (unsigned layers : chunkLayers)
-      total += layers;
-    if (chunkLayers.size() != numModelChunks || total != placement.numLayers ||
-        llvm::is_contained(chunkLayers, 0u)) {
-      diags.error(firstRepeat ? firstRepeat->getLoc() : module.getModelLoc(),
-                  "--pp-layers gives " + llvm::Twine(chunkLayers.size()) +
-                      " layer counts adding up to " + llvm::Twine(total) +
-                      "; the plan has " + llvm::Twine(numModelChunks) +
-                      " model chunks and the model " +
-                      llvm::Twine(placement.numLayers) +
-                      " layers, at least one a chunk");
-      return std::nullopt;
-    }
-  }
-  // Model chunk c takes its given layers, or an even share (the remainder
-  // to the first chunks), and runs on stage c mod numStages as its chunk
-  // c / numStages.
-  for (unsigned chunk = 0; chunk < numModelChunks; ++chunk) {
-    unsigned size = !chunkLayers.empty()
-                        ? chunkLayers[chunk]
-                        : placement.numLayers / numModelChunks +
-                              (chunk < placement.numLayers % numModelChunks);
+  // Model chunk c runs on stage c mod numStages as its chunk c / numStages.
+  placement.chunkSizes = std::move(*sizes);
+  for (unsigned chunk = 0; chunk < placement.chunkSizes.size(); ++chunk) {
+    unsigned size = placement.chunkSizes[chunk];
     placement.layerStages.insert(placement.layerStages.end(), size,
                                  chunk % numStages);
     placement.layerChunks.insert(placement.layerChunks.end(), size,
@@ -153,7 +127,35 @@ std::optional<Placement> Placement::create(const Module &module,
       placement.floating[&op] = true;
   });
   placement.assignTopLevelStages(model);
+  if (!placement.checkEmptyChunks(module, diags))
+    return std::nullopt;
   return placement;
+}
+
+bool Placement::checkEmptyChunks(const Module &module,
+                                 DiagnosticEngine &diags) const {
+  for (unsigned chunk = 0; chunk < chunkSizes.size(); ++chunk) {
+    if (chunkSizes[chunk] || chunkSizes.size() == 1)
+      continue;
+    unsigned stage = chunk % numStages, stageChunk = chunk / numStages;
+    bool holdsWork = llvm::any_of(
+        module.getModel()->getOps(), [&](const std::unique_ptr<Op> &op) {
+          return op->getKind() != OpKind::Repeat && !isFloating(op.get()) &&
+                 topStages.lookup(op.get()) == stage &&
+                 topChunks.lookup(op.get()) == stageChunk;
+        });
+    // A chunk of nothing would be a stage step of no work.
+    if (!holdsWork) {
+      diags.error(module.getModelLoc(),
+                  "model chunk " + llvm::Twine(chunk) + " (on stage " +
+                      llvm::Twine(stage) +
+                      ") holds no layer and no other work: only the first "
+                      "and the last chunk may hold no layer, with the work "
+                      "before and after the layers");
+      return false;
+    }
+  }
+  return true;
 }
 
 std::vector<unsigned> Placement::getLayersOf(unsigned stage) const {
@@ -167,8 +169,12 @@ std::vector<unsigned> Placement::getLayersOf(unsigned stage) const {
 void Placement::assignTopLevelStages(const Graph &model) {
   // Work before the first repeat runs on the first stage, after a forward
   // repeat on the stage (and in the chunk) of its last layer, after a
-  // backward repeat on that of its first. Gradient sync and optimizer steps
-  // follow the gradient they consume, wherever it was computed.
+  // backward repeat on that of its first. The work before and after all
+  // the layers (the embedding; the head and the loss) belongs to the first
+  // and the last model chunk, which may hold no layer when a split counts
+  // that work as one. Gradient sync and optimizer steps follow the gradient
+  // they consume, wherever it was computed.
+  unsigned numModelChunks = chunkSizes.size();
   unsigned current = 0, currentChunk = 0;
   for (const std::unique_ptr<Op> &op : model.getOps()) {
     if (op->getKind() == OpKind::Repeat) {
@@ -179,6 +185,13 @@ void Placement::assignTopLevelStages(const Graph &model) {
                              : info.offset + info.count * info.period - 1;
         current = layerStages[layer];
         currentChunk = layerChunks[layer];
+        if (info.backward && layer == 0) {
+          current = 0;
+          currentChunk = 0;
+        } else if (!info.backward && layer + 1 == numLayers) {
+          current = (numModelChunks - 1) % numStages;
+          currentChunk = (numModelChunks - 1) / numStages;
+        }
       }
       continue;
     }

@@ -18,6 +18,7 @@
 #define STG_LIB_INSTANTIATE_PLACEMENT_H
 
 #include "stg/IR/Module.h"
+#include "stg/Instantiate/PipelineSplit.h"
 #include "stg/Support/Diagnostics.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -47,18 +48,18 @@ public:
   };
 
   /// Numbers the layers of `module` and splits them into `numStages` x
-  /// `numChunks` model chunks, chunk c on stage c mod numStages (Megatron-
-  /// LM's interleaving; one chunk per stage without it). Reports (and
-  /// returns null for) what cannot be split.
-  /// `chunkLayers`, if not empty, gives each chunk's layer count.
+  /// `numChunks` model chunks as `split` asks, chunk c on stage c mod
+  /// numStages (Megatron-LM's interleaving; one chunk per stage without
+  /// it). Reports (and returns null for) what cannot be split.
   static std::optional<Placement> create(const Module &module,
-                                         unsigned numStages,
-                                         unsigned numChunks,
-                                         llvm::ArrayRef<unsigned> chunkLayers,
+                                         unsigned numStages, unsigned numChunks,
+                                         const PipelineSplit &split,
                                          DiagnosticEngine &diags);
 
   unsigned getNumLayers() const { return numLayers; }
   unsigned getNumStages() const { return numStages; }
+  /// The layer count of each model chunk, in chunk order.
+  llvm::ArrayRef<unsigned> getChunkSizes() const { return chunkSizes; }
   unsigned getStageOfLayer(unsigned layer) const {
     return layerStages[layer];
   }
@@ -104,10 +105,13 @@ public:
 private:
   Placement() = default;
   void assignTopLevelStages(const Graph &model);
+  /// Reports a model chunk that holds neither a layer nor top-level work.
+  bool checkEmptyChunks(const Module &module, DiagnosticEngine &diags) const;
 
   unsigned numLayers = 0;
   unsigned numStages = 1;
   std::vector<unsigned> layerStages, layerChunks;
+  std::vector<unsigned> chunkSizes;
   llvm::DenseMap<const Op *, RepeatInfo> repeats;
   /// Body argument -> (its repeat, its index).
   llvm::DenseMap<const Value *, std::pair<const Op *, unsigned>> bodyArgs;

@@ -107,6 +107,12 @@ CompileOptions PlanEvaluator::getCompileOptions(const Plan &plan) const {
   options.rankOrder = plan.getRankOrder();
   options.microbatches = plan.microbatches;
   options.virtualStages = plan.virtualStages;
+  options.pipelineSplit.accountForEmbedding =
+      plan.layerSplit == LayerSplit::Embedding ||
+      plan.layerSplit == LayerSplit::EmbeddingAndLoss;
+  options.pipelineSplit.accountForLoss =
+      plan.layerSplit == LayerSplit::Loss ||
+      plan.layerSplit == LayerSplit::EmbeddingAndLoss;
   options.recompute = plan.recompute;
   options.distributedOptimizer =
       plan.sharding == WeightSharding::DistributedOptimizer;

@@ -11,6 +11,8 @@
 #include "stg/Instantiate/Limits.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/xxhash.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -38,6 +40,28 @@ std::optional<WeightSharding> stg::parseWeightSharding(llvm::StringRef name) {
   return std::nullopt;
 }
 
+llvm::StringRef stg::getLayerSplitName(LayerSplit split) {
+  switch (split) {
+  case LayerSplit::Even:
+    return "";
+  case LayerSplit::Embedding:
+    return "embedding";
+  case LayerSplit::Loss:
+    return "loss";
+  case LayerSplit::EmbeddingAndLoss:
+    return "embedding+loss";
+  }
+  return "";
+}
+
+std::optional<LayerSplit> stg::parseLayerSplit(llvm::StringRef name) {
+  for (LayerSplit split : {LayerSplit::Even, LayerSplit::Embedding,
+                           LayerSplit::Loss, LayerSplit::EmbeddingAndLoss})
+    if (name == getLayerSplitName(split))
+      return split;
+  return std::nullopt;
+}
+
 unsigned Plan::getDegree(llvm::StringRef axis) const {
   for (size_t index = 0; index < PlanAxes.size(); ++index)
     if (axis == PlanAxes[index])
@@ -58,8 +82,10 @@ std::string Plan::getLabel() const {
   for (size_t index = 0; index < PlanAxes.size(); ++index)
     if (degrees[index] > 1 || index < 3)
       os << PlanAxes[index] << degrees[index] << ' ';
-  os << "mb" << microBatchSize << 'x' << microbatches << " v" << virtualStages
-     << " rc=" << recompute << " ws=" << getWeightShardingName(sharding);
+  os << "mb" << microBatchSize << 'x' << microbatches << " v" << virtualStages;
+  if (layerSplit != LayerSplit::Even)
+    os << " split=" << getLayerSplitName(layerSplit);
+  os << " rc=" << recompute << " ws=" << getWeightShardingName(sharding);
   if (sequenceParallel)
     os << " sp";
   if (!tpInNode)
@@ -73,8 +99,10 @@ std::string Plan::getModuleKey() const {
 }
 
 std::string Plan::getFamilyKey() const {
-  std::string key = getModuleKey() + "|v" + std::to_string(virtualStages) +
-                    (microbatches > 1 ? " mbs* " : " mbs1 ");
+  std::string key = getModuleKey() + "|v" + std::to_string(virtualStages);
+  if (layerSplit != LayerSplit::Even) // Even keys as they always were.
+    key += "+" + getLayerSplitName(layerSplit).str();
+  key += microbatches > 1 ? " mbs* " : " mbs1 ";
   for (size_t index = 0; index < PlanAxes.size(); ++index) {
     // Only pp's degree shapes the programs; the others only by being 1.
     key += llvm::StringRef(PlanAxes[index]) == "pp"
@@ -126,6 +154,23 @@ public:
     virtualStages = options.virtualStages.empty()
                         ? getDivisors(shape.layers)
                         : options.virtualStages;
+    // Chunk counts that only an accounted split divides: tried with those
+    // splits alone, so that a space where none applies stays as it was.
+    chunkChoices.reserve(virtualStages.size());
+    for (unsigned chunks : virtualStages)
+      chunkChoices.push_back({chunks, true});
+    if (options.splits != SplitChoice::Even && options.virtualStages.empty()) {
+      for (unsigned more : {shape.layers + 1, shape.layers + 2})
+        for (unsigned chunks : getDivisors(more))
+          if (!llvm::any_of(chunkChoices, [&](const ChunkChoice &choice) {
+                return choice.chunks == chunks;
+              }))
+            chunkChoices.push_back({chunks, false});
+      llvm::stable_sort(chunkChoices,
+                        [](const ChunkChoice &a, const ChunkChoice &b) {
+                          return a.chunks < b.chunks;
+                        });
+    }
   }
 
   PlanSpace run() {
@@ -147,7 +192,16 @@ private:
       space.pruned[reason] += count;
   }
   void enumerateDegrees(Plan &plan, size_t axis, unsigned left);
+  /// The schedules of `plan`'s degrees, with the splits of `splits`.
   void enumerateSchedules(Plan &plan);
+  /// Fills `splits` for plans of `pp` stages; the number of (chunks, split)
+  /// choices.
+  uint64_t findSplits(unsigned pp);
+  /// The splits a plan of `pp` stages and `chunks` chunks a stage is tried
+  /// with, as a mask of 1 << LayerSplit: the even one if `even`, and the
+  /// accounted ones that divide where the even one does not (or always,
+  /// with SplitChoice::Accounted).
+  unsigned getSplits(unsigned pp, unsigned chunks, bool even) const;
   void enumerateStructures(Plan &plan);
   /// Why `plan` repeats another or cannot be built; null if it is kept.
   const char *checkStructure(const Plan &plan) const;
@@ -155,6 +209,16 @@ private:
   const PlanSpaceOptions &options;
   const ModelShape &shape;
   std::vector<unsigned> microBatchSizes, virtualStages;
+  /// Chunks a stage to try: those of `virtualStages` with every split
+  /// (`even`), then, ascending among them, those only an accounted split
+  /// divides.
+  struct ChunkChoice {
+    unsigned chunks;
+    bool even;
+  };
+  std::vector<ChunkChoice> chunkChoices;
+  /// Per chunk choice, the splits of the degrees being enumerated.
+  llvm::SmallVector<unsigned, 32> splits;
   PlanSpace space;
   /// The innermost reasons, counted by their (static) text: the loop runs
   /// once per candidate, up to billions of times.
@@ -167,17 +231,27 @@ void Enumerator::enumerateDegrees(Plan &plan, size_t axis, unsigned left) {
   if (axis + 1 == PlanAxes.size()) {
     plan.degrees[axis] = left;
     const std::vector<unsigned> &allowed = options.degrees[axis];
-    uint64_t under = uint64_t(microBatchSizes.size()) * virtualStages.size() *
-                     getStructures();
     if (!allowed.empty() && !llvm::is_contained(allowed, left))
       return; // Outside the space asked for: not a candidate.
+    unsigned pp = plan.getDegree("pp");
+    uint64_t under =
+        uint64_t(microBatchSizes.size()) * findSplits(pp) * getStructures();
     for (size_t index = 0; index < PlanAxes.size(); ++index)
       if (plan.degrees[index] > 1 && !shape.splits[index])
         return prune(std::string("the model splits nothing over ") +
                          PlanAxes[index],
                      under);
-    if (plan.getDegree("pp") > shape.layers)
-      return prune("pp exceeds the layers", under);
+    if (pp > shape.layers) {
+      // Only an accounted split may give each stage a slot (the first
+      // just the embedding, the last just the loss).
+      uint64_t even = 0;
+      for (unsigned &mask : splits) {
+        even += mask & 1u << unsigned(LayerSplit::Even) ? 1 : 0;
+        mask &= ~(1u << unsigned(LayerSplit::Even));
+      }
+      prune("pp exceeds the layers",
+            uint64_t(microBatchSizes.size()) * even * getStructures());
+    }
     return enumerateSchedules(plan);
   }
   for (unsigned degree : getDivisors(left)) {
@@ -189,12 +263,44 @@ void Enumerator::enumerateDegrees(Plan &plan, size_t axis, unsigned left) {
   }
 }
 
+unsigned Enumerator::getSplits(unsigned pp, unsigned chunks, bool even) const {
+  even &= options.splits != SplitChoice::Accounted || pp == 1;
+  unsigned mask = even ? 1u << unsigned(LayerSplit::Even) : 0;
+  if (options.splits == SplitChoice::Even || pp == 1)
+    return mask;
+  uint64_t modelChunks = uint64_t(pp) * chunks;
+  if (options.splits == SplitChoice::Auto && shape.layers % modelChunks == 0)
+    return mask;
+  if ((shape.layers + 1) % modelChunks == 0)
+    mask |= 1u << unsigned(LayerSplit::Embedding) |
+            1u << unsigned(LayerSplit::Loss);
+  if ((shape.layers + 2) % modelChunks == 0)
+    mask |= 1u << unsigned(LayerSplit::EmbeddingAndLoss);
+  return mask;
+}
+
+uint64_t Enumerator::findSplits(unsigned pp) {
+  splits.clear();
+  uint64_t choices = 0;
+  for (const ChunkChoice &choice : chunkChoices) {
+    splits.push_back(getSplits(pp, choice.chunks, choice.even));
+    choices += llvm::countPopulation(splits.back());
+  }
+  return choices;
+}
+
 void Enumerator::enumerateSchedules(Plan &plan) {
   // The shipped templates split the batch over dp and ep (ep being data
   // parallelism outside the experts).
   unsigned dp = plan.getDegree("dp") * plan.getDegree("ep");
   unsigned pp = plan.getDegree("pp");
-  uint64_t under = uint64_t(virtualStages.size()) * getStructures();
+  // The candidates under a micro-batch size: a (chunks, split) choice each.
+  uint64_t choices = 0;
+  for (unsigned mask : splits)
+    choices += llvm::countPopulation(mask);
+  if (!choices)
+    return;
+  uint64_t under = choices * getStructures();
   for (unsigned size : microBatchSizes) {
     plan.microBatchSize = size;
     if (options.globalBatch % (uint64_t(dp) * size)) {
@@ -208,20 +314,31 @@ void Enumerator::enumerateSchedules(Plan &plan) {
             under);
       continue;
     }
-    for (unsigned chunks : virtualStages) {
+    for (size_t index = 0; index < chunkChoices.size(); ++index) {
+      unsigned chunks = chunkChoices[index].chunks;
       plan.virtualStages = chunks;
-      if (chunks > 1 && pp == 1)
-        prune("virtual stages need pp > 1", getStructures());
-      else if (chunks > 1 && shape.layers % (uint64_t(pp) * chunks))
-        prune("interleaving needs layers a multiple of pp x virtual stages",
-              getStructures());
-      else if (chunks > 1 && plan.microbatches % pp)
-        prune("interleaving needs micro-batches a multiple of pp",
-              getStructures());
-      else
-        enumerateStructures(plan);
+      for (LayerSplit split :
+           {LayerSplit::Even, LayerSplit::Embedding, LayerSplit::Loss,
+            LayerSplit::EmbeddingAndLoss}) {
+        if (!(splits[index] & 1u << unsigned(split)))
+          continue;
+        plan.layerSplit = split;
+        // An accounted split divides by construction.
+        if (chunks > 1 && pp == 1)
+          prune("virtual stages need pp > 1", getStructures());
+        else if (chunks > 1 && split == LayerSplit::Even &&
+                 shape.layers % (uint64_t(pp) * chunks))
+          prune("interleaving needs layers a multiple of pp x virtual stages",
+                getStructures());
+        else if (chunks > 1 && plan.microbatches % pp)
+          prune("interleaving needs micro-batches a multiple of pp",
+                getStructures());
+        else
+          enumerateStructures(plan);
+      }
     }
   }
+  plan.layerSplit = LayerSplit::Even;
 }
 
 const char *Enumerator::checkStructure(const Plan &plan) const {

@@ -81,6 +81,8 @@ namespace {
 struct PlanField {
   std::string key;
   std::function<void(llvm::json::OStream &, const PlanResult &)> write;
+  /// Whether the plan has the field (null: every plan).
+  bool (*has)(const PlanResult &) = nullptr;
 };
 
 /// The fields of a plan's entry, in the order of their keys, as LLVM prints
@@ -121,6 +123,15 @@ const std::vector<PlanField> &getPlanFields() {
         {"weight_sharding",
          [](OStream &json, const PlanResult &result) {
            json.value(getWeightShardingName(result.plan.sharding));
+         }},
+        // Only an accounted split's: a search's files stay as they were
+        // where no plan has one.
+        {"pipeline_split",
+         [](OStream &json, const PlanResult &result) {
+           json.value(getLayerSplitName(result.plan.layerSplit));
+         },
+         [](const PlanResult &result) {
+           return result.plan.layerSplit != LayerSplit::Even;
          }},
         {"sequence_parallel", planMember(&Plan::sequenceParallel)},
         {"tp_in_node", planMember(&Plan::tpInNode)},
@@ -179,6 +190,8 @@ const std::vector<PlanField> &getPlanFields() {
 void stg::writePlanJSON(llvm::json::OStream &json, const PlanResult &result) {
   json.object([&] {
     for (const PlanField &field : getPlanFields()) {
+      if (field.has && !field.has(result))
+        continue;
       json.attributeBegin(field.key);
       field.write(json, result);
       json.attributeEnd();
@@ -310,6 +323,14 @@ static PlanResult readPlan(const llvm::json::Object *object,
   plan.recompute = read.string("recompute");
   plan.sequenceParallel = read.boolean("sequence_parallel");
   plan.tpInNode = read.boolean("tp_in_node");
+  if (object && object->get("pipeline_split")) {
+    std::string split = read.string("pipeline_split");
+    std::optional<LayerSplit> parsed = parseLayerSplit(split);
+    if (parsed && *parsed != LayerSplit::Even)
+      plan.layerSplit = *parsed;
+    else
+      read.fail("pipeline_split", "embedding, loss or embedding+loss");
+  }
   std::string sharding = read.string("weight_sharding");
   if (std::optional<WeightSharding> parsed = parseWeightSharding(sharding))
     plan.sharding = *parsed;

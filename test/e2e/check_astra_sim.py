@@ -3,8 +3,8 @@
 #
 # Usage: check_astra_sim.py STAGEC TEMPLATES ASTRA_DIR WORKDIR [--table]
 #
-# Compiles a matrix of small plans (dp, tp, pp, interleaved, cp, ep, FSDP,
-# distributed optimizer) for a two-tier cluster (two nodes of four GPUs,
+# Compiles a matrix of small plans (dp, tp, pp, interleaved, Megatron's
+# accounted split, cp, ep, FSDP, distributed optimizer) for a two-tier cluster (two nodes of four GPUs,
 # test/e2e/two-node.yaml) with `--system`, runs ASTRA-sim's analytical
 # backend on each trace set with the configs stagec wrote (DIR/astra/), and
 # compares ASTRA-sim's step (the last rank to finish) with the manifest's
@@ -39,6 +39,13 @@ PLANS = [
     ("tp2-pp2-vs2", "llama3-8b.stg", ["--tp", "2", "--pp", "2",
                                       "--microbatches", "4",
                                       "--virtual-stages", "2"], 0.05),
+    # Megatron-LM's split with the embedding and the loss counted as
+    # layers: (2 + 2) / 4 chunks, the first holding only the embedding, the
+    # last only the head and the loss.
+    ("tp2-pp2-vs2-split", "llama3-8b.stg",
+     ["--tp", "2", "--pp", "2", "--microbatches", "4", "--virtual-stages",
+      "2", "--set", "L=2", "--account-for-embedding-in-pipeline-split",
+      "--account-for-loss-in-pipeline-split"], 0.05),
     ("tp4-dp2", "llama3-8b.stg", ["--tp", "4", "--dp", "2"], 0.10),
     ("dp8", "llama3-8b.stg", ["--dp", "8"], 0.10),
     ("cp2-tp4", "llama3-8b.stg", ["--cp", "2", "--tp", "4"], 0.10),

@@ -7,7 +7,8 @@
 # the plans of the same model on the same GPUs with the same global batch,
 # on `dgx-a100`, in the space that paper searched: tensor, pipeline and
 # data parallelism (no context or expert parallelism), any micro-batch size
-# and interleaving, full recomputation, no weight sharding, no sequence
+# and interleaving, even pipeline splits (2021's Megatron-LM counted no
+# embedding or loss as a layer), full recomputation, no weight sharding, no sequence
 # parallelism, gradients reduced after the backward pass, fp16, and the
 # attention of 2021 (as megatron_table1.py compiles it). Prints a Markdown
 # table (docs/search.md): the paper's plan's rank among the plans that fit,
@@ -54,7 +55,8 @@ def main():
                    "--global-batch", str(batch), "--cp", "1", "--ep", "1",
                    "--recompute", "full", "--weight-sharding", "none",
                    "--sequence-parallel", "off", "--tp-placement", "node",
-                   "--grad-reduce", "after-backward", "-q", "-j", jobs,
+                   "--grad-reduce", "after-backward",
+                   "--pipeline-split", "even", "-q", "-j", jobs,
                    "-o", out]
         result = subprocess.run(command, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)

@@ -219,6 +219,37 @@ Plan withLayers(Plan plan, unsigned layers) {
   return withLayers(plan, layers, [](Plan &) {});
 }
 
+/// A plan of `layers` layers with the embedding and the loss counted as
+/// layers (Megatron-LM's accounted split).
+Plan accounted(Plan plan, unsigned layers, bool embedding = true,
+               bool loss = true) {
+  return withLayers(plan, layers, [&](Plan &plan) {
+    plan.pipelineSplit.accountForEmbedding = embedding;
+    plan.pipelineSplit.accountForLoss = loss;
+  });
+}
+
+// Megatron-LM's splits: the first and the last model chunk hold one layer
+// fewer, or none (then only the embedding, or the head and the loss: the
+// tied GPT embedding crosses from one to the other); the first and the last
+// stage given their layers.
+INSTANTIATE_TEST_SUITE_P(
+    Splits, FoldedEstimateTest,
+    ::testing::Values(
+        accounted(Plan{"gpt.stg", Degrees{{"pp", 4}}, 8, 2}, 6),
+        accounted(Plan{"gpt.stg", Degrees{{"dp", 2}, {"pp", 4}}, 4, 1, "full"},
+                  6),
+        accounted(Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 4}}, 8, 2}, 7,
+                  false, true),
+        accounted(Plan{"llama3-8b.stg", Degrees{{"pp", 4}}, 6, 1, "none",
+                       "train", false, PipelineSchedule::GPipe},
+                  7, true, false),
+        withLayers(Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"pp", 4}}, 8, 2},
+                   16, [](Plan &plan) {
+                     plan.pipelineSplit.firstStageLayers = 2;
+                     plan.pipelineSplit.lastStageLayers = 2;
+                   })));
+
 // Chunks of 4 to 24 layers, every kind of layer the templates have, and
 // each option that adds nodes to a layer.
 INSTANTIATE_TEST_SUITE_P(
@@ -282,6 +313,19 @@ INSTANTIATE_TEST_SUITE_P(
         withLayers(Plan{"jamba.stg", Degrees{{"tp", 2}, {"pp", 2}}, 4, 3}, 48),
         withLayers(Plan{"deepseek-moe-16b.stg", Degrees{{"ep", 2}, {"pp", 2}},
                         4, 3},
-                   25)));
+                   25),
+        // One layer a chunk, the first holding only the embedding and the
+        // last only the loss, as Llama-3.1-405B on pp 16 x 8 chunks.
+        accounted(Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 4}}, 8, 4},
+                  14),
+        accounted(Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"pp", 2}}, 4, 4,
+                       "selective"},
+                  30)));
+
+// A chunk of many layers, one fewer for the embedding and the loss.
+INSTANTIATE_TEST_SUITE_P(
+    Splits, FoldedLayersTest,
+    ::testing::Values(accounted(
+        Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 2}}, 8}, 22)));
 
 } // namespace

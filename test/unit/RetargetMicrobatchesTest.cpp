@@ -138,6 +138,16 @@ INSTANTIATE_TEST_SUITE_P(
                    }),
         makeFamily("gpt.stg", {{"dp", 2}, {"pp", 2}}, {6, 10, 4}, 2,
                    [](TemplatePlan &plan) { plan.virtualStages = 2; }),
+        // The embedding and the loss counted as layers: the first and the
+        // last chunk hold none.
+        makeFamily("llama3-8b.stg", {{"tp", 2}, {"pp", 4}},
+                   {8, 16, 12, 4, 8, 24}, 4,
+                   [](TemplatePlan &plan) {
+                     plan.virtualStages = 2;
+                     plan.layers = 6;
+                     plan.pipelineSplit.accountForEmbedding = true;
+                     plan.pipelineSplit.accountForLoss = true;
+                   }),
         makeFamily("mixtral-8x7b.stg", {{"ep", 4}, {"pp", 2}}, {4, 9, 2}, 2,
                    [](TemplatePlan &plan) { plan.layers = 4; }),
         makeFamily("deepseek-moe-16b.stg", {{"ep", 2}, {"pp", 4}},

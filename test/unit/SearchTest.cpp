@@ -34,6 +34,7 @@ TEST(PlanSpaceTest, EveryCandidateIsKeptOrCountedOnce) {
   PlanSpaceOptions options;
   options.gpus = 8;
   options.globalBatch = 8;
+  options.splits = SplitChoice::Even;
   PlanSpace space = enumeratePlans(options, denseShape(4));
   // 5 axes over 8 = 2^3: C(3+4, 4) = 35 degree tuples; 4 micro-batch sizes
   // (divisors of 8), 3 virtual-stage counts (divisors of 4), 3 x 3 x 2 x 2
@@ -55,6 +56,68 @@ TEST(PlanSpaceTest, EveryCandidateIsKeptOrCountedOnce) {
   EXPECT_EQ(space.pruned.count("virtual stages need pp > 1"), 1u);
   // tp outside the node is a plan of its own only when groups cross nodes.
   EXPECT_FALSE(contains(space, "dp2 tp4 pp1 mb1x4 v1 rc=none ws=none tp-outer"));
+}
+
+TEST(PlanSpaceTest, AccountedSplitsAreTriedWhereOnlyTheyDivide) {
+  PlanSpaceOptions options;
+  options.gpus = 8;
+  options.globalBatch = 8;
+  PlanSpace even = [&] {
+    PlanSpaceOptions evenOptions = options;
+    evenOptions.splits = SplitChoice::Even;
+    return enumeratePlans(evenOptions, denseShape(4));
+  }();
+  PlanSpace space = enumeratePlans(options, denseShape(4));
+  // 4 layers: only pp 2 x 3 chunks divides 4 + 2 and not 4, with both
+  // counted (3 chunks being no divisor of 4, it is tried with that split
+  // alone); 10 degree tuples have pp 2, each under 4 micro-batch sizes and
+  // 36 structures.
+  EXPECT_EQ(space.getCandidates(), even.getCandidates() + 10u * 4 * 36);
+  EXPECT_TRUE(contains(
+      space, "dp2 tp2 pp2 mb1x4 v3 split=embedding+loss rc=full ws=fsdp sp"));
+  EXPECT_FALSE(contains(space, "dp2 tp2 pp2 mb1x4 v3 rc=full ws=fsdp sp"));
+  EXPECT_FALSE(contains(
+      space, "dp2 tp2 pp2 mb1x4 v2 split=embedding+loss rc=full ws=fsdp sp"));
+  for (const Plan &plan : even.plans)
+    EXPECT_EQ(plan.layerSplit, LayerSplit::Even);
+  // The even plans are those of the even space, in its order.
+  std::vector<std::string> evenLabels, labels;
+  for (const Plan &plan : even.plans)
+    evenLabels.push_back(plan.getLabel());
+  for (const Plan &plan : space.plans)
+    if (plan.layerSplit == LayerSplit::Even)
+      labels.push_back(plan.getLabel());
+  EXPECT_EQ(labels, evenLabels);
+
+  // Past the layers: pp 8 over 6 layers is a slot a stage with both
+  // counted, the first stage holding the embedding alone, the last the
+  // loss; one counted alone leaves 7 (or 8) for 8 stages.
+  PlanSpace deep = enumeratePlans(options, denseShape(6));
+  EXPECT_TRUE(contains(
+      deep, "dp1 tp1 pp8 mb1x8 v1 split=embedding+loss rc=none ws=none"));
+  EXPECT_FALSE(contains(deep, "dp1 tp1 pp8 mb1x8 v1 rc=none ws=none"));
+  EXPECT_GT(deep.pruned.at("pp exceeds the layers"), 0u);
+  // 7 layers: 7 + 1 over 8 stages, with either counted.
+  PlanSpace odd = enumeratePlans(options, denseShape(7));
+  EXPECT_TRUE(
+      contains(odd, "dp1 tp1 pp8 mb1x8 v1 split=embedding rc=none ws=none"));
+  EXPECT_TRUE(contains(odd, "dp1 tp1 pp8 mb1x8 v1 split=loss rc=none ws=none"));
+  // And with an even split too where the remainder split works: pp 2 over
+  // 7 layers (4 + 3), or 8 slots with one counted.
+  EXPECT_TRUE(contains(odd, "dp4 tp1 pp2 mb1x2 v1 rc=none ws=none"));
+  EXPECT_TRUE(
+      contains(odd, "dp4 tp1 pp2 mb1x2 v1 split=embedding rc=none ws=none"));
+
+  // Only the accounted splits, and the plans without a pipeline.
+  options.splits = SplitChoice::Accounted;
+  PlanSpace accounted = enumeratePlans(options, denseShape(4));
+  for (const Plan &plan : accounted.plans)
+    EXPECT_TRUE(plan.getDegree("pp") == 1 ||
+                plan.layerSplit != LayerSplit::Even)
+        << plan.getLabel();
+  EXPECT_TRUE(contains(
+      accounted, "dp4 tp1 pp2 mb1x2 v1 split=embedding+loss rc=none ws=none"));
+  EXPECT_TRUE(contains(accounted, "dp8 tp1 pp1 mb1x1 v1 rc=none ws=none"));
 }
 
 TEST(PlanSpaceTest, ShardsSplitThePlansAndCountTheSame) {
@@ -172,10 +235,14 @@ TEST(SearchResultsTest, FittingPlansRankByStepTime) {
 
 TEST(SearchResultsTest, JSONReadsBackToTheSameBytes) {
   SearchTable table = makeTable();
+  // Only an accounted split is written, and read back.
+  table.plans[1].plan.layerSplit = LayerSplit::Loss;
   std::string text = printJSON(table);
+  EXPECT_EQ(llvm::StringRef(text).count("\"pipeline_split\": \"loss\""), 1u);
   llvm::Expected<SearchTable> read = parseSearchTable(text, "plans.json");
   ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
   EXPECT_EQ(printJSON(*read), text);
+  EXPECT_EQ(read->plans[1].plan.layerSplit, LayerSplit::Loss);
   EXPECT_EQ(read->plans[4].reason, "why, with \"quotes\", and commas");
 }
 

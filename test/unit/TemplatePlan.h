@@ -31,6 +31,7 @@ struct TemplatePlan {
   bool overlapGradientReduction = true;
   /// `true` or `false` to set the model's option; empty leaves it.
   std::string sequenceParallel = "";
+  PipelineSplit pipelineSplit;
 };
 
 /// A failing plan's name in the test's output.
@@ -41,6 +42,15 @@ inline void PrintTo(const TemplatePlan &plan, std::ostream *os) {
   *os << " mb" << plan.microbatches << " v" << plan.virtualStages << " "
       << plan.recompute << " " << plan.mode << (plan.fsdp ? " fsdp" : "")
       << (plan.distributedOptimizer ? " dist-opt" : "");
+  const PipelineSplit &split = plan.pipelineSplit;
+  if (split.accountForEmbedding)
+    *os << " embedding-counted";
+  if (split.accountForLoss)
+    *os << " loss-counted";
+  if (split.firstStageLayers)
+    *os << " first" << *split.firstStageLayers;
+  if (split.lastStageLayers)
+    *os << " last" << *split.lastStageLayers;
 }
 
 /// The plan's options, sequences of 1024 tokens, unfolded.
@@ -56,6 +66,7 @@ inline CompileOptions getCompileOptions(const TemplatePlan &plan) {
   options.schedule = plan.schedule;
   options.distributedOptimizer = plan.distributedOptimizer;
   options.overlapGradientReduction = plan.overlapGradientReduction;
+  options.pipelineSplit = plan.pipelineSplit;
   options.overrides = {{"L", std::to_string(plan.layers)}, {"S", "1024"}};
   if (!plan.sequenceParallel.empty())
     options.overrides.push_back({"sequence_parallel", plan.sequenceParallel});

@@ -63,6 +63,7 @@ struct SearchOptions {
   std::vector<std::string> sharding{"none", "distributed-optimizer", "fsdp"};
   std::vector<std::string> sequenceParallel{"off", "on"};
   std::vector<std::string> tpPlacement{"node", "outer"};
+  std::string pipelineSplit = "auto";
   bool noFSDP = false;
   unsigned top = 10, jobs = 0, emitTop = 0;
   std::string shard, outputDir;
@@ -154,6 +155,13 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "model chunks per pipeline stage")
       ->delimiter(',')
       ->check(wholeNumber(1, 1024))
+      ->group(narrow);
+  app.add_option("--pipeline-split", options.pipelineSplit,
+                 "auto (even, and where the layers do not split evenly over "
+                 "pp x virtual stages but the layers + 1 or + 2 do, also with "
+                 "Megatron's embedding and/or loss counted as a layer), even, "
+                 "or accounted (only those counted splits)")
+      ->check(CLI::IsMember({"auto", "even", "accounted"}))
       ->group(narrow);
   app.add_option("--recompute", options.recompute, "none, selective, full")
       ->delimiter(',')
@@ -426,6 +434,9 @@ int main(int argc, char **argv) {
   space.degrees = options.degrees;
   space.microBatchSizes = options.microBatchSizes;
   space.virtualStages = options.virtualStages;
+  space.splits = options.pipelineSplit == "even"        ? SplitChoice::Even
+                 : options.pipelineSplit == "accounted" ? SplitChoice::Accounted
+                                                        : SplitChoice::Auto;
   space.recompute = options.recompute;
   space.sharding.clear();
   for (const std::string &name : options.sharding)

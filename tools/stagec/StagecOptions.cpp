@@ -139,12 +139,35 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "1F1B (micro-batches a multiple of pp)")
       ->check(wholeNumber(1, 1024))
       ->group(step);
-  app.add_option("--pp-layers", options.compile.chunkLayers,
+  PipelineSplit &split = options.compile.pipelineSplit;
+  app.add_option("--pp-layers", split.chunkLayers,
                  "layers of each model chunk, stage by stage (with "
                  "--virtual-stages, chunk c on stage c mod pp), e.g. "
                  "18,20,20,22: fewer on the stages that also hold the "
-                 "embedding and the head (default: an even split)")
+                 "embedding and the head; the first and the last may be 0 "
+                 "(default: an even split)")
       ->delimiter(',')
+      ->check(wholeNumber(0, 65536))
+      ->group(step);
+  app.add_flag("--account-for-embedding-in-pipeline-split",
+               split.accountForEmbedding,
+               "Megatron-LM's: the embedding counts as a layer of the first "
+               "model chunk, which holds one decoder layer fewer (maybe "
+               "none); the layers + 1 must split evenly over the chunks")
+      ->group(step);
+  app.add_flag("--account-for-loss-in-pipeline-split", split.accountForLoss,
+               "Megatron-LM's: the loss (with the output layer) counts as a "
+               "layer of the last model chunk, which holds one decoder layer "
+               "fewer (maybe none)")
+      ->group(step);
+  app.add_option("--decoder-first-pipeline-num-layers", split.firstStageLayers,
+                 "Megatron-LM's: decoder layers of the first pipeline stage "
+                 "(split evenly over its model chunks); the other stages "
+                 "share the rest evenly")
+      ->check(wholeNumber(1, 65536))
+      ->group(step);
+  app.add_option("--decoder-last-pipeline-num-layers", split.lastStageLayers,
+                 "Megatron-LM's: decoder layers of the last pipeline stage")
       ->check(wholeNumber(1, 65536))
       ->group(step);
   app.add_option("--recompute", options.compile.recompute,
@@ -328,6 +351,11 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     if (degree > 1)
       options.compile.degrees.push_back({name, degree});
   }
+  std::string conflict = findPipelineSplitConflict(split);
+  if (!conflict.empty()) {
+    std::fprintf(stderr, "stagec: error: %s\n", conflict.c_str());
+    return 1;
+  }
   if (options.compile.distributedOptimizer &&
       options.compile.mode != "train") {
     std::fprintf(stderr, "stagec: error: --distributed-optimizer needs "
@@ -392,6 +420,24 @@ StagecOptions::describe() const {
     given.push_back({"grad_bucket_mb", std::to_string(compile.gradientBucketMB)});
   if (compile.virtualStages > 1)
     given.push_back({"virtual_stages", std::to_string(compile.virtualStages)});
+  const PipelineSplit &split = compile.pipelineSplit;
+  if (!split.chunkLayers.empty())
+    given.push_back({"pp_layers",
+                     llvm::join(llvm::map_range(split.chunkLayers,
+                                                [](unsigned layers) {
+                                                  return std::to_string(layers);
+                                                }),
+                                ",")});
+  if (split.accountForEmbedding)
+    given.push_back({"account_for_embedding_in_pipeline_split", "true"});
+  if (split.accountForLoss)
+    given.push_back({"account_for_loss_in_pipeline_split", "true"});
+  if (split.firstStageLayers)
+    given.push_back({"decoder_first_pipeline_num_layers",
+                     std::to_string(*split.firstStageLayers)});
+  if (split.lastStageLayers)
+    given.push_back({"decoder_last_pipeline_num_layers",
+                     std::to_string(*split.lastStageLayers)});
   given.push_back({"recompute", compile.recompute});
   given.push_back({"memory_accounting", memoryAccounting});
   given.push_back({"grad_reduce", gradReduce});

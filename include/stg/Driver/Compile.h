@@ -50,8 +50,10 @@ struct CompileOptions {
   bool fsdp = false;
   unsigned microbatches = 0;      ///< 0: one per pipeline stage.
   unsigned virtualStages = 1;     ///< Model chunks per stage (interleaving).
-  /// Layers of each model chunk (`--pp-layers`); empty: an even split.
-  std::vector<unsigned> chunkLayers;
+  /// How the layers split into model chunks (`--pp-layers`, Megatron-LM's
+  /// `--account-for-*-in-pipeline-split` and `--decoder-first/last-
+  /// pipeline-num-layers`); default even.
+  PipelineSplit pipelineSplit;
   double gradientBucketMB = 0;    ///< Gradient-reduction buckets; 0: none.
   MemoryAccounting memoryAccounting = MemoryAccounting::Megatron;
   bool overlapGradientReduction = true; ///< `--grad-reduce overlap`.

@@ -4,9 +4,10 @@
 // training step (or inference pass) out in time, per pipeline stage:
 //
 //  - pipeline split: the layers of the model's `repeat`s are divided
-//    evenly over the `pp` stages, the remainder going to the first stages;
-//    ops before the first repeat run on the first stage, ops after it on the
-//    last; the backward repeat mirrors the forward one;
+//    evenly over the `pp` stages, the remainder going to the first stages,
+//    or as Megatron-LM splits them (PipelineSplit.h); ops before the first
+//    repeat run on the first stage, ops after it on the last; the backward
+//    repeat mirrors the forward one;
 //  - every data edge between stages becomes a SEND on the producing stage
 //    and a RECV on the consuming one, with a tag both derive alike;
 //  - micro-batches: forward and backward work is replayed per micro-batch;
@@ -28,6 +29,7 @@
 #define STG_INSTANTIATE_INSTANTIATE_H
 
 #include "stg/IR/Module.h"
+#include "stg/Instantiate/PipelineSplit.h"
 #include "stg/Instantiate/Program.h"
 #include "stg/Support/Diagnostics.h"
 #include "stg/Support/LogicalResult.h"
@@ -66,11 +68,10 @@ struct InstantiateOptions {
   /// Model chunks per pipeline stage (Megatron-LM's virtual stages); more
   /// than one interleaves them in the 1F1B schedule.
   unsigned numVirtualStages = 1;
-  /// The layer count of each model chunk, in chunk order, when
-  /// they are not to be split evenly: Megatron-LM's fewer layers on the
+  /// How the layers split into model chunks when not evenly (the
+  /// remainder to the first chunks): Megatron-LM's fewer layers on the
   /// first and last stage, which also hold the embedding and the head.
-  /// Empty: even, the remainder to the first chunks.
-  std::vector<unsigned> chunkLayers;
+  PipelineSplit pipelineSplit;
   /// Gradient reductions of consecutive weights are issued together, as
   /// data-parallel frameworks do, up to this many bytes; 0 issues one per
   /// weight.

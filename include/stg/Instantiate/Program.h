@@ -19,6 +19,7 @@
 #include "stg/IR/Graph.h"
 #include "stg/IR/Precision.h"
 #include "stg/Instantiate/Mesh.h"
+#include "stg/Instantiate/PipelineSplit.h"
 #include "stg/Instantiate/Schedule.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -163,6 +164,10 @@ struct ProgramSet {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   bool training = false;
   unsigned numLayers = 0; ///< Repetitions of all forward repeats.
+  /// How the layers were split, and each model chunk's layer count (chunk
+  /// c on stage c mod the stages).
+  PipelineSplit pipelineSplit;
+  std::vector<unsigned> chunkLayers;
   /// Only the first and last micro-batch have nodes; the others' steps
   /// replay the first's (InstantiateOptions::foldMicrobatches), and steps
   /// may fold layers (LayerFold). Enough for the step estimate and memory;

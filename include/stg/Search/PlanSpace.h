@@ -31,6 +31,21 @@ enum class WeightSharding : uint8_t { None, DistributedOptimizer, FSDP };
 llvm::StringRef getWeightShardingName(WeightSharding sharding);
 std::optional<WeightSharding> parseWeightSharding(llvm::StringRef name);
 
+/// A plan's pipeline split: even, or with the embedding, the loss or both
+/// counted as a layer (Megatron-LM's account_for_embedding/loss_in_
+/// pipeline_split; PipelineSplit.h).
+enum class LayerSplit : uint8_t { Even, Embedding, Loss, EmbeddingAndLoss };
+
+/// `embedding`, `loss`, `embedding+loss`; empty for an even split.
+llvm::StringRef getLayerSplitName(LayerSplit split);
+std::optional<LayerSplit> parseLayerSplit(llvm::StringRef name);
+
+/// Which splits the search tries: `auto` the even split, and the accounted
+/// ones where the layers do not split evenly over pp x virtual stages but
+/// the layers + 1 or + 2 do; `even` only the even split; `accounted` only
+/// the accounted ones (and the even split without pipelining).
+enum class SplitChoice : uint8_t { Auto, Even, Accounted };
+
 /// The mesh axes a plan sets, in this order everywhere (labels, files).
 constexpr std::array<const char *, 5> PlanAxes = {"dp", "tp", "pp", "cp",
                                                   "ep"};
@@ -41,6 +56,7 @@ struct Plan {
   unsigned microBatchSize = 1;
   unsigned microbatches = 1;
   unsigned virtualStages = 1;
+  LayerSplit layerSplit = LayerSplit::Even;
   std::string recompute = "none"; ///< `none`, `selective` or `full`.
   WeightSharding sharding = WeightSharding::None;
   bool sequenceParallel = false;
@@ -50,7 +66,8 @@ struct Plan {
 
   unsigned getDegree(llvm::StringRef axis) const;
   unsigned getGPUs() const;
-  /// `dp8 tp8 pp4 mb1x32 v2 rc=full ws=fsdp sp`: unique per plan.
+  /// `dp8 tp8 pp4 mb1x32 v2 rc=full ws=fsdp sp` (`v8 split=embedding+loss`
+  /// with an accounted split): unique per plan.
   std::string getLabel() const;
   /// The rank order (fastest-varying axis first).
   std::string getRankOrder() const;
@@ -60,8 +77,8 @@ struct Plan {
   std::string getModuleKey() const;
   /// Plans of one key compile to the same programs but for their numbers
   /// and rank order: the same recomputation, weight sharding, sequence
-  /// parallelism, virtual stages, micro-batch count, pp, and axes of
-  /// degree above 1. The search builds a structure's programs once and
+  /// parallelism, virtual stages, layer split, micro-batch count, pp, and
+  /// axes of degree above 1. The search builds a structure's programs once and
   /// re-prices them for each of its plans (PlanEvaluator).
   std::string getStructureKey() const;
   /// Structures of one key differ only in their micro-batch count, of two
@@ -86,7 +103,10 @@ struct PlanSpaceOptions {
   /// Allowed degrees per axis (PlanAxes order); empty: every divisor.
   std::array<std::vector<unsigned>, 5> degrees;
   std::vector<unsigned> microBatchSizes; ///< Empty: every divisor.
-  std::vector<unsigned> virtualStages;   ///< Empty: every divisor.
+  /// Empty: every divisor of the layers (and, with accounted splits, of
+  /// the layers + 1 and + 2).
+  std::vector<unsigned> virtualStages;
+  SplitChoice splits = SplitChoice::Auto;
   std::vector<std::string> recompute = {"none", "selective", "full"};
   std::vector<WeightSharding> sharding = {WeightSharding::None,
                                           WeightSharding::DistributedOptimizer,
