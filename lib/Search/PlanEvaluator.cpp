@@ -114,6 +114,10 @@ CompileOptions PlanEvaluator::getCompileOptions(const Plan &plan) const {
       plan.layerSplit == LayerSplit::Loss ||
       plan.layerSplit == LayerSplit::EmbeddingAndLoss;
   options.recompute = plan.recompute;
+  if (plan.precision != Precision::BF16)
+    options.precision = plan.precision;
+  if (plan.precision == Precision::FP16 && !base.elementType)
+    options.elementType = ElementType::FP16;
   options.distributedOptimizer =
       plan.sharding == WeightSharding::DistributedOptimizer;
   options.fsdp = plan.sharding == WeightSharding::FSDP;

@@ -86,6 +86,8 @@ std::string Plan::getLabel() const {
   if (layerSplit != LayerSplit::Even)
     os << " split=" << getLayerSplitName(layerSplit);
   os << " rc=" << recompute << " ws=" << getWeightShardingName(sharding);
+  if (precision != Precision::BF16)
+    os << ' ' << getPrecisionName(precision);
   if (sequenceParallel)
     os << " sp";
   if (!tpInNode)
@@ -94,8 +96,11 @@ std::string Plan::getLabel() const {
 }
 
 std::string Plan::getModuleKey() const {
-  return recompute + "|" + getWeightShardingName(sharding).str() + "|" +
-         (sequenceParallel ? "sp" : "");
+  std::string key = recompute + "|" + getWeightShardingName(sharding).str() +
+                    "|" + (sequenceParallel ? "sp" : "");
+  if (precision != Precision::BF16) // bf16 keys as they always were.
+    key += "|" + getPrecisionName(precision).str();
+  return key;
 }
 
 std::string Plan::getFamilyKey() const {
@@ -184,8 +189,9 @@ public:
 private:
   /// Plans under a structure choice: the innermost four dimensions.
   uint64_t getStructures() const {
-    return uint64_t(options.recompute.size()) * options.sharding.size() *
-           options.sequenceParallel.size() * options.tpInNode.size();
+    return uint64_t(options.recompute.size()) * options.precisions.size() *
+           options.sharding.size() * options.sequenceParallel.size() *
+           options.tpInNode.size();
   }
   void prune(const std::string &reason, uint64_t count) {
     if (count)
@@ -361,10 +367,12 @@ const char *Enumerator::checkStructure(const Plan &plan) const {
 
 void Enumerator::enumerateStructures(Plan &plan) {
   for (const std::string &recompute : options.recompute)
+   for (Precision precision : options.precisions)
     for (WeightSharding sharding : options.sharding)
       for (bool sequenceParallel : options.sequenceParallel)
         for (bool tpInNode : options.tpInNode) {
           plan.recompute = recompute;
+          plan.precision = precision;
           plan.sharding = sharding;
           plan.sequenceParallel = sequenceParallel;
           plan.tpInNode = tpInNode;

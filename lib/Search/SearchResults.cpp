@@ -120,6 +120,14 @@ const std::vector<PlanField> &getPlanFields() {
         {"microbatches", planMember(&Plan::microbatches)},
         {"virtual_stages", planMember(&Plan::virtualStages)},
         {"recompute", planMember(&Plan::recompute)},
+        // Only a low-precision recipe's, as pipeline_split.
+        {"precision",
+         [](OStream &json, const PlanResult &result) {
+           json.value(getPrecisionName(result.plan.precision));
+         },
+         [](const PlanResult &result) {
+           return result.plan.precision != Precision::BF16;
+         }},
         {"weight_sharding",
          [](OStream &json, const PlanResult &result) {
            json.value(getWeightShardingName(result.plan.sharding));
@@ -330,6 +338,14 @@ static PlanResult readPlan(const llvm::json::Object *object,
       plan.layerSplit = *parsed;
     else
       read.fail("pipeline_split", "embedding, loss or embedding+loss");
+  }
+  if (object && object->get("precision")) {
+    std::string precision = read.string("precision");
+    std::optional<Precision> parsed = parsePrecision(precision);
+    if (parsed && isRecipe(*parsed))
+      plan.precision = *parsed;
+    else
+      read.fail("precision", "bf16, fp16, fp8, mxfp8 or nvfp4");
   }
   std::string sharding = read.string("weight_sharding");
   if (std::optional<WeightSharding> parsed = parseWeightSharding(sharding))

@@ -45,6 +45,19 @@ MODELS = {
 }
 
 
+# Settings of a row's recipe beyond the table's columns (docs/validation.md
+# cites the recipe files): Megatron-Bridge's 405B and Qwen3-235B recipes
+# count the embedding and the loss as pipeline layers.
+RECIPES = {
+    ("MB25.11", "LLAMA3.1_405B"): [
+        "--account-for-embedding-in-pipeline-split",
+        "--account-for-loss-in-pipeline-split"],
+    ("MB25.11", "Qwen3_235B_a22B"): [
+        "--account-for-embedding-in-pipeline-split",
+        "--account-for-loss-in-pipeline-split"],
+}
+
+
 def rows(path):
     with open(path) as f:
         lines = [line for line in f if not line.startswith("#")]
@@ -76,6 +89,7 @@ def plan_flags(row):
         flags += ["--virtual-stages", str(n["vp"])]
     flags += ["--fsdp"] if n["fsdp"] else ["--distributed-optimizer"]
     flags += ["--precision", "bf16" if row["precision"] == "BF16" else "fp8"]
+    flags += RECIPES.get((row["source"], row["model"]), [])
     return flags, n
 
 

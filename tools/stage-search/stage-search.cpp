@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommandLine.h"
+#include "PrecisionFlags.h"
 #include "ProgressBar.h"
 
 #include "stg/Emit/AstraConfig.h"
@@ -60,6 +61,7 @@ struct SearchOptions {
   std::array<std::vector<unsigned>, 5> degrees;
   std::vector<unsigned> microBatchSizes, virtualStages;
   std::vector<std::string> recompute{"none", "selective", "full"};
+  std::vector<std::string> precisions{"bf16"};
   std::vector<std::string> sharding{"none", "distributed-optimizer", "fsdp"};
   std::vector<std::string> sequenceParallel{"off", "on"};
   std::vector<std::string> tpPlacement{"node", "outer"};
@@ -113,7 +115,7 @@ static std::optional<int> parseOptions(int argc, char **argv,
       ->required();
   app.add_option("-I", options.compile.includeDirs, "import search path");
   app.add_option("--set", sets, "set a dim or option: NAME=VALUE");
-  app.add_option("--dtype", dtype, "element type (bf16, fp16, fp32, fp8)");
+  app.add_option("--dtype", dtype, "element type (bf16, fp16, fp32)");
   app.add_option("--gpus", options.gpus, "GPUs to spread the model over")
       ->required()
       ->check(wholeNumber(1, 1u << 20));
@@ -162,6 +164,12 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "Megatron's embedding and/or loss counted as a layer), even, "
                  "or accounted (only those counted splits)")
       ->check(CLI::IsMember({"auto", "even", "accounted"}))
+      ->group(narrow);
+  app.add_option("--precision", options.precisions,
+                 "recipes to try: bf16 (default), fp16, fp8, mxfp8, nvfp4 "
+                 "(each needs the accelerator's unit)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "mxfp8", "nvfp4"}))
       ->group(narrow);
   app.add_option("--recompute", options.recompute, "none, selective, full")
       ->delimiter(',')
@@ -218,11 +226,9 @@ static std::optional<int> parseOptions(int argc, char **argv,
       return fail("--set expects NAME=VALUE, found '" + set + "'");
     options.compile.overrides.push_back(std::move(*assignment));
   }
-  if (!dtype.empty() &&
-      !(options.compile.elementType = parseElementType(dtype)))
-    return fail("--dtype " + dtype +
-                ": not an element type (bf16, fp16, "
-                "fp32, fp8)");
+  if (std::optional<std::string> error =
+          applyPrecisionFlags(dtype, "", options.compile))
+    return fail(*error);
   if (!options.shard.empty()) {
     auto [index, count] = llvm::StringRef(options.shard).split('/');
     if (index.getAsInteger(10, options.shardIndex) ||
@@ -438,6 +444,15 @@ int main(int argc, char **argv) {
                  : options.pipelineSplit == "accounted" ? SplitChoice::Accounted
                                                         : SplitChoice::Auto;
   space.recompute = options.recompute;
+  space.precisions.clear();
+  for (const std::string &name : options.precisions) {
+    Precision precision = *parsePrecision(name);
+    if (isLowPrecision(precision) && !system->device.supports(precision))
+      return fail("--precision " + name + ": the " + system->device.name +
+                  " has no " + name + " unit");
+    if (!llvm::is_contained(space.precisions, precision))
+      space.precisions.push_back(precision);
+  }
   space.sharding.clear();
   for (const std::string &name : options.sharding)
     if (!(options.noFSDP && name == "fsdp"))

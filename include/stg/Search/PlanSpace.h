@@ -12,6 +12,8 @@
 #ifndef STG_SEARCH_PLANSPACE_H
 #define STG_SEARCH_PLANSPACE_H
 
+#include "stg/IR/Precision.h"
+
 #include "llvm/ADT/StringRef.h"
 
 #include <array>
@@ -58,6 +60,9 @@ struct Plan {
   unsigned virtualStages = 1;
   LayerSplit layerSplit = LayerSplit::Even;
   std::string recompute = "none"; ///< `none`, `selective` or `full`.
+  /// The recipe (`--precision`): bf16 plans keep the labels and keys they
+  /// always had.
+  Precision precision = Precision::BF16;
   WeightSharding sharding = WeightSharding::None;
   bool sequenceParallel = false;
   /// Tensor parallelism on the fastest-varying ranks (inside a node);
@@ -71,8 +76,8 @@ struct Plan {
   std::string getLabel() const;
   /// The rank order (fastest-varying axis first).
   std::string getRankOrder() const;
-  /// Plans of one key share a module: the same recomputation, weight
-  /// sharding and sequence parallelism, through the passes that do not
+  /// Plans of one key share a module: the same recomputation, recipe,
+  /// weight sharding and sequence parallelism, through the passes that do not
   /// read the degrees.
   std::string getModuleKey() const;
   /// Plans of one key compile to the same programs but for their numbers
@@ -108,6 +113,7 @@ struct PlanSpaceOptions {
   std::vector<unsigned> virtualStages;
   SplitChoice splits = SplitChoice::Auto;
   std::vector<std::string> recompute = {"none", "selective", "full"};
+  std::vector<Precision> precisions = {Precision::BF16};
   std::vector<WeightSharding> sharding = {WeightSharding::None,
                                           WeightSharding::DistributedOptimizer,
                                           WeightSharding::FSDP};
