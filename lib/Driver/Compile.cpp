@@ -145,6 +145,7 @@ InstantiateOptions stg::getInstantiateOptions(const Mesh &mesh,
   instantiateOptions.memoryAccounting = options.memoryAccounting;
   instantiateOptions.overlapGradientReduction =
       options.overlapGradientReduction;
+  instantiateOptions.tensorParallelOverlap = options.tensorParallelOverlap;
   instantiateOptions.foldMicrobatches = options.foldMicrobatches;
   instantiateOptions.foldLayers = options.foldLayers;
   return instantiateOptions;

@@ -2,6 +2,8 @@
 
 #include "StageBuilder.h"
 
+#include "CommOverlap.h"
+
 #include "stg/Instantiate/Limits.h"
 
 #include "stg/IR/GradOp.h"
@@ -341,11 +343,18 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       }
       if (mask && isWeightGather(op, layer))
         boundPrefetch(node);
+      std::optional<uint32_t> beside;
+      if (shared.options.tensorParallelOverlap &&
+          isOverlappableCollective(node, tensorParallelAxes) &&
+          node.commType == CollectiveKind::ReduceScatter)
+        beside = overlapReduceScatter(*nodes, node.dataDeps);
       // A collective over one rank does nothing.
       if (!mask)
         held.assign(deps.begin(), deps.end());
       else
         held = {addNode(std::move(node), &op, query)};
+      if (beside)
+        held.push_back(*beside);
     } else {
       node.dataDeps = std::move(deps);
       node.kind = ProgramNodeKind::Compute;
@@ -360,7 +369,11 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
           node.phase == Phase::Forward || node.phase == Phase::Backward;
       if (node.phase == Phase::Backward)
         boundReplay(node);
+      llvm::SmallVector<uint32_t, 2> beside;
+      if (shared.options.tensorParallelOverlap && node.gemm.isGemm())
+        beside = overlapGathers(*nodes, tensorParallelAxes, node.dataDeps);
       held = {addNode(std::move(node), &op, query)};
+      held.append(beside.begin(), beside.end());
       if (perMicrobatch)
         noteLayerCompute(nodeLayer, held.front());
     }
@@ -704,6 +717,9 @@ void StageBuilder::chainEntries(size_t begin, llvm::ArrayRef<uint32_t> exits) {
 bool StageBuilder::build(StageProgram &program) {
   nodes = &program.nodes;
   folds = &program.folds;
+  int tensorParallel = shared.mesh.findAxis("tp");
+  if (tensorParallel >= 0 && shared.mesh.getDegree(tensorParallel) > 1)
+    tensorParallelAxes = AxisMask(1) << tensorParallel;
   if (shared.sources)
     sources = &shared.sources->stages[stage];
   program.stage = stage;

@@ -194,6 +194,8 @@ private:
   SharedState &shared;
   const Placement &placement;
   unsigned stage;
+  /// The mesh axes of tensor parallelism (tp's bit), for its overlap.
+  AxisMask tensorParallelAxes = 0;
   std::vector<ProgramNode> *nodes = nullptr;
   std::vector<LayerFold> *folds = nullptr;
   /// The stage's sources, if recorded.

@@ -134,6 +134,10 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "communication buffers and fragmentation (default 0.1)")
       ->check(finiteNumber(0, 0.9));
   std::string gradReduce = "overlap", memoryAccounting = "megatron";
+  std::string tpCommOverlap = "on";
+  app.add_option("--tp-comm-overlap", tpCommOverlap,
+                 "on (default) or off, as for stagec")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--grad-reduce", gradReduce,
                  "data-parallel gradient reductions: overlap the backward "
                  "(default) or after-backward")
@@ -218,6 +222,7 @@ static std::optional<int> parseOptions(int argc, char **argv,
     return app.exit(e) == 0 ? 0 : 1;
   }
   options.compile.overlapGradientReduction = gradReduce == "overlap";
+  options.compile.tensorParallelOverlap = tpCommOverlap == "on";
   options.compile.memoryAccounting = *parseMemoryAccounting(memoryAccounting);
   for (const std::string &set : sets) {
     std::optional<std::pair<std::string, std::string>> assignment =

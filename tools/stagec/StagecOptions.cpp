@@ -181,6 +181,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "(all after the last step, Megatron-LM's default)")
       ->check(CLI::IsMember({"overlap", "after-backward"}))
       ->group(step);
+  app.add_option("--tp-comm-overlap", options.tpCommOverlap,
+                 "on (default, as NVIDIA's recipes): tensor-parallel "
+                 "all-gathers and reduce-scatters run beside the GEMMs they "
+                 "feed or reduce; off: before and after them")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->group(step);
   app.add_option("--memory-accounting", options.memoryAccounting,
                  "model state of mixed-precision training: megatron (fp32 "
                  "main gradients, 18 bytes a parameter; default) or zero "
@@ -397,6 +403,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   options.compile.memoryAccounting =
       *parseMemoryAccounting(options.memoryAccounting);
   options.compile.overlapGradientReduction = options.gradReduce == "overlap";
+  options.compile.tensorParallelOverlap = options.tpCommOverlap == "on";
   return std::nullopt;
 }
 
@@ -441,6 +448,7 @@ StagecOptions::describe() const {
   given.push_back({"recompute", compile.recompute});
   given.push_back({"memory_accounting", memoryAccounting});
   given.push_back({"grad_reduce", gradReduce});
+  given.push_back({"tp_comm_overlap", tpCommOverlap});
   if (compile.distributedOptimizer)
     given.push_back({"distributed_optimizer", "true"});
   if (!dtype.empty())

@@ -24,6 +24,7 @@ struct StagecOptions {
   std::string schedule = "1f1b";
   std::string memoryAccounting = "megatron";
   std::string gradReduce = "overlap";
+  std::string tpCommOverlap = "on";
   std::string dtype;
   std::string precision; ///< `--precision`: the recipe.
   std::string device;   ///< Built-in name or YAML file; empty: no durations.

@@ -57,6 +57,9 @@ struct CompileOptions {
   double gradientBucketMB = 0;    ///< Gradient-reduction buckets; 0: none.
   MemoryAccounting memoryAccounting = MemoryAccounting::Megatron;
   bool overlapGradientReduction = true; ///< `--grad-reduce overlap`.
+  /// `--tp-comm-overlap on`: tensor-parallel gathers and reduce-scatters
+  /// beside their GEMMs, as NVIDIA's recipes run them.
+  bool tensorParallelOverlap = true;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   /// Programs for the step estimate only (InstantiateOptions).
   bool foldMicrobatches = false;

@@ -80,6 +80,10 @@ struct InstantiateOptions {
   /// backward (DDP, Megatron-LM's --overlap-grad-reduce); false issues them
   /// all after the schedule's last step, as Megatron-LM does by default.
   bool overlapGradientReduction = true;
+  /// Tensor-parallel all-gathers and reduce-scatters run beside the GEMMs
+  /// they feed or reduce (Transformer Engine's userbuffers overlap,
+  /// Megatron's --tp-comm-overlap; CommOverlap.h).
+  bool tensorParallelOverlap = false;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   /// Builds the nodes of the first micro-batch and of the last one's
   /// backward (and, outside training, forward) only, and lets the other

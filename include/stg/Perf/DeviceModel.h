@@ -61,11 +61,11 @@ struct DeviceSpec {
   /// lower than computeEfficiency, as the scaling in the GEMM's epilogue
   /// and the narrower operands' tiles leave more of the machine idle.
   /// Fitted on NVIDIA's H100 FP8 runs (docs/validation.md).
-  double lowPrecisionEfficiency = 0.58;
+  double lowPrecisionEfficiency = 0.57;
   /// Fraction of the peak a fused attention kernel reaches (forward and
   /// backward): its softmax runs on the slower units between the two
   /// products. Fitted on NVIDIA's H100 runs (docs/validation.md).
-  double attentionEfficiency = 0.4;
+  double attentionEfficiency = 0.35;
 
   /// What a compute kernel is, for the efficiency that applies to it.
   enum class KernelKind { Gemm, Attention, Other };
