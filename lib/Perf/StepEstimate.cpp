@@ -91,7 +91,10 @@ void Replay::advance(unsigned stage) {
   StageState &state = states[stage];
   const StageSteps &stageSteps = steps.stages[stage];
   for (; state.next < state.steps.size(); ++state.next) {
-    uint32_t shapeIndex = getShape(stage, state.next);
+    // Known after the plan's first step of its structure (most steps).
+    uint32_t shapeIndex = state.shapes[stageSteps.steps[state.next].distinct];
+    if (shapeIndex == NoShape)
+      shapeIndex = getShape(stage, state.next);
     if (shapeIndex == NoShape) {
       runnable.clear();
       return;

@@ -122,6 +122,13 @@ struct StepShapeCache::Shapes {
 struct StageState {
   unsigned rank = 0;          ///< The rank that stands for the stage.
   std::vector<double> micros; ///< Per node: its time on its stream.
+  /// Per node, a bit per tier it may move bytes over: its transfers
+  /// (CommunicationCost.h) are found only for steps that may share links.
+  std::vector<uint8_t> tierMasks;
+  /// Its groups' spans, by mask: its own, or the first stage's when its
+  /// ranks are those moved by whole nodes.
+  GroupSpans ownSpans;
+  GroupSpans *spans = nullptr;
   /// The program's steps, or the whole program as one step when it has
   /// none (a hand-built program).
   llvm::ArrayRef<ProgramStep> steps;
@@ -154,7 +161,12 @@ private:
     return programs.stages[stage].nodes[id];
   }
   void initialize(unsigned stage);
-  double getMicros(unsigned stage, const ProgramNode &node, GroupSpans &spans);
+  /// The node's time, with a bit per tier it may use set in `tiers`.
+  double getMicros(unsigned stage, const ProgramNode &node, GroupSpans &spans,
+                   uint8_t &tiers);
+  /// The transfers of a node getMicros priced, appended to `transfers`.
+  void getTransfers(unsigned stage, const ProgramNode &node,
+                    llvm::SmallVectorImpl<TierTransfer> &transfers);
   /// The index of the shape of the stage's step `stepIndex` in `shapes`.
   uint32_t getShape(unsigned stage, size_t stepIndex);
   /// Finds the steps' structures and numbers their messages.

@@ -68,7 +68,7 @@ StepShapeCache::StepShapeCache(StepShapeCache &&) noexcept = default;
 StepShapeCache &StepShapeCache::operator=(StepShapeCache &&) noexcept = default;
 
 double Replay::getMicros(unsigned stage, const ProgramNode &work,
-                         GroupSpans &spans) {
+                         GroupSpans &spans, uint8_t &tiers) {
   unsigned rank = states[stage].rank;
   switch (work.kind) {
   case ProgramNodeKind::Compute:
@@ -77,18 +77,42 @@ double Replay::getMicros(unsigned stage, const ProgramNode &work,
     auto [it, inserted] = spans.try_emplace(work.group);
     if (inserted)
       it->second = getGroupSpan(programs.mesh, system, rank, work.group);
-    return getCollectiveMicros(work.commType, double(work.commBytes),
-                               it->second, system);
+    const GroupSpan &span = it->second;
+    // The tiers it may use (an all-to-all across nodes uses one of the
+    // two: CommunicationCost.cpp).
+    tiers = span.nodes <= 1     ? 1u << ScaleUpTier
+            : span.perNode <= 1 ? 1u << ScaleOutTier
+                                : 1u << ScaleUpTier | 1u << ScaleOutTier;
+    return getCollectiveMicros(work.commType, double(work.commBytes), span,
+                               system);
   }
   case ProgramNodeKind::Send:
   case ProgramNodeKind::Recv: {
+    // The sender's links carry a message: a receive only waits.
     unsigned peer = programs.getPeerRank(rank, work.peerStage);
-    return getMessageMicros(double(work.commBytes),
-                            system.getNode(peer) != system.getNode(rank),
-                            system);
+    bool across = system.getNode(peer) != system.getNode(rank);
+    if (work.kind == ProgramNodeKind::Send)
+      tiers = 1u << (across ? ScaleOutTier : ScaleUpTier);
+    return getMessageMicros(double(work.commBytes), across, system);
   }
   }
   return 0;
+}
+
+void Replay::getTransfers(unsigned stage, const ProgramNode &work,
+                          llvm::SmallVectorImpl<TierTransfer> &transfers) {
+  const StageState &state = states[stage];
+  if (work.kind == ProgramNodeKind::Collective) {
+    // Priced before: the span is known.
+    getCollectiveTransfers(work.commType, double(work.commBytes),
+                           state.spans->find(work.group)->second, system,
+                           transfers);
+  } else if (work.kind == ProgramNodeKind::Send) {
+    unsigned peer = programs.getPeerRank(state.rank, work.peerStage);
+    getMessageTransfers(double(work.commBytes),
+                        system.getNode(peer) != system.getNode(state.rank),
+                        system, transfers);
+  }
 }
 
 void Replay::initialize(unsigned stage) {
@@ -97,13 +121,15 @@ void Replay::initialize(unsigned stage) {
   state.rank = programs.getPeerRank(0, stage);
   // A stage whose ranks are the first stage's moved by whole nodes has its
   // groups laid out alike.
-  GroupSpans ownSpans;
   unsigned offset = std::max(state.rank, states[0].rank) -
                     std::min(state.rank, states[0].rank);
-  GroupSpans &spans = offset % system.gpusPerNode ? ownSpans : firstStageSpans;
+  state.spans =
+      offset % system.gpusPerNode ? &state.ownSpans : &firstStageSpans;
   state.micros.reserve(program.nodes.size());
-  for (const ProgramNode &work : program.nodes)
-    state.micros.push_back(getMicros(stage, work, spans));
+  state.tierMasks.resize(program.nodes.size());
+  for (size_t id = 0; id < program.nodes.size(); ++id)
+    state.micros.push_back(
+        getMicros(stage, program.nodes[id], *state.spans, state.tierMasks[id]));
   state.steps = program.steps;
   if (state.steps.empty() && !program.nodes.empty()) {
     state.wholeProgram = {0, uint32_t(program.nodes.size()), 0, -1};
@@ -184,6 +210,10 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
   StepShape &shape = candidate;
   shape.structure = stageSteps.structures[distinct];
   shape.picos.clear();
+  shape.transferBegin.clear();
+  shape.transfers.clear();
+  // A bit per stream and tier (2 * stream + tier) its nodes move bytes over.
+  uint32_t streamTiers = 0;
   // The clock counts whole picoseconds in an int64: the step's times may
   // add up to MaxStepMicros.
   double sum = 0;
@@ -198,6 +228,34 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
       return NoShape;
     }
     shape.picos.push_back(roundToInteger(state.micros[id] * 1e6));
+    streamTiers |= uint32_t(state.tierMasks[id])
+                   << 2 * unsigned(shape->streams[id - step.begin]);
+  }
+  // Two streams on one tier that may run at once: the step keeps its
+  // transfers.
+  shape.sharesLinks = shape->mayShareLinks(streamTiers);
+  if (shape.sharesLinks) {
+    // In picoseconds that add up to no more than the node's, which then has
+    // its latency after them.
+    shape.transferBegin.resize(step.end - step.begin + 1);
+    shape.transferBegin[0] = 0;
+    llvm::SmallVector<TierTransfer, 3> found;
+    for (uint32_t id = step.begin; id < step.end; ++id) {
+      uint32_t slot = id - step.begin;
+      if (state.tierMasks[id]) {
+        found.clear();
+        getTransfers(stage, node(stage, id), found);
+        int64_t left = shape.picos[slot];
+        for (const TierTransfer &transfer : found) {
+          int64_t picos = std::min(left, roundToInteger(transfer.micros * 1e6));
+          if (picos <= 0)
+            continue;
+          left -= picos;
+          shape.transfers.push_back({picos, transfer.tier});
+        }
+      }
+      shape.transferBegin[slot + 1] = shape.transfers.size();
+    }
   }
   llvm::SmallVector<uint32_t, 1> &equalHash = shapesByHash[shape.hash()];
   for (uint32_t index : equalHash)
