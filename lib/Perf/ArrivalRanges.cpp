@@ -111,10 +111,13 @@ void StepSimulation::setSameFor() {
   }
   // A message no range above lets come at another time may still move
   // what follows from it (tracked while simulating): one that comes into
-  // an idle step moves all that is left, for any later arrival.
-  if (!tracking || outcome.sameFor[movingCandidate].second -
-                           outcome.sameFor[movingCandidate].first >
-                       1)
+  // an idle step moves all that is left, for any later arrival. Not when
+  // what moves shared a tier with what stays: moving it would change how
+  // long they overlap (LinkSharing.cpp).
+  if (!tracking || mixedSharing ||
+      outcome.sameFor[movingCandidate].second -
+              outcome.sameFor[movingCandidate].first >
+          1)
     return;
   int64_t at = arrivals[movingCandidate];
   auto ceilDiv = [](int64_t picos) {

@@ -18,7 +18,7 @@
 #ifndef STG_LIB_PERF_STEPSHAPE_H
 #define STG_LIB_PERF_STEPSHAPE_H
 
-#include "stg/Perf/StepEstimate.h"
+#include "CommunicationCost.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -66,6 +66,16 @@ struct StepStructure {
   /// more times after itself; 0 copies: no fold.
   uint32_t foldBegin = 0, foldEnd = 0, foldCopies = 0;
   uint64_t hash = 0; ///< Of the above, once built (finish).
+  /// Pairs of communication streams that may run nodes at once (finish):
+  /// a bit per pair, ActivationGradient, ActivationPipeline and
+  /// GradientPipeline. Streams whose nodes always wait for each other
+  /// through the step's edges cannot share a link (LinkSharing.cpp).
+  enum : uint8_t {
+    ActivationGradient = 1,
+    ActivationPipeline = 2,
+    GradientPipeline = 4
+  };
+  uint8_t concurrentStreams = 0;
   // Per node of the unfolded step (finish): its slot, its copy of the fold
   // (0 outside), the dependencies it waits for, its stream; and the nodes
   // that wait for none, in id order. Every simulation of the step starts from
@@ -117,6 +127,21 @@ struct StepStructure {
   /// Computes the hash and the unfolded step, once the slots, edges and
   /// fold are set.
   void finish();
+  /// Sets concurrentStreams from the unfolded step (LinkSharing.cpp).
+  void findConcurrentStreams();
+  /// Whether two streams that may run at once have transfers on one tier,
+  /// given a bit per stream and tier (2 * stream + tier).
+  bool mayShareLinks(uint32_t streamTiers) const;
+};
+
+/// A slot's bytes moving over one tier at the tier's full bandwidth
+/// (CommunicationCost.h); the rest of its time is latency.
+struct ShapeTransfer {
+  int64_t picos = 0;
+  LinkTier tier = ScaleUpTier;
+  bool operator==(const ShapeTransfer &other) const {
+    return picos == other.picos && tier == other.tier;
+  }
 };
 
 /// A step as simulated: its structure, shared by the steps of every plan
@@ -124,8 +149,20 @@ struct StepStructure {
 struct StepShape {
   std::shared_ptr<const StepStructure> structure;
   std::vector<int64_t> picos; ///< Per slot: its time on its stream.
+  /// Whether two streams of the step have transfers on one tier: only then
+  /// may they share its bandwidth, and only then are the transfers kept,
+  /// slot i's being transfers[transferBegin[i], transferBegin[i+1]).
+  /// (Steps that cannot share simulate as they did before sharing, and
+  /// shapes that differ only in transfers that cannot share are equal.)
+  bool sharesLinks = false;
+  std::vector<uint32_t> transferBegin;
+  std::vector<ShapeTransfer> transfers;
 
   const StepStructure *operator->() const { return structure.get(); }
+  llvm::ArrayRef<ShapeTransfer> getTransfers(uint32_t slot) const {
+    return llvm::makeArrayRef(transfers).slice(
+        transferBegin[slot], transferBegin[slot + 1] - transferBegin[slot]);
+  }
   bool operator==(const StepShape &other) const;
   /// A hash, never DenseMap's empty or tombstone key.
   uint64_t hash() const;
@@ -170,6 +207,13 @@ struct SimulationScratch {
   /// Per node: whether its completion moves with the moving receive's
   /// arrival (StepOutcome::movingRecv).
   std::vector<uint8_t> moves;
+  /// Per node, when its step shares links (LinkSharing.cpp): the transfer
+  /// it is in (past the last: in its latency); what is left of that
+  /// transfer, in sixths of a picosecond, as of its tier's last change;
+  /// when it ends at the current rate; and whether its event is its end,
+  /// the transfer ending alone.
+  std::vector<uint8_t> transfer, endsAlone;
+  std::vector<int64_t> remaining, transferEnds;
   /// The state after copy `copy`'s first node completed, the copies before
   /// `low` done and those after `high` not started (StepSimulation.cpp).
   struct Snapshot {
@@ -180,6 +224,10 @@ struct SimulationScratch {
     std::vector<uint32_t> pending;
     std::vector<int64_t> ends; ///< Of running nodes, from `now`.
     std::vector<uint8_t> moves;
+    /// Of running nodes, when the step shares links: as the scratch's, the
+    /// remainder as of `now`.
+    std::vector<uint8_t> transfer;
+    std::vector<int64_t> remaining;
   };
   Snapshot snapshots[2];
 };

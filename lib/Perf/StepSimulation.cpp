@@ -101,16 +101,23 @@ void StepStructure::finish() {
       llvm::hash_combine_range(streams.begin(), streams.end()),
       llvm::hash_combine_range(childBegin.begin(), childBegin.end()), edges,
       foldBegin, foldEnd, foldCopies);
+  findConcurrentStreams();
 }
 
 bool StepShape::operator==(const StepShape &other) const {
-  return picos == other.picos &&
+  return picos == other.picos && sharesLinks == other.sharesLinks &&
+         transferBegin == other.transferBegin && transfers == other.transfers &&
          (structure == other.structure || *structure == *other.structure);
 }
 
 uint64_t StepShape::hash() const {
   uint64_t value = llvm::hash_combine(
       structure->hash, llvm::hash_combine_range(picos.begin(), picos.end()));
+  // Field by field (a ShapeTransfer's padding is not part of it), and
+  // cheaply: equal hashes are compared in full.
+  for (const ShapeTransfer &transfer : transfers)
+    value =
+        (value ^ uint64_t(transfer.picos) << 1 ^ transfer.tier) * 0x100000001b3;
   return value >= ~uint64_t(0) - 1 ? 0 : value;
 }
 
@@ -125,7 +132,9 @@ StepSimulation::StepSimulation(const StepShape &shape,
       slots(structure.unfoldedSlots), copyOf(structure.unfoldedCopies),
       pending(scratch.pending), status(scratch.status),
       arrival(scratch.arrival), starts(scratch.starts), done(scratch.done),
-      moves(scratch.moves), snapshots(scratch.snapshots) {
+      moves(scratch.moves), transfer(scratch.transfer),
+      endsAlone(scratch.endsAlone), remaining(scratch.remaining),
+      transferEnds(scratch.transferEnds), snapshots(scratch.snapshots) {
   uint32_t total = structure.getNumNodes();
   events.clear();
   for (std::vector<uint32_t> &queue : ready)
@@ -146,8 +155,17 @@ StepSimulation::StepSimulation(const StepShape &shape,
     movingId = structure.getId(structure.recvs[movingCandidate], 0);
     moves.assign(total, 0);
   }
+  sharing = shape.sharesLinks;
   if (recordTimes)
     starts.assign(total, 0);
+  if (sharing) {
+    // Each is written when its node starts, before it is read.
+    starts.resize(std::max<size_t>(starts.size(), total));
+    transfer.resize(std::max<size_t>(transfer.size(), total));
+    endsAlone.resize(std::max<size_t>(endsAlone.size(), total));
+    remaining.resize(std::max<size_t>(remaining.size(), total));
+    transferEnds.resize(std::max<size_t>(transferEnds.size(), total));
+  }
   // A jump needs a period seen twice and a copy left after it.
   searching = !recordTimes && structure.foldCopies >= 3;
   if (searching) {
@@ -228,7 +246,12 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::issue(int64_t now) {
     if (recordTimes)
       starts[id] = now;
     touch(id);
-    pushEvent(now + duration, id);
+    if (LLVM_UNLIKELY(sharing) && hasTransfers(id)) {
+      pushEvent(now, id); // Its time follows from its tier's members.
+      startTransfers(id, now);
+    } else {
+      pushEvent(now + duration, id);
+    }
   }
 }
 
@@ -282,6 +305,17 @@ void StepSimulation::takeSnapshot(uint32_t copy, int64_t now,
     into.ends.push_back(status[id] == Running ? done[id] - now : 0);
   if (tracking)
     into.moves.assign(moves.begin() + begin, moves.begin() + end);
+  if (sharing) {
+    into.transfer.clear();
+    into.remaining.clear();
+    for (uint32_t id = begin; id < end; ++id) {
+      std::pair<uint8_t, int64_t> state{0, 0};
+      if (status[id] == Running && hasTransfers(id))
+        state = getTransferState(id, now);
+      into.transfer.push_back(state.first);
+      into.remaining.push_back(state.second);
+    }
+  }
 }
 
 bool StepSimulation::repeats(const Snapshot &before,
@@ -291,7 +325,8 @@ bool StepSimulation::repeats(const Snapshot &before,
       after.high - after.copy != before.high - before.copy ||
       after.outsideChanges != before.outsideChanges || outsideRunning ||
       after.status != before.status || after.pending != before.pending ||
-      after.ends != before.ends || after.moves != before.moves)
+      after.ends != before.ends || after.moves != before.moves ||
+      after.transfer != before.transfer || after.remaining != before.remaining)
     return false;
   return true;
 }
@@ -311,6 +346,8 @@ void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
     if (tracking)
       moves[id + shift] = moves[id];
   }
+  if (sharing)
+    jumpTransfers(begin, end, shift, copies * period);
   // The completion just processed is the marker's, of the window.
   previous.first += copies * period;
   previous.second += shift;
@@ -363,6 +400,9 @@ StepOutcome StepSimulation::run() {
     events.pop_back();
     if (tracking)
       trackPop(now, id);
+    if (LLVM_UNLIKELY(sharing) && hasTransfers(id) &&
+        !completesTransfers(id, now))
+      continue; // One of its transfers ended: it runs on.
     ReplayStream stream = structure.unfoldedStreams[id];
     if (stream != ReplayStream::None)
       idle |= 1u << unsigned(stream);

@@ -2,8 +2,9 @@
 //
 // The state of one step's discrete-event simulation (simulateStep): the
 // events and queues, the search for a folded layer's period
-// (StepSimulation.cpp), and what bounds the arrivals of the step's
-// messages that give the same outcome (ArrivalRanges.cpp).
+// (StepSimulation.cpp), what bounds the arrivals of the step's messages
+// that give the same outcome (ArrivalRanges.cpp), and the transfers that
+// share a tier's bandwidth (LinkSharing.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +43,40 @@ private:
   void watchIssue(unsigned stream, uint32_t id, int64_t now, bool wasIdle);
   void watchReady(uint32_t id, int64_t now);
   void setSameFor();
+
+  // Link sharing: the transfers in flight on a tier divide its bandwidth
+  // equally, each progressing at 1/k of it while k are in flight. At most
+  // one a communication stream, so k <= 3 and the progress of a picosecond
+  // is a whole number of sixths of one: the clock stays exact.
+  static constexpr int64_t ShareUnit = 6;
+  struct TierState {
+    int64_t last = 0; ///< When its members' remainders were brought up.
+    llvm::SmallVector<uint32_t, 3> members;
+  };
+  bool hasTransfers(uint32_t id) const {
+    uint32_t slot = slots[id];
+    return shape.transferBegin[slot + 1] > shape.transferBegin[slot];
+  }
+  LinkTier getTier(uint32_t id) const {
+    return shape.getTransfers(slots[id])[transfer[id]].tier;
+  }
+  void startTransfers(uint32_t id, int64_t now);
+  /// Whether the event of node `id` at `now` completes it, rather than
+  /// ending one of its transfers.
+  bool completesTransfers(uint32_t id, int64_t now);
+  void joinTier(uint32_t id, int64_t now);
+  /// Brings the remainders of the tier's members up to `now`.
+  void settle(TierState &tier, int64_t now);
+  /// Sets the end of each member's transfer for the members it has now.
+  void retime(TierState &tier, int64_t now);
+  void setEvent(uint32_t id, int64_t time);
+  /// The time of `slot` after its transfers.
+  int64_t getLatency(uint32_t slot) const;
+  /// Running node `id`'s transfer and what is left of it as of `now`; past
+  /// its last once that ended.
+  std::pair<uint8_t, int64_t> getTransferState(uint32_t id, int64_t now) const;
+  void jumpTransfers(uint32_t begin, uint32_t end, uint32_t shift,
+                     int64_t moved);
 
   using Snapshot = SimulationScratch::Snapshot;
   void takeSnapshot(uint32_t copy, int64_t now, Snapshot &into) const;
@@ -104,6 +139,14 @@ private:
   uint8_t previousMoves = 0;
   bool havePrevious = false;
   std::vector<uint8_t> &moves;
+  /// Whether transfers that move with the moving receive shared a tier
+  /// with some that do not: then the outcome moves with no arrival.
+  bool mixedSharing = false;
+
+  bool sharing = false; ///< The step may share links (StepShape).
+  std::array<TierState, NumLinkTiers> tiers;
+  std::vector<uint8_t> &transfer, &endsAlone;
+  std::vector<int64_t> &remaining, &transferEnds;
 
   /// The stream the current event freed, if any: another that issues was
   /// idle before. The first issues come before any completion, whenever

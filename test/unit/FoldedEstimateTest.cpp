@@ -291,7 +291,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Bounded weight gathers inside a layer pattern's period of six.
         withLayers(Plan{"gemma3.stg", Degrees{{"dp", 2}, {"pp", 2}}, 4, 1,
                         "none", "train", true},
-                   62),
+                   86),
         withLayers(Plan{"jamba.stg", Degrees{{"tp", 2}}, 2}, 48),
         withLayers(Plan{"mamba-2.8b.stg", Degrees{{"dp", 2}, {"pp", 2}}, 4},
                    12)));

@@ -112,7 +112,7 @@ public:
   /// each step's streams and dependencies kept by its first node.
   void forgetSteps();
 
-  struct Shapes; ///< StepEstimate.cpp's.
+  struct Shapes; ///< lib/Perf/StepReplay.h's.
   std::unique_ptr<Shapes> shapes;
 };
 
