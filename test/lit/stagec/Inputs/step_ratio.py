@@ -11,5 +11,5 @@ def step_seconds(path):
 
 
 first, second = (step_seconds(path) for path in sys.argv[1:3])
-print("fp8 faster: %s" % ("yes" if second < first else "no"))
+print("second faster: %s" % ("yes" if second < first else "no"))
 print("ratio: %.2f" % (first / second))
