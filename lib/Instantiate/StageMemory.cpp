@@ -5,7 +5,8 @@
 // StageMemoryKeys) and their bound sizes. Under a low-precision recipe, a
 // saved value that only the recipe's GEMMs read back is kept in their
 // format, and each weight they read has a cast copy in it beside its own
-// (Transformer Engine's cached FP8 weights).
+// in training (Transformer Engine's cached FP8 weights), or is served in
+// it in inference (an FP8 checkpoint).
 //
 
 #include "StageMemory.h"
@@ -97,10 +98,15 @@ sumKeptMemory(const StageMemoryKeys &keys, OpNumberCache &numbers,
       memory.state += count * *bytes;
       continue;
     }
-    memory.weights += count * *bytes;
+    // Under a low-precision recipe, training keeps a cast copy beside each
+    // weight its GEMMs read; inference serves the weights in the format.
+    uint64_t weightBytes = *bytes;
     if (auto copy = keys.weightCopies.find(value);
-        copy != keys.weightCopies.end())
-      memory.weights += count * scaleBytes(*bytes, *value, copy->second);
+        copy != keys.weightCopies.end()) {
+      uint64_t cast = scaleBytes(*bytes, *value, copy->second);
+      weightBytes = training ? weightBytes + cast : cast;
+    }
+    memory.weights += count * weightBytes;
     if (!training)
       continue;
     // Megatron-LM accumulates 16-bit weights' gradients in fp32 main
