@@ -146,6 +146,7 @@ InstantiateOptions stg::getInstantiateOptions(const Mesh &mesh,
   instantiateOptions.overlapGradientReduction =
       options.overlapGradientReduction;
   instantiateOptions.tensorParallelOverlap = options.tensorParallelOverlap;
+  instantiateOptions.contextParallelRing = options.contextParallelRing;
   instantiateOptions.foldMicrobatches = options.foldMicrobatches;
   instantiateOptions.foldLayers = options.foldLayers;
   return instantiateOptions;

@@ -344,10 +344,11 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       if (mask && isWeightGather(op, layer))
         boundPrefetch(node);
       std::optional<uint32_t> beside;
-      if (shared.options.tensorParallelOverlap &&
-          isOverlappableCollective(node, tensorParallelAxes) &&
-          node.commType == CollectiveKind::ReduceScatter)
-        beside = overlapReduceScatter(*nodes, node.dataDeps);
+      if (node.commType == CollectiveKind::ReduceScatter)
+        for (const OverlapAxes &overlap : overlaps)
+          if (isOverlappableCollective(node, overlap.axes))
+            beside = overlapReduceScatter(*nodes, overlap.partner,
+                                          node.dataDeps);
       // A collective over one rank does nothing.
       if (!mask)
         held.assign(deps.begin(), deps.end());
@@ -370,8 +371,9 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       if (node.phase == Phase::Backward)
         boundReplay(node);
       llvm::SmallVector<uint32_t, 2> beside;
-      if (shared.options.tensorParallelOverlap && node.gemm.isGemm())
-        beside = overlapGathers(*nodes, tensorParallelAxes, node.dataDeps);
+      for (const OverlapAxes &overlap : overlaps)
+        if (isOverlapPartner(node, overlap.partner))
+          beside = overlapGathers(*nodes, overlap.axes, node.dataDeps);
       held = {addNode(std::move(node), &op, query)};
       held.append(beside.begin(), beside.end());
       if (perMicrobatch)
@@ -476,9 +478,15 @@ void StageBuilder::buildOptimizerStep() {
 bool StageBuilder::build(StageProgram &program) {
   nodes = &program.nodes;
   folds = &program.folds;
-  int tensorParallel = shared.mesh.findAxis("tp");
-  if (tensorParallel >= 0 && shared.mesh.getDegree(tensorParallel) > 1)
-    tensorParallelAxes = AxisMask(1) << tensorParallel;
+  auto addOverlap = [&](bool on, llvm::StringRef axis,
+                        OverlapPartner partner) {
+    int index = shared.mesh.findAxis(axis);
+    if (on && index >= 0 && shared.mesh.getDegree(index) > 1)
+      overlaps.push_back({AxisMask(1) << index, partner});
+  };
+  addOverlap(shared.options.tensorParallelOverlap, "tp", OverlapPartner::Gemm);
+  addOverlap(shared.options.contextParallelRing, "cp",
+             OverlapPartner::Attention);
   if (shared.sources)
     sources = &shared.sources->stages[stage];
   program.stage = stage;

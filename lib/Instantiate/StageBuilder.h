@@ -14,6 +14,7 @@
 #include "stg/Instantiate/Instantiate.h"
 
 #include "stg/Instantiate/OpNumbers.h"
+#include "CommOverlap.h"
 #include "Placement.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -194,8 +195,13 @@ private:
   SharedState &shared;
   const Placement &placement;
   unsigned stage;
-  /// The mesh axes of tensor parallelism (tp's bit), for its overlap.
-  AxisMask tensorParallelAxes = 0;
+  /// The collectives that run beside compute (CommOverlap.h): over which
+  /// axes, beside what.
+  struct OverlapAxes {
+    AxisMask axes;
+    OverlapPartner partner;
+  };
+  llvm::SmallVector<OverlapAxes, 2> overlaps;
   std::vector<ProgramNode> *nodes = nullptr;
   std::vector<LayerFold> *folds = nullptr;
   /// The stage's sources, if recorded.

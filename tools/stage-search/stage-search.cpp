@@ -134,10 +134,13 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "communication buffers and fragmentation (default 0.1)")
       ->check(finiteNumber(0, 0.9));
   std::string gradReduce = "overlap", memoryAccounting = "megatron";
-  std::string tpCommOverlap = "on";
+  std::string tpCommOverlap = "on", cpCommType = "p2p";
   app.add_option("--tp-comm-overlap", tpCommOverlap,
                  "on (default) or off, as for stagec")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--cp-comm-type", cpCommType,
+                 "p2p (default) or all_gather, as for stagec")
+      ->check(CLI::IsMember({"p2p", "all_gather"}));
   app.add_option("--grad-reduce", gradReduce,
                  "data-parallel gradient reductions: overlap the backward "
                  "(default) or after-backward")
@@ -223,6 +226,7 @@ static std::optional<int> parseOptions(int argc, char **argv,
   }
   options.compile.overlapGradientReduction = gradReduce == "overlap";
   options.compile.tensorParallelOverlap = tpCommOverlap == "on";
+  options.compile.contextParallelRing = cpCommType == "p2p";
   options.compile.memoryAccounting = *parseMemoryAccounting(memoryAccounting);
   for (const std::string &set : sets) {
     std::optional<std::pair<std::string, std::string>> assignment =

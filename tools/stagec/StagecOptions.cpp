@@ -187,6 +187,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "feed or reduce; off: before and after them")
       ->check(CLI::IsMember({"on", "off"}))
       ->group(step);
+  app.add_option("--cp-comm-type", options.cpCommType,
+                 "context parallelism's exchange of keys and values: p2p "
+                 "(default, Megatron's: a ring beside attention) or "
+                 "all_gather (gathered before it)")
+      ->check(CLI::IsMember({"p2p", "all_gather"}))
+      ->group(step);
   app.add_option("--memory-accounting", options.memoryAccounting,
                  "model state of mixed-precision training: megatron (fp32 "
                  "main gradients, 18 bytes a parameter; default) or zero "
@@ -404,6 +410,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       *parseMemoryAccounting(options.memoryAccounting);
   options.compile.overlapGradientReduction = options.gradReduce == "overlap";
   options.compile.tensorParallelOverlap = options.tpCommOverlap == "on";
+  options.compile.contextParallelRing = options.cpCommType == "p2p";
   return std::nullopt;
 }
 
@@ -449,6 +456,7 @@ StagecOptions::describe() const {
   given.push_back({"memory_accounting", memoryAccounting});
   given.push_back({"grad_reduce", gradReduce});
   given.push_back({"tp_comm_overlap", tpCommOverlap});
+  given.push_back({"cp_comm_type", cpCommType});
   if (compile.distributedOptimizer)
     given.push_back({"distributed_optimizer", "true"});
   if (!dtype.empty())

@@ -60,6 +60,9 @@ struct CompileOptions {
   /// `--tp-comm-overlap on`: tensor-parallel gathers and reduce-scatters
   /// beside their GEMMs, as NVIDIA's recipes run them.
   bool tensorParallelOverlap = true;
+  /// `--cp-comm-type p2p` (Megatron's default): context parallelism as a
+  /// ring, its exchanges beside attention; `all_gather`: before it.
+  bool contextParallelRing = true;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   /// Programs for the step estimate only (InstantiateOptions).
   bool foldMicrobatches = false;

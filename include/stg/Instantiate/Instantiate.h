@@ -84,6 +84,11 @@ struct InstantiateOptions {
   /// they feed or reduce (Transformer Engine's userbuffers overlap,
   /// Megatron's --tp-comm-overlap; CommOverlap.h).
   bool tensorParallelOverlap = false;
+  /// Context parallelism as a ring (Megatron's cp_comm_type p2p): the
+  /// gathers of keys and values over cp run beside attention, and the
+  /// reduce-scatters of their gradients beside its backward; false gathers
+  /// them before it (all_gather).
+  bool contextParallelRing = false;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   /// Builds the nodes of the first micro-batch and of the last one's
   /// backward (and, outside training, forward) only, and lets the other

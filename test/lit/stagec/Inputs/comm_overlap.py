@@ -1,12 +1,13 @@
-"""Reads a rank's JSON trace and prints how its GEMMs sit with the
-tensor-parallel all-gathers and reduce-scatters: how many GEMMs wait for a
-gather, how many run beside one (a gather and the GEMM share their
-inputs, and a node after waits for both), and the same for reduce-
-scatters of a GEMM's result."""
+"""Reads a rank's JSON trace and prints how its compute of one op type
+(argument 2: einsum, the default, or attention) sits with the all-gathers
+and reduce-scatters: how many such nodes wait for a gather, and whether a
+node after waits for one of them and a collective that run side by side
+(they share their inputs, or the collective reduces the node's result)."""
 import json
 import sys
 
 nodes = {node["id"]: node for node in json.load(open(sys.argv[1]))["nodes"]}
+partner = sys.argv[2] if len(sys.argv) > 2 else "einsum"
 ALL_GATHER, REDUCE_SCATTER = 2, 7
 
 
@@ -14,7 +15,8 @@ def kind(node):
     if node["type"] == "COMM_COLL_NODE":
         return {ALL_GATHER: "gather", REDUCE_SCATTER: "scatter"}.get(
             node["attr"]["comm_type"], "other")
-    if node["type"] == "COMP_NODE" and node["attr"]["op_type"] == "einsum":
+    if node["type"] == "COMP_NODE" and node["attr"]["op_type"].startswith(
+            partner):
         return "gemm"
     return "other"
 
@@ -30,5 +32,5 @@ for node in nodes.values():
     colls = [d for d in deps if kind(d) in ("gather", "scatter")]
     beside += any(set(g["data_deps"]) & set(c["data_deps"]) or
                   g["id"] in c["data_deps"] for g in gemms for c in colls)
-print("gemms waiting for a gather: %d" % waits)
-print("nodes after a gemm beside its collective: %s" % ("yes" if beside else "no"))
+print("%s waiting for a gather: %d" % (partner, waits))
+print("nodes after %s beside its collective: %s" % (partner, "yes" if beside else "no"))
