@@ -17,7 +17,10 @@
 // dropout (`dropout=P`) with a one-byte mask, and read by the product with
 // V, 6.5 passes over the b*heads*s*t scores (4 without dropout), 2 more to
 // soft-cap them (`softcap=C`, one elementwise kernel); the backward pass
-// twice that. A dropout op also writes its one-byte mask.
+// twice that. A dropout op also writes its one-byte mask. A low-precision
+// GEMM (`precision=fp8` from the precision pass) reads its operands in the
+// format and adds the casts of those in its `quantize` list (getCastBytes;
+// docs/cost-model.md, "Precision").
 //
 //===----------------------------------------------------------------------===//
 
