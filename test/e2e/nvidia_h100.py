@@ -23,8 +23,10 @@
 import csv
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 # The model of each row: a template or a config.json, and `--set`s. GPT-3's
 # vocabulary is padded as Megatron pads it (to a multiple of 128 x tp).
@@ -75,12 +77,12 @@ def plan_flags(row):
     # Megatron's data parallelism counts the expert-parallel ranks; stagec's
     # dp and ep are separate axes of the batch.
     dp_all = n["gpus"] // (n["tp"] * n["pp"] * n["cp"])
-    # Megatron folds expert parallelism over tp x dp (MoE parallel folding,
-    # experts not split over tp); stagec's ep is a batch axis beside tp, so
-    # an ep wider than dp runs as ep = dp with the experts split over tp:
-    # the same expert weights and FLOPs a rank, gathered over tp instead of
-    # exchanged over the whole group.
-    ep = min(n["ep"], dp_all)
+    # Megatron's expert parallelism wider than dp folds over tp x dp (MoE
+    # parallel folding, experts whole on each rank): stagec's ep is a batch
+    # axis beside tp, and `moe[folded = true]` splits the experts over
+    # ep x tp (model_path writes it).
+    folded = n["ep"] > dp_all
+    ep = n["ep"] // n["tp"] if folded else n["ep"]
     dp = dp_all // ep
     microbatches = n["global_batch"] // (n["micro_batch"] * dp_all)
     flags = ["--tp", str(n["tp"]), "--pp", str(n["pp"]), "--cp", str(n["cp"]),
@@ -94,15 +96,27 @@ def plan_flags(row):
     flags += ["--precision", {"BF16": "bf16", "FP8-MX": "mxfp8"}.get(
         row["precision"], "fp8")]
     flags += RECIPES.get((row["source"], row["model"]), [])
-    return flags, n
+    return flags, n, folded
 
 
-def model_path(name, templates, configs):
+def model_path(stagec, name, templates, configs, folded, scratch):
+    """The model's file and `--set` flags; with `folded`, the imported STG
+    with its experts folded over ep x tp, as a user would edit it."""
     source, sets = MODELS[name]
     if source.startswith("hf:"):
         path = os.path.join(configs, source[3:], "config.json")
     else:
         path = os.path.join(templates, source)
+    if folded:
+        text = subprocess.run([stagec, path, "-I", templates, "--emit-stg",
+                               "-"], stdout=subprocess.PIPE, text=True,
+                              check=True).stdout
+        assert "moe(" in text or "moe[" in text
+        text = text.replace("moe[", "moe[folded = true, ").replace(
+            "moe(", "moe[folded = true](")
+        path = os.path.join(scratch, name + "-folded.stg")
+        with open(path, "w") as f:
+            f.write(text)
     flags = []
     for key, value in sets.items():
         flags += ["--set", "%s=%s" % (key, value)]
@@ -121,6 +135,7 @@ def main():
     if not os.path.exists(table):
         print("skipped: no " + table)
         return 77
+    scratch = tempfile.mkdtemp(prefix="nvidia-h100-")
     print("| source | model | GPUs | precision | tp, pp, cp, vp, ep | "
           "measured tokens/s/GPU | stagec step (s) | stagec tokens/s/GPU "
           "| error |")
@@ -130,8 +145,9 @@ def main():
         name = row["model"]
         if only and name != only:
             continue
-        flags, n = plan_flags(row)
-        path, model_flags = model_path(name, templates, configs)
+        flags, n, folded = plan_flags(row)
+        path, model_flags = model_path(stagec, name, templates, configs,
+                                       folded, scratch)
         command = [stagec, path, "-I", templates] + model_flags + flags
         result = subprocess.run(command, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
@@ -159,6 +175,7 @@ def main():
         print("| %s | %s | %d | %s | %s | %.0f | %.2f | %.0f | %+.0f %% |" % (
             source, name, n["gpus"], row["precision"], plan, measured,
             step, tokens, 100 * error))
+    shutil.rmtree(scratch, ignore_errors=True)
     return 1 if failures else 0
 
 
