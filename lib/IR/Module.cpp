@@ -73,10 +73,7 @@ ElementType Module::getDefaultElementType() const {
 std::optional<Precision> Module::getPrecisionRecipe() const {
   const Option *option = lookupOption("precision");
   const auto *text = option ? std::get_if<std::string>(&option->value) : nullptr;
-  std::optional<Precision> recipe = text ? parsePrecision(*text) : std::nullopt;
-  if (!recipe || !isRecipe(*recipe))
-    return std::nullopt;
-  return recipe;
+  return text ? parseRecipe(*text) : std::nullopt;
 }
 
 Graph *Module::createModel(llvm::StringRef name, SourceLoc loc) {

@@ -47,6 +47,13 @@ bool stg::isRecipe(Precision precision) {
   }
 }
 
+std::optional<Precision> stg::parseRecipe(llvm::StringRef name) {
+  std::optional<Precision> precision = parsePrecision(name);
+  if (!precision || !isRecipe(*precision))
+    return std::nullopt;
+  return precision;
+}
+
 bool stg::isLowPrecision(Precision precision) {
   return getPrecisionBytes(precision) < 2;
 }

@@ -468,8 +468,7 @@ void ModuleBuilder::applyOverrides() {
         diags.error({}, "--set dtype=" + text + ": not an element type");
         continue;
       }
-      if (name == "precision" &&
-          !(parsePrecision(text) && isRecipe(*parsePrecision(text)))) {
+      if (name == "precision" && !parseRecipe(text)) {
         diags.error({}, "--set precision=" + text +
                             ": not a recipe (bf16, fp16, fp8, mxfp8, nvfp4)");
         continue;

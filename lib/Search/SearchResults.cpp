@@ -341,8 +341,8 @@ static PlanResult readPlan(const llvm::json::Object *object,
   }
   if (object && object->get("precision")) {
     std::string precision = read.string("precision");
-    std::optional<Precision> parsed = parsePrecision(precision);
-    if (parsed && isRecipe(*parsed))
+    std::optional<Precision> parsed = parseRecipe(precision);
+    if (parsed)
       plan.precision = *parsed;
     else
       read.fail("precision", "bf16, fp16, fp8, mxfp8 or nvfp4");

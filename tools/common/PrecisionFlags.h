@@ -35,8 +35,8 @@ inline std::optional<std::string> applyPrecisionFlags(llvm::StringRef dtype,
         .str();
   if (precision.empty())
     return std::nullopt;
-  options.precision = parsePrecision(precision);
-  if (!options.precision || !isRecipe(*options.precision))
+  options.precision = parseRecipe(precision);
+  if (!options.precision)
     return ("--precision " + precision +
             ": not a recipe (bf16, fp16, fp8, mxfp8, nvfp4)")
         .str();

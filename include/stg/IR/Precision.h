@@ -35,6 +35,9 @@ std::optional<Precision> parsePrecision(llvm::StringRef name);
 
 /// True for what `--precision` takes: bf16, fp16, fp8, mxfp8, nvfp4.
 bool isRecipe(Precision precision);
+/// The recipe `name` names, or nothing (a format that is no recipe, such
+/// as tf32, included).
+std::optional<Precision> parseRecipe(llvm::StringRef name);
 /// True for the formats narrower than 16 bits (a recipe that quantizes).
 bool isLowPrecision(Precision precision);
 
