@@ -85,6 +85,15 @@ void Graph::walkValues(llvm::function_ref<void(const Value *)> fn) const {
   }
 }
 
+Graph::Users Graph::collectUsers() const {
+  Users users;
+  walk([&](Op &op) {
+    for (const Value *operand : op.getOperands())
+      users[operand].push_back(&op);
+  });
+  return users;
+}
+
 bool Graph::allValuesTyped() const {
   bool typed = true;
   walkValues([&](const Value *v) { typed &= v->hasType(); });

@@ -30,7 +30,6 @@
 #include "stg/IR/GradOp.h"
 #include "stg/Passes/Passes.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace stg;
@@ -138,11 +137,7 @@ LogicalResult MatchCollectivesPass::run(Module &m, DiagnosticEngine &d) {
   // that only low-precision GEMMs read moves their quantized copy (the
   // operand is cast before it is gathered, as Transformer Engine does with
   // sequence parallelism).
-  llvm::DenseMap<const Value *, llvm::SmallVector<const Op *, 2>> users;
-  model->walk([&](Op &op) {
-    for (const Value *operand : op.getOperands())
-      users[operand].push_back(&op);
-  });
+  Graph::Users users = model->collectUsers();
   model->walk([&](Op &op) {
     if (!op.getInfo().has(Collective))
       return;

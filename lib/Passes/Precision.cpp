@@ -29,7 +29,6 @@
 #include "stg/IR/Precision.h"
 #include "stg/Passes/Passes.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
 using namespace stg;
@@ -62,9 +61,7 @@ std::optional<Precision> getRecipe(const Module &module,
 
 /// True if `value` feeds a `route` op, directly or through elementwise ops
 /// (a router bias): the router, which stays in bf16.
-bool feedsRouter(const Value *value,
-                 const llvm::DenseMap<const Value *,
-                                      llvm::SmallVector<const Op *, 2>> &users) {
+bool feedsRouter(const Value *value, const Graph::Users &users) {
   llvm::SmallVector<const Value *, 4> work{value};
   llvm::DenseSet<const Value *> seen;
   while (!work.empty()) {
@@ -104,11 +101,7 @@ LogicalResult PrecisionPass::run(Module &module, DiagnosticEngine &diags) {
       attentionOption && attentionOption->isBool() &&
       std::get<bool>(attentionOption->value);
 
-  llvm::DenseMap<const Value *, llvm::SmallVector<const Op *, 2>> users;
-  module.getModel()->walk([&](Op &op) {
-    for (const Value *operand : op.getOperands())
-      users[operand].push_back(&op);
-  });
+  Graph::Users users = module.getModel()->collectUsers();
   Attribute precision =
       Attribute::getText(AttrKind::Ident, getPrecisionName(*recipe).str());
   module.getModel()->walk([&](Op &op) {

@@ -24,6 +24,7 @@
 #include "stg/IR/TensorType.h"
 #include "stg/Support/Diagnostics.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -164,6 +165,10 @@ public:
   /// Calls `fn` on every value defined in this graph and nested bodies:
   /// arguments and op results.
   void walkValues(llvm::function_ref<void(const Value *)> fn) const;
+  /// Every value of this graph and nested bodies with the ops that read it,
+  /// in program order (the IR keeps no use lists).
+  using Users = llvm::DenseMap<const Value *, llvm::SmallVector<const Op *, 2>>;
+  Users collectUsers() const;
   /// True if every value of this graph and nested bodies has a type (shape
   /// inference has run).
   bool allValuesTyped() const;
