@@ -40,6 +40,15 @@ def rows(path):
     return list(csv.DictReader(lines))
 
 
+def estimated_step_seconds(report):
+    """The estimated step of a `stagec --report` text, in seconds, or None
+    if it has none."""
+    match = re.search(r"estimated step: ([0-9.]+) (ms|s)\b", report)
+    if not match:
+        return None
+    return float(match.group(1)) / (1000 if match.group(2) == "ms" else 1)
+
+
 def read_run(row):
     """A run of the table as numbers: degrees, GPUs, micro-batch and global
     batch, the model's shape, and its model chunks per stage."""
@@ -109,15 +118,13 @@ def main():
         result = subprocess.run([stagec, os.path.join(templates, "gpt.stg"),
                                  "-I", templates] + flags, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
-        match = re.search(r"estimated step: ([0-9.]+) (ms|s)\b",
-                          result.stdout)
-        if result.returncode != 0 or not match:
+        step = estimated_step_seconds(result.stdout)
+        if result.returncode != 0 or step is None:
             failures += 1
             print("| %s | %d | %d, %d, %d | | %s | failed | | |" %
                   (row["name"], gpus, t, p, d, row["measured_tflops_per_gpu"]))
             sys.stderr.write(result.stdout[-2000:])
             continue
-        step = float(match.group(1)) / (1000 if match.group(2) == "ms" else 1)
         tflops = paper_flops(batch, seq, layers, hidden, vocab) / (
             step * gpus) / 1e12
         measured = float(row["measured_tflops_per_gpu"])

@@ -20,13 +20,14 @@
 #
 #===----------------------------------------------------------------------===#
 
-import csv
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from megatron_table1 import estimated_step_seconds, rows  # noqa: E402
 
 # The model of each row: a template or a config.json, and `--set`s. GPT-3's
 # vocabulary is padded as Megatron pads it (to a multiple of 128 x tp).
@@ -61,12 +62,6 @@ RECIPES = {
         "--account-for-embedding-in-pipeline-split",
         "--account-for-loss-in-pipeline-split"],
 }
-
-
-def rows(path):
-    with open(path) as f:
-        lines = [line for line in f if not line.startswith("#")]
-    return list(csv.DictReader(lines))
 
 
 def plan_flags(row):
@@ -151,14 +146,13 @@ def main():
         command = [stagec, path, "-I", templates] + model_flags + flags
         result = subprocess.run(command, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
-        match = re.search(r"estimated step: ([0-9.]+) (ms|s)\b",
-                          result.stdout)
+        step = estimated_step_seconds(result.stdout)
         plan = "%d, %d, %d, %d, %d" % (n["tp"], n["pp"], n["cp"], n["vp"],
                                        n["ep"])
         measured = float(row["tokens_per_s_per_gpu"])
         source = row["source"] + (", " + row["system"] if row.get("system")
                                   else "")
-        if result.returncode != 0 or not match:
+        if result.returncode != 0 or step is None:
             failures += 1
             print("| %s | %s | %d | %s | %s | %.0f | failed | | |" % (
                 source, name, n["gpus"], row["precision"], plan,
@@ -166,7 +160,6 @@ def main():
             sys.stderr.write(" ".join(command) + "\n" +
                              result.stdout[-1500:] + "\n")
             continue
-        step = float(match.group(1)) / (1000 if match.group(2) == "ms" else 1)
         tokens = n["global_batch"] * n["seq"] / (step * n["gpus"])
         error = tokens / measured - 1
         bound = max_moe_error if n["ep"] > 1 else max_error
