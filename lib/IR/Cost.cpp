@@ -228,6 +228,9 @@ Expr stg::getBytesAccessed(const Op &op) {
       bytes = bytes + operand->getType().getLocalNumElements() *
                           getExactPrecisionBytes(*precision);
     bytes = bytes + getCastBytes(op);
+  } else if (op.getKind() == OpKind::Embedding) {
+    // A lookup reads the ids and the rows it returns, not the whole table.
+    bytes = getLocalBytes(*op.getOperand(0)) + getLocalBytes(*op.getResult());
   } else {
     for (const Value *operand : op.getOperands())
       bytes = bytes + getLocalBytes(*operand);

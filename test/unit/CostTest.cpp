@@ -242,6 +242,23 @@ TEST(CostTest, ACustomKernelMovesTheBytesItsAuthorWrote) {
   EXPECT_TRUE(sameExpr(getBytesAccessed(*ops[2]), 2 * (2 * b * d)));
 }
 
+TEST(CostTest, AnEmbeddingLookupReadsItsRowsNotTheTable) {
+  auto module = build(R"(
+    dim B = 4, S = 16, V = 50000, D = 8;
+    model m {
+      ids: i32[B, S] = input();
+      param table: [V, D];
+      x: [B, S, D] = embedding(ids, table);
+    }
+  )", "shape-infer");
+  ASSERT_TRUE(module);
+  const Op &lookup = *module->getModel()->getOps().back();
+  Expr b = module->lookupDim("B")->symbol, s = module->lookupDim("S")->symbol,
+       d = module->lookupDim("D")->symbol;
+  // The 4-byte ids, then each row read and written (bf16); V is absent.
+  EXPECT_TRUE(sameExpr(getBytesAccessed(lookup), 4 * b * s + 2 * 2 * b * s * d));
+}
+
 TEST(CostTest, WindowPairsMatchACountOfEveryPair) {
   GiNaC::symbol s("S"), t("T"), w("W");
   Expr symbolic = getWindowPairs(s, t, w);
