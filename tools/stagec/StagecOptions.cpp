@@ -3,6 +3,7 @@
 #include "StagecOptions.h"
 
 #include "CommandLine.h"
+#include "ServeCommand.h"
 #include "PrecisionFlags.h"
 
 #include "stg/Instantiate/Instantiate.h"
@@ -113,9 +114,10 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
 
   const char *step = "Training step";
   app.add_option("--mode", options.compile.mode,
-                 "train (default), prefill (a forward pass) or decode (one "
-                 "new token per sequence against a KV cache)")
-      ->check(CLI::IsMember({"train", "prefill", "decode"}))
+                 "train (default), prefill (a forward pass), decode (one "
+                 "new token per sequence against a KV cache) or serve "
+                 "(requests through continuous batching)")
+      ->check(CLI::IsMember({"train", "prefill", "decode", "serve"}))
       ->group(step);
   app.add_option("--context", options.compile.context,
                  "decode: tokens already in the KV cache (default: the "
@@ -298,6 +300,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   app.add_flag("-q,--quiet", options.quiet, "no progress or summary on stderr")
       ->group(output);
 
+  addServeFlags(app, options.serve);
   addVersionFlag(app, "stagec");
   useToolErrorFormat(app, "stagec");
   try {
@@ -403,6 +406,10 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     std::fprintf(stderr, "stagec: error: give --system (which names its "
                          "accelerator) or --device (one scale-up domain of "
                          "that GPU), not both\n");
+    return 1;
+  }
+  if (std::optional<std::string> error = checkServeFlags(app, options)) {
+    std::fprintf(stderr, "stagec: error: %s\n", error->c_str());
     return 1;
   }
   options.compile.schedule = *parsePipelineSchedule(options.schedule);

@@ -19,8 +19,24 @@
 
 namespace stg {
 
+/// `--mode serve`'s flags (ServeCommand.h).
+struct ServeFlags {
+  uint64_t inputTokens = 0, outputTokens = 0; ///< `--isl`, `--osl`.
+  std::string lengths;                        ///< `--lengths FILE.csv`.
+  std::optional<uint64_t> concurrency;
+  std::string requestRate; ///< Requests/s, or `inf`.
+  std::optional<uint64_t> requests;
+  uint64_t maxBatch = 256, maxBatchedTokens = 8192;
+  double kvMemoryFraction = 0.9;
+  unsigned kvBlockTokens = 16;
+  double iterationOverheadMicros = 0;
+  unsigned instances = 1;
+  std::string prefillPool, decodePool; ///< `COUNTxPLAN`: `2xtp4`.
+};
+
 struct StagecOptions {
   CompileOptions compile;
+  ServeFlags serve;
   std::string schedule = "1f1b";
   std::string memoryAccounting = "megatron";
   std::string gradReduce = "overlap";

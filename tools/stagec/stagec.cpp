@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ServeCommand.h"
+#include "SideFiles.h"
 #include "StagecOptions.h"
 
 #include "ProgressBar.h"
@@ -229,59 +231,6 @@ static std::optional<MetricsReport> measureStep(const StagecOptions &options,
   return report;
 }
 
-/// True if `file` lies inside `directory` (both as given on the command
-/// line, made absolute).
-static bool isInside(llvm::StringRef file, llvm::StringRef directory) {
-  llvm::SmallString<256> filePath(file), directoryPath(directory);
-  if (llvm::sys::fs::make_absolute(filePath) ||
-      llvm::sys::fs::make_absolute(directoryPath))
-    return false;
-  llvm::sys::path::remove_dots(filePath, true);
-  llvm::sys::path::remove_dots(directoryPath, true);
-  return llvm::StringRef(filePath).startswith(
-      (directoryPath + llvm::sys::path::get_separator()).str());
-}
-
-/// Checks a file flag's FILE (`--report-json`, `--timeline`) before the
-/// work: not inside `-o DIR`, which is replaced whole after the file is
-/// written, and replaceable (absent, empty, or marked by `marker`).
-static LogicalResult checkSideFile(const StagecOptions &options,
-                                   llvm::StringRef flag, llvm::StringRef file,
-                                   llvm::StringRef marker,
-                                   DiagnosticEngine &diags) {
-  if (file.empty())
-    return success();
-  if (!options.outputDir.empty() && isInside(file, options.outputDir)) {
-    diags.error({}, flag + " " + file + " is inside -o " + options.outputDir +
-                        ", which is replaced whole; give a file outside it");
-    return failure();
-  }
-  if (llvm::Error err = OutputFile::checkTarget(file, marker)) {
-    diags.error({}, flag + ": " + llvm::toString(std::move(err)));
-    return failure();
-  }
-  return success();
-}
-
-/// Writes a file flag's FILE beside the run's outputs, to be renamed into
-/// place with them; nothing if the flag was not given.
-static LogicalResult
-createSideFile(llvm::StringRef flag, llvm::StringRef file,
-               llvm::StringRef marker,
-               llvm::function_ref<void(llvm::raw_ostream &)> write,
-               std::vector<std::unique_ptr<OutputFile>> &files,
-               DiagnosticEngine &diags) {
-  if (file.empty())
-    return success();
-  auto created = OutputFile::create(file, marker, write);
-  if (!created) {
-    diags.error({}, flag + ": " + llvm::toString(created.takeError()));
-    return failure();
-  }
-  files.push_back(std::move(*created));
-  return success();
-}
-
 /// `--emit-stg FILE`: the STG program of a config, checked by the front end
 /// before it is written whole (or not at all).
 static int emitImportedSource(const StagecOptions &options,
@@ -326,6 +275,8 @@ int main(int argc, char **argv) {
     printDeclarations(llvm::outs(), *module, diags);
     return 0;
   }
+  if (options.compile.mode == "serve")
+    return runServe(options, diags);
   if (failed(checkSideFile(options, "--report-json", options.reportJson,
                            ReportJsonMarker, diags)) ||
       failed(checkSideFile(options, "--timeline", options.timeline,

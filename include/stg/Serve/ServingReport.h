@@ -1,0 +1,63 @@
+//===- ServingReport.h - What a serving run measured -------------*- C++ -*-===//
+//
+// The figures serving benchmarks print (vLLM's benchmark_serving,
+// TensorRT-LLM's trtllm-bench, NVIDIA's genai-perf), from a run's records:
+// time to first token, time per output token and end-to-end latency with
+// their mean and percentiles, throughput per GPU and per user, and the
+// batch and KV cache occupancy. As text, as the `serving` object of
+// `--report-json`, and as Chrome trace events of the iterations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_SERVE_SERVINGREPORT_H
+#define STG_SERVE_SERVINGREPORT_H
+
+#include "stg/Serve/ServingSimulation.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace stg {
+
+/// Mean and percentiles of one latency over the requests, milliseconds.
+struct LatencySummary {
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+};
+
+/// `values`' mean and percentiles, interpolated between the nearest ranks
+/// (numpy's default, which the benchmarks use).
+LatencySummary summarizeLatencies(std::vector<double> values);
+
+struct ServingSummary {
+  LatencySummary ttft, tpot, e2e; ///< Milliseconds.
+  double durationSeconds = 0;     ///< First arrival to last finish.
+  double requestsPerSecond = 0;
+  double outputTokensPerSecond = 0;
+  double outputTokensPerSecondPerGPU = 0;
+  /// A request's decode speed, (output - 1) / (finish - first token),
+  /// averaged over the requests with more than one output token.
+  double outputTokensPerSecondPerUser = 0;
+  double meanBatch = 0;   ///< Running sequences, averaged over time.
+  double meanKVUsed = 0;  ///< Fraction reserved, averaged over time.
+  double peakKVUsed = 0;
+  uint64_t requests = 0, iterations = 0;
+  unsigned gpus = 0;
+};
+
+ServingSummary summarizeServing(const ServingResult &result);
+
+void printServingReport(llvm::raw_ostream &os, const ServingSummary &summary,
+                        const ServingResult &result);
+
+/// The `serving` object: the keys above under their documented names
+/// (`ttft_ms`, `tpot_ms`, `output_tokens_per_s_per_gpu`, ...).
+llvm::json::Object getServingJSON(const ServingSummary &summary,
+                                  const ServingResult &result);
+
+/// Chrome trace events: one track per engine, an event per iteration
+/// (its batch in `args`), and counters of running sequences and KV use.
+llvm::json::Value getServingTimeline(const ServingResult &result);
+
+} // namespace stg
+
+#endif // STG_SERVE_SERVINGREPORT_H

@@ -1,0 +1,112 @@
+//===- ServingSimulation.h - Continuous batching over requests ---*- C++ -*-===//
+//
+// The scheduler above the iteration clock: requests arrive (a closed loop
+// of clients or a Poisson rate), queue, and run on engines that batch them
+// continuously as vLLM, SGLang and TensorRT-LLM do. Each iteration runs the
+// running sequences' decode tokens plus prefill chunks up to a token budget;
+// a sequence is admitted only when the KV cache can hold all its tokens
+// (TensorRT-LLM's guaranteed-no-evict policy), in paged blocks. A
+// deployment is aggregated (prefill and decode on the same engines) or
+// disaggregated (prefill engines hand each sequence's KV cache to decode
+// engines over the scale-out network). docs/serving.md has the model and
+// what it leaves out.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_SERVE_SERVINGSIMULATION_H
+#define STG_SERVE_SERVINGSIMULATION_H
+
+#include "stg/Serve/IterationCost.h"
+#include "stg/Support/Diagnostics.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stg {
+
+struct RequestLengths {
+  uint64_t input = 0, output = 0;
+};
+
+/// Engines of one plan: `instances` copies of a model instance. With
+/// pipeline stages each instance runs one batch per stage at once
+/// (vLLM's virtual engines), so it is `stages` engines.
+struct EnginePool {
+  const IterationCostModel *cost = nullptr;
+  unsigned instances = 1;
+  std::string plan; ///< How the instance is split, for reports: "tp4".
+};
+
+struct ServingDeployment {
+  /// Aggregated: `decode` alone serves both phases. Disaggregated: `prefill`
+  /// runs the prompts, `decode` the rest.
+  std::optional<EnginePool> prefill;
+  EnginePool decode;
+  /// The network a KV cache crosses between the pools (scale-out tier).
+  double transferBandwidth = 0; ///< Bytes/s per GPU, effective.
+  double transferLatencyMicros = 0;
+
+  bool isDisaggregated() const { return prefill.has_value(); }
+};
+
+struct ServingWorkload {
+  /// Each request's lengths, used in turn (one entry: fixed lengths).
+  std::vector<RequestLengths> lengths;
+  uint64_t requests = 0;
+  /// Either a closed loop of clients, each sending its next request when
+  /// the last one finished, or arrivals at a rate (requests/s; infinity:
+  /// all at once), exponential gaps from `seed`.
+  std::optional<uint64_t> concurrency;
+  std::optional<double> requestRate;
+  uint64_t seed = 0;
+};
+
+struct ServingEngineSettings {
+  ServingLimits limits;
+  unsigned blockTokens = 16; ///< KV cache page (vLLM's block_size).
+  /// The engine's own time per iteration: scheduling, input preparation,
+  /// sampling (docs/serving.md has the figure and its source).
+  double iterationOverheadMicros = 0;
+};
+
+/// What happened to a request, in microseconds from the first arrival.
+struct RequestRecord {
+  uint64_t input = 0, output = 0;
+  double arrival = 0, firstToken = 0, finish = 0;
+  double transfer = 0; ///< Disaggregated: the KV cache's move.
+};
+
+/// One iteration of one engine.
+struct IterationRecord {
+  unsigned engine = 0;
+  double start = 0, micros = 0;
+  uint64_t decodeSequences = 0, prefillTokens = 0;
+  uint64_t running = 0, waiting = 0;
+  double kvUsed = 0; ///< Fraction of the engine's KV cache reserved.
+};
+
+struct EngineRecord {
+  std::string name; ///< `decode.0.1`: pool, instance, pipeline slot.
+  bool prefill = false, decode = true;
+  uint64_t kvTokens = 0; ///< KV cache capacity in tokens (one sequence's).
+};
+
+struct ServingResult {
+  std::vector<RequestRecord> requests;
+  std::vector<IterationRecord> iterations;
+  std::vector<EngineRecord> engines;
+  unsigned gpus = 0;
+};
+
+/// Runs the workload to the last request's end. Errors when a request can
+/// never fit an engine's KV cache or token budget.
+std::optional<ServingResult>
+simulateServing(const ServingDeployment &deployment,
+                const ServingEngineSettings &settings,
+                const ServingWorkload &workload, DiagnosticEngine &diags);
+
+} // namespace stg
+
+#endif // STG_SERVE_SERVINGSIMULATION_H

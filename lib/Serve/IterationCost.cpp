@@ -1,0 +1,244 @@
+//===- IterationCost.cpp - The time of one serving iteration --------------===//
+//
+// Samples the instance's prefill and decode programs and splits each priced
+// step into its parts (IterationCost.h). The samples are prefills of one
+// sequence of n tokens (n on a grid of 2^k and 3 x 2^k, up to the largest
+// iteration and the longest context) and decode steps of one and of
+// `manyBatch` sequences at contexts 2^k. Per replica: the template splits
+// the batch over dp and ep (attention data parallelism), so a sample of MB
+// sequences is MB on each replica.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Serve/IterationCost.h"
+
+#include "stg/Perf/DeviceModel.h"
+#include "stg/Perf/StepEstimate.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace stg;
+
+uint64_t IterationWork::getTokens() const {
+  uint64_t tokens = decodeSequences;
+  for (const PrefillChunk &chunk : prefill)
+    tokens += chunk.tokens;
+  return tokens;
+}
+
+double SampledCurve::operator()(double at) const {
+  if (x.empty())
+    return 0;
+  if (x.size() == 1)
+    return y.front();
+  size_t high = std::upper_bound(x.begin(), x.end(), at) - x.begin();
+  high = std::clamp<size_t>(high, 1, x.size() - 1);
+  size_t low = high - 1;
+  double slope = (y[high] - y[low]) / (x[high] - x[low]);
+  return y[low] + slope * (at - x[low]);
+}
+
+namespace {
+
+/// One priced sample: its step split into parts, and its memory.
+struct Sample {
+  double stepMicros = 0, attentionMicros = 0, topMicros = 0;
+  uint64_t weights = 0, activations = 0, state = 0;
+};
+
+/// Points 1, 2, 3, 4, 6, 8, 12, ... up to `last`, with `last` itself.
+std::vector<uint64_t> getTokenGrid(uint64_t last) {
+  std::vector<uint64_t> grid;
+  for (uint64_t power = 1; power <= last; power *= 2) {
+    grid.push_back(power);
+    if (power >= 2 && power + power / 2 <= last)
+      grid.push_back(power + power / 2);
+  }
+  if (grid.back() != last)
+    grid.push_back(last);
+  return grid;
+}
+
+class Sampler {
+public:
+  Sampler(const CompileOptions &base, const SystemSpec &system,
+          DiagnosticEngine &diags)
+      : base(base), system(system), diags(diags) {}
+
+  /// Checks what the model declares, once.
+  bool inspect();
+  std::optional<Sample> prefill(uint64_t tokens);
+  std::optional<Sample> decode(uint64_t sequences, uint64_t context);
+
+private:
+  std::optional<Sample> run(CompileOptions options, const llvm::Twine &what);
+
+  const CompileOptions &base;
+  const SystemSpec &system;
+  DiagnosticEngine &diags;
+  bool hasSequenceParallel = false;
+};
+
+} // namespace
+
+bool Sampler::inspect() {
+  std::unique_ptr<Module> module = loadModel(base, diags);
+  if (!module)
+    return false;
+  if (!module->lookupDim("MB")) {
+    diags.error(module->getModelLoc(),
+                "--mode serve sets the sequences of a step through the dim "
+                "MB (the micro-batch, as the templates declare `dim B = MB * "
+                "dp * ep`); the model declares no MB");
+    return false;
+  }
+  hasSequenceParallel = module->lookupOption("sequence_parallel") != nullptr;
+  return true;
+}
+
+std::optional<Sample> Sampler::run(CompileOptions options,
+                                   const llvm::Twine &what) {
+  // Serving engines split the linear layers over tp with all-reduces, not
+  // Megatron's sequence parallelism.
+  if (hasSequenceParallel)
+    options.overrides.push_back({"sequence_parallel", "false"});
+  options.foldLayers = true;
+  options.microbatches = 1;
+  std::optional<CompiledModel> compiled = compileModel(options, diags);
+  if (!compiled) {
+    diags.note({}, "while pricing the serving engine's " + what);
+    return std::nullopt;
+  }
+  applyDeviceModel(compiled->programs, system.device, nullptr);
+  llvm::Expected<StepEstimate> estimate =
+      estimateStep(compiled->programs, system);
+  if (!estimate) {
+    diags.error({}, llvm::toString(estimate.takeError()));
+    diags.note({}, "while pricing the serving engine's " + what);
+    return std::nullopt;
+  }
+  Sample sample;
+  sample.stepMicros = estimate->stepMicros;
+  for (const StageProgram &stage : compiled->programs.stages) {
+    forEachExecutedNode(stage, [&](const ProgramNode &node) {
+      if (node.kind != ProgramNodeKind::Compute)
+        return;
+      if (llvm::StringRef(node.opType).startswith("attention"))
+        sample.attentionMicros += double(node.durationMicros);
+      else if (node.layer < 0)
+        sample.topMicros += double(node.durationMicros);
+    });
+    sample.weights = std::max(sample.weights, stage.memory.weights);
+    sample.activations = std::max(sample.activations, stage.memory.activations);
+    sample.state = std::max(sample.state, stage.memory.state);
+  }
+  return sample;
+}
+
+std::optional<Sample> Sampler::prefill(uint64_t tokens) {
+  CompileOptions options = base;
+  options.mode = "prefill";
+  options.overrides.push_back({"MB", "1"});
+  options.overrides.push_back({"S", std::to_string(tokens)});
+  return run(options, "prefill of " + llvm::Twine(tokens) + " tokens");
+}
+
+std::optional<Sample> Sampler::decode(uint64_t sequences, uint64_t context) {
+  CompileOptions options = base;
+  options.mode = "decode";
+  options.context = unsigned(context);
+  options.overrides.push_back({"MB", std::to_string(sequences)});
+  return run(options, "decode step of " + llvm::Twine(sequences) +
+                          " sequences at context " + llvm::Twine(context));
+}
+
+std::optional<IterationCostModel>
+IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
+                          const ServingLimits &limits,
+                          DiagnosticEngine &diags) {
+  if (!system.device.memoryBytes) {
+    diags.error({}, "the " + system.device.name +
+                        "'s memory is not known (`memory_gb` in its device "
+                        "file): serving needs it to size the KV cache");
+    return std::nullopt;
+  }
+  Sampler sampler(base, system, diags);
+  if (!sampler.inspect())
+    return std::nullopt;
+  IterationCostModel model;
+  for (const auto &[axis, degree] : base.degrees) {
+    model.gpus *= degree;
+    if (axis == "dp" || axis == "ep")
+      model.replicas *= degree;
+    if (axis == "pp")
+      model.stages = degree;
+  }
+
+  uint64_t largestPrefill = std::max(limits.maxBatchedTokens, limits.maxContext);
+  uint64_t activations = 0;
+  for (uint64_t tokens : getTokenGrid(largestPrefill)) {
+    std::optional<Sample> sample = sampler.prefill(tokens);
+    if (!sample)
+      return std::nullopt;
+    double n = double(tokens);
+    model.prefillAttention.x.push_back(n);
+    model.prefillAttention.y.push_back(sample->attentionMicros);
+    model.top.x.push_back(n);
+    model.top.y.push_back(sample->topMicros);
+    model.body.x.push_back(n);
+    model.body.y.push_back(std::max(
+        0.0, sample->stepMicros - sample->attentionMicros - sample->topMicros));
+    model.weightBytes = sample->weights;
+    if (tokens <= limits.maxBatchedTokens)
+      activations = std::max(activations, sample->activations);
+  }
+
+  model.manyBatch = unsigned(std::clamp<uint64_t>(limits.maxBatch, 2, 64));
+  std::vector<uint64_t> contexts;
+  for (uint64_t context = 16; context < limits.maxContext; context *= 2)
+    contexts.push_back(context);
+  contexts.push_back(limits.maxContext);
+  for (uint64_t context : contexts) {
+    std::optional<Sample> one = sampler.decode(1, context);
+    std::optional<Sample> many =
+        one ? sampler.decode(model.manyBatch, context) : std::nullopt;
+    if (!many)
+      return std::nullopt;
+    double c = double(context);
+    model.decodeOne.x.push_back(c);
+    model.decodeOne.y.push_back(one->attentionMicros);
+    model.decodeMany.x.push_back(c);
+    model.decodeMany.y.push_back(many->attentionMicros);
+    model.kvBytes.x.push_back(c);
+    model.kvBytes.y.push_back(double(many->state) / model.manyBatch);
+  }
+
+  double usable = limits.memoryFraction * double(system.device.memoryBytes);
+  model.kvBudget = usable - double(model.weightBytes) - double(activations);
+  return model;
+}
+
+double IterationCostModel::getMicros(const IterationWork &work) const {
+  uint64_t tokens = work.getTokens();
+  if (!tokens)
+    return 0;
+  double micros = body(double(tokens)) + top(double(work.sampled));
+  for (const PrefillChunk &chunk : work.prefill) {
+    double before = double(chunk.context);
+    double after = before + double(chunk.tokens);
+    // The chunk's queries against the keys before it and its own: what a
+    // prefill of the whole adds over one of the context.
+    micros += chunk.context ? prefillAttention(after) - prefillAttention(before)
+                            : prefillAttention(after);
+  }
+  if (uint64_t b = work.decodeSequences) {
+    double mean = double(work.decodeContext) / double(b);
+    double one = decodeOne(mean), many = decodeMany(mean);
+    micros += one + (many - one) * double(b - 1) / double(manyBatch - 1);
+  }
+  return micros;
+}

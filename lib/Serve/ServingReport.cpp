@@ -1,0 +1,185 @@
+//===- ServingReport.cpp - What a serving run measured --------------------===//
+
+#include "stg/Serve/ServingReport.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+using namespace stg;
+
+LatencySummary stg::summarizeLatencies(std::vector<double> values) {
+  LatencySummary summary;
+  if (values.empty())
+    return summary;
+  llvm::sort(values);
+  summary.mean =
+      std::accumulate(values.begin(), values.end(), 0.0) / double(values.size());
+  auto percentile = [&](double q) {
+    double rank = q / 100 * double(values.size() - 1);
+    size_t low = size_t(rank);
+    size_t high = std::min(low + 1, values.size() - 1);
+    return values[low] + (values[high] - values[low]) * (rank - double(low));
+  };
+  summary.p50 = percentile(50);
+  summary.p90 = percentile(90);
+  summary.p99 = percentile(99);
+  return summary;
+}
+
+ServingSummary stg::summarizeServing(const ServingResult &result) {
+  ServingSummary summary;
+  summary.gpus = result.gpus;
+  summary.requests = result.requests.size();
+  summary.iterations = result.iterations.size();
+  std::vector<double> ttft, tpot, e2e;
+  double first = INFINITY, last = 0, userSpeed = 0;
+  uint64_t outputTokens = 0, decoding = 0;
+  for (const RequestRecord &record : result.requests) {
+    first = std::min(first, record.arrival);
+    last = std::max(last, record.finish);
+    outputTokens += record.output;
+    ttft.push_back((record.firstToken - record.arrival) / 1e3);
+    e2e.push_back((record.finish - record.arrival) / 1e3);
+    if (record.output > 1) {
+      double decodeMicros = record.finish - record.firstToken;
+      tpot.push_back(decodeMicros / double(record.output - 1) / 1e3);
+      if (decodeMicros > 0) {
+        userSpeed += double(record.output - 1) / (decodeMicros / 1e6);
+        ++decoding;
+      }
+    }
+  }
+  summary.ttft = summarizeLatencies(std::move(ttft));
+  summary.tpot = summarizeLatencies(std::move(tpot));
+  summary.e2e = summarizeLatencies(std::move(e2e));
+  double duration = (last - first) / 1e6;
+  summary.durationSeconds = duration;
+  if (duration > 0) {
+    summary.requestsPerSecond = double(summary.requests) / duration;
+    summary.outputTokensPerSecond = double(outputTokens) / duration;
+    summary.outputTokensPerSecondPerGPU =
+        summary.outputTokensPerSecond / std::max(1u, result.gpus);
+  }
+  if (decoding)
+    summary.outputTokensPerSecondPerUser = userSpeed / double(decoding);
+  // Occupancy weighted by each iteration's time, over the engines.
+  double busy = 0, batch = 0, kv = 0;
+  for (const IterationRecord &iteration : result.iterations) {
+    busy += iteration.micros;
+    batch += double(iteration.running) * iteration.micros;
+    kv += iteration.kvUsed * iteration.micros;
+    summary.peakKVUsed = std::max(summary.peakKVUsed, iteration.kvUsed);
+  }
+  if (busy > 0) {
+    summary.meanBatch = batch / busy;
+    summary.meanKVUsed = kv / busy;
+  }
+  return summary;
+}
+
+static llvm::json::Object toJSON(const LatencySummary &summary) {
+  return llvm::json::Object{{"mean", summary.mean},
+                            {"p50", summary.p50},
+                            {"p90", summary.p90},
+                            {"p99", summary.p99}};
+}
+
+void stg::printServingReport(llvm::raw_ostream &os,
+                             const ServingSummary &summary,
+                             const ServingResult &result) {
+  os << "serving: " << summary.requests << " requests on " << summary.gpus
+     << " GPUs in " << llvm::formatv("{0:F2}", summary.durationSeconds)
+     << " s, " << summary.iterations << " iterations\n";
+  for (const EngineRecord &engine : result.engines)
+    os << "  engine " << engine.name << ": "
+       << (engine.prefill && engine.decode ? "prefill and decode"
+           : engine.prefill                ? "prefill"
+                                           : "decode")
+       << ", KV cache of " << engine.kvTokens << " tokens\n";
+  auto latency = [&](llvm::StringRef name, const LatencySummary &value) {
+    os << llvm::formatv("  {0,-27}mean {1:F2}  p50 {2:F2}  p90 {3:F2}  "
+                        "p99 {4:F2}\n",
+                        name, value.mean, value.p50, value.p90, value.p99);
+  };
+  latency("ttft (ms)", summary.ttft);
+  latency("tpot (ms)", summary.tpot);
+  latency("e2e latency (ms)", summary.e2e);
+  os << llvm::formatv("  {0,-27}{1:F1}\n", "output tokens/s per GPU",
+                      summary.outputTokensPerSecondPerGPU);
+  os << llvm::formatv("  {0,-27}{1:F1}\n", "output tokens/s per user",
+                      summary.outputTokensPerSecondPerUser);
+  os << llvm::formatv("  {0,-27}{1:F2}\n", "requests/s",
+                      summary.requestsPerSecond);
+  os << llvm::formatv("  {0,-27}{1:F1} running, KV cache {2:F1} % "
+                      "(peak {3:F1} %)\n",
+                      "mean batch", summary.meanBatch,
+                      100 * summary.meanKVUsed, 100 * summary.peakKVUsed);
+}
+
+llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
+                                       const ServingResult &result) {
+  llvm::json::Array engines;
+  for (const EngineRecord &engine : result.engines)
+    engines.push_back(llvm::json::Object{
+        {"name", engine.name},
+        {"prefill", engine.prefill},
+        {"decode", engine.decode},
+        {"kv_cache_tokens", int64_t(engine.kvTokens)}});
+  return llvm::json::Object{
+          {"requests", int64_t(summary.requests)},
+          {"gpus", int64_t(summary.gpus)},
+          {"iterations", int64_t(summary.iterations)},
+          {"duration_s", summary.durationSeconds},
+          {"ttft_ms", toJSON(summary.ttft)},
+          {"tpot_ms", toJSON(summary.tpot)},
+          {"e2e_latency_ms", toJSON(summary.e2e)},
+          {"requests_per_s", summary.requestsPerSecond},
+          {"output_tokens_per_s", summary.outputTokensPerSecond},
+          {"output_tokens_per_s_per_gpu", summary.outputTokensPerSecondPerGPU},
+          {"output_tokens_per_s_per_user",
+           summary.outputTokensPerSecondPerUser},
+          {"mean_batch", summary.meanBatch},
+          {"mean_kv_cache_used", summary.meanKVUsed},
+          {"peak_kv_cache_used", summary.peakKVUsed},
+          {"engines", std::move(engines)}};
+}
+
+llvm::json::Value stg::getServingTimeline(const ServingResult &result) {
+  llvm::json::Array events;
+  for (size_t index = 0; index < result.engines.size(); ++index)
+    events.push_back(llvm::json::Object{
+        {"name", "process_name"},
+        {"ph", "M"},
+        {"pid", int64_t(index)},
+        {"args", llvm::json::Object{{"name", result.engines[index].name}}}});
+  for (const IterationRecord &iteration : result.iterations) {
+    int64_t pid = iteration.engine;
+    events.push_back(llvm::json::Object{
+        {"name", !iteration.prefillTokens    ? "decode"
+                 : iteration.decodeSequences ? "mixed"
+                                             : "prefill"},
+        {"ph", "X"},
+        {"pid", pid},
+        {"tid", 0},
+        {"ts", iteration.start},
+        {"dur", iteration.micros},
+        {"args", llvm::json::Object{
+                     {"decode_sequences", int64_t(iteration.decodeSequences)},
+                     {"prefill_tokens", int64_t(iteration.prefillTokens)},
+                     {"waiting", int64_t(iteration.waiting)}}}});
+    events.push_back(llvm::json::Object{
+        {"name", "occupancy"},
+        {"ph", "C"},
+        {"pid", pid},
+        {"ts", iteration.start},
+        {"args", llvm::json::Object{
+                     {"running", int64_t(iteration.running)},
+                     {"kv_cache_percent", 100 * iteration.kvUsed}}}});
+  }
+  return llvm::json::Object{{"displayTimeUnit", "ms"},
+                            {"traceEvents", std::move(events)}};
+}

@@ -1,0 +1,402 @@
+//===- ServingSimulation.cpp - Continuous batching over requests ----------===//
+//
+// A discrete-event run of the deployment (ServingSimulation.h). Events are
+// arrivals, iteration ends and KV transfers' ends, taken in time order and,
+// at equal times, in the order they were made, so a run is a function of
+// its inputs and seed. An engine that is idle starts an iteration as soon
+// as it has work: it admits waiting sequences (first come, first served;
+// the head of the queue waits for room rather than being overtaken), then
+// gives each of its attention replicas its decode tokens first and prefill
+// chunks after, up to the token budget, as vLLM's scheduler does. The
+// iteration takes its slowest replica's time (the replicas of a MoE
+// instance meet in the experts' all-to-all) plus the engine's overhead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Serve/ServingSimulation.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cassert>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <queue>
+#include <random>
+
+using namespace stg;
+
+namespace {
+
+enum class EventKind : uint8_t { Arrival, IterationEnd, TransferEnd };
+
+struct Event {
+  double time;
+  uint64_t order;
+  EventKind kind;
+  uint32_t index; ///< The request, or the engine of an IterationEnd.
+
+  bool operator>(const Event &other) const {
+    return time != other.time ? time > other.time : order > other.order;
+  }
+};
+
+/// A request's place on the engine that holds it.
+struct Placement {
+  unsigned replica = 0;
+  uint64_t prefilled = 0, generated = 0;
+  double kvReserved = 0;
+};
+
+struct Replica {
+  std::vector<uint32_t> running; ///< Requests, in admission order.
+  double kvUsed = 0;
+};
+
+struct PlannedWork {
+  uint32_t request;
+  uint64_t prefillTokens; ///< 0: a decode token.
+};
+
+struct Engine {
+  const IterationCostModel *cost = nullptr;
+  bool prefill = true, decode = true;
+  unsigned ranksPerReplica = 1;
+  std::vector<Replica> replicas;
+  std::deque<uint32_t> waiting;
+  bool busy = false;
+  std::vector<PlannedWork> planned;
+
+  uint64_t getLoad() const {
+    uint64_t load = waiting.size();
+    for (const Replica &replica : replicas)
+      load += replica.running.size();
+    return load;
+  }
+};
+
+class Simulation {
+public:
+  Simulation(const ServingDeployment &deployment,
+             const ServingEngineSettings &settings,
+             const ServingWorkload &workload, DiagnosticEngine &diags)
+      : deployment(deployment), settings(settings), workload(workload),
+        diags(diags) {}
+
+  std::optional<ServingResult> run();
+
+private:
+  void addPool(const EnginePool &pool, llvm::StringRef name, bool prefill,
+               bool decode);
+  bool checkFits();
+  void push(double time, EventKind kind, uint32_t index) {
+    events.push({time, nextOrder++, kind, index});
+  }
+  void issue(double time);
+  void route(uint32_t request, bool toPrefill, double now);
+  void startIteration(unsigned engine, double now);
+  void endIteration(unsigned engine, double now);
+  void finish(uint32_t request, double now);
+  double getKVNeed(const Engine &engine, const RequestLengths &lengths) const;
+  double getTransferMicros(uint32_t request) const;
+
+  const ServingDeployment &deployment;
+  const ServingEngineSettings &settings;
+  const ServingWorkload &workload;
+  DiagnosticEngine &diags;
+
+  ServingResult result;
+  std::vector<Engine> engines;
+  unsigned firstDecodeEngine = 0;
+  std::vector<Placement> placements;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
+  uint64_t nextOrder = 0, issued = 0, finished = 0;
+};
+
+} // namespace
+
+void Simulation::addPool(const EnginePool &pool, llvm::StringRef name,
+                         bool prefill, bool decode) {
+  const IterationCostModel &cost = *pool.cost;
+  unsigned ranksPerReplica =
+      std::max(1u, cost.gpus / std::max(1u, cost.replicas));
+  double perToken = cost.kvBytes(double(settings.limits.maxContext)) /
+                    double(settings.limits.maxContext);
+  for (unsigned instance = 0; instance < pool.instances; ++instance)
+    for (unsigned slot = 0; slot < cost.stages; ++slot) {
+      Engine engine;
+      engine.cost = &cost;
+      engine.prefill = prefill;
+      engine.decode = decode;
+      engine.ranksPerReplica = ranksPerReplica;
+      engine.replicas.resize(cost.replicas);
+      engines.push_back(std::move(engine));
+      EngineRecord record;
+      record.name = llvm::formatv("{0}.{1}.{2}", name, instance, slot).str();
+      record.prefill = prefill;
+      record.decode = decode;
+      if (perToken > 0)
+        record.kvTokens = uint64_t(cost.kvBudget / cost.stages /
+                                   perToken) *
+                          cost.replicas;
+      result.engines.push_back(std::move(record));
+    }
+  result.gpus += pool.instances * cost.gpus;
+}
+
+double Simulation::getKVNeed(const Engine &engine,
+                             const RequestLengths &lengths) const {
+  // A prefill engine keeps the prompt's cache until it has been sent.
+  uint64_t tokens = lengths.input + (engine.decode ? lengths.output : 1);
+  uint64_t block = settings.blockTokens;
+  tokens = (tokens + block - 1) / block * block;
+  return engine.cost->kvBytes(double(tokens));
+}
+
+bool Simulation::checkFits() {
+  for (const RequestLengths &lengths : workload.lengths)
+    for (const Engine &engine : engines) {
+      double need = getKVNeed(engine, lengths);
+      double budget = engine.cost->kvBudget / engine.cost->stages;
+      if (need > budget) {
+        diags.error({}, llvm::formatv(
+                            "a request of {0} input and {1} output tokens "
+                            "needs {2:F2} GB of KV cache a rank, and an "
+                            "engine has {3:F2} GB beside its weights and "
+                            "activations; use more GPUs an instance, shorter "
+                            "requests or a larger --kv-memory-fraction",
+                            lengths.input, lengths.output, need / 1e9,
+                            std::max(0.0, budget) / 1e9)
+                            .str());
+        return false;
+      }
+    }
+  return true;
+}
+
+void Simulation::issue(double time) {
+  const RequestLengths &lengths =
+      workload.lengths[issued % workload.lengths.size()];
+  RequestRecord record;
+  record.input = lengths.input;
+  record.output = lengths.output;
+  record.arrival = time;
+  result.requests.push_back(record);
+  placements.emplace_back();
+  push(time, EventKind::Arrival, uint32_t(issued++));
+}
+
+void Simulation::route(uint32_t request, bool toPrefill, double now) {
+  // Aggregated engines take both phases; else a pool's engines its phase.
+  bool aggregated = !deployment.isDisaggregated();
+  unsigned first = aggregated || toPrefill ? 0 : firstDecodeEngine;
+  unsigned last = !aggregated && toPrefill ? firstDecodeEngine
+                                           : unsigned(engines.size());
+  unsigned best = first;
+  for (unsigned index = first + 1; index < last; ++index)
+    if (engines[index].getLoad() < engines[best].getLoad())
+      best = index;
+  engines[best].waiting.push_back(request);
+  startIteration(best, now);
+}
+
+void Simulation::startIteration(unsigned index, double now) {
+  Engine &engine = engines[index];
+  if (engine.busy)
+    return;
+  const ServingLimits &limits = settings.limits;
+  double budget = engine.cost->kvBudget / engine.cost->stages;
+  // Admit from the head of the queue while some replica has room.
+  while (!engine.waiting.empty()) {
+    uint32_t request = engine.waiting.front();
+    const RequestRecord &record = result.requests[request];
+    double need = getKVNeed(engine, {record.input, record.output});
+    Replica *chosen = nullptr;
+    for (Replica &replica : engine.replicas)
+      if (replica.running.size() < limits.maxBatch &&
+          replica.kvUsed + need <= budget &&
+          (!chosen || replica.running.size() < chosen->running.size()))
+        chosen = &replica;
+    if (!chosen)
+      break;
+    engine.waiting.pop_front();
+    chosen->running.push_back(request);
+    chosen->kvUsed += need;
+    Placement &placement = placements[request];
+    placement.replica = unsigned(chosen - engine.replicas.data());
+    placement.kvReserved = need;
+  }
+
+  engine.planned.clear();
+  double slowest = 0;
+  uint64_t decodes = 0, prefillTokens = 0, running = 0;
+  double kvUsed = 0;
+  for (Replica &replica : engine.replicas) {
+    IterationWork work;
+    uint64_t tokens = 0;
+    running += replica.running.size();
+    kvUsed += replica.kvUsed;
+    for (uint32_t request : replica.running) {
+      const Placement &placement = placements[request];
+      const RequestRecord &record = result.requests[request];
+      if (placement.prefilled < record.input || !engine.decode)
+        continue;
+      engine.planned.push_back({request, 0});
+      ++work.decodeSequences;
+      work.decodeContext += record.input + placement.generated;
+      ++tokens;
+    }
+    work.sampled = work.decodeSequences;
+    for (uint32_t request : replica.running) {
+      const Placement &placement = placements[request];
+      const RequestRecord &record = result.requests[request];
+      if (placement.prefilled >= record.input ||
+          tokens >= limits.maxBatchedTokens)
+        continue;
+      uint64_t chunk = std::min(record.input - placement.prefilled,
+                                limits.maxBatchedTokens - tokens);
+      engine.planned.push_back({request, chunk});
+      work.prefill.push_back({chunk, placement.prefilled});
+      tokens += chunk;
+      prefillTokens += chunk;
+      if (placement.prefilled + chunk == record.input)
+        ++work.sampled;
+    }
+    decodes += work.decodeSequences;
+    slowest = std::max(slowest, engine.cost->getMicros(work));
+  }
+  if (engine.planned.empty())
+    return;
+  IterationRecord record;
+  record.engine = index;
+  record.start = now;
+  record.micros = slowest + settings.iterationOverheadMicros;
+  record.decodeSequences = decodes;
+  record.prefillTokens = prefillTokens;
+  record.running = running;
+  record.waiting = engine.waiting.size();
+  record.kvUsed = budget > 0 ? kvUsed / (budget * engine.replicas.size()) : 0;
+  result.iterations.push_back(record);
+  engine.busy = true;
+  push(now + record.micros, EventKind::IterationEnd, index);
+}
+
+double Simulation::getTransferMicros(uint32_t request) const {
+  const IterationCostModel &from = *deployment.prefill->cost;
+  const IterationCostModel &to = *deployment.decode.cost;
+  unsigned fromRanks = std::max(1u, from.gpus / from.replicas);
+  unsigned toRanks = std::max(1u, to.gpus / to.replicas);
+  // Each rank holds its heads' and layers' share; the fewer ranks' links
+  // carry the whole cache.
+  double bytes = from.kvBytes(double(result.requests[request].input)) * fromRanks;
+  double links = double(std::min(fromRanks, toRanks));
+  return bytes / (links * deployment.transferBandwidth) * 1e6 +
+         deployment.transferLatencyMicros;
+}
+
+void Simulation::finish(uint32_t request, double now) {
+  result.requests[request].finish = now;
+  ++finished;
+  if (workload.concurrency && issued < workload.requests)
+    issue(now);
+}
+
+void Simulation::endIteration(unsigned index, double now) {
+  Engine &engine = engines[index];
+  engine.busy = false;
+  for (const PlannedWork &work : engine.planned) {
+    Placement &placement = placements[work.request];
+    RequestRecord &record = result.requests[work.request];
+    bool done = false;
+    if (work.prefillTokens) {
+      placement.prefilled += work.prefillTokens;
+      if (placement.prefilled == record.input) {
+        record.firstToken = now;
+        placement.generated = 1;
+        done = record.output == 1 || !engine.decode;
+      }
+    } else {
+      done = ++placement.generated == record.output;
+    }
+    if (!done)
+      continue;
+    Replica &replica = engine.replicas[placement.replica];
+    replica.running.erase(llvm::find(replica.running, work.request));
+    replica.kvUsed -= placement.kvReserved;
+    if (!engine.decode && record.output > 1) {
+      record.transfer = getTransferMicros(work.request);
+      push(now + record.transfer, EventKind::TransferEnd, work.request);
+    } else {
+      finish(work.request, now);
+    }
+  }
+  startIteration(index, now);
+}
+
+std::optional<ServingResult> Simulation::run() {
+  if (deployment.prefill) {
+    addPool(*deployment.prefill, "prefill", true, false);
+    firstDecodeEngine = unsigned(engines.size());
+    addPool(deployment.decode, "decode", false, true);
+  } else {
+    addPool(deployment.decode, "serve", true, true);
+  }
+  if (!checkFits())
+    return std::nullopt;
+  result.requests.reserve(workload.requests);
+  if (workload.concurrency) {
+    for (uint64_t client = 0;
+         client < *workload.concurrency && issued < workload.requests; ++client)
+      issue(0);
+  } else {
+    // Exponential gaps from the 53 high bits of a Mersenne twister: the same
+    // times from every standard library (its distributions are not).
+    std::mt19937_64 random(workload.seed);
+    double rate = *workload.requestRate, time = 0;
+    while (issued < workload.requests) {
+      issue(time);
+      double uniform = double(random() >> 11) * 0x1.0p-53;
+      if (std::isfinite(rate))
+        time += -std::log1p(-uniform) / rate * 1e6;
+    }
+  }
+  while (!events.empty()) {
+    Event event = events.top();
+    events.pop();
+    switch (event.kind) {
+    case EventKind::Arrival:
+      route(event.index, true, event.time);
+      break;
+    case EventKind::TransferEnd:
+      placements[event.index] = Placement();
+      placements[event.index].prefilled = result.requests[event.index].input;
+      placements[event.index].generated = 1;
+      route(event.index, false, event.time);
+      break;
+    case EventKind::IterationEnd:
+      endIteration(event.index, event.time);
+      break;
+    }
+  }
+  // Every request fits an empty engine (checkFits), so none can starve.
+  assert(finished == workload.requests && "a request never finished");
+  for (const RequestRecord &record : result.requests)
+    if (!std::isfinite(record.finish)) {
+      diags.error({}, "the serving run's clock overflowed: fewer or shorter "
+                      "requests");
+      return std::nullopt;
+    }
+  return std::move(result);
+}
+
+std::optional<ServingResult>
+stg::simulateServing(const ServingDeployment &deployment,
+                     const ServingEngineSettings &settings,
+                     const ServingWorkload &workload, DiagnosticEngine &diags) {
+  if (workload.lengths.empty() || !workload.requests) {
+    diags.error({}, "a serving run needs at least one request");
+    return std::nullopt;
+  }
+  return Simulation(deployment, settings, workload, diags).run();
+}

@@ -1,0 +1,389 @@
+//===- ServeCommand.cpp - `stagec --mode serve` ---------------------------===//
+
+#include "ServeCommand.h"
+
+#include "CommandLine.h"
+#include "SideFiles.h"
+
+#include "stg/Emit/Manifest.h"
+#include "stg/Emit/Timeline.h"
+#include "stg/Perf/DeviceModel.h"
+#include "stg/Serve/RequestLengths.h"
+#include "stg/Serve/ServingReport.h"
+#include "stg/Support/Version.h"
+
+#include "CLI/CLI.hpp"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <memory>
+
+using namespace stg;
+
+namespace {
+
+/// `--prefill-pool 2xtp4ep2`: instances and the degrees of each.
+struct PoolSpec {
+  unsigned instances = 1;
+  std::vector<std::pair<std::string, unsigned>> degrees;
+  std::string plan;
+};
+
+constexpr uint64_t MaxServeRequests = 10'000'000;
+constexpr unsigned MaxInstances = 4096;
+
+std::optional<PoolSpec> parsePoolSpec(llvm::StringRef text) {
+  PoolSpec spec;
+  auto [count, plan] = text.split('x');
+  if (count.getAsInteger(10, spec.instances) || spec.instances < 1 ||
+      spec.instances > MaxInstances || plan.empty())
+    return std::nullopt;
+  spec.plan = plan.str();
+  while (!plan.empty()) {
+    llvm::StringRef axis = plan.take_front(2);
+    if (axis != "tp" && axis != "pp" && axis != "ep" && axis != "dp")
+      return std::nullopt;
+    plan = plan.drop_front(2);
+    llvm::StringRef digits = plan.take_while(llvm::isDigit);
+    plan = plan.drop_front(digits.size());
+    unsigned degree = 0;
+    if (digits.empty() || digits.getAsInteger(10, degree) || degree < 1 ||
+        degree > 1u << 20)
+      return std::nullopt;
+    if (degree > 1)
+      spec.degrees.push_back({axis.str(), degree});
+  }
+  return spec;
+}
+
+std::string describePlan(
+    const std::vector<std::pair<std::string, unsigned>> &degrees) {
+  std::string plan;
+  for (const auto &[axis, degree] : degrees)
+    plan += axis + std::to_string(degree);
+  return plan.empty() ? "tp1" : plan;
+}
+
+const char *const PoolFormat =
+    "COUNTxPLAN: instances, then tp, pp, ep or dp degrees, as 2xtp4 or "
+    "1xtp8ep8";
+
+} // namespace
+
+void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
+  const char *group = "Serving (--mode serve; docs/serving.md)";
+  app.add_option("--isl", flags.inputTokens, "input tokens of each request")
+      ->check(wholeNumber(1, MaxRequestTokens))
+      ->group(group);
+  app.add_option("--osl", flags.outputTokens, "output tokens of each request")
+      ->check(wholeNumber(1, MaxRequestTokens))
+      ->group(group);
+  app.add_option("--lengths", flags.lengths,
+                 "CSV of the requests' `input,output` tokens, one a line, "
+                 "used in turn (instead of --isl and --osl)")
+      ->type_name("FILE")
+      ->group(group);
+  app.add_option("--concurrency", flags.concurrency,
+                 "clients, each sending its next request when its last one "
+                 "finished")
+      ->check(wholeNumber(1, 1'000'000))
+      ->group(group);
+  app.add_option("--request-rate", flags.requestRate,
+                 "requests per second, Poisson arrivals from --seed; inf: "
+                 "all at once")
+      ->group(group);
+  app.add_option("--requests", flags.requests,
+                 "requests to send (default: 10 x --concurrency, at least "
+                 "100; 1000 with --request-rate)")
+      ->check(wholeNumber(1, MaxServeRequests))
+      ->group(group);
+  app.add_option("--max-batch", flags.maxBatch,
+                 "sequences running at once on an attention replica "
+                 "(max_num_seqs; default 256)")
+      ->check(wholeNumber(1, 1'000'000))
+      ->group(group);
+  app.add_option("--max-batched-tokens", flags.maxBatchedTokens,
+                 "decode and prefill tokens of one iteration on a replica: "
+                 "the chunked-prefill budget (default 8192)")
+      ->check(wholeNumber(1, MaxRequestTokens))
+      ->group(group);
+  app.add_option("--kv-memory-fraction", flags.kvMemoryFraction,
+                 "fraction of device memory the engine uses: weights, "
+                 "activations, then the KV cache (gpu_memory_utilization; "
+                 "default 0.9)")
+      ->check(finiteNumber(0.01, 1))
+      ->group(group);
+  app.add_option("--kv-block-tokens", flags.kvBlockTokens,
+                 "tokens of a KV cache page (default 16)")
+      ->check(wholeNumber(1, 65536))
+      ->group(group);
+  app.add_option("--iteration-overhead-us", flags.iterationOverheadMicros,
+                 "the engine's own time per iteration: scheduling, inputs, "
+                 "sampling (default 0)")
+      ->check(finiteNumber(0, 1e6))
+      ->group(group);
+  app.add_option("--instances", flags.instances,
+                 "copies of the plan (--tp, --pp, --ep, --dp), each serving "
+                 "both phases")
+      ->check(wholeNumber(1, MaxInstances))
+      ->group(group);
+  app.add_option("--prefill-pool", flags.prefillPool,
+                 "disaggregated: the prefill engines, " +
+                     std::string(PoolFormat))
+      ->group(group);
+  app.add_option("--decode-pool", flags.decodePool,
+                 "disaggregated: the decode engines, as --prefill-pool")
+      ->group(group);
+}
+
+std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
+                                                const StagecOptions &options) {
+  const ServeFlags &flags = options.serve;
+  bool serve = options.compile.mode == "serve";
+  static const char *const serveOnly[] = {
+      "--isl", "--osl", "--lengths", "--concurrency", "--request-rate",
+      "--requests", "--max-batch", "--max-batched-tokens",
+      "--kv-memory-fraction", "--kv-block-tokens", "--iteration-overhead-us",
+      "--instances", "--prefill-pool", "--decode-pool"};
+  if (!serve) {
+    for (const char *flag : serveOnly)
+      if (app.count(flag))
+        return std::string(flag) + " needs --mode serve";
+    return std::nullopt;
+  }
+  bool fixed = app.count("--isl") || app.count("--osl");
+  if (fixed == !flags.lengths.empty())
+    return std::string("--mode serve needs the requests' lengths: --isl and "
+                       "--osl, or --lengths FILE.csv");
+  if (fixed && !(app.count("--isl") && app.count("--osl")))
+    return std::string("--isl and --osl go together");
+  if (flags.concurrency.has_value() == !flags.requestRate.empty())
+    return std::string("--mode serve needs one of --concurrency N (clients) "
+                       "and --request-rate R (requests/s)");
+  if (!flags.requestRate.empty() && flags.requestRate != "inf") {
+    double rate = 0;
+    if (llvm::StringRef(flags.requestRate).getAsDouble(rate) ||
+        !std::isfinite(rate) || rate <= 0 || rate > 1e9)
+      return "--request-rate expects requests per second above 0 (at most "
+             "1e9), or inf, found '" +
+             flags.requestRate + "'";
+  }
+  if (options.system.empty() && options.device.empty())
+    return std::string("--mode serve needs --system or --device: it times "
+                       "iterations");
+  if (!options.outputDir.empty())
+    return std::string("-o: --mode serve writes no traces yet; use --report, "
+                       "--report-json FILE or --timeline FILE");
+  if (!options.perturb.empty())
+    return std::string("--perturb does not apply to --mode serve");
+  bool pools = !flags.prefillPool.empty() || !flags.decodePool.empty();
+  if (pools) {
+    if (flags.prefillPool.empty() || flags.decodePool.empty())
+      return std::string("a disaggregated deployment needs both "
+                         "--prefill-pool and --decode-pool");
+    if (app.count("--instances") || !options.compile.degrees.empty())
+      return std::string("with --prefill-pool and --decode-pool, each pool "
+                         "gives its own plan: no --instances, --tp, --pp, "
+                         "--ep or --dp");
+    for (const std::string *pool : {&flags.prefillPool, &flags.decodePool})
+      if (!parsePoolSpec(*pool))
+        return (pool == &flags.prefillPool ? "--prefill-pool " : "--decode-pool ") +
+               *pool + ": expected " + PoolFormat;
+  }
+  for (const auto &[axis, degree] : options.compile.degrees)
+    if (axis == "cp")
+      return std::string("--cp: context parallelism is not modelled in "
+                         "serving");
+  return std::nullopt;
+}
+
+namespace {
+
+/// The cluster the deployment runs on: --system, or --device as one
+/// scale-up domain of `ranks`.
+std::optional<SystemSpec> loadServeSystem(const StagecOptions &options,
+                                          unsigned ranks,
+                                          DiagnosticEngine &diags) {
+  if (!options.system.empty()) {
+    llvm::Expected<SystemSpec> loaded = loadSystem(options.system);
+    if (!loaded) {
+      diags.error({}, "--system: " + llvm::toString(loaded.takeError()));
+      return std::nullopt;
+    }
+    return std::move(*loaded);
+  }
+  llvm::Expected<DeviceSpec> loaded = loadDevice(options.device);
+  if (!loaded) {
+    diags.error({}, "--device: " + llvm::toString(loaded.takeError()));
+    return std::nullopt;
+  }
+  return makeSingleDomainSystem(*loaded, ranks);
+}
+
+} // namespace
+
+int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
+  const ServeFlags &flags = options.serve;
+  if (failed(checkSideFile(options, "--report-json", options.reportJson,
+                           ReportJsonMarker, diags)) ||
+      failed(checkSideFile(options, "--timeline", options.timeline,
+                           TimelineMarker, diags)))
+    return 1;
+
+  ServingWorkload workload;
+  if (!flags.lengths.empty()) {
+    std::optional<std::vector<RequestLengths>> lengths =
+        loadRequestLengths(flags.lengths, diags);
+    if (!lengths)
+      return 1;
+    workload.lengths = std::move(*lengths);
+  } else {
+    workload.lengths = {{flags.inputTokens, flags.outputTokens}};
+  }
+  workload.seed = options.seed.value_or(0);
+  if (flags.concurrency) {
+    workload.concurrency = flags.concurrency;
+    workload.requests = flags.requests.value_or(
+        std::max<uint64_t>(100, 10 * *flags.concurrency));
+  } else {
+    double rate = INFINITY;
+    if (flags.requestRate != "inf")
+      llvm::StringRef(flags.requestRate).getAsDouble(rate);
+    workload.requestRate = rate;
+    workload.requests = flags.requests.value_or(1000);
+  }
+
+  // The deployment's plans.
+  std::optional<PoolSpec> prefillSpec;
+  PoolSpec decodeSpec;
+  if (!flags.prefillPool.empty()) {
+    prefillSpec = parsePoolSpec(flags.prefillPool);
+    decodeSpec = *parsePoolSpec(flags.decodePool);
+  } else {
+    decodeSpec.instances = flags.instances;
+    decodeSpec.degrees = options.compile.degrees;
+  }
+  unsigned largest = 1;
+  for (const PoolSpec *spec : {prefillSpec ? &*prefillSpec : nullptr,
+                               &decodeSpec}) {
+    if (!spec)
+      continue;
+    unsigned gpus = 1;
+    for (const auto &[axis, degree] : spec->degrees)
+      gpus *= degree;
+    largest = std::max(largest, gpus);
+  }
+  std::optional<SystemSpec> system = loadServeSystem(options, largest, diags);
+  if (!system)
+    return 1;
+  if (options.compile.precision &&
+      !system->device.supports(*options.compile.precision)) {
+    diags.error({}, (options.system.empty() ? "--device " + options.device
+                                            : "--system " + options.system) +
+                        ": the " + system->device.name + " has no " +
+                        getPrecisionName(*options.compile.precision) +
+                        " unit, which the recipe's GEMMs run in (--precision)");
+    return 1;
+  }
+
+  ServingEngineSettings settings;
+  ServingLimits &limits = settings.limits;
+  limits.maxBatch = flags.maxBatch;
+  limits.maxBatchedTokens = flags.maxBatchedTokens;
+  limits.memoryFraction = flags.kvMemoryFraction;
+  limits.maxContext = 0;
+  for (const RequestLengths &lengths : workload.lengths)
+    limits.maxContext =
+        std::max(limits.maxContext, lengths.input + lengths.output);
+  settings.blockTokens = flags.kvBlockTokens;
+  settings.iterationOverheadMicros = flags.iterationOverheadMicros;
+
+  std::vector<std::unique_ptr<IterationCostModel>> models;
+  auto price = [&](const PoolSpec &spec) -> std::optional<EnginePool> {
+    CompileOptions base = options.compile;
+    base.degrees = spec.degrees;
+    std::optional<IterationCostModel> model =
+        IterationCostModel::build(base, *system, limits, diags);
+    if (!model)
+      return std::nullopt;
+    models.push_back(std::make_unique<IterationCostModel>(std::move(*model)));
+    EnginePool pool;
+    pool.cost = models.back().get();
+    pool.instances = spec.instances;
+    pool.plan = describePlan(spec.degrees);
+    return pool;
+  };
+  ServingDeployment deployment;
+  std::optional<EnginePool> decodePool = price(decodeSpec);
+  if (!decodePool)
+    return 1;
+  deployment.decode = *decodePool;
+  if (prefillSpec) {
+    deployment.prefill = price(*prefillSpec);
+    if (!deployment.prefill)
+      return 1;
+  }
+  const NetworkTier &tier =
+      system->scaleOut.bandwidth > 0 ? system->scaleOut : system->scaleUp;
+  deployment.transferBandwidth = tier.getEffectiveBandwidth();
+  deployment.transferLatencyMicros = tier.latency * 1e6;
+
+  std::optional<ServingResult> result =
+      simulateServing(deployment, settings, workload, diags);
+  if (!result)
+    return 1;
+  ServingSummary summary = summarizeServing(*result);
+
+  std::string deploymentText =
+      deployment.isDisaggregated()
+          ? llvm::formatv("prefill {0} x {1}, decode {2} x {3} "
+                          "(disaggregated)",
+                          deployment.prefill->instances,
+                          deployment.prefill->plan,
+                          deployment.decode.instances, deployment.decode.plan)
+                .str()
+          : llvm::formatv("{0} x {1} (aggregated)", deployment.decode.instances,
+                          deployment.decode.plan)
+                .str();
+  if (options.report) {
+    llvm::outs() << "deployment: " << deploymentText << " on "
+                 << system->name << "\n";
+    printServingReport(llvm::outs(), summary, *result);
+  }
+
+  std::vector<std::unique_ptr<OutputFile>> sideFiles;
+  llvm::json::Array given;
+  for (const auto &[flag, value] : options.describe())
+    given.push_back(llvm::json::Array{flag, value});
+  if (failed(createSideFile(
+          "--report-json", options.reportJson, ReportJsonMarker,
+          [&](llvm::raw_ostream &os) {
+            llvm::json::Object report{
+                {"kind", "stagec-report"},
+                {"tool_version", getToolVersion()},
+                {"input", options.compile.input},
+                {"options", std::move(given)},
+                {"deployment", deploymentText},
+                {"system", system->name},
+                {"serving", getServingJSON(summary, *result)}};
+            os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report)))
+               << "\n";
+          },
+          sideFiles, diags)) ||
+      failed(createSideFile(
+          "--timeline", options.timeline, TimelineMarker,
+          [&](llvm::raw_ostream &os) {
+            llvm::json::Value timeline = getServingTimeline(*result);
+            (*timeline.getAsObject())["kind"] = "stagec-timeline";
+            os << timeline << "\n";
+          },
+          sideFiles, diags)))
+    return 1;
+  for (const std::unique_ptr<OutputFile> &file : sideFiles)
+    if (llvm::Error err = file->commit()) {
+      diags.error({}, llvm::toString(std::move(err)));
+      return 1;
+    }
+  return 0;
+}
