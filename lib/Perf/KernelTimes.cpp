@@ -4,7 +4,8 @@
 // runs at its precision's dense peak times an efficiency: 16 bits and wider
 // at computeEfficiency (calibrated on the A100 runs of Megatron-LM 2021),
 // FP8 and FP4 at lowPrecisionEfficiency; its last wave leaves part of the
-// machine idle (getWaveEfficiency). A low-precision GEMM's casts of its
+// machine idle, and a GEMM of less than a wave is split along K
+// (getWaveEfficiency). A low-precision GEMM's casts of its
 // operands are memory-bound kernels of their own and add their time. A
 // fused attention kernel reaches attentionEfficiency of its precision's
 // peak (the softmax between its two products runs on slower units). Each
@@ -58,6 +59,13 @@ double DeviceSpec::getWaveEfficiency(const GemmShape &gemm) const {
   // machine anyway.
   double tiles = double(gemm.batch) * double(ceilDiv(gemm.m, 128)) *
                  double(ceilDiv(gemm.n, 256));
+  // Too few tiles for one wave (a decode step's or a small expert's GEMM):
+  // cuBLAS splits the reduction over K (split-K, stream-K) so that more
+  // units work, each on 256 of K at least.
+  if (tiles < computeUnits)
+    tiles *= std::max<double>(
+        1, std::min(std::floor(computeUnits / tiles),
+                    std::floor(double(gemm.k) / 256)));
   double waves = std::ceil(tiles / computeUnits);
   return tiles / (waves * computeUnits);
 }

@@ -65,7 +65,7 @@ struct Engine {
   unsigned ranksPerReplica = 1;
   std::vector<Replica> replicas;
   std::deque<uint32_t> waiting;
-  bool busy = false;
+  bool busy = false, touched = false;
   std::vector<PlannedWork> planned;
 
   uint64_t getLoad() const {
@@ -94,7 +94,15 @@ private:
     events.push({time, nextOrder++, kind, index});
   }
   void issue(double time);
-  void route(uint32_t request, bool toPrefill, double now);
+  void handle(const Event &event);
+  void route(uint32_t request, bool toPrefill);
+  /// Marks an engine to start an iteration once the events of this time
+  /// are all taken: requests that arrive together are batched together.
+  void touch(unsigned engine) {
+    if (!engines[engine].touched)
+      touched.push_back(engine);
+    engines[engine].touched = true;
+  }
   void startIteration(unsigned engine, double now);
   void endIteration(unsigned engine, double now);
   void finish(uint32_t request, double now);
@@ -108,6 +116,7 @@ private:
 
   ServingResult result;
   std::vector<Engine> engines;
+  std::vector<unsigned> touched;
   unsigned firstDecodeEngine = 0;
   std::vector<Placement> placements;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
@@ -187,7 +196,7 @@ void Simulation::issue(double time) {
   push(time, EventKind::Arrival, uint32_t(issued++));
 }
 
-void Simulation::route(uint32_t request, bool toPrefill, double now) {
+void Simulation::route(uint32_t request, bool toPrefill) {
   // Aggregated engines take both phases; else a pool's engines its phase.
   bool aggregated = !deployment.isDisaggregated();
   unsigned first = aggregated || toPrefill ? 0 : firstDecodeEngine;
@@ -198,7 +207,7 @@ void Simulation::route(uint32_t request, bool toPrefill, double now) {
     if (engines[index].getLoad() < engines[best].getLoad())
       best = index;
   engines[best].waiting.push_back(request);
-  startIteration(best, now);
+  touch(best);
 }
 
 void Simulation::startIteration(unsigned index, double now) {
@@ -331,7 +340,24 @@ void Simulation::endIteration(unsigned index, double now) {
       finish(work.request, now);
     }
   }
-  startIteration(index, now);
+  touch(index);
+}
+
+void Simulation::handle(const Event &event) {
+  switch (event.kind) {
+  case EventKind::Arrival:
+    route(event.index, true);
+    break;
+  case EventKind::TransferEnd:
+    placements[event.index] = Placement();
+    placements[event.index].prefilled = result.requests[event.index].input;
+    placements[event.index].generated = 1;
+    route(event.index, false);
+    break;
+  case EventKind::IterationEnd:
+    endIteration(event.index, event.time);
+    break;
+  }
 }
 
 std::optional<ServingResult> Simulation::run() {
@@ -364,20 +390,15 @@ std::optional<ServingResult> Simulation::run() {
   while (!events.empty()) {
     Event event = events.top();
     events.pop();
-    switch (event.kind) {
-    case EventKind::Arrival:
-      route(event.index, true, event.time);
-      break;
-    case EventKind::TransferEnd:
-      placements[event.index] = Placement();
-      placements[event.index].prefilled = result.requests[event.index].input;
-      placements[event.index].generated = 1;
-      route(event.index, false, event.time);
-      break;
-    case EventKind::IterationEnd:
-      endIteration(event.index, event.time);
-      break;
+    handle(event);
+    if (!events.empty() && events.top().time == event.time)
+      continue;
+    llvm::sort(touched);
+    for (unsigned engine : touched) {
+      engines[engine].touched = false;
+      startIteration(engine, event.time);
     }
+    touched.clear();
   }
   // Every request fits an empty engine (checkFits), so none can starve.
   assert(finished == workload.requests && "a request never finished");

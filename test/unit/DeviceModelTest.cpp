@@ -44,6 +44,18 @@ TEST(DeviceModelTest, GemmsFillWholeWavesOfTiles) {
   EXPECT_NEAR(double(quantised) / full, 264.0 / 133, 0.05);
 }
 
+TEST(DeviceModelTest, AGemmOfLessThanAWaveIsSplitAlongK) {
+  const DeviceSpec *h100 = lookupBuiltinDevice("H100");
+  ASSERT_TRUE(h100);
+  // 128 tokens through a 4096 x 4096 weight: 16 tiles, split 8 ways along
+  // K (132 / 16) to fill 128 of the 132 units.
+  EXPECT_DOUBLE_EQ(h100->getWaveEfficiency({1, 128, 4096, 4096}), 128.0 / 132);
+  // A short K leaves nothing to split: 16 tiles, one split of K = 256.
+  EXPECT_DOUBLE_EQ(h100->getWaveEfficiency({1, 128, 4096, 256}), 16.0 / 132);
+  // K = 1024 allows 4 splits of 256.
+  EXPECT_DOUBLE_EQ(h100->getWaveEfficiency({1, 128, 4096, 1024}), 64.0 / 132);
+}
+
 TEST(DeviceModelTest, EveryKernelPaysItsLaunch) {
   // A tiny kernel on an H100 takes its launch gap (2 us) and a little more;
   // no work takes nothing.

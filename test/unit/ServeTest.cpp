@@ -1,0 +1,218 @@
+//===- ServeTest.cpp - Continuous batching over a hand-made clock ---------===//
+//
+// The scheduler and the report on a cost model filled by hand, where every
+// time can be worked out on paper: an iteration costs 1000 us plus 10 us a
+// token, attention and top-level work nothing, and a sequence's KV cache
+// one byte a token.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Serve/ServingReport.h"
+#include "stg/Serve/ServingSimulation.h"
+
+#include "gtest/gtest.h"
+
+using namespace stg;
+
+namespace {
+
+SampledCurve line(double at0, double slope) {
+  return SampledCurve{{1, 2}, {at0 + slope, at0 + 2 * slope}};
+}
+
+IterationCostModel makeClock(double kvBudget = 1e9) {
+  IterationCostModel model;
+  model.body = line(1000, 10);
+  model.prefillAttention = line(0, 0);
+  model.top = line(0, 0);
+  model.decodeOne = line(0, 0);
+  model.decodeMany = line(0, 0);
+  model.kvBytes = line(0, 1);
+  model.kvBudget = kvBudget;
+  return model;
+}
+
+struct ServingRun {
+  IterationCostModel clock = makeClock();
+  ServingDeployment deployment;
+  ServingEngineSettings settings;
+  ServingWorkload workload;
+  std::string errors;
+
+  ServingRun() {
+    settings.blockTokens = 1;
+    workload.lengths = {{100, 5}};
+    workload.concurrency = 1;
+    workload.requests = 1;
+  }
+  std::optional<ServingResult> simulate() {
+    deployment.decode.cost = &clock;
+    llvm::raw_string_ostream os(errors);
+    DiagnosticEngine diags(os);
+    return simulateServing(deployment, settings, workload, diags);
+  }
+};
+
+} // namespace
+
+TEST(ServeTest, SampledCurvesInterpolateAndExtendTheirLastSegment) {
+  SampledCurve curve{{1, 4, 8}, {10, 40, 60}};
+  EXPECT_DOUBLE_EQ(curve(2), 20);
+  EXPECT_DOUBLE_EQ(curve(6), 50);
+  EXPECT_DOUBLE_EQ(curve(16), 100); // 5 a unit past the last point
+  EXPECT_DOUBLE_EQ(curve(0), 0);    // the first segment, before it
+}
+
+TEST(ServeTest, PercentilesInterpolateBetweenRanksAsNumpyDoes) {
+  LatencySummary summary = summarizeLatencies({10, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  EXPECT_DOUBLE_EQ(summary.mean, 5.5);
+  EXPECT_DOUBLE_EQ(summary.p50, 5.5);
+  EXPECT_NEAR(summary.p90, 9.1, 1e-12);
+  EXPECT_NEAR(summary.p99, 9.91, 1e-12);
+}
+
+TEST(ServeTest, ARequestPrefillsThenDecodesOneTokenAnIteration) {
+  ServingRun run;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  ASSERT_EQ(result->requests.size(), 1u);
+  const RequestRecord &request = result->requests[0];
+  // The prefill of 100 tokens: 1000 + 10 x 100 us; its first token comes
+  // with it. Then four decode iterations of one token, 1010 us each.
+  EXPECT_DOUBLE_EQ(request.firstToken, 2000);
+  EXPECT_DOUBLE_EQ(request.finish, 2000 + 4 * 1010);
+  EXPECT_EQ(result->iterations.size(), 5u);
+  ServingSummary summary = summarizeServing(*result);
+  EXPECT_DOUBLE_EQ(summary.ttft.mean, 2.0);
+  EXPECT_DOUBLE_EQ(summary.tpot.mean, 1.01);
+  EXPECT_NEAR(summary.outputTokensPerSecondPerUser, 1e3 / 1.01, 1e-9);
+  EXPECT_NEAR(summary.outputTokensPerSecondPerGPU, 5 / 6.04e-3, 1e-6);
+}
+
+TEST(ServeTest, ALongPromptIsPrefilledInChunksOfTheTokenBudget) {
+  ServingRun run;
+  run.settings.limits.maxBatchedTokens = 64;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  ASSERT_GE(result->iterations.size(), 2u);
+  EXPECT_EQ(result->iterations[0].prefillTokens, 64u);
+  EXPECT_EQ(result->iterations[1].prefillTokens, 36u);
+  EXPECT_DOUBLE_EQ(result->requests[0].firstToken, (1000 + 640) + (1000 + 360));
+}
+
+TEST(ServeTest, DecodesRideAlongAPrefillInOneIteration) {
+  ServingRun run;
+  run.workload.concurrency = 2;
+  run.workload.requests = 2;
+  run.workload.lengths = {{100, 3}};
+  run.settings.limits.maxBatchedTokens = 64;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  // Both arrive at 0: the first iteration prefills 64 of the first, the
+  // second its last 36 and 28 of the other.
+  EXPECT_EQ(result->iterations[1].prefillTokens, 64u);
+  // The third: the first's decode token and 63 of the second's last 72.
+  EXPECT_EQ(result->iterations[2].decodeSequences, 1u);
+  EXPECT_EQ(result->iterations[2].prefillTokens, 63u);
+}
+
+TEST(ServeTest, TheKVCacheBoundsTheSequencesRunningAtOnce) {
+  ServingRun run;
+  // Each request holds 100 + 5 tokens: two fit, a third does not.
+  run.clock.kvBudget = 250;
+  run.workload.concurrency = 6;
+  run.workload.requests = 12;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->requests.size(), 12u);
+  uint64_t most = 0;
+  for (const IterationRecord &iteration : result->iterations) {
+    most = std::max(most, iteration.running);
+    EXPECT_LE(iteration.kvUsed, 1.0);
+  }
+  EXPECT_EQ(most, 2u);
+  for (const RequestRecord &request : result->requests)
+    EXPECT_GT(request.finish, request.firstToken);
+}
+
+TEST(ServeTest, ARequestLargerThanTheCacheIsAnError) {
+  ServingRun run;
+  run.clock.kvBudget = 50;
+  EXPECT_FALSE(run.simulate());
+  EXPECT_NE(run.errors.find("a request of 100 input and 5 output tokens"),
+            std::string::npos)
+      << run.errors;
+}
+
+TEST(ServeTest, AttentionReplicasRunTheirSequencesSideBySide) {
+  ServingRun run;
+  run.clock.replicas = 2;
+  run.workload.concurrency = 2;
+  run.workload.requests = 2;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  // One on each replica: the iteration takes one replica's time, not two.
+  EXPECT_DOUBLE_EQ(result->requests[0].firstToken, 2000);
+  EXPECT_DOUBLE_EQ(result->requests[1].firstToken, 2000);
+}
+
+TEST(ServeTest, DisaggregatedDecodeWaitsForTheKVCacheToArrive) {
+  ServingRun run;
+  IterationCostModel prefillClock = makeClock();
+  run.deployment.prefill = EnginePool{&prefillClock, 1, "tp1"};
+  // 100 bytes of cache over 1e6 B/s: 100 us, plus 5 us of latency.
+  run.deployment.transferBandwidth = 1e6;
+  run.deployment.transferLatencyMicros = 5;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  const RequestRecord &request = result->requests[0];
+  EXPECT_DOUBLE_EQ(request.firstToken, 2000);
+  EXPECT_DOUBLE_EQ(request.transfer, 105);
+  EXPECT_DOUBLE_EQ(request.finish, 2000 + 105 + 4 * 1010);
+  EXPECT_EQ(result->engines.size(), 2u);
+  EXPECT_EQ(result->gpus, 2u);
+}
+
+TEST(ServeTest, ArrivalsAtARateDependOnlyOnTheSeed) {
+  auto arrivals = [](uint64_t seed) {
+    ServingRun run;
+    run.workload.concurrency.reset();
+    run.workload.requestRate = 50;
+    run.workload.requests = 20;
+    run.workload.seed = seed;
+    std::vector<double> times;
+    if (std::optional<ServingResult> result = run.simulate())
+      for (const RequestRecord &request : result->requests)
+        times.push_back(request.arrival);
+    return times;
+  };
+  std::vector<double> first = arrivals(7);
+  ASSERT_EQ(first.size(), 20u);
+  EXPECT_EQ(first, arrivals(7));
+  EXPECT_NE(first, arrivals(8));
+  EXPECT_TRUE(std::is_sorted(first.begin(), first.end()));
+  // 19 gaps of 20 ms on average: the last arrival near 380 ms.
+  EXPECT_GT(first.back(), 100e3);
+  EXPECT_LT(first.back(), 1000e3);
+}
+
+TEST(ServeTest, AnIterationAddsItsPartsAtItsOwnSizes) {
+  IterationCostModel model;
+  model.body = SampledCurve{{1, 1001}, {100, 1100}};   // 99 + 1 us a token
+  model.top = SampledCurve{{1, 2}, {5, 10}};           // 5 us a sampled row
+  model.prefillAttention = SampledCurve{{0, 100, 200}, {0, 1000, 4000}};
+  model.decodeOne = SampledCurve{{16, 32}, {10, 10}};
+  model.decodeMany = SampledCurve{{16, 32}, {50, 50}};
+  model.manyBatch = 5;
+  IterationWork work;
+  work.decodeSequences = 3;
+  work.decodeContext = 3 * 20;
+  work.prefill = {{100, 100}, {100, 0}};
+  work.sampled = 4;
+  // Body at 203 tokens, top at 4 rows; the chunk after 100 tokens adds
+  // A(200) - A(100), the fresh one A(100); three decodes lie halfway
+  // between one (10) and five (50).
+  double expected = (99 + 203) + 20 + (4000 - 1000) + 1000 + 30;
+  EXPECT_DOUBLE_EQ(model.getMicros(work), expected);
+  EXPECT_DOUBLE_EQ(model.getMicros(IterationWork()), 0);
+}
