@@ -144,7 +144,8 @@ std::optional<Sample> Sampler::prefill(uint64_t tokens) {
   options.mode = "prefill";
   options.overrides.push_back({"MB", "1"});
   options.overrides.push_back({"S", std::to_string(tokens)});
-  return run(options, "prefill of " + llvm::Twine(tokens) + " tokens");
+  return run(options, "prefill of " + llvm::Twine(tokens) +
+                          (tokens == 1 ? " token" : " tokens"));
 }
 
 std::optional<Sample> Sampler::decode(uint64_t sequences, uint64_t context) {

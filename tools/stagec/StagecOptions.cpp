@@ -239,7 +239,9 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "--system or --device, --report and --report-json give the "
                  "variants' step-time distribution")
       ->group(whatIf);
-  app.add_option("--seed", options.seed, "overrides the spec's seed")
+  app.add_option("--seed", options.seed,
+                 "overrides the spec's seed; with --mode serve, seeds the "
+                 "arrivals of --request-rate (default 0)")
       ->check(wholeNumber(0, UINT64_MAX))
       ->group(whatIf);
   app.add_option("--variants", options.variants,
@@ -381,10 +383,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     std::fprintf(stderr, "stagec: error: --context needs --mode decode\n");
     return 1;
   }
+  bool seedsArrivals = options.compile.mode == "serve";
   if (options.perturb.empty() &&
-      (options.seed || app.count("--variants"))) {
+      ((options.seed && !seedsArrivals) || app.count("--variants"))) {
     std::fprintf(stderr, "stagec: error: --seed and --variants need "
-                         "--perturb SPEC.yaml\n");
+                         "--perturb SPEC.yaml (--seed also seeds --mode "
+                         "serve's arrivals)\n");
     return 1;
   }
   // Without -o nothing is written: the variants are only estimated, which
