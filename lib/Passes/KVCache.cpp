@@ -16,7 +16,9 @@
 // current chunk, min(CTX, C) positions, and is priced at the worst case,
 // the last token of a chunk, which sees them all. The new token's keys and
 // values are still computed (they are appended to the cache); the cache is
-// counted as per-rank state memory.
+// counted as per-rank state memory. The model's option `kv_cache_dtype`
+// (`--kv-cache-dtype fp8`, as serving engines quantize the cache) stores
+// the keys and values in that type; the attention reads them so.
 //
 // No decode step needs more keys than the attention has at the full
 // context (its keys with the sequence dim at CTX): a cache larger than
@@ -61,7 +63,8 @@ private:
   /// A `state` tensor before `anchor`, laid out like `like` with
   /// `positions` on dimension `dim`, named after `like` plus `suffix`.
   Value *makeState(Op &anchor, const Value &like, unsigned dim,
-                   const Expr &positions, llvm::StringRef suffix);
+                   const Expr &positions, llvm::StringRef suffix,
+                   std::optional<ElementType> type = std::nullopt);
   Value *makeCache(Op &attention, unsigned operand, const Expr &context);
   /// Fails, at the attention, if a cache of `positions` would hold more
   /// than its keys at the full context (the sequence dim at `context`);
@@ -75,6 +78,8 @@ private:
   Module *module = nullptr;
   /// The sequence dim, which decode makes 1.
   const Dim *sequenceDim = nullptr;
+  /// The KV cache's element type, if the model's option sets one.
+  std::optional<ElementType> cacheType;
 };
 
 } // namespace
@@ -88,7 +93,8 @@ std::set<const Dim *> KVCachePass::findDims(const Expr &e) const {
 }
 
 Value *KVCachePass::makeState(Op &anchor, const Value &like, unsigned dim,
-                              const Expr &positions, llvm::StringRef suffix) {
+                              const Expr &positions, llvm::StringRef suffix,
+                              std::optional<ElementType> elementType) {
   const TensorType &type = like.getType();
   llvm::SmallVector<Expr, 4> shape(type.getShape().begin(),
                                    type.getShape().end());
@@ -101,8 +107,8 @@ Value *KVCachePass::makeState(Op &anchor, const Value &like, unsigned dim,
       def && def->getKind() == OpKind::Layout ? def->getOperand(0) : &like;
   Value *value = graph.createResult(
       state, module->makeUniqueName(named->getName().str() + suffix.str()));
-  value->setType(
-      TensorType(type.getElementType(), shape, type.getDistribution()));
+  value->setType(TensorType(elementType.value_or(type.getElementType()), shape,
+                            type.getDistribution()));
   value->setAnnotated(true);
   return value;
 }
@@ -112,7 +118,7 @@ Value *KVCachePass::makeCache(Op &attention, unsigned operand,
   Value *original = attention.getOperand(operand);
   Value *cache = makeState(attention, *original,
                            getAttentionSequenceDim(original->getType()),
-                           context, ".cache");
+                           context, ".cache", cacheType);
   attention.setOperand(operand, cache);
   // A layout change that only fed this operand goes with it.
   Op *def = original->getDefiningOp();
@@ -218,6 +224,18 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
   Graph *model = m.getModel();
   if (!model)
     return success();
+  if (const Option *option = m.lookupOption("kv_cache_dtype")) {
+    const auto *name = std::get_if<std::string>(&option->value);
+    cacheType = name ? parseElementType(*name) : std::nullopt;
+    if (!cacheType || (*cacheType != ElementType::BF16 &&
+                       *cacheType != ElementType::FP16 &&
+                       *cacheType != ElementType::FP8 &&
+                       *cacheType != ElementType::FP32)) {
+      diags.error(option->loc, "option 'kv_cache_dtype' must name a KV cache "
+                               "type: bf16, fp16, fp8 or fp32");
+      return failure();
+    }
+  }
   llvm::SmallVector<Op *, 8> attentions, scans, convs;
   model->walk([&](Op &op) {
     if (op.getKind() == OpKind::Attention)

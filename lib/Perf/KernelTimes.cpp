@@ -3,7 +3,8 @@
 // The roofline of DeviceModel.h, per kind of kernel and precision. A GEMM
 // runs at its precision's dense peak times an efficiency: 16 bits and wider
 // at computeEfficiency (calibrated on the A100 runs of Megatron-LM 2021),
-// FP8 and FP4 at lowPrecisionEfficiency; its last wave leaves part of the
+// FP8 and FP4 at lowPrecisionEfficiency in training and at computeEfficiency
+// in inference (static scales); its last wave leaves part of the
 // machine idle, and a GEMM of less than a wave is split along K
 // (getWaveEfficiency). A low-precision GEMM's casts of its
 // operands are memory-bound kernels of their own and add their time. A
@@ -135,19 +136,34 @@ static uint64_t getComputeMicros(const ProgramNode &node,
   return micros ? micros : device.getNodeMicros(node);
 }
 
-void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
+/// The device as `programs` use it. A served FP8 checkpoint carries its
+/// scales, computed once offline, so an inference step's low-precision
+/// GEMMs run at the kernel's own rate, as 16-bit ones do; the training
+/// recipe's lower lowPrecisionEfficiency absorbs the scaling it does every
+/// step (amax histories or a pass over each input, transposed copies).
+static DeviceSpec getDeviceFor(const ProgramSet &programs,
+                               const DeviceSpec &device) {
+  DeviceSpec used = device;
+  if (!programs.training)
+    used.lowPrecisionEfficiency = device.computeEfficiency;
+  return used;
+}
+
+void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &spec,
                            const MeasuredKernels *measured) {
+  DeviceSpec device = getDeviceFor(programs, spec);
   for (StageProgram &program : programs.stages)
     for (ProgramNode &node : program.nodes)
       if (node.kind == ProgramNodeKind::Compute)
         node.durationMicros = getComputeMicros(node, device, measured);
 }
 
-void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &device,
+void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &spec,
                            const MeasuredKernels *measured,
                            const ProgramSources &sources) {
   if (sources.stages.size() != programs.stages.size())
-    return applyDeviceModel(programs, device, measured);
+    return applyDeviceModel(programs, spec, measured);
+  DeviceSpec device = getDeviceFor(programs, spec);
   constexpr uint64_t Unpriced = ~uint64_t(0);
   std::vector<uint64_t> byQuery(sources.queries.size(), Unpriced);
   for (size_t stage = 0; stage < programs.stages.size(); ++stage) {

@@ -30,15 +30,18 @@ LatencySummary stg::summarizeLatencies(std::vector<double> values) {
   return summary;
 }
 
-ServingSummary stg::summarizeServing(const ServingResult &result) {
+ServingSummary stg::summarizeServing(const ServingResult &result,
+                                     uint64_t warmup) {
   ServingSummary summary;
   summary.gpus = result.gpus;
-  summary.requests = result.requests.size();
+  summary.warmup = std::min<uint64_t>(warmup, result.requests.size());
+  summary.requests = result.requests.size() - summary.warmup;
   summary.iterations = result.iterations.size();
   std::vector<double> ttft, tpot, e2e;
   double first = INFINITY, last = 0, userSpeed = 0;
   uint64_t outputTokens = 0, decoding = 0;
-  for (const RequestRecord &record : result.requests) {
+  for (const RequestRecord &record :
+       llvm::ArrayRef(result.requests).drop_front(summary.warmup)) {
     first = std::min(first, record.arrival);
     last = std::max(last, record.finish);
     outputTokens += record.output;
@@ -56,7 +59,7 @@ ServingSummary stg::summarizeServing(const ServingResult &result) {
   summary.ttft = summarizeLatencies(std::move(ttft));
   summary.tpot = summarizeLatencies(std::move(tpot));
   summary.e2e = summarizeLatencies(std::move(e2e));
-  double duration = (last - first) / 1e6;
+  double duration = summary.requests ? (last - first) / 1e6 : 0;
   summary.durationSeconds = duration;
   if (duration > 0) {
     summary.requestsPerSecond = double(summary.requests) / duration;
@@ -91,7 +94,10 @@ static llvm::json::Object toJSON(const LatencySummary &summary) {
 void stg::printServingReport(llvm::raw_ostream &os,
                              const ServingSummary &summary,
                              const ServingResult &result) {
-  os << "serving: " << summary.requests << " requests on " << summary.gpus
+  os << "serving: " << summary.requests << " requests";
+  if (summary.warmup)
+    os << " after " << summary.warmup << " of warm-up";
+  os << " on " << summary.gpus
      << " GPUs in " << llvm::formatv("{0:F2}", summary.durationSeconds)
      << " s, " << summary.iterations << " iterations\n";
   for (const EngineRecord &engine : result.engines)
@@ -131,6 +137,7 @@ llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
         {"kv_cache_tokens", int64_t(engine.kvTokens)}});
   return llvm::json::Object{
           {"requests", int64_t(summary.requests)},
+          {"warmup_requests", int64_t(summary.warmup)},
           {"gpus", int64_t(summary.gpus)},
           {"iterations", int64_t(summary.iterations)},
           {"duration_s", summary.durationSeconds},

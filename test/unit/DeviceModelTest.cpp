@@ -195,6 +195,26 @@ TEST(DeviceModelTest, KernelsRunAtTheirPrecisionsPeak) {
               flops / (989e12 * h100.attentionEfficiency) * 1e6, 1);
 }
 
+// Served FP8 checkpoints carry static scales: an inference step's FP8 GEMM
+// runs at the kernel's rate (computeEfficiency), a training step's at the
+// recipe's lowPrecisionEfficiency.
+TEST(DeviceModelTest, InferenceGemmsInFp8RunAtTheKernelsRate) {
+  DeviceSpec h100 = *lookupBuiltinDevice("H100");
+  h100.launchMicros = 0;
+  const int64_t flops = int64_t(1) << 45;
+  auto priced = [&](bool training) {
+    ProgramSet programs;
+    programs.training = training;
+    programs.stages.resize(1);
+    programs.stages[0].nodes.push_back(makeGemm(Precision::FP8, flops, 0));
+    applyDeviceModel(programs, h100, nullptr);
+    return double(programs.stages[0].nodes[0].durationMicros);
+  };
+  double fp8Peak = h100.getPeakFlops(Precision::FP8);
+  EXPECT_NEAR(priced(true), flops / (fp8Peak * 0.57) * 1e6, 1);
+  EXPECT_NEAR(priced(false), flops / (fp8Peak * 0.7) * 1e6, 1);
+}
+
 // A precision a device has no unit for runs at its bf16 rate, and the
 // tools are told which one it was (an FP8 recipe on an A100).
 TEST(DeviceModelTest, APrecisionWithoutAUnitIsFound) {

@@ -98,6 +98,11 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
                  "100; 1000 with --request-rate)")
       ->check(wholeNumber(1, MaxServeRequests))
       ->group(group);
+  app.add_option("--warmup-requests", flags.warmupRequests,
+                 "the first N requests run but are not measured: the "
+                 "steady state, as genai-perf measures it (default 0)")
+      ->check(wholeNumber(0, MaxServeRequests))
+      ->group(group);
   app.add_option("--max-batch", flags.maxBatch,
                  "sequences running at once on an attention replica "
                  "(max_num_seqs; default 256)")
@@ -120,7 +125,7 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
       ->group(group);
   app.add_option("--iteration-overhead-us", flags.iterationOverheadMicros,
                  "the engine's own time per iteration: scheduling, inputs, "
-                 "sampling (default 0)")
+                 "sampling (default 1500, fitted: docs/serving.md)")
       ->check(finiteNumber(0, 1e6))
       ->group(group);
   app.add_option("--instances", flags.instances,
@@ -143,7 +148,7 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
   bool serve = options.compile.mode == "serve";
   static const char *const serveOnly[] = {
       "--isl", "--osl", "--lengths", "--concurrency", "--request-rate",
-      "--requests", "--max-batch", "--max-batched-tokens",
+      "--requests", "--warmup-requests", "--max-batch", "--max-batched-tokens",
       "--kv-memory-fraction", "--kv-block-tokens", "--iteration-overhead-us",
       "--instances", "--prefill-pool", "--decode-pool"};
   if (!serve) {
@@ -177,6 +182,9 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                        "--report-json FILE or --timeline FILE");
   if (!options.perturb.empty())
     return std::string("--perturb does not apply to --mode serve");
+  if (flags.requests && flags.warmupRequests >= *flags.requests)
+    return std::string("--warmup-requests must leave some of --requests to "
+                       "measure");
   bool pools = !flags.prefillPool.empty() || !flags.decodePool.empty();
   if (pools) {
     if (flags.prefillPool.empty() || flags.decodePool.empty())
@@ -333,7 +341,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
       simulateServing(deployment, settings, workload, diags);
   if (!result)
     return 1;
-  ServingSummary summary = summarizeServing(*result);
+  ServingSummary summary = summarizeServing(*result, flags.warmupRequests);
 
   std::string deploymentText =
       deployment.isDisaggregated()

@@ -68,6 +68,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   app.footer(Examples);
   std::vector<std::string> sets;
   std::string ranks;
+  std::string kvCacheType;
   unsigned dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
 
   const char *model = "Model";
@@ -123,6 +124,11 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "decode: tokens already in the KV cache (default: the "
                  "model's CTX, else its sequence length)")
       ->check(wholeNumber(1, INT32_MAX))
+      ->group(step);
+  app.add_option("--kv-cache-dtype", kvCacheType,
+                 "decode and serve: the KV cache's element type (bf16, fp16, "
+                 "fp8; default the model's), as vLLM's --kv-cache-dtype")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "fp32"}))
       ->group(step);
   app.add_option("--microbatches", options.compile.microbatches,
                  "micro-batches per step (default: the pipeline stages)")
@@ -379,6 +385,14 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                          "--mode train\n");
     return 1;
   }
+  if (!kvCacheType.empty()) {
+    if (options.compile.mode != "decode" && options.compile.mode != "serve") {
+      std::fprintf(stderr, "stagec: error: --kv-cache-dtype needs --mode "
+                           "decode or serve\n");
+      return 1;
+    }
+    options.compile.kvCacheType = parseElementType(kvCacheType);
+  }
   if (options.compile.context && options.compile.mode != "decode") {
     std::fprintf(stderr, "stagec: error: --context needs --mode decode\n");
     return 1;
@@ -437,6 +451,9 @@ StagecOptions::describe() const {
   given.push_back({"mode", compile.mode});
   if (compile.context)
     given.push_back({"context", std::to_string(*compile.context)});
+  if (compile.kvCacheType)
+    given.push_back(
+        {"kv_cache_dtype", getElementTypeName(*compile.kvCacheType).str()});
   given.push_back({"microbatches", compile.microbatches
                                        ? std::to_string(compile.microbatches)
                                        : "stages"});

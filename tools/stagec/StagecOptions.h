@@ -26,10 +26,12 @@ struct ServeFlags {
   std::optional<uint64_t> concurrency;
   std::string requestRate; ///< Requests/s, or `inf`.
   std::optional<uint64_t> requests;
+  uint64_t warmupRequests = 0;
   uint64_t maxBatch = 256, maxBatchedTokens = 8192;
   double kvMemoryFraction = 0.9;
   unsigned kvBlockTokens = 16;
-  double iterationOverheadMicros = 0;
+  /// Fitted on the low-concurrency rows of docs/serving.md's validation.
+  double iterationOverheadMicros = 1500;
   unsigned instances = 1;
   std::string prefillPool, decodePool; ///< `COUNTxPLAN`: `2xtp4`.
 };

@@ -43,6 +43,9 @@ struct CompileOptions {
   std::string mode = "train";    ///< `train`, `prefill` or `decode`.
   /// Decode: the context length (the KV cache's), over the model's CTX.
   std::optional<unsigned> context;
+  /// `--kv-cache-dtype`: the KV cache's element type (the model's option
+  /// kv_cache_dtype), over the model's.
+  std::optional<ElementType> kvCacheType;
   std::string recompute = "none"; ///< `none`, `full` or `selective`.
   /// ZeRO-1: shard the optimizer step over the data-parallel axes.
   bool distributedOptimizer = false;

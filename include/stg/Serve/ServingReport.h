@@ -40,11 +40,14 @@ struct ServingSummary {
   double meanBatch = 0;   ///< Running sequences, averaged over time.
   double meanKVUsed = 0;  ///< Fraction reserved, averaged over time.
   double peakKVUsed = 0;
-  uint64_t requests = 0, iterations = 0;
+  uint64_t requests = 0, warmup = 0, iterations = 0;
   unsigned gpus = 0;
 };
 
-ServingSummary summarizeServing(const ServingResult &result);
+/// The figures over the requests after the first `warmup` sent: the run's
+/// steady state, from the first measured arrival to the last finish.
+ServingSummary summarizeServing(const ServingResult &result,
+                                uint64_t warmup = 0);
 
 void printServingReport(llvm::raw_ostream &os, const ServingSummary &summary,
                         const ServingResult &result);
