@@ -155,6 +155,19 @@ llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
           {"engines", std::move(engines)}};
 }
 
+llvm::json::Object stg::getServingMetricsJSON(const ServingSummary &summary) {
+  return llvm::json::Object{
+      {"ttft", summary.ttft.mean / 1e3},
+      {"tpot", summary.tpot.mean / 1e3},
+      {"tokens_per_second_per_gpu", summary.outputTokensPerSecondPerGPU}};
+}
+
+llvm::json::Object stg::getServingMetricUnitsJSON() {
+  return llvm::json::Object{{"ttft", "s"},
+                            {"tpot", "s"},
+                            {"tokens_per_second_per_gpu", "tokens/s"}};
+}
+
 llvm::json::Value stg::getServingTimeline(const ServingResult &result) {
   llvm::json::Array events;
   for (size_t index = 0; index < result.engines.size(); ++index)

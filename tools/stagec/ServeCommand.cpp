@@ -374,7 +374,9 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
                 {"options", std::move(given)},
                 {"deployment", deploymentText},
                 {"system", system->name},
-                {"serving", getServingJSON(summary, *result)}};
+                {"serving", getServingJSON(summary, *result)},
+                {"metrics", getServingMetricsJSON(summary)},
+                {"metric_units", getServingMetricUnitsJSON()}};
             os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report)))
                << "\n";
           },

@@ -57,6 +57,12 @@ void printServingReport(llvm::raw_ostream &os, const ServingSummary &summary,
 llvm::json::Object getServingJSON(const ServingSummary &summary,
                                   const ServingResult &result);
 
+/// CCL-Bench's inference keys (docs/metrics.md) of the run: `ttft` and
+/// `tpot`, their means in seconds, and `tokens_per_second_per_gpu`, output
+/// tokens; with `units`, the `metric_units` object beside them.
+llvm::json::Object getServingMetricsJSON(const ServingSummary &summary);
+llvm::json::Object getServingMetricUnitsJSON();
+
 /// Chrome trace events: one track per engine, an event per iteration
 /// (its batch in `args`), and counters of running sequences and KV use.
 llvm::json::Value getServingTimeline(const ServingResult &result);

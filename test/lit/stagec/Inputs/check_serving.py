@@ -55,6 +55,12 @@ if args.alone:
     if not math.isclose(serving["output_tokens_per_s_per_user"], 1e3 / tpot,
                         rel_tol=1e-9):
         fail("tokens/s per user is not 1 / tpot for one request at a time")
+metrics = report["metrics"]
+if (not math.isclose(metrics["ttft"], serving["ttft_ms"]["mean"] / 1e3, rel_tol=1e-9)
+        or not math.isclose(metrics["tpot"], serving["tpot_ms"]["mean"] / 1e3, rel_tol=1e-9)
+        or metrics["tokens_per_second_per_gpu"] != per_gpu
+        or report["metric_units"]["ttft"] != "s"):
+    fail("CCL-Bench's keys disagree with the serving figures")
 if not 0 <= serving["mean_kv_cache_used"] <= serving["peak_kv_cache_used"] * (1 + 1e-9) <= 1:
     fail("KV cache occupancy out of [0, 1]")
 if args.timeline:
