@@ -150,6 +150,7 @@ InstantiateOptions stg::getInstantiateOptions(const Mesh &mesh,
       options.overlapGradientReduction;
   instantiateOptions.tensorParallelOverlap = options.tensorParallelOverlap;
   instantiateOptions.contextParallelRing = options.contextParallelRing;
+  instantiateOptions.overlapParamGather = options.overlapParamGather;
   instantiateOptions.foldMicrobatches = options.foldMicrobatches;
   instantiateOptions.foldLayers = options.foldLayers;
   return instantiateOptions;

@@ -74,8 +74,12 @@ assembleSteps(llvm::ArrayRef<ScheduleStep> schedule,
     }
     if (added)
       steps.push_back(*added);
-    if (step.microbatch == 0)
+    if (step.microbatch == 0) {
+      // The other micro-batches replay it without its weight gathers.
       firstOfKind[kind] = added;
+      if (added)
+        firstOfKind[kind]->begin += source.preamble;
+    }
   }
   if (next != recorded.scheduleSources.size())
     return std::nullopt;

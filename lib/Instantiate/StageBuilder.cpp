@@ -290,6 +290,8 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
     collectOperand(operand, layer, mb, once, deps);
   if (failed)
     return;
+  if (!stepParamGathers.empty() && op.getPhase() == Phase::Forward)
+    addParamGatherDeps(op, layer, deps);
 
   llvm::SmallVector<uint32_t, 4> held;
   if (isElided(op)) {
@@ -312,13 +314,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       node.dataDeps = deps;
       node.kind = ProgramNodeKind::Collective;
       node.commBytes = numbers->commBytes;
-      AxisMask mask = 0;
-      for (const Axis *axis : op.getAttr("axes")->axes) {
-        const Axis *base = axis->resolve();
-        int index = base ? shared.mesh.findAxis(base->name) : -1;
-        if (index >= 0 && shared.mesh.getDegree(index) > 1)
-          mask |= 1u << index;
-      }
+      AxisMask mask = getGroupMask(op);
       std::optional<CollectiveKind> type =
           getCommType(op.getKind());
       if (!type) {
@@ -454,7 +450,9 @@ void StageBuilder::findDeferredSync() {
 void StageBuilder::buildOptimizerStep() {
   int last = int(shared.options.numMicrobatches) - 1;
   auto steps = [&](const Op &op) {
-    return op.getPhase() == Phase::Optimizer || deferredSync.count(&op);
+    return (op.getPhase() == Phase::Optimizer &&
+            !overlappedGatherOps.count(&op)) ||
+           deferredSync.count(&op);
   };
   // The stage's instances in program order, as forEachInstanceOnStage
   // gives them, a chunk's repetitions at a time so that they fold.
@@ -524,6 +522,7 @@ bool StageBuilder::build(StageProgram &program) {
   nodes->reserve(reserved);
   holders.reserve(reserved);
   findDeferredSync();
+  findOverlappedParamGathers();
   program.layers = placement.getLayersOf(stage);
   chunkLayers.assign(std::max(1u, shared.options.numVirtualStages), {});
   for (unsigned layer : program.layers)
@@ -536,15 +535,23 @@ bool StageBuilder::build(StageProgram &program) {
   // one barrier node when both are several: linear in the step sizes.
   size_t previousBegin = 0;
   bool firstStep = true;
+  // A step that starts with its weights' gathers builds them before its
+  // barrier: they wait for nothing of the step before.
   auto runStep = [&](llvm::StringRef stepName, int microbatch,
-                     llvm::function_ref<void()> buildNodes) {
+                     llvm::function_ref<void()> buildNodes,
+                     std::optional<unsigned> gathersOf = std::nullopt) {
     size_t begin = nodes->size();
     llvm::SmallVector<uint32_t, 8> exits;
-    if (!firstStep) {
+    if (!firstStep)
       exits = findExits(previousBegin, begin);
-      if (exits.size() > 1)
-        exits = {addStepBarrier(exits, stepName, microbatch)};
-    }
+    stepParamGathers.clear();
+    if (gathersOf)
+      buildParamGathers(*gathersOf);
+    if (failed)
+      return false;
+    stepPreamble = uint32_t(nodes->size() - begin);
+    if (exits.size() > 1)
+      exits = {addStepBarrier(exits, stepName, microbatch)};
     stepBegin = nodes->size();
     stepFold = -1;
     layerStarts = LayerStarts();
@@ -554,6 +561,7 @@ bool StageBuilder::build(StageProgram &program) {
       return false;
     if (nodes->size() == stepBegin) {
       nodes->resize(begin); // An empty step: no barrier either.
+      stepPreamble = 0;
       nodeOps.resize(begin);
       if (sources)
         sources->nodeQueries.resize(begin);
@@ -588,7 +596,9 @@ bool StageBuilder::build(StageProgram &program) {
     }
     // Folded: a chunk like one built before replays its step.
     int64_t edgeShift = 0;
-    std::optional<ProgramStep> built = findChunkReplay(step, edgeShift);
+    uint32_t preamble = 0;
+    std::optional<ProgramStep> built =
+        findChunkReplay(step, edgeShift, preamble);
     bool replayed = built.has_value();
     if (built) {
       if (built->end > built->begin)
@@ -601,24 +611,35 @@ bool StageBuilder::build(StageProgram &program) {
                           step.microbatch + 1 == shared.options.numMicrobatches;
       std::string name = "step" + std::to_string(index);
       stepMessages.clear();
-      if (!runStep(name, step.microbatch,
-                   [&] { buildStep(step, lastBackward); }))
+      std::optional<unsigned> gathers;
+      if (startsWithParamGathers(step))
+        gathers = step.chunk;
+      if (!runStep(
+              name, step.microbatch, [&] { buildStep(step, lastBackward); },
+              gathers))
         return false;
-      if (program.steps.size() > stepsBefore)
+      if (program.steps.size() > stepsBefore) {
         built = program.steps.back();
+        preamble = stepPreamble;
+      }
       if (!chunksWithTopLevelOps.count(step.chunk))
         builtSteps.push_back({step.chunk, int(step.microbatch), step.backward,
-                              built, stepMessages});
+                              built, stepMessages, preamble});
     }
-    if (step.microbatch == 0)
+    // The other micro-batches replay the step without its weight gathers.
+    if (step.microbatch == 0) {
       firstOfKind[kind] = built;
+      if (built)
+        firstOfKind[kind]->begin += preamble;
+    }
     if (sources && shared.options.foldMicrobatches) {
       std::optional<ProgramStep> added = built;
       if (added && replayed)
         added->tagOffset = 0;
       sources->scheduleSources.push_back({step.chunk, step.backward,
                                           step.microbatch != 0, added,
-                                          replayed ? edgeShift : 0});
+                                          replayed ? edgeShift : 0,
+                                          built ? preamble : 0});
     }
   }
   // The optimizer steps once all gradients are reduced, after the last

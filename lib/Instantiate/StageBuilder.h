@@ -107,7 +107,8 @@ private:
   /// whose messages are those edges moved on alike
   /// (InstantiateOptions::foldLayers). An empty step if that chunk's was.
   std::optional<ProgramStep> findChunkReplay(ScheduleStep step,
-                                             int64_t &edgeShift);
+                                             int64_t &edgeShift,
+                                             uint32_t &preamble);
   /// Finds the gradient synchronization that runs after the schedule's last
   /// step: all of it without overlapGradientReduction; else the top-level
   /// sync that waits for another stage (a tied weight's gradient) or for
@@ -116,6 +117,22 @@ private:
   void findDeferredSync();
   /// The optimizer's work of the stage, after the schedule's last step.
   void buildOptimizerStep();
+  /// --overlap-param-gather (ParamGatherOverlap.cpp): finds the gathers of
+  /// updated weight shards that the next step's forward runs.
+  void findOverlappedParamGathers();
+  /// Whether `step` starts with its weights' gathers: micro-batch 0's
+  /// forward of a training step, when there are any.
+  bool startsWithParamGathers(ScheduleStep step) const {
+    return !paramGathers.empty() && !step.backward && step.microbatch == 0;
+  }
+  /// Builds, at the start of a step, the gathers of the weights of the
+  /// stage's chunk `chunk`, each waiting for nothing but its group's order.
+  void buildParamGathers(unsigned chunk);
+  /// Adds to `deps` the gathers this step built of the weights `op` reads.
+  void addParamGatherDeps(const Op &op, int layer,
+                          llvm::SmallVectorImpl<uint32_t> &deps);
+  /// The axes of a collective `op`'s group, those of degree above 1.
+  AxisMask getGroupMask(const Op &op) const;
   void buildOp(const Op &op, int layer, int microbatch);
   /// Whether `op`, as built in `layer`, is a forward or backward collective
   /// of weights alone (FSDP's gather of a layer's weights): it depends on
@@ -223,6 +240,17 @@ private:
   } layerStarts;
   /// The first node of the step being built.
   uint32_t stepBegin = 0;
+  /// The weight each overlapped gather refills (its shard-optimizer
+  /// all-gather), and the gathers themselves, which the optimizer's step
+  /// then leaves out.
+  llvm::DenseMap<const Value *, const Op *> paramGathers;
+  llvm::DenseSet<const Op *> overlappedGatherOps;
+  /// Whether the forward first reads a top-level weight after the layers.
+  llvm::DenseMap<const Value *, bool> topLevelGatherAfterLayers;
+  /// The gathers the step being built began with, by the weight instance
+  /// they refill, and how many nodes they are (the step's preamble).
+  llvm::DenseMap<InstanceKey, uint32_t> stepParamGathers;
+  uint32_t stepPreamble = 0;
   /// Per repetition's first layer: whether a step folded it, so that later
   /// steps find no nodes for it (what an earlier step made is done when a
   /// step starts: the estimate needs no edge to it).
@@ -255,6 +283,7 @@ private:
     bool backward;
     std::optional<ProgramStep> step;
     std::vector<Message> messages;
+    uint32_t preamble = 0;
   };
   std::vector<BuiltStep> builtSteps;
   /// (instance, micro-batch) received by a step that replayed another

@@ -44,8 +44,10 @@ void StageBuilder::buildRepetitions(
 bool StageBuilder::foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,
                               unsigned chunk, uint32_t firstBegin,
                               uint32_t templateBegin) {
+  // A step that gathers its weights first has a gather for each layer,
+  // which no copy of a template layer could wait for: it builds them all.
   if (!shared.options.foldLayers || shared.options.gradientBucketBytes ||
-      here.size() < 4 || stepFold >= 0)
+      here.size() < 4 || stepFold >= 0 || !stepParamGathers.empty())
     return false;
   const Placement::RepeatInfo &info = placement.getRepeat(&repeat);
   auto firstLayer = [&](unsigned repetition) {
@@ -105,7 +107,8 @@ bool StageBuilder::foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,
 }
 
 std::optional<ProgramStep> StageBuilder::findChunkReplay(ScheduleStep step,
-                                                         int64_t &edgeShift) {
+                                                         int64_t &edgeShift,
+                                                         uint32_t &preamble) {
   if (!shared.options.foldLayers)
     return std::nullopt;
   const std::vector<unsigned> &layers = chunkLayers[step.chunk];
@@ -166,6 +169,7 @@ std::optional<ProgramStep> StageBuilder::findChunkReplay(ScheduleStep step,
       replay->tagOffset = int32_t(offset);
     }
     edgeShift = distance.value_or(0);
+    preamble = built.preamble;
     // Later steps find no nodes for this chunk's repetitions, and what it
     // received is here: a backward that uses it receives it no more.
     for (const Message &message : built.messages)

@@ -135,12 +135,16 @@ static std::optional<int> parseOptions(int argc, char **argv,
       ->check(finiteNumber(0, 0.9));
   std::string gradReduce = "overlap", memoryAccounting = "megatron";
   std::string tpCommOverlap = "on", cpCommType = "p2p";
+  std::string overlapParamGather = "on";
   app.add_option("--tp-comm-overlap", tpCommOverlap,
                  "on (default) or off, as for stagec")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--cp-comm-type", cpCommType,
                  "p2p (default) or all_gather, as for stagec")
       ->check(CLI::IsMember({"p2p", "all_gather"}));
+  app.add_option("--overlap-param-gather", overlapParamGather,
+                 "on (default) or off, as for stagec")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--grad-reduce", gradReduce,
                  "data-parallel gradient reductions: overlap the backward "
                  "(default) or after-backward")
@@ -226,6 +230,7 @@ static std::optional<int> parseOptions(int argc, char **argv,
   }
   options.compile.overlapGradientReduction = gradReduce == "overlap";
   options.compile.tensorParallelOverlap = tpCommOverlap == "on";
+  options.compile.overlapParamGather = overlapParamGather == "on";
   options.compile.contextParallelRing = cpCommType == "p2p";
   options.compile.memoryAccounting = *parseMemoryAccounting(memoryAccounting);
   for (const std::string &set : sets) {

@@ -195,6 +195,13 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "feed or reduce; off: before and after them")
       ->check(CLI::IsMember({"on", "off"}))
       ->group(step);
+  app.add_option("--overlap-param-gather", options.overlapParamGather,
+                 "with --distributed-optimizer: on (default; NVIDIA's "
+                 "recipes) gathers the updated weights beside the next "
+                 "step's forward, each before its first use; off gathers "
+                 "them after the optimizer")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->group(step);
   app.add_option("--cp-comm-type", options.cpCommType,
                  "context parallelism's exchange of keys and values: p2p "
                  "(default, Megatron's: a ring beside attention) or "
@@ -436,6 +443,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   options.compile.overlapGradientReduction = options.gradReduce == "overlap";
   options.compile.tensorParallelOverlap = options.tpCommOverlap == "on";
   options.compile.contextParallelRing = options.cpCommType == "p2p";
+  options.compile.overlapParamGather = options.overlapParamGather == "on";
   return std::nullopt;
 }
 
@@ -485,6 +493,8 @@ StagecOptions::describe() const {
   given.push_back({"grad_reduce", gradReduce});
   given.push_back({"tp_comm_overlap", tpCommOverlap});
   given.push_back({"cp_comm_type", cpCommType});
+  if (compile.distributedOptimizer)
+    given.push_back({"overlap_param_gather", overlapParamGather});
   if (compile.distributedOptimizer)
     given.push_back({"distributed_optimizer", "true"});
   if (!dtype.empty())

@@ -44,6 +44,7 @@ struct StagecOptions {
   std::string gradReduce = "overlap";
   std::string tpCommOverlap = "on";
   std::string cpCommType = "p2p";
+  std::string overlapParamGather = "on";
   std::string dtype;
   std::string precision; ///< `--precision`: the recipe.
   std::string device;   ///< Built-in name or YAML file; empty: no durations.

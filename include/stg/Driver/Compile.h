@@ -63,6 +63,9 @@ struct CompileOptions {
   /// `--tp-comm-overlap on`: tensor-parallel gathers and reduce-scatters
   /// beside their GEMMs, as NVIDIA's recipes run them.
   bool tensorParallelOverlap = true;
+  /// `--overlap-param-gather on`: the distributed optimizer's weight
+  /// gathers beside the next step's forward, as NVIDIA's recipes run them.
+  bool overlapParamGather = true;
   /// `--cp-comm-type p2p` (Megatron's default): context parallelism as a
   /// ring, its exchanges beside attention; `all_gather`: before it.
   bool contextParallelRing = true;

@@ -89,6 +89,11 @@ struct InstantiateOptions {
   /// reduce-scatters of their gradients beside its backward; false gathers
   /// them before it (all_gather).
   bool contextParallelRing = false;
+  /// The distributed optimizer's all-gathers of the updated weights run in
+  /// the next step's first forward, beside it, each before the first use
+  /// of its weight (Megatron's --overlap-param-gather;
+  /// ParamGatherOverlap.cpp); false keeps them after the optimizer.
+  bool overlapParamGather = false;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   /// Builds the nodes of the first micro-batch and of the last one's
   /// backward (and, outside training, forward) only, and lets the other
@@ -128,6 +133,9 @@ struct ProgramSources {
     /// A replay moves its tags this many edges on: times the micro-batch
     /// count.
     int64_t edgeShift = 0;
+    /// Nodes at the step's start that only micro-batch 0 runs (its weights'
+    /// gathers): the other micro-batches' replays skip them.
+    uint32_t preamble = 0;
   };
   /// An op's numbers (`value` null), or the bytes of `value` on one rank
   /// (`op` defines it).
