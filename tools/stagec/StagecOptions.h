@@ -32,6 +32,7 @@ struct ServeFlags {
   double iterationOverheadMicros = 0;
   unsigned instances = 1;
   std::string prefillPool, decodePool; ///< `COUNTxPLAN`: `2xtp4`.
+  unsigned window = 8; ///< `--window`: iterations of the traces (-o).
 };
 
 struct StagecOptions {
