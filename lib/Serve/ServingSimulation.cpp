@@ -241,6 +241,7 @@ void Simulation::startIteration(unsigned index, double now) {
   double slowest = 0;
   uint64_t decodes = 0, prefillTokens = 0, running = 0;
   double kvUsed = 0;
+  uint64_t decodeContext = 0, prefillChunks = 0;
   for (Replica &replica : engine.replicas) {
     IterationWork work;
     uint64_t tokens = 0;
@@ -273,6 +274,8 @@ void Simulation::startIteration(unsigned index, double now) {
         ++work.sampled;
     }
     decodes += work.decodeSequences;
+    decodeContext += work.decodeContext;
+    prefillChunks += work.prefill.size();
     slowest = std::max(slowest, engine.cost->getMicros(work));
   }
   if (engine.planned.empty())
@@ -282,6 +285,8 @@ void Simulation::startIteration(unsigned index, double now) {
   record.start = now;
   record.micros = slowest + settings.iterationOverheadMicros;
   record.decodeSequences = decodes;
+  record.decodeContext = decodeContext;
+  record.prefillChunks = prefillChunks;
   record.prefillTokens = prefillTokens;
   record.running = running;
   record.waiting = engine.waiting.size();
@@ -322,6 +327,7 @@ void Simulation::endIteration(unsigned index, double now) {
       placement.prefilled += work.prefillTokens;
       if (placement.prefilled == record.input) {
         record.firstToken = now;
+        record.prefillEngine = index;
         placement.generated = 1;
         done = record.output == 1 || !engine.decode;
       }

@@ -1,6 +1,7 @@
 //===- ServeCommand.cpp - `stagec --mode serve` ---------------------------===//
 
 #include "ServeCommand.h"
+#include "ServeTraces.h"
 
 #include "CommandLine.h"
 #include "SideFiles.h"
@@ -10,6 +11,7 @@
 #include "stg/Perf/DeviceModel.h"
 #include "stg/Serve/RequestLengths.h"
 #include "stg/Serve/ServingReport.h"
+#include "stg/Serve/ServingWindow.h"
 #include "stg/Support/Version.h"
 
 #include "CLI/CLI.hpp"
@@ -140,6 +142,11 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
   app.add_option("--decode-pool", flags.decodePool,
                  "disaggregated: the decode engines, as --prefill-pool")
       ->group(group);
+  app.add_option("--window", flags.window,
+                 "with -o: iterations of the serving window written as "
+                 "traces (default 8; docs/serving.md)")
+      ->check(wholeNumber(1, MaxWindowIterations))
+      ->group(group);
 }
 
 std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
@@ -150,7 +157,7 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
       "--isl", "--osl", "--lengths", "--concurrency", "--request-rate",
       "--requests", "--warmup-requests", "--max-batch", "--max-batched-tokens",
       "--kv-memory-fraction", "--kv-block-tokens", "--iteration-overhead-us",
-      "--instances", "--prefill-pool", "--decode-pool"};
+      "--instances", "--prefill-pool", "--decode-pool", "--window"};
   if (!serve) {
     for (const char *flag : serveOnly)
       if (app.count(flag))
@@ -177,9 +184,8 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
   if (options.system.empty() && options.device.empty())
     return std::string("--mode serve needs --system or --device: it times "
                        "iterations");
-  if (!options.outputDir.empty())
-    return std::string("-o: --mode serve writes no traces yet; use --report, "
-                       "--report-json FILE or --timeline FILE");
+  if (app.count("--window") && options.outputDir.empty())
+    return std::string("--window needs -o DIR: it sizes the traces written");
   if (!options.perturb.empty())
     return std::string("--perturb does not apply to --mode serve");
   if (flags.requests && flags.warmupRequests >= *flags.requests)
@@ -198,6 +204,12 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
       if (!parsePoolSpec(*pool))
         return (pool == &flags.prefillPool ? "--prefill-pool " : "--decode-pool ") +
                *pool + ": expected " + PoolFormat;
+    if (!options.outputDir.empty() &&
+        parsePoolSpec(flags.prefillPool)->degrees !=
+            parsePoolSpec(flags.decodePool)->degrees)
+      return std::string("-o: the traces hold a prefill and a decode "
+                         "instance as one mesh, which needs the same plan in "
+                         "both pools");
   }
   for (const auto &[axis, degree] : options.compile.degrees)
     if (axis == "cp")
@@ -236,7 +248,8 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   if (failed(checkSideFile(options, "--report-json", options.reportJson,
                            ReportJsonMarker, diags)) ||
       failed(checkSideFile(options, "--timeline", options.timeline,
-                           TimelineMarker, diags)))
+                           TimelineMarker, diags)) ||
+      failed(checkServeOutput(options, diags)))
     return 1;
 
   ServingWorkload workload;
@@ -308,9 +321,11 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   settings.iterationOverheadMicros = flags.iterationOverheadMicros;
 
   std::vector<std::unique_ptr<IterationCostModel>> models;
+  std::vector<CompileOptions> bases; // Each pool's, for the traces (-o).
   auto price = [&](const PoolSpec &spec) -> std::optional<EnginePool> {
     CompileOptions base = options.compile;
     base.degrees = spec.degrees;
+    bases.push_back(base);
     std::optional<IterationCostModel> model =
         IterationCostModel::build(base, *system, limits, diags);
     if (!model)
@@ -390,6 +405,12 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
           },
           sideFiles, diags)))
     return 1;
+  // `bases`: the decode pool's, then the prefill pool's if there is one.
+  if (!options.outputDir.empty())
+    if (int status = writeServeTraces(
+            options, deployment, *result, *system, bases.back(),
+            prefillSpec ? &bases.front() : nullptr, diags))
+      return status;
   for (const std::unique_ptr<OutputFile> &file : sideFiles)
     if (llvm::Error err = file->commit()) {
       diags.error({}, llvm::toString(std::move(err)));

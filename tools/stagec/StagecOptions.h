@@ -34,6 +34,7 @@ struct ServeFlags {
   double iterationOverheadMicros = 1500;
   unsigned instances = 1;
   std::string prefillPool, decodePool; ///< `COUNTxPLAN`: `2xtp4`.
+  unsigned window = 8; ///< `--window`: iterations of the traces (-o).
 };
 
 struct StagecOptions {

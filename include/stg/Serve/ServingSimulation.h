@@ -76,6 +76,7 @@ struct RequestRecord {
   uint64_t input = 0, output = 0;
   double arrival = 0, firstToken = 0, finish = 0;
   double transfer = 0; ///< Disaggregated: the KV cache's move.
+  unsigned prefillEngine = 0; ///< The engine that ran its prefill.
 };
 
 /// One iteration of one engine.
@@ -85,6 +86,8 @@ struct IterationRecord {
   uint64_t decodeSequences = 0, prefillTokens = 0;
   uint64_t running = 0, waiting = 0;
   double kvUsed = 0; ///< Fraction of the engine's KV cache reserved.
+  uint64_t decodeContext = 0; ///< Summed over the decode sequences.
+  uint64_t prefillChunks = 0; ///< Sequences with prefill tokens.
 };
 
 struct EngineRecord {

@@ -1,0 +1,322 @@
+//===- ServingWindow.cpp - A serving run's iterations as programs ---------===//
+//
+// Each of the window's iterations (ServingWindowPlan.cpp) has its decode
+// step and prefill compiled unfolded at its sizes (a size once, whichever
+// iterations share it), appended to the stage programs of its instance
+// (ProgramChain.h). Disaggregated, the two instances become one mesh whose
+// pipeline axis has twice their stages: a prefill stage s and the decode
+// stage pp + s are pipeline peers, so the KV caches are ordinary sends and
+// receives between them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Serve/ServingWindow.h"
+
+#include "stg/Instantiate/Limits.h"
+#include "stg/Perf/DeviceModel.h"
+#include "stg/Serve/ProgramChain.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+using namespace stg;
+
+namespace {
+
+/// Compiles the window's programs, each size once per instance.
+class PieceCompiler {
+public:
+  explicit PieceCompiler(DiagnosticEngine &diags) : diags(diags) {}
+
+  /// Checks what the model declares, once.
+  bool inspect(const CompileOptions &base);
+  /// The decode step of `sequences` at `context` (`decode`), or the
+  /// prefill of `sequences` of `tokens`.
+  const ProgramSet *compile(unsigned side, const CompileOptions &base,
+                            bool decode, uint64_t sequences,
+                            uint64_t tokensOrContext);
+
+  std::unique_ptr<Module> firstModule;
+  int32_t maxTag = -1;
+
+private:
+  DiagnosticEngine &diags;
+  bool hasSequenceParallel = false;
+  std::map<std::tuple<unsigned, bool, uint64_t, uint64_t>, ProgramSet> compiled;
+};
+
+} // namespace
+
+bool PieceCompiler::inspect(const CompileOptions &base) {
+  std::unique_ptr<Module> module = loadModel(base, diags);
+  if (!module)
+    return false;
+  hasSequenceParallel = module->lookupOption("sequence_parallel") != nullptr;
+  return true;
+}
+
+const ProgramSet *PieceCompiler::compile(unsigned side,
+                                         const CompileOptions &base,
+                                         bool decode, uint64_t sequences,
+                                         uint64_t tokensOrContext) {
+  auto key = std::make_tuple(side, decode, sequences, tokensOrContext);
+  if (auto found = compiled.find(key); found != compiled.end())
+    return &found->second;
+  CompileOptions options = base;
+  // As IterationCostModel prices them: all-reduces rather than sequence
+  // parallelism, one micro-batch, and every node (a trace needs them all).
+  if (hasSequenceParallel)
+    options.overrides.push_back({"sequence_parallel", "false"});
+  options.microbatches = 1;
+  options.foldLayers = false;
+  options.foldMicrobatches = false;
+  options.overrides.push_back({"MB", std::to_string(sequences)});
+  std::string what;
+  if (decode) {
+    options.mode = "decode";
+    options.context = unsigned(tokensOrContext);
+    what = "decode step of " + std::to_string(sequences) +
+           " sequences at context " + std::to_string(tokensOrContext);
+  } else {
+    options.mode = "prefill";
+    options.overrides.push_back({"S", std::to_string(tokensOrContext)});
+    what = "prefill of " + std::to_string(sequences) + " sequences of " +
+           std::to_string(tokensOrContext) + " tokens";
+  }
+  std::optional<CompiledModel> model = compileModel(options, diags);
+  if (!model) {
+    diags.note({}, "while compiling the serving window's " + what);
+    return nullptr;
+  }
+  for (const StageProgram &stage : model->programs.stages)
+    maxTag = std::max(maxTag, getMaxTag(stage));
+  if (!firstModule)
+    firstModule = std::move(model->module);
+  return &compiled.emplace(key, std::move(model->programs)).first->second;
+}
+
+namespace {
+
+/// The programs of one side's iterations, in order: each iteration's decode
+/// step, then its prefill chunk.
+struct SidePieces {
+  std::vector<std::pair<std::string, const ProgramSet *>> links;
+  /// Per iteration, its first link.
+  std::vector<size_t> firstLink;
+};
+
+std::optional<SidePieces>
+compileSide(PieceCompiler &compiler, unsigned side, const CompileOptions &base,
+            const std::vector<WindowIteration> &iterations) {
+  SidePieces pieces;
+  for (size_t index = 0; index < iterations.size(); ++index) {
+    const WindowIteration &iteration = iterations[index];
+    pieces.firstLink.push_back(pieces.links.size());
+    std::string name = "iter" + std::to_string(index);
+    if (iteration.decodeSequences) {
+      const ProgramSet *decode = compiler.compile(
+          side, base, true, iteration.decodeSequences, iteration.decodeContext);
+      if (!decode)
+        return std::nullopt;
+      pieces.links.push_back({name + ".decode", decode});
+    }
+    if (iteration.prefillTokens) {
+      const ProgramSet *prefill =
+          compiler.compile(side, base, false, iteration.prefillSequences,
+                           iteration.prefillTokens);
+      if (!prefill)
+        return std::nullopt;
+      pieces.links.push_back({name + ".prefill", prefill});
+    }
+  }
+  return pieces;
+}
+
+bool isSameMesh(const Mesh &a, const Mesh &b) {
+  if (a.getAxes().size() != b.getAxes().size())
+    return false;
+  for (unsigned axis = 0; axis < a.getAxes().size(); ++axis)
+    if (a.getAxes()[axis].name != b.getAxes()[axis].name ||
+        a.getDegree(axis) != b.getDegree(axis))
+      return false;
+  return true;
+}
+
+/// Appends one side's links to `stages` (its pp stages); `addMessages`
+/// gives each link its sends and receives (by link index, and one past the
+/// last for a link of messages alone).
+void chainSide(
+    std::vector<StageProgram> &stages, const SidePieces &pieces,
+    unsigned peerOffset, int32_t tagStride, int32_t &nextLink,
+    llvm::function_ref<void(size_t link, unsigned stage, ChainLink &chainLink)>
+        addMessages) {
+  for (size_t index = 0; index <= pieces.links.size(); ++index)
+    for (unsigned stage = 0; stage < stages.size(); ++stage) {
+      ChainLink link;
+      if (index < pieces.links.size()) {
+        link.name = pieces.links[index].first;
+        link.program = &pieces.links[index].second->stages[stage];
+        link.tagOffset = nextLink * tagStride;
+        link.peerOffset = peerOffset;
+      } else {
+        link.name = "kv";
+      }
+      addMessages(index, stage, link);
+      appendChainLink(stages[stage], link);
+      if (stage + 1 == stages.size() && index < pieces.links.size())
+        ++nextLink;
+    }
+}
+
+} // namespace
+
+std::optional<ServingWindow>
+stg::buildServingWindow(const ServingWindowPlan &plan,
+                        const CompileOptions &instance,
+                        const CompileOptions *decodeInstance,
+                        const SystemSpec &system, DiagnosticEngine &diags) {
+  if (plan.iterations.empty() ||
+      (decodeInstance && plan.decodeIterations.empty())) {
+    diags.error({}, "the serving run has no iterations for a window");
+    return std::nullopt;
+  }
+  PieceCompiler compiler(diags);
+  if (!compiler.inspect(instance))
+    return std::nullopt;
+  std::optional<SidePieces> first =
+      compileSide(compiler, 0, instance, plan.iterations);
+  if (!first)
+    return std::nullopt;
+  std::optional<SidePieces> second;
+  if (decodeInstance) {
+    second = compileSide(compiler, 1, *decodeInstance, plan.decodeIterations);
+    if (!second)
+      return std::nullopt;
+  }
+
+  const ProgramSet &model = *first->links.front().second;
+  for (const SidePieces *side : {&*first, second ? &*second : nullptr}) {
+    if (!side)
+      continue;
+    for (const auto &[name, programs] : side->links)
+      if (!isSameMesh(programs->mesh, model.mesh) ||
+          programs->pipelineAxis != model.pipelineAxis) {
+        diags.error({}, "the window's instances must have the same plan to "
+                        "share one mesh: " +
+                            model.mesh.describe() + " and " +
+                            programs->mesh.describe());
+        return std::nullopt;
+      }
+  }
+  unsigned stages = unsigned(model.stages.size());
+  if (decodeInstance && model.pipelineAxis < 0) {
+    diags.error({}, "a disaggregated window puts its instances on the "
+                    "pipeline axis: keep pp in --rank-order");
+    return std::nullopt;
+  }
+
+  // Tags: each link's own range, then one per KV cache.
+  size_t numLinks = first->links.size() + (second ? second->links.size() : 0);
+  int32_t tagStride = compiler.maxTag + 1;
+  if (double(tagStride) * double(numLinks) + double(plan.transfers.size()) >
+      double(INT32_MAX)) {
+    diags.error({}, "the window's messages need more tags than a trace has; "
+                    "use a smaller --window");
+    return std::nullopt;
+  }
+  int32_t kvTagBase = tagStride * int32_t(numLinks);
+  int32_t nextLink = 0;
+
+  ServingWindow window;
+  window.plan = plan;
+  ProgramSet &programs = window.programs;
+  programs.mesh = model.mesh;
+  programs.pipelineAxis = model.pipelineAxis;
+  programs.numLayers = model.numLayers;
+  programs.pipelineSplit = model.pipelineSplit;
+  programs.chunkLayers = model.chunkLayers;
+  programs.schedule = model.schedule;
+  std::vector<StageProgram> firstStages(stages), secondStages;
+
+  auto makeMessage = [&](ProgramNodeKind kind, size_t transfer, unsigned peer) {
+    const WindowTransfer &moved = plan.transfers[transfer];
+    ProgramNode node;
+    node.kind = kind;
+    node.name = "kv.request" + std::to_string(moved.request) +
+                (kind == ProgramNodeKind::Send ? ".send" : ".recv");
+    node.commBytes = int64_t(moved.bytesPerRank);
+    node.peerStage = peer;
+    node.tag = kvTagBase + int32_t(transfer);
+    return node;
+  };
+  // A cache is sent beside the prefill iteration after the one it finished
+  // in (or after the last), and received in the decode iteration that
+  // waits for it (or after the last).
+  chainSide(firstStages, *first, 0, tagStride, nextLink,
+            [&](size_t link, unsigned stage, ChainLink &chainLink) {
+              for (size_t index = 0; index < plan.transfers.size(); ++index) {
+                unsigned after = plan.transfers[index].afterPrefill + 1;
+                size_t sendLink = after < first->firstLink.size()
+                                      ? first->firstLink[after]
+                                      : first->links.size();
+                if (sendLink == link)
+                  chainLink.messages.push_back(makeMessage(
+                      ProgramNodeKind::Send, index, stages + stage));
+              }
+            });
+  if (second) {
+    secondStages.resize(stages);
+    chainSide(secondStages, *second, stages, tagStride, nextLink,
+              [&](size_t link, unsigned stage, ChainLink &chainLink) {
+                for (size_t index = 0; index < plan.transfers.size(); ++index) {
+                  std::optional<unsigned> before =
+                      plan.transfers[index].beforeDecode;
+                  size_t recvLink = before ? second->firstLink[*before]
+                                           : second->links.size();
+                  if (recvLink == link)
+                    chainLink.messages.push_back(
+                        makeMessage(ProgramNodeKind::Recv, index, stage));
+                }
+                chainLink.waitForReceives = true;
+              });
+    if (2 * uint64_t(model.mesh.getNumRanks()) > MaxRanks) {
+      diags.error({}, "the window's two instances have more than " +
+                          llvm::Twine(MaxRanks) + " ranks");
+      return std::nullopt;
+    }
+    std::vector<Mesh::AxisInfo> axes(model.mesh.getAxes().begin(),
+                                     model.mesh.getAxes().end());
+    axes[model.pipelineAxis].degree *= 2;
+    programs.mesh = Mesh(std::move(axes));
+    programs.chunkLayers.insert(programs.chunkLayers.end(),
+                                model.chunkLayers.begin(),
+                                model.chunkLayers.end());
+    AxisMask pipelineMask = AxisMask(1) << model.pipelineAxis;
+    for (std::vector<StageProgram> *side : {&firstStages, &secondStages})
+      for (const StageProgram &stage : *side)
+        for (const ProgramNode &node : stage.nodes)
+          if (node.kind == ProgramNodeKind::Collective &&
+              (node.group & pipelineMask)) {
+            diags.error({}, "a collective over the pipeline axis would span "
+                            "both instances of the window");
+            return std::nullopt;
+          }
+  }
+  for (std::vector<StageProgram> *side : {&firstStages, &secondStages})
+    for (StageProgram &stage : *side) {
+      if (stage.nodes.size() > MaxStageNodes) {
+        diags.error({}, "the window's stage programs have more than " +
+                            llvm::Twine(MaxStageNodes) +
+                            " nodes; use a smaller --window");
+        return std::nullopt;
+      }
+      stage.stage = unsigned(programs.stages.size());
+      programs.stages.push_back(std::move(stage));
+    }
+  applyDeviceModel(programs, system.device, nullptr);
+  window.module = std::move(compiler.firstModule);
+  return window;
+}

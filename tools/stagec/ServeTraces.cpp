@@ -1,0 +1,152 @@
+//===- ServeTraces.cpp - `stagec --mode serve -o DIR` ---------------------===//
+
+#include "ServeTraces.h"
+
+#include "stg/Emit/AstraConfig.h"
+#include "stg/Emit/Manifest.h"
+#include "stg/Emit/OutputDirectory.h"
+#include "stg/Emit/TraceEmitter.h"
+#include "stg/Perf/StepEstimate.h"
+#include "stg/Serve/ServingWindow.h"
+#include "stg/Support/Version.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Signals.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+
+using namespace stg;
+
+static std::atomic<bool> interrupted{false};
+
+LogicalResult stg::checkServeOutput(const StagecOptions &options,
+                                    DiagnosticEngine &diags) {
+  if (options.outputDir.empty())
+    return success();
+  if (llvm::Error err = OutputDirectory::checkTarget(options.outputDir)) {
+    diags.error({}, llvm::toString(std::move(err)));
+    return failure();
+  }
+  return success();
+}
+
+/// `window: 8 iterations of serve.0.0 from 3.1205 s, estimated ...`.
+static void printWindow(llvm::raw_ostream &os, const ServingWindowPlan &plan,
+                        const ServingResult &result, double estimateMicros) {
+  auto engineOf = [&](const std::vector<WindowIteration> &iterations) {
+    return result.engines[result.iterations[iterations.front().record].engine]
+        .name;
+  };
+  os << "window: " << plan.iterations.size() << " iterations of "
+     << engineOf(plan.iterations);
+  if (!plan.decodeIterations.empty())
+    os << " and " << plan.decodeIterations.size() << " of "
+       << engineOf(plan.decodeIterations) << ", " << plan.transfers.size()
+       << " KV cache" << (plan.transfers.size() == 1 ? "" : "s") << " sent";
+  os << llvm::formatv(" from {0:F4} s, estimated {1:F2} ms (in the serving "
+                      "run: {2:F2} ms busy, {3:F2} ms with idle time)\n",
+                      plan.startMicros / 1e6, estimateMicros / 1e3,
+                      plan.busyMicros / 1e3,
+                      (plan.endMicros - plan.startMicros) / 1e3);
+}
+
+int stg::writeServeTraces(const StagecOptions &options,
+                          const ServingDeployment &deployment,
+                          const ServingResult &result, const SystemSpec &system,
+                          const CompileOptions &instance,
+                          const CompileOptions *decodeInstance,
+                          DiagnosticEngine &diags) {
+  ServingWindowPlan plan =
+      chooseServingWindow(deployment, result, options.serve.window);
+  std::optional<ServingWindow> window =
+      buildServingWindow(plan, instance, decodeInstance, system, diags);
+  if (!window)
+    return 1;
+  const ProgramSet &programs = window->programs;
+  const Mesh &mesh = programs.mesh;
+  for (unsigned rank : options.ranks)
+    if (rank >= mesh.getNumRanks()) {
+      diags.error({}, "--ranks: rank " + llvm::Twine(rank) +
+                          " is not in the window's mesh of " +
+                          llvm::Twine(mesh.getNumRanks()) + " ranks (" +
+                          mesh.describe() + ")");
+      return 1;
+    }
+  llvm::Expected<StepEstimate> estimate = estimateStep(programs, system);
+  if (!estimate) {
+    diags.error({}, llvm::toString(estimate.takeError()));
+    return 1;
+  }
+  if (options.report)
+    printWindow(llvm::outs(), plan, result, estimate->stepMicros);
+
+  const Module &module = *window->module;
+  ManifestInputs inputs;
+  inputs.input = options.compile.input;
+  inputs.prefix = options.prefix.empty() ? module.getModel()->getName().str()
+                                         : options.prefix;
+  inputs.toolVersion = getToolVersion().str();
+  inputs.options = options.describe();
+  inputs.commGroupsFile = inputs.prefix + ".json";
+  llvm::json::Value manifest =
+      buildManifest(module, programs, summarize(programs), inputs, &*estimate);
+  llvm::json::Object &fields = *manifest.getAsObject();
+  fields["system"] = describeSystem(system);
+  fields["serving_window"] = describeServingWindow(plan, result);
+
+  CommGroups groups(mesh, programs.getUsedMasks());
+  EmitOptions emitOptions;
+  emitOptions.prefix = inputs.prefix;
+  emitOptions.format = *parseTraceFormat(options.format);
+  emitOptions.gzip = options.gzip;
+  emitOptions.orderingAsDataDeps = options.orderingDeps == "data";
+  emitOptions.jobs = options.jobs;
+  emitOptions.ranks = options.ranks;
+  emitOptions.cancel = &interrupted;
+
+  // As the training path: an interrupt from here on removes what was
+  // written.
+  llvm::sys::SetInterruptFunction([] { interrupted = true; });
+  auto output = OutputDirectory::create(options.outputDir);
+  if (!output) {
+    diags.error({}, llvm::toString(output.takeError()));
+    return 1;
+  }
+  auto fail = [&](llvm::Error err) {
+    diags.error({}, llvm::toString(std::move(err)));
+    (*output)->discard();
+    return interrupted ? 130 : 1;
+  };
+  if (llvm::Error err = checkDiskSpace(
+          (*output)->getPath(), estimateTraceBytes(programs, emitOptions),
+          "write fewer ranks (--ranks), use --gzip, a smaller --window, or "
+          "choose another -o"))
+    return fail(std::move(err));
+  if (!options.system.empty())
+    if (llvm::Error err = writeAstraSetup(
+            (*output)->getPath(), (*output)->getTarget(), system,
+            mesh.getNumRanks(), emitOptions.prefix, fields))
+      return fail(std::move(err));
+  if (llvm::Error err = writeTraceSet((*output)->getPath(), programs, groups,
+                                      emitOptions, manifest))
+    return fail(std::move(err));
+  if (interrupted)
+    return fail(llvm::createStringError(std::errc::interrupted, "interrupted"));
+  if (llvm::Error err = (*output)->commit())
+    return fail(std::move(err));
+  if (!options.quiet)
+    llvm::errs() << "stagec: wrote "
+                 << getSelectedRanks(emitOptions, mesh.getNumRanks()).size()
+                 << " "
+                 << (emitOptions.format == TraceFormat::Chakra ? "traces"
+                                                               : "files")
+                 << " of the serving window to " << (*output)->getTarget()
+                 << " (" << mesh.describe() << ")\n";
+  if (options.report && !options.system.empty())
+    if (const llvm::json::Object *astra = fields.getObject("astra_sim"))
+      if (auto command = astra->getString("command"))
+        llvm::outs() << "\nASTRA-sim on these traces and this cluster:\n  "
+                     << *command << "\n";
+  return 0;
+}
