@@ -33,7 +33,8 @@ LogicalResult stg::checkServeOutput(const StagecOptions &options,
 
 /// `window: 8 iterations of serve.0.0 from 3.1205 s, estimated ...`.
 static void printWindow(llvm::raw_ostream &os, const ServingWindowPlan &plan,
-                        const ServingResult &result, double estimateMicros) {
+                        const ServingResult &result, double estimateMicros,
+                        double overheadMicros) {
   auto engineOf = [&](const std::vector<WindowIteration> &iterations) {
     return result.engines[result.iterations[iterations.front().record].engine]
         .name;
@@ -45,10 +46,13 @@ static void printWindow(llvm::raw_ostream &os, const ServingWindowPlan &plan,
        << engineOf(plan.decodeIterations) << ", " << plan.transfers.size()
        << " KV cache" << (plan.transfers.size() == 1 ? "" : "s") << " sent";
   os << llvm::formatv(" from {0:F4} s, estimated {1:F2} ms (in the serving "
-                      "run: {2:F2} ms busy, {3:F2} ms with idle time)\n",
+                      "run: {2:F2} ms busy, with the engine's own {4:F2} ms "
+                      "an iteration that the traces leave out; {3:F2} ms "
+                      "with idle time)\n",
                       plan.startMicros / 1e6, estimateMicros / 1e3,
                       plan.busyMicros / 1e3,
-                      (plan.endMicros - plan.startMicros) / 1e3);
+                      (plan.endMicros - plan.startMicros) / 1e3,
+                      overheadMicros / 1e3);
 }
 
 int stg::writeServeTraces(const StagecOptions &options,
@@ -79,7 +83,8 @@ int stg::writeServeTraces(const StagecOptions &options,
     return 1;
   }
   if (options.report)
-    printWindow(llvm::outs(), plan, result, estimate->stepMicros);
+    printWindow(llvm::outs(), plan, result, estimate->stepMicros,
+                options.serve.iterationOverheadMicros);
 
   const Module &module = *window->module;
   ManifestInputs inputs;
