@@ -124,12 +124,10 @@ void StageBuilder::buildParamGathers(unsigned chunk) {
     AxisMask mask = getGroupMask(op);
     if (!mask)
       continue;
-    uint32_t query = recordQuery(&op, nullptr);
-    const OpNumbers *numbers = shared.numbers.get(op);
-    if (!numbers) {
-      failed = true;
+    uint32_t query = 0;
+    const OpNumbers *numbers = getNumbers(op, query);
+    if (!numbers)
       return;
-    }
     ProgramNode node;
     node.kind = ProgramNodeKind::Collective;
     node.name = getInstanceName(op, op.getResult()->getName(), layer, -1);

@@ -297,12 +297,10 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
   if (isElided(op)) {
     held.assign(deps.begin(), deps.end());
   } else {
-    uint32_t query = recordQuery(&op, nullptr);
-    const OpNumbers *numbers = shared.numbers.get(op);
-    if (!numbers) {
-      failed = true;
+    uint32_t query = 0;
+    const OpNumbers *numbers = getNumbers(op, query);
+    if (!numbers)
       return;
-    }
     ProgramNode node;
     llvm::StringRef valueName =
         op.getResults().empty() ? op.getKindName() : op.getResult()->getName();

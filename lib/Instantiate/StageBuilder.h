@@ -163,6 +163,14 @@ private:
   /// Appends `node`, built for `op` if it is an op's, priced by `query`.
   uint32_t addNode(ProgramNode &&node, const Op *op = nullptr,
                    uint32_t query = ProgramSources::NoQuery);
+  /// The numbers of `op`, the query that asked for them in `query`; null,
+  /// with the build failed, after an error.
+  const OpNumbers *getNumbers(const Op &op, uint32_t &query) {
+    query = recordQuery(&op, nullptr);
+    const OpNumbers *numbers = shared.numbers.get(op);
+    failed |= !numbers;
+    return numbers;
+  }
   /// Records, if sources are recorded, that the builder asked for the
   /// numbers of `op` (`value` null) or the bytes of `value`; the query's
   /// index.

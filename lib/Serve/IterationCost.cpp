@@ -186,13 +186,11 @@ IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
     if (!sample)
       return std::nullopt;
     double n = double(tokens);
-    model.prefillAttention.x.push_back(n);
-    model.prefillAttention.y.push_back(sample->attentionMicros);
-    model.top.x.push_back(n);
-    model.top.y.push_back(sample->topMicros);
-    model.body.x.push_back(n);
-    model.body.y.push_back(std::max(
-        0.0, sample->stepMicros - sample->attentionMicros - sample->topMicros));
+    model.prefillAttention.add(n, sample->attentionMicros);
+    model.top.add(n, sample->topMicros);
+    model.body.add(n, std::max(0.0, sample->stepMicros -
+                                        sample->attentionMicros -
+                                        sample->topMicros));
     model.weightBytes = sample->weights;
     if (tokens <= limits.maxBatchedTokens)
       activations = std::max(activations, sample->activations);
@@ -210,12 +208,9 @@ IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
     if (!many)
       return std::nullopt;
     double c = double(context);
-    model.decodeOne.x.push_back(c);
-    model.decodeOne.y.push_back(one->attentionMicros);
-    model.decodeMany.x.push_back(c);
-    model.decodeMany.y.push_back(many->attentionMicros);
-    model.kvBytes.x.push_back(c);
-    model.kvBytes.y.push_back(double(many->state) / model.manyBatch);
+    model.decodeOne.add(c, one->attentionMicros);
+    model.decodeMany.add(c, many->attentionMicros);
+    model.kvBytes.add(c, double(many->state) / model.manyBatch);
   }
 
   double usable = limits.memoryFraction * double(system.device.memoryBytes);

@@ -96,15 +96,42 @@ def read_manifest(out):
     raise SystemExit("no manifest in " + out)
 
 
-def main():
-    stagec, templates, astra, workdir = sys.argv[1:5]
-    table = "--table" in sys.argv[5:]
+def prepare_run(astra, workdir):
+    """The ASTRA-sim runner in `astra`, with `workdir` made empty; None, after
+    saying so, if there is no runner (the test then skips)."""
     runner = os.path.join(astra, "run-astra-sim")
     if not os.access(runner, os.X_OK):
         print("skipped: no ASTRA-sim runner at " + runner)
-        return 77
+        return None
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
+    return runner
+
+
+def run_astra_sim(runner, out, manifest):
+    """ASTRA-sim on the trace set in `out` with the configs stagec wrote
+    beside it: its time in microseconds, or None and its output if some
+    rank did not finish."""
+    prefix = os.path.join(out, manifest["prefix"])
+    env = dict(os.environ)
+    env.update({"ASTRA_NETWORK": os.path.join(out, "astra", "network.yml"),
+                "ASTRA_SYSTEM": os.path.join(out, "astra", "system.json"),
+                "ASTRA_MEMORY": os.path.join(out, "astra", "memory.json"),
+                "ASTRA_WORKDIR": os.path.join(out, "astra-run")})
+    _, output = run([runner, prefix, prefix + ".json",
+                     str(manifest["mesh"]["ranks"]), "600"], env)
+    match = re.search(r"ASTRA OK ranks=(\d+)/(\d+) max_cycles=(\d+)", output)
+    if not match:
+        return None, output
+    return int(match.group(3)) / 1000.0, output
+
+
+def main():
+    stagec, templates, astra, workdir = sys.argv[1:5]
+    table = "--table" in sys.argv[5:]
+    runner = prepare_run(astra, workdir)
+    if not runner:
+        return 77
     failures = 0
     rows = []
     for name, template, flags, tolerance, *cluster in PLANS:
@@ -118,23 +145,13 @@ def main():
             print("FAIL %s: stagec\n%s" % (name, output))
             continue
         manifest = read_manifest(out)
-        prefix = os.path.join(out, manifest["prefix"])
         ranks = manifest["mesh"]["ranks"]
-        env = dict(os.environ)
-        env.update({"ASTRA_NETWORK": os.path.join(out, "astra", "network.yml"),
-                    "ASTRA_SYSTEM": os.path.join(out, "astra", "system.json"),
-                    "ASTRA_MEMORY": os.path.join(out, "astra", "memory.json"),
-                    "ASTRA_WORKDIR": os.path.join(out, "astra-run")})
-        status, output = run([runner, prefix, prefix + ".json", str(ranks),
-                              "600"], env)
-        match = re.search(r"ASTRA OK ranks=(\d+)/(\d+) max_cycles=(\d+)",
-                          output)
-        if not match:
+        astra_micros, output = run_astra_sim(runner, out, manifest)
+        if astra_micros is None:
             failures += 1
             print("FAIL %s: ASTRA-sim did not finish every rank\n%s" %
                   (name, output[-2000:]))
             continue
-        astra_micros = int(match.group(3)) / 1000.0
         estimate = manifest["step_estimate"]["step_micros"]
         ratio = estimate / astra_micros
         ok = abs(ratio - 1) <= tolerance

@@ -18,11 +18,9 @@
 #===----------------------------------------------------------------------===#
 
 import os
-import re
-import shutil
 import sys
 
-from check_astra_sim import read_manifest, run
+from check_astra_sim import prepare_run, read_manifest, run, run_astra_sim
 
 WORKLOAD = ["--isl", "1024", "--osl", "128", "--concurrency", "16"]
 
@@ -79,12 +77,9 @@ def check_messages(name, manifest):
 def main():
     stagec, templates, astra, workdir = sys.argv[1:5]
     table = "--table" in sys.argv[5:]
-    runner = os.path.join(astra, "run-astra-sim")
-    if not os.access(runner, os.X_OK):
-        print("skipped: no ASTRA-sim runner at " + runner)
+    runner = prepare_run(astra, workdir)
+    if not runner:
         return 77
-    shutil.rmtree(workdir, ignore_errors=True)
-    os.makedirs(workdir)
     failures = 0
     rows = []
     for name, template, flags, tolerance in CASES:
@@ -103,23 +98,13 @@ def main():
             failures += 1
             print("FAIL " + problem)
             continue
-        prefix = os.path.join(out, manifest["prefix"])
         ranks = manifest["mesh"]["ranks"]
-        env = dict(os.environ)
-        env.update({"ASTRA_NETWORK": os.path.join(out, "astra", "network.yml"),
-                    "ASTRA_SYSTEM": os.path.join(out, "astra", "system.json"),
-                    "ASTRA_MEMORY": os.path.join(out, "astra", "memory.json"),
-                    "ASTRA_WORKDIR": os.path.join(out, "astra-run")})
-        status, output = run([runner, prefix, prefix + ".json", str(ranks),
-                              "600"], env)
-        match = re.search(r"ASTRA OK ranks=(\d+)/(\d+) max_cycles=(\d+)",
-                          output)
-        if not match:
+        astra_micros, output = run_astra_sim(runner, out, manifest)
+        if astra_micros is None:
             failures += 1
             print("FAIL %s: ASTRA-sim did not finish every rank\n%s" %
                   (name, output[-2000:]))
             continue
-        astra_micros = int(match.group(3)) / 1000.0
         estimate = manifest["step_estimate"]["step_micros"]
         window = manifest["serving_window"]
         iterations = len(window["iterations"]) + len(

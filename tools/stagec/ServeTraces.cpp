@@ -2,6 +2,8 @@
 
 #include "ServeTraces.h"
 
+#include "SideFiles.h"
+
 #include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/Manifest.h"
 #include "stg/Emit/OutputDirectory.h"
@@ -69,14 +71,8 @@ int stg::writeServeTraces(const StagecOptions &options,
     return 1;
   const ProgramSet &programs = window->programs;
   const Mesh &mesh = programs.mesh;
-  for (unsigned rank : options.ranks)
-    if (rank >= mesh.getNumRanks()) {
-      diags.error({}, "--ranks: rank " + llvm::Twine(rank) +
-                          " is not in the window's mesh of " +
-                          llvm::Twine(mesh.getNumRanks()) + " ranks (" +
-                          mesh.describe() + ")");
-      return 1;
-    }
+  if (failed(checkSelectedRanks(options, mesh, "window's mesh", diags)))
+    return 1;
   llvm::Expected<StepEstimate> estimate = estimateStep(programs, system);
   if (!estimate) {
     diags.error({}, llvm::toString(estimate.takeError()));

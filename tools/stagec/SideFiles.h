@@ -2,7 +2,8 @@
 //
 // `--report-json FILE` and `--timeline FILE`: checked before the work, so a
 // bad path fails in milliseconds, and written beside the run's outputs to
-// be renamed into place with them, so an error leaves nothing.
+// be renamed into place with them, so an error leaves nothing. And
+// `--ranks`, checked against the mesh of what is written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 #include "StagecOptions.h"
 
 #include "stg/Emit/OutputDirectory.h"
+#include "stg/Instantiate/Mesh.h"
 #include "stg/Support/Diagnostics.h"
 #include "stg/Support/LogicalResult.h"
 
@@ -74,6 +76,22 @@ createSideFile(llvm::StringRef flag, llvm::StringRef file,
     return failure();
   }
   files.push_back(std::move(*created));
+  return success();
+}
+
+/// Fails, naming the first, if a rank of `--ranks` is not in `mesh` (the
+/// traces' mesh, `meshName` in the message: "mesh", "window's mesh").
+inline LogicalResult checkSelectedRanks(const StagecOptions &options,
+                                        const Mesh &mesh,
+                                        llvm::StringRef meshName,
+                                        DiagnosticEngine &diags) {
+  for (unsigned rank : options.ranks)
+    if (rank >= mesh.getNumRanks()) {
+      diags.error({}, "--ranks: rank " + llvm::Twine(rank) + " is not in the " +
+                          meshName + " of " + llvm::Twine(mesh.getNumRanks()) +
+                          " ranks (" + mesh.describe() + ")");
+      return failure();
+    }
   return success();
 }
 

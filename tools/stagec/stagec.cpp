@@ -297,14 +297,8 @@ int main(int argc, char **argv) {
     return 1;
   const ProgramSet &programs = compiled->programs;
   const Mesh &mesh = programs.mesh;
-  for (unsigned rank : options.ranks)
-    if (rank >= mesh.getNumRanks()) {
-      diags.error({}, "--ranks: rank " + llvm::Twine(rank) +
-                          " is not in the mesh of " +
-                          llvm::Twine(mesh.getNumRanks()) + " ranks (" +
-                          mesh.describe() + ")");
-      return 1;
-    }
+  if (failed(checkSelectedRanks(options, mesh, "mesh", diags)))
+    return 1;
   // Read before the work: a bad spec is an error whatever else was asked.
   std::optional<PerturbationSpec> perturbation;
   if (!options.perturb.empty()) {

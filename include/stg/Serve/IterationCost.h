@@ -65,6 +65,10 @@ struct IterationWork {
 struct SampledCurve {
   std::vector<double> x, y;
   double operator()(double at) const;
+  void add(double at, double value) {
+    x.push_back(at);
+    y.push_back(value);
+  }
 };
 
 /// The parts of an iteration's time, sampled, and the instance's memory.
