@@ -11,6 +11,7 @@
 #include "CommandLine.h"
 #include "PrecisionFlags.h"
 #include "ProgressBar.h"
+#include "ServeSearch.h"
 
 #include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/Manifest.h"
@@ -49,6 +50,8 @@ static const char *const Examples = R"(Examples:
       a narrowed space; the traces of the best two plans in out/rank-1, -2
   stage-search model.stg ... --shard 3/16 -o shard3/    (one of 16 jobs)
   stage-search merge shard*/plans.json -o all/           (their union)
+  stage-search MODEL --serve --gpus 64 --system dgx-h100 --isl 1024 \
+      --osl 1024 --concurrency 16,64,256 ...              (serving; --serve --help)
 
 Then draw the plans: stage-plot pareto plans/plans.json)";
 
@@ -113,6 +116,10 @@ static std::optional<int> parseOptions(int argc, char **argv,
   std::string dtype;
   app.add_option("input", options.compile.input, "the model (.stg)")
       ->required();
+  bool serve = false;
+  app.add_flag("--serve", serve,
+               "search serving deployments instead of training plans: "
+               "stage-search --serve --help has its flags");
   app.add_option("-I", options.compile.includeDirs, "import search path");
   app.add_option("--set", sets, "set a dim or option: NAME=VALUE");
   app.add_option("--dtype", dtype, "element type (bf16, fp16, fp32)");
@@ -421,6 +428,8 @@ static int runMerge(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (argc > 1 && llvm::StringRef(argv[1]) == "merge")
     return runMerge(argc - 1, argv + 1);
+  if (isServeSearch(argc, argv))
+    return runServeSearch(argc, argv);
   SearchOptions options;
   if (std::optional<int> exit = parseOptions(argc, argv, options))
     return *exit;

@@ -1,0 +1,477 @@
+//===- DeploymentReport.cpp - A deployment search's files and summary -----===//
+//
+// deployments.json (the search's inputs, the instance plans and every run,
+// for scripts and `stage-plot serving`), deployments.csv (one row a run)
+// and the printed summary. The same table gives the same bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Serve/DeploymentSearch.h"
+
+#include "stg/Support/Version.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+using namespace stg;
+
+static const InstancePlan &getPlan(const DeploymentTable &table,
+                                   const PoolChoice &pool) {
+  return table.plans[pool.plan].plan;
+}
+
+static std::string getPoolLabel(const DeploymentTable &table,
+                                const PoolChoice &pool) {
+  return std::to_string(pool.instances) + "x" +
+         getPlan(table, pool).getLabel();
+}
+
+std::string stg::getDeploymentLabel(const DeploymentTable &table,
+                                    const Deployment &deployment) {
+  std::string label;
+  if (deployment.prefill)
+    label = getPoolLabel(table, *deployment.prefill) + " -> ";
+  label += getPoolLabel(table, deployment.serve);
+  Precision precision = getPlan(table, deployment.serve).precision;
+  if (precision != Precision::BF16)
+    (label += ' ') += getPrecisionName(precision);
+  return label;
+}
+
+/// A number as the flags take it (a request rate, an SLO): `inf`, or the
+/// shortest decimal that reads back the same.
+static std::string formatRate(double rate) {
+  if (!std::isfinite(rate))
+    return "inf";
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, rate);
+    if (std::strtod(text, nullptr) == rate)
+      break;
+  }
+  return text;
+}
+
+std::string stg::getStagecFlags(const DeploymentTable &table,
+                                const DeploymentRun &run,
+                                const DeploymentSearchOptions &options) {
+  std::string flags;
+  llvm::raw_string_ostream os(flags);
+  os << "--mode serve --system " << table.system;
+  const CompileOptions &base = options.base;
+  for (const std::string &dir : base.includeDirs)
+    os << " -I " << dir;
+  for (const auto &[name, value] : base.overrides)
+    os << " --set " << name << "=" << value;
+  if (base.elementType)
+    os << " --dtype " << getElementTypeName(*base.elementType);
+  if (options.lengthsFile.empty())
+    os << " --isl " << options.lengths.front().input << " --osl "
+       << options.lengths.front().output;
+  else
+    os << " --lengths " << options.lengthsFile;
+  const Deployment &deployment = run.deployment;
+  const InstancePlan &serve = getPlan(table, deployment.serve);
+  if (deployment.prefill) {
+    os << " --prefill-pool " << getPoolLabel(table, *deployment.prefill)
+       << " --decode-pool " << getPoolLabel(table, deployment.serve);
+  } else {
+    for (const auto &[axis, degree] : serve.getDegrees())
+      os << " --" << axis << " " << degree;
+    os << " --instances " << deployment.serve.instances;
+  }
+  if (serve.precision != Precision::BF16)
+    os << " --precision " << getPrecisionName(serve.precision);
+  os << " --max-batch " << run.maxBatch;
+  const ServingEngineSettings &engine = options.engine;
+  ServingEngineSettings defaults;
+  if (engine.limits.maxBatchedTokens != defaults.limits.maxBatchedTokens)
+    os << " --max-batched-tokens " << engine.limits.maxBatchedTokens;
+  if (engine.limits.memoryFraction != defaults.limits.memoryFraction)
+    os << " --kv-memory-fraction " << engine.limits.memoryFraction;
+  if (engine.blockTokens != defaults.blockTokens)
+    os << " --kv-block-tokens " << engine.blockTokens;
+  if (engine.iterationOverheadMicros != defaults.iterationOverheadMicros)
+    os << " --iteration-overhead-us " << engine.iterationOverheadMicros;
+  if (run.concurrency)
+    os << " --concurrency " << *run.concurrency;
+  else
+    os << " --request-rate " << formatRate(*run.requestRate);
+  if (options.requests)
+    os << " --requests " << *options.requests;
+  return os.str();
+}
+
+static const char *getStatusName(RunStatus status) {
+  switch (status) {
+  case RunStatus::Meets:
+    return "meets";
+  case RunStatus::Misses:
+    return "misses";
+  case RunStatus::Failed:
+    return "failed";
+  }
+  return "failed";
+}
+
+static llvm::json::Object toJSON(const LatencySummary &summary) {
+  return llvm::json::Object{{"mean", summary.mean},
+                            {"p50", summary.p50},
+                            {"p90", summary.p90},
+                            {"p99", summary.p99}};
+}
+
+static void addPool(llvm::json::Object &row, llvm::StringRef prefix,
+                    const DeploymentTable &table, const PoolChoice &pool) {
+  const InstancePlan &plan = getPlan(table, pool);
+  row[(prefix + "instances").str()] = int64_t(pool.instances);
+  row[(prefix + "plan").str()] = plan.getLabel();
+  row[(prefix + "tp").str()] = int64_t(plan.tp);
+  row[(prefix + "pp").str()] = int64_t(plan.pp);
+  row[(prefix + "ep").str()] = int64_t(plan.ep);
+}
+
+static llvm::json::Value getRunJSON(const DeploymentTable &table,
+                                    const DeploymentRun &run,
+                                    const DeploymentSearchOptions &options) {
+  const Deployment &deployment = run.deployment;
+  llvm::json::Object row{
+      {"status", getStatusName(run.status)},
+      {"pareto", run.pareto},
+      {"kind", deployment.prefill ? "disaggregated" : "aggregated"},
+      {"deployment", getDeploymentLabel(table, deployment)},
+      {"gpus", int64_t(run.gpus)},
+      {"precision", getPrecisionName(getPlan(table, deployment.serve).precision)},
+      {"max_batch", int64_t(run.maxBatch)},
+      {"max_batch_binding", run.maxBatchBinding},
+      {"requests", int64_t(run.requests)},
+      {"stagec", getStagecFlags(table, run, options)}};
+  addPool(row, "", table, deployment.serve);
+  if (deployment.prefill)
+    addPool(row, "prefill_", table, *deployment.prefill);
+  if (run.rank)
+    row["rank"] = int64_t(run.rank);
+  if (!run.reason.empty())
+    row["reason"] = run.reason;
+  if (run.concurrency)
+    row["concurrency"] = int64_t(*run.concurrency);
+  else if (std::isfinite(*run.requestRate))
+    row["request_rate"] = *run.requestRate;
+  else
+    row["request_rate"] = "inf";
+  if (run.status != RunStatus::Failed) {
+    const ServingSummary &summary = run.summary;
+    row["ttft_ms"] = toJSON(summary.ttft);
+    row["tpot_ms"] = toJSON(summary.tpot);
+    row["e2e_latency_ms"] = toJSON(summary.e2e);
+    row["duration_s"] = summary.durationSeconds;
+    row["iterations"] = int64_t(summary.iterations);
+    row["requests_per_s"] = summary.requestsPerSecond;
+    row["output_tokens_per_s"] = summary.outputTokensPerSecond;
+    row["output_tokens_per_s_per_gpu"] = summary.outputTokensPerSecondPerGPU;
+    row["output_tokens_per_s_per_user"] = summary.outputTokensPerSecondPerUser;
+    row["mean_batch"] = summary.meanBatch;
+    row["mean_kv_cache_used"] = summary.meanKVUsed;
+    row["peak_kv_cache_used"] = summary.peakKVUsed;
+  }
+  return row;
+}
+
+void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
+                               const DeploymentTable &table,
+                               const DeploymentSearchOptions &options) {
+  llvm::json::Object workload;
+  if (options.lengthsFile.empty()) {
+    workload["input_tokens"] = int64_t(options.lengths.front().input);
+    workload["output_tokens"] = int64_t(options.lengths.front().output);
+  } else {
+    workload["lengths_file"] = options.lengthsFile;
+    workload["lengths_in_file"] = int64_t(options.lengths.size());
+  }
+  llvm::json::Array points;
+  if (!options.concurrencies.empty()) {
+    for (uint64_t clients : options.concurrencies)
+      points.push_back(int64_t(clients));
+    workload["concurrency"] = std::move(points);
+  } else {
+    for (double rate : options.requestRates)
+      points.push_back(std::isfinite(rate) ? llvm::json::Value(rate)
+                                           : llvm::json::Value("inf"));
+    workload["request_rate"] = std::move(points);
+  }
+  if (options.requests)
+    workload["requests"] = int64_t(*options.requests);
+  else
+    workload["requests"] = options.concurrencies.empty()
+                               ? "1000"
+                               : "10 x concurrency, at least 100";
+
+  llvm::json::Array caps;
+  for (uint64_t cap : options.maxBatches)
+    caps.push_back(int64_t(cap));
+  const ServingEngineSettings &settings = options.engine;
+  llvm::json::Object engine{
+      {"max_batch", std::move(caps)},
+      {"max_batched_tokens", int64_t(settings.limits.maxBatchedTokens)},
+      {"kv_memory_fraction", settings.limits.memoryFraction},
+      {"kv_block_tokens", int64_t(settings.blockTokens)},
+      {"iteration_overhead_us", settings.iterationOverheadMicros}};
+
+  llvm::json::Object slo{
+      {"statistic", getSLOStatisticName(options.sloStatistic)}};
+  if (options.maxTTFTMillis)
+    slo["max_ttft_ms"] = *options.maxTTFTMillis;
+  if (options.maxTPOTMillis)
+    slo["max_tpot_ms"] = *options.maxTPOTMillis;
+
+  llvm::json::Array plans;
+  for (const InstancePlanResult &result : table.plans) {
+    const InstancePlan &plan = result.plan;
+    llvm::json::Object entry{
+        {"plan", plan.getLabel()},
+        {"precision", getPrecisionName(plan.precision)},
+        {"tp", int64_t(plan.tp)},
+        {"pp", int64_t(plan.pp)},
+        {"ep", int64_t(plan.ep)},
+        {"gpus", int64_t(plan.getGPUs())},
+        {"status", result.failed        ? "failed"
+                   : result.fitsDecode  ? "fits"
+                   : result.fitsPrefill ? "prefill-only"
+                                        : "over-memory"}};
+    if (!result.failed) {
+      entry["weight_bytes"] = int64_t(result.weightBytes);
+      entry["kv_cache_bytes"] = result.kvBudgetBytes;
+      entry["kv_cache_tokens"] = int64_t(result.kvTokens);
+    }
+    if (!result.reason.empty())
+      entry["reason"] = result.reason;
+    plans.push_back(std::move(entry));
+  }
+
+  uint64_t counts[3] = {0, 0, 0}, front = 0;
+  llvm::json::Array runs;
+  for (const DeploymentRun &run : table.runs) {
+    ++counts[unsigned(run.status)];
+    front += run.pareto;
+    runs.push_back(getRunJSON(table, run, options));
+  }
+  llvm::json::Object document{
+      {"generator", "stage-search"},
+      {"generator_version", getToolVersion()},
+      {"search", "serve"},
+      {"input", table.input},
+      {"model", table.model},
+      {"gpus", int64_t(table.gpus)},
+      {"system",
+       llvm::json::Object{{"name", table.system},
+                          {"accelerator", table.accelerator},
+                          {"gpus_per_node", int64_t(table.gpusPerNode)},
+                          {"memory_bytes", int64_t(table.deviceMemoryBytes)}}},
+      {"workload", std::move(workload)},
+      {"engine", std::move(engine)},
+      {"slo", std::move(slo)},
+      {"instance_plans", std::move(plans)},
+      {"counts",
+       llvm::json::Object{
+           {"aggregated_deployments", int64_t(table.aggregatedDeployments)},
+           {"disaggregated_deployments",
+            int64_t(table.disaggregatedDeployments)},
+           {"candidate_runs", int64_t(table.candidateRuns)},
+           {"repeated_runs", int64_t(table.repeatedRuns)},
+           {"skipped_runs", int64_t(table.skippedRuns)},
+           {"runs", int64_t(table.runs.size())},
+           {"meet", int64_t(counts[unsigned(RunStatus::Meets)])},
+           {"miss", int64_t(counts[unsigned(RunStatus::Misses)])},
+           {"failed", int64_t(counts[unsigned(RunStatus::Failed)])},
+           {"pareto", int64_t(front)}}},
+      {"deployments", std::move(runs)}};
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(document))) << "\n";
+}
+
+/// A CSV cell: quoted when it holds a comma, a quote or a line break.
+static std::string csvCell(llvm::StringRef text) {
+  if (text.find_first_of(",\"\n\r") == llvm::StringRef::npos)
+    return text.str();
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"')
+      quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+void stg::writeDeploymentsCSV(llvm::raw_ostream &os,
+                              const DeploymentTable &table) {
+  os << "rank,pareto,status,kind,deployment,gpus,instances,plan,"
+        "prefill_instances,prefill_plan,precision,max_batch,"
+        "max_batch_binding,concurrency,request_rate,requests,"
+        "ttft_ms_mean,ttft_ms_p50,ttft_ms_p90,ttft_ms_p99,"
+        "tpot_ms_mean,tpot_ms_p50,tpot_ms_p90,tpot_ms_p99,e2e_latency_ms_p50,"
+        "output_tokens_per_s_per_gpu,output_tokens_per_s_per_user,"
+        "output_tokens_per_s,requests_per_s,mean_batch,peak_kv_cache_used,"
+        "reason\n";
+  auto number = [&](double value) { os << llvm::format("%.4f", value); };
+  for (const DeploymentRun &run : table.runs) {
+    const Deployment &deployment = run.deployment;
+    if (run.rank)
+      os << run.rank;
+    os << "," << (run.pareto ? "true" : "false") << ","
+       << getStatusName(run.status) << ","
+       << (deployment.prefill ? "disaggregated" : "aggregated") << ","
+       << csvCell(getDeploymentLabel(table, deployment)) << "," << run.gpus
+       << "," << deployment.serve.instances << ","
+       << getPlan(table, deployment.serve).getLabel() << ",";
+    if (deployment.prefill)
+      os << deployment.prefill->instances << ","
+         << getPlan(table, *deployment.prefill).getLabel();
+    else
+      os << ",";
+    os << "," << getPrecisionName(getPlan(table, deployment.serve).precision)
+       << "," << run.maxBatch << ","
+       << (run.maxBatchBinding ? "true" : "false") << ",";
+    if (run.concurrency)
+      os << *run.concurrency << ",";
+    else
+      os << "," << formatRate(*run.requestRate);
+    os << "," << run.requests;
+    if (run.status == RunStatus::Failed) {
+      os << std::string(15, ',');
+    } else {
+      const ServingSummary &summary = run.summary;
+      for (const LatencySummary *latency : {&summary.ttft, &summary.tpot})
+        for (double value :
+             {latency->mean, latency->p50, latency->p90, latency->p99}) {
+          os << ",";
+          number(value);
+        }
+      for (double value :
+           {summary.e2e.p50, summary.outputTokensPerSecondPerGPU,
+            summary.outputTokensPerSecondPerUser,
+            summary.outputTokensPerSecond, summary.requestsPerSecond,
+            summary.meanBatch, summary.peakKVUsed}) {
+        os << ",";
+        number(value);
+      }
+    }
+    os << "," << csvCell(run.reason) << "\n";
+  }
+}
+
+static std::string describePoints(const DeploymentSearchOptions &options) {
+  std::vector<std::string> points;
+  for (uint64_t clients : options.concurrencies)
+    points.push_back(std::to_string(clients));
+  for (double rate : options.requestRates)
+    points.push_back(formatRate(rate));
+  if (!options.concurrencies.empty())
+    return "concurrency " + llvm::join(points, ",");
+  return "request rate " + llvm::join(points, ",") + " /s";
+}
+
+void stg::printDeploymentSummary(llvm::raw_ostream &os,
+                                 const DeploymentTable &table,
+                                 const DeploymentSearchOptions &options,
+                                 unsigned top) {
+  os << table.model << " served on " << table.gpus << " GPUs of "
+     << table.system << ": ";
+  if (options.lengthsFile.empty())
+    os << options.lengths.front().input << " input and "
+       << options.lengths.front().output << " output tokens";
+  else
+    os << "the lengths of " << options.lengthsFile;
+  os << ", " << describePoints(options) << "\n";
+
+  std::string fit, left;
+  for (const InstancePlanResult &result : table.plans) {
+    std::string label = result.plan.getLabel();
+    if (result.plan.precision != Precision::BF16)
+      (label += ' ') += getPrecisionName(result.plan.precision);
+    if (result.fitsDecode || result.fitsPrefill)
+      fit += (fit.empty() ? "" : ", ") + label +
+             (result.fitsDecode ? "" : " (prefill only)");
+    if (!result.fitsDecode)
+      left += "    " + label + ": " + result.reason + "\n";
+  }
+  os << "  instance plans: " << table.plans.size() << " built, "
+     << (fit.empty() ? std::string("none") : fit) << " hold a request\n"
+     << left;
+  uint64_t counts[3] = {0, 0, 0}, front = 0;
+  for (const DeploymentRun &run : table.runs) {
+    ++counts[unsigned(run.status)];
+    front += run.pareto;
+  }
+  os << "  deployments: " << table.aggregatedDeployments << " aggregated, "
+     << table.disaggregatedDeployments << " disaggregated; "
+     << options.maxBatches.size() << " batch cap"
+     << (options.maxBatches.size() == 1 ? "" : "s") << "\n";
+  os << "  runs: " << table.runs.size() << " of " << table.candidateRuns;
+  if (table.repeatedRuns || table.skippedRuns)
+    os << "; left out: " << table.repeatedRuns
+       << " that a smaller cap's run repeats (it never bound), "
+       << table.skippedRuns << " past a split sweep's end";
+  os << "\n";
+  os << "  SLO: ";
+  if (!options.maxTTFTMillis && !options.maxTPOTMillis) {
+    os << "none";
+  } else {
+    llvm::StringRef name = getSLOStatisticName(options.sloStatistic);
+    if (options.maxTTFTMillis)
+      os << "ttft " << name << " <= " << formatRate(*options.maxTTFTMillis)
+         << " ms";
+    if (options.maxTTFTMillis && options.maxTPOTMillis)
+      os << ", ";
+    if (options.maxTPOTMillis)
+      os << "tpot " << name << " <= " << formatRate(*options.maxTPOTMillis)
+         << " ms";
+  }
+  os << ": " << counts[unsigned(RunStatus::Meets)] << " meet, "
+     << counts[unsigned(RunStatus::Misses)] << " miss, "
+     << counts[unsigned(RunStatus::Failed)] << " failed; " << front
+     << " on the Pareto front\n";
+  if (!counts[unsigned(RunStatus::Meets)])
+    return;
+
+  llvm::StringRef name = getSLOStatisticName(options.sloStatistic);
+  auto header = [&] {
+    os << llvm::formatv("\n {0,4} {1,10} {2,11} {3,9} {4,9} {5,6} {6,6} "
+                        "{7,5}  {8}\n",
+                        "rank", "tok/s/GPU", "tok/s/user",
+                        ("ttft " + name).str(), ("tpot " + name).str(),
+                        options.concurrencies.empty() ? "rate" : "conc",
+                        "cap", "GPUs", "deployment");
+  };
+  auto line = [&](const DeploymentRun &run) {
+    const ServingSummary &summary = run.summary;
+    std::string point = run.concurrency ? std::to_string(*run.concurrency)
+                                        : formatRate(*run.requestRate);
+    std::string cap = std::to_string(run.maxBatch);
+    if (!run.maxBatchBinding)
+      cap += "+";
+    os << llvm::formatv(" {0,4} {1,10:F1} {2,11:F1} {3,9:F1} {4,9:F2} {5,6} "
+                        "{6,6} {7,5}  {8}{9}\n",
+                        run.rank, summary.outputTokensPerSecondPerGPU,
+                        summary.outputTokensPerSecondPerUser,
+                        getLatencyStatistic(summary.ttft, options.sloStatistic),
+                        getLatencyStatistic(summary.tpot, options.sloStatistic), point, cap,
+                        run.gpus, getDeploymentLabel(table, run.deployment),
+                        run.pareto ? "  *" : "");
+  };
+  header();
+  unsigned shown = 0;
+  for (const DeploymentRun &run : table.runs) {
+    if (run.status != RunStatus::Meets || shown++ == top)
+      break;
+    line(run);
+  }
+  os << "\n Pareto front (* above), by tokens/s per GPU:";
+  header();
+  for (const DeploymentRun &run : table.runs)
+    if (run.pareto)
+      line(run);
+}

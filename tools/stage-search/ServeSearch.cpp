@@ -1,0 +1,343 @@
+//===- ServeSearch.cpp - `stage-search --serve` ---------------------------===//
+//
+// Reads the flags of a serving search, checks them before any work, runs
+// searchDeployments (lib/Serve), prints the best runs and the Pareto front
+// and writes deployments.json and deployments.csv into -o, atomically.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ServeSearch.h"
+
+#include "CommandLine.h"
+#include "PrecisionFlags.h"
+#include "ProgressBar.h"
+
+#include "stg/Emit/OutputDirectory.h"
+#include "stg/Serve/DeploymentSearch.h"
+#include "stg/Serve/RequestLengths.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Threading.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <optional>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+#include <string>
+
+using namespace stg;
+
+static const char *const Examples = R"(Examples:
+  stage-search templates/llama3-70b.stg --serve --gpus 64 --system dgx-h100 \
+      --isl 1024 --osl 1024 --concurrency 16,32,64,128,256,512,1024 \
+      --max-ttft-ms 2000 --max-tpot-ms 50 -o serving/
+      every aggregated and disaggregated deployment of Llama-3-70B on 64
+      H100s at seven concurrencies; the best 10 that meet the SLOs and the
+      Pareto front printed, serving/deployments.json and .csv written
+  stage-search templates/mixtral-8x7b.stg --serve --gpus 16 \
+      --system dgx-h100 --isl 2048 --osl 256 --request-rate 5,10,20 \
+      --precision bf16,fp8 --deployments aggregated
+
+Then draw the front: stage-plot serving serving/deployments.json)";
+
+namespace {
+
+struct ServeSearchFlags {
+  DeploymentSearchOptions search;
+  std::string system, outputDir;
+  uint64_t inputTokens = 0, outputTokens = 0;
+  std::vector<std::string> requestRates;
+  std::vector<std::string> precisions{"bf16"};
+  std::vector<std::string> deployments{"aggregated", "disaggregated"};
+  std::string sloStatistic = "p50";
+  unsigned top = 10, jobs = 0;
+  bool quiet = false;
+};
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "stage-search: error: " << message << "\n";
+  return 1;
+}
+
+/// The flags; an exit status when the program should stop.
+std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
+  DeploymentSearchOptions &search = flags.search;
+  CLI::App app{"stage-search --serve: the best serving deployments of an "
+               "STG model on a GPU budget, aggregated and disaggregated"};
+  app.footer(Examples);
+  std::vector<std::string> sets;
+  std::string dtype;
+  bool serve = false;
+  app.add_flag("--serve", serve, "search serving deployments")->required();
+  app.add_option("input", search.base.input, "the model (.stg)")->required();
+  app.add_option("-I", search.base.includeDirs, "import search path");
+  app.add_option("--set", sets, "set a dim or option: NAME=VALUE");
+  app.add_option("--dtype", dtype, "element type (bf16, fp16, fp32)");
+  app.add_option("--gpus", search.gpus,
+                 "the GPU budget: a deployment uses at most this many")
+      ->required()
+      ->check(wholeNumber(1, 1u << 20));
+  app.add_option("--system", flags.system,
+                 "the cluster: dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, "
+                 "dgx-b300, gb300-nvl72, mi300x, mi355x or a .yaml file")
+      ->required();
+
+  const char *workload = "Workload (as stagec --mode serve)";
+  app.add_option("--isl", flags.inputTokens, "input tokens of each request")
+      ->check(wholeNumber(1, MaxRequestTokens))
+      ->group(workload);
+  app.add_option("--osl", flags.outputTokens, "output tokens of each request")
+      ->check(wholeNumber(1, MaxRequestTokens))
+      ->group(workload);
+  app.add_option("--lengths", search.lengthsFile,
+                 "CSV of the requests' `input,output` tokens, used in turn "
+                 "(instead of --isl and --osl)")
+      ->type_name("FILE")
+      ->group(workload);
+  app.add_option("--concurrency", search.concurrencies,
+                 "clients of the whole deployment, one run each: 16,64,256")
+      ->delimiter(',')
+      ->check(wholeNumber(1, 1'000'000))
+      ->group(workload);
+  app.add_option("--request-rate", flags.requestRates,
+                 "requests per second (Poisson arrivals; inf: all at once), "
+                 "one run each")
+      ->delimiter(',')
+      ->group(workload);
+  app.add_option("--requests", search.requests,
+                 "requests a run (default: 10 x the concurrency, at least "
+                 "100; 1000 at a request rate)")
+      ->check(wholeNumber(1, 10'000'000))
+      ->group(workload);
+
+  const char *space = "The deployments (comma-separated lists)";
+  app.add_option("--tp", search.tp,
+                 "tp degrees of an instance (default: powers of two up to a "
+                 "node)")
+      ->delimiter(',')
+      ->check(wholeNumber(1, 1u << 20))
+      ->group(space);
+  app.add_option("--pp", search.pp,
+                 "pp degrees (default: the least power of two at which an "
+                 "instance holds a request)")
+      ->delimiter(',')
+      ->check(wholeNumber(1, 1u << 20))
+      ->group(space);
+  app.add_option("--ep", search.ep,
+                 "ep degrees (default: 1, or powers of two up to the budget "
+                 "for a model with experts)")
+      ->delimiter(',')
+      ->check(wholeNumber(1, 1u << 20))
+      ->group(space);
+  app.add_option("--precision", flags.precisions,
+                 "recipes: bf16 (default), fp16, fp8, mxfp8, nvfp4")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "mxfp8", "nvfp4"}))
+      ->group(space);
+  app.add_option("--max-batch", search.maxBatches,
+                 "caps on the sequences an attention replica runs at once "
+                 "(max_num_seqs; default 256, as stagec)")
+      ->delimiter(',')
+      ->check(wholeNumber(1, 1'000'000))
+      ->group(space);
+  bool allSplits = false;
+  app.add_flag("--all-splits", allSplits,
+               "run every split of a disaggregated pair, not only until the "
+               "runs stop improving (docs/search.md)")
+      ->group(space);
+  app.add_option("--deployments", flags.deployments,
+                 "aggregated, disaggregated (default: both)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"aggregated", "disaggregated"}))
+      ->group(space);
+
+  const char *engine = "The engine (as stagec --mode serve)";
+  ServingEngineSettings &settings = search.engine;
+  app.add_option("--max-batched-tokens", settings.limits.maxBatchedTokens,
+                 "decode and prefill tokens of one iteration on a replica "
+                 "(default 8192)")
+      ->check(wholeNumber(1, MaxRequestTokens))
+      ->group(engine);
+  app.add_option("--kv-memory-fraction", settings.limits.memoryFraction,
+                 "fraction of device memory the engine uses (default 0.9)")
+      ->check(finiteNumber(0.01, 1))
+      ->group(engine);
+  app.add_option("--kv-block-tokens", settings.blockTokens,
+                 "tokens of a KV cache page (default 16)")
+      ->check(wholeNumber(1, 65536))
+      ->group(engine);
+  app.add_option("--iteration-overhead-us", settings.iterationOverheadMicros,
+                 "the engine's own time per iteration (default 0)")
+      ->check(finiteNumber(0, 1e6))
+      ->group(engine);
+
+  const char *slo = "Service-level objectives";
+  std::optional<double> ttft, tpot;
+  app.add_option("--max-ttft-ms", ttft, "time to first token, at most")
+      ->check(finiteNumber(0, 1e9))
+      ->group(slo);
+  app.add_option("--max-tpot-ms", tpot, "time per output token, at most")
+      ->check(finiteNumber(0, 1e9))
+      ->group(slo);
+  app.add_option("--slo-statistic", flags.sloStatistic,
+                 "which figure of the requests the SLOs bound: mean, p50 "
+                 "(default), p90, p99")
+      ->check(CLI::IsMember({"mean", "p50", "p90", "p99"}))
+      ->group(slo);
+
+  const char *output = "Output";
+  app.add_option("--top", flags.top, "runs to print (default 10)")
+      ->check(wholeNumber(0, 1000000))
+      ->group(output);
+  app.add_option("-o", flags.outputDir,
+                 "write deployments.json and deployments.csv here")
+      ->group(output);
+  app.add_option("-j,--jobs", flags.jobs,
+                 "threads for the runs (default: one per core)")
+      ->check(wholeNumber(0, 1024))
+      ->group(output);
+  app.add_flag("-q,--quiet", flags.quiet, "no progress bar")->group(output);
+  addVersionFlag(app, "stage-search");
+  useToolErrorFormat(app, "stage-search");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+
+  search.splitPatience = allSplits ? 0 : search.splitPatience;
+  search.maxTTFTMillis = ttft;
+  search.maxTPOTMillis = tpot;
+  search.sloStatistic = *parseSLOStatistic(flags.sloStatistic);
+  for (const std::string &set : sets) {
+    std::optional<std::pair<std::string, std::string>> assignment =
+        parseAssignment(set);
+    if (!assignment)
+      return fail("--set expects NAME=VALUE, found '" + set + "'");
+    search.base.overrides.push_back(std::move(*assignment));
+  }
+  if (std::optional<std::string> error =
+          applyPrecisionFlags(dtype, "", search.base))
+    return fail(*error);
+
+  bool fixed = app.count("--isl") || app.count("--osl");
+  if (fixed == !search.lengthsFile.empty())
+    return fail("--serve needs the requests' lengths: --isl and --osl, or "
+                "--lengths FILE.csv");
+  if (fixed && !(app.count("--isl") && app.count("--osl")))
+    return fail("--isl and --osl go together");
+  if (search.concurrencies.empty() == flags.requestRates.empty())
+    return fail("--serve needs one of --concurrency N,... (clients) and "
+                "--request-rate R,... (requests/s)");
+  for (const std::string &text : flags.requestRates) {
+    double rate = INFINITY;
+    if (text != "inf" &&
+        (llvm::StringRef(text).getAsDouble(rate) || !std::isfinite(rate) ||
+         rate <= 0 || rate > 1e9))
+      return fail("--request-rate expects requests per second above 0 (at "
+                  "most 1e9), or inf, found '" +
+                  text + "'");
+    search.requestRates.push_back(rate);
+  }
+  for (std::vector<unsigned> *degrees : {&search.tp, &search.pp, &search.ep}) {
+    llvm::sort(*degrees);
+    degrees->erase(std::unique(degrees->begin(), degrees->end()),
+                   degrees->end());
+  }
+  for (const auto &[axis, degree] : search.base.overrides)
+    if (axis == "tp" || axis == "pp" || axis == "ep" || axis == "dp" ||
+        axis == "cp")
+      return fail("--set " + axis + "=...: the search sets the degrees; "
+                  "narrow them with --tp, --pp, --ep");
+  search.aggregated = llvm::is_contained(flags.deployments, "aggregated");
+  search.disaggregated =
+      llvm::is_contained(flags.deployments, "disaggregated");
+  if (fixed)
+    search.lengths = {{flags.inputTokens, flags.outputTokens}};
+  return std::nullopt;
+}
+
+} // namespace
+
+bool stg::isServeSearch(int argc, char **argv) {
+  for (int index = 1; index < argc; ++index)
+    if (llvm::StringRef(argv[index]) == "--serve")
+      return true;
+  return false;
+}
+
+int stg::runServeSearch(int argc, char **argv) {
+  ServeSearchFlags flags;
+  if (std::optional<int> exit = parseFlags(argc, argv, flags))
+    return *exit;
+  DeploymentSearchOptions &search = flags.search;
+  if (!flags.outputDir.empty())
+    if (llvm::Error err = OutputDirectory::checkTarget(flags.outputDir))
+      return fail(llvm::toString(std::move(err)));
+
+  DiagnosticEngine diags;
+  diags.setProgramName("stage-search");
+  if (!search.lengthsFile.empty()) {
+    std::optional<std::vector<RequestLengths>> lengths =
+        loadRequestLengths(search.lengthsFile, diags);
+    if (!lengths)
+      return 1;
+    search.lengths = std::move(*lengths);
+  }
+  llvm::Expected<SystemSpec> system = loadSystem(flags.system);
+  if (!system)
+    return fail("--system: " + llvm::toString(system.takeError()));
+  search.precisions.clear();
+  for (const std::string &name : flags.precisions) {
+    Precision precision = *parseRecipe(name);
+    if (isLowPrecision(precision) && !system->device.supports(precision))
+      return fail("--precision " + name + ": the " + system->device.name +
+                  " has no " + name + " unit");
+    if (!llvm::is_contained(search.precisions, precision))
+      search.precisions.push_back(precision);
+  }
+  search.jobs = flags.jobs ? flags.jobs
+                           : llvm::hardware_concurrency().compute_thread_count();
+
+#if defined(__GLIBC__)
+  // A run's records (an iteration each, 10 MB for a thousand clients) are
+  // allocated and freed by the thousand: kept in the heap, not mapped and
+  // unmapped each time, they cost no page faults (a third of the time).
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+  ProgressBar bar("runs");
+  DeploymentProgress progress;
+  if (!flags.quiet && llvm::sys::Process::StandardErrIsDisplayed())
+    progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
+  std::optional<DeploymentTable> table =
+      searchDeployments(search, *system, diags, progress);
+  if (!table)
+    return 1;
+  printDeploymentSummary(llvm::outs(), *table, search, flags.top);
+  if (flags.outputDir.empty())
+    return 0;
+
+  auto output = OutputDirectory::create(flags.outputDir);
+  if (!output)
+    return fail(llvm::toString(output.takeError()));
+  for (llvm::StringRef name : {"deployments.json", "deployments.csv"})
+    if (llvm::Error err = writeTextFile(
+            (*output)->getPath(), name, [&](llvm::raw_ostream &os) {
+              if (name.endswith(".json"))
+                writeDeploymentsJSON(os, *table, search);
+              else
+                writeDeploymentsCSV(os, *table);
+            })) {
+      (*output)->discard();
+      return fail(llvm::toString(std::move(err)));
+    }
+  if (llvm::Error err = (*output)->commit()) {
+    (*output)->discard();
+    return fail(llvm::toString(std::move(err)));
+  }
+  return 0;
+}
