@@ -65,7 +65,7 @@ void OutputDirectory::discard() {
 }
 
 /// True if `path` may be replaced: an empty directory or an earlier output
-/// (a stagec manifest, or a stage-search table).
+/// (a stagec manifest, or a stage-search table of plans or deployments).
 static bool isReplaceable(llvm::StringRef path) {
   std::error_code ec;
   bool empty = true;
@@ -73,7 +73,8 @@ static bool isReplaceable(llvm::StringRef path) {
        it.increment(ec)) {
     empty = false;
     llvm::StringRef name = llvm::sys::path::filename(it->path());
-    if (name.endswith(".manifest.json") || name == "plans.json")
+    if (name.endswith(".manifest.json") || name == "plans.json" ||
+        name == "deployments.json")
       return true;
   }
   return !ec && empty;

@@ -43,20 +43,6 @@ std::string stg::getDeploymentLabel(const DeploymentTable &table,
   return label;
 }
 
-/// A number as the flags take it (a request rate, an SLO): `inf`, or the
-/// shortest decimal that reads back the same.
-static std::string formatRate(double rate) {
-  if (!std::isfinite(rate))
-    return "inf";
-  char text[32];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(text, sizeof text, "%.*g", digits, rate);
-    if (std::strtod(text, nullptr) == rate)
-      break;
-  }
-  return text;
-}
-
 std::string stg::getStagecFlags(const DeploymentTable &table,
                                 const DeploymentRun &run,
                                 const DeploymentSearchOptions &options) {
@@ -101,7 +87,7 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
   if (run.concurrency)
     os << " --concurrency " << *run.concurrency;
   else
-    os << " --request-rate " << formatRate(*run.requestRate);
+    os << " --request-rate " << formatShortest(*run.requestRate);
   if (options.requests)
     os << " --requests " << *options.requests;
   return os.str();
@@ -338,7 +324,7 @@ void stg::writeDeploymentsCSV(llvm::raw_ostream &os,
     if (run.concurrency)
       os << *run.concurrency << ",";
     else
-      os << "," << formatRate(*run.requestRate);
+      os << "," << formatShortest(*run.requestRate);
     os << "," << run.requests;
     if (run.status == RunStatus::Failed) {
       os << std::string(15, ',');
@@ -368,7 +354,7 @@ static std::string describePoints(const DeploymentSearchOptions &options) {
   for (uint64_t clients : options.concurrencies)
     points.push_back(std::to_string(clients));
   for (double rate : options.requestRates)
-    points.push_back(formatRate(rate));
+    points.push_back(formatShortest(rate));
   if (!options.concurrencies.empty())
     return "concurrency " + llvm::join(points, ",");
   return "request rate " + llvm::join(points, ",") + " /s";
@@ -422,19 +408,19 @@ void stg::printDeploymentSummary(llvm::raw_ostream &os,
   } else {
     llvm::StringRef name = getSLOStatisticName(options.sloStatistic);
     if (options.maxTTFTMillis)
-      os << "ttft " << name << " <= " << formatRate(*options.maxTTFTMillis)
+      os << "ttft " << name << " <= " << formatShortest(*options.maxTTFTMillis)
          << " ms";
     if (options.maxTTFTMillis && options.maxTPOTMillis)
       os << ", ";
     if (options.maxTPOTMillis)
-      os << "tpot " << name << " <= " << formatRate(*options.maxTPOTMillis)
+      os << "tpot " << name << " <= " << formatShortest(*options.maxTPOTMillis)
          << " ms";
   }
   os << ": " << counts[unsigned(RunStatus::Meets)] << " meet, "
      << counts[unsigned(RunStatus::Misses)] << " miss, "
      << counts[unsigned(RunStatus::Failed)] << " failed; " << front
      << " on the Pareto front\n";
-  if (!counts[unsigned(RunStatus::Meets)])
+  if (!counts[unsigned(RunStatus::Meets)] || !top)
     return;
 
   llvm::StringRef name = getSLOStatisticName(options.sloStatistic);
@@ -449,7 +435,7 @@ void stg::printDeploymentSummary(llvm::raw_ostream &os,
   auto line = [&](const DeploymentRun &run) {
     const ServingSummary &summary = run.summary;
     std::string point = run.concurrency ? std::to_string(*run.concurrency)
-                                        : formatRate(*run.requestRate);
+                                        : formatShortest(*run.requestRate);
     std::string cap = std::to_string(run.maxBatch);
     if (!run.maxBatchBinding)
       cap += "+";

@@ -3,9 +3,12 @@
 // The plans are built one after the other in this thread (GiNaC, which
 // binds their expressions, is not thread-safe; a plan costs about 0.1 s
 // for Llama-3-70B); the runs, which only read the built cost models, go to
-// threads. A unit of work is one deployment at one workload point, its
-// batch caps in ascending order: when a run's cap never bound, the larger
-// caps would replay it exactly, so they are not run (nor listed).
+// threads. A unit of work is a group of deployments (an aggregated one, or
+// the splits of a pair of prefill and decode plans) at one workload point:
+// its deployments in order, each at its batch caps in ascending order.
+// When a run's cap never bound, the larger caps of the same cost model
+// would replay it exactly, so they are not run (nor listed); a sweep over
+// the splits ends once the runs stop improving (SplitSweep).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +21,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -79,6 +84,22 @@ double stg::getLatencyStatistic(const LatencySummary &summary,
   return summary.p50;
 }
 
+std::string stg::formatShortest(double value) {
+  if (!std::isfinite(value))
+    return value > 0 ? "inf" : "nan";
+  char text[32];
+  if (value == std::floor(value) && std::abs(value) < 1e15) {
+    std::snprintf(text, sizeof text, "%.0f", value);
+    return text;
+  }
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    if (std::strtod(text, nullptr) == value)
+      break;
+  }
+  return text;
+}
+
 std::optional<std::string>
 stg::checkSLOs(const ServingSummary &summary,
                const DeploymentSearchOptions &options) {
@@ -92,7 +113,7 @@ stg::checkSLOs(const ServingSummary &summary,
     if (!missed.empty())
       missed += ", ";
     missed += llvm::formatv("{0} {1} {2:F1} ms > {3} ms", what, name, value,
-                            *limit)
+                            formatShortest(*limit))
                   .str();
   };
   check("ttft", summary.ttft, options.maxTTFTMillis);
@@ -242,6 +263,17 @@ private:
       return std::max<uint64_t>(100, 10 * options.concurrencies[point]);
     return 1000;
   }
+  /// What compiles an instance of `plan`.
+  CompileOptions getPlanOptions(const InstancePlan &plan) const {
+    CompileOptions base = options.base;
+    base.degrees = plan.getDegrees();
+    if (plan.precision != Precision::BF16)
+      base.precision = plan.precision;
+    // As --precision fp16 does: tensors in fp16 unless --dtype says.
+    if (plan.precision == Precision::FP16 && !options.base.elementType)
+      base.elementType = ElementType::FP16;
+    return base;
+  }
   /// Builds `plan` at the smallest cap and records whether it fits.
   InstancePlanResult tryPlan(const InstancePlan &plan);
   void addPlans(const ModelInfo &info);
@@ -283,12 +315,7 @@ private:
 InstancePlanResult Search::tryPlan(const InstancePlan &plan) {
   InstancePlanResult result;
   result.plan = plan;
-  CompileOptions base = options.base;
-  base.degrees = plan.getDegrees();
-  if (plan.precision != Precision::BF16)
-    base.precision = plan.precision;
-  if (plan.precision == Precision::FP16 && !options.base.elementType)
-    base.elementType = ElementType::FP16;
+  CompileOptions base = getPlanOptions(plan);
   std::string errors;
   llvm::raw_string_ostream os(errors);
   DiagnosticEngine planDiags(os);
@@ -355,11 +382,11 @@ void Search::addPlans(const ModelInfo &info) {
           continue;
         }
         // As deep a pipeline as memory needs: the least pp at which a
-        // whole request fits.
+        // whole request fits (a plan the compiler refuses ends the tp).
         for (unsigned pp = 1;
              pp <= info.layers && uint64_t(tp) * ep * pp <= budget; pp *= 2) {
           table.plans.push_back(tryPlan({tp, pp, ep, precision}));
-          if (table.plans.back().fitsDecode)
+          if (table.plans.back().fitsDecode || table.plans.back().failed)
             break;
         }
       }
@@ -374,13 +401,7 @@ const IterationCostModel *Search::getModel(unsigned plan, uint64_t cap) {
   if (slot == 0) {
     model = std::move(first[plan]);
   } else {
-    CompileOptions base = options.base;
-    const InstancePlan &instance = table.plans[plan].plan;
-    base.degrees = instance.getDegrees();
-    if (instance.precision != Precision::BF16)
-      base.precision = instance.precision;
-    if (instance.precision == Precision::FP16 && !options.base.elementType)
-      base.elementType = ElementType::FP16;
+    CompileOptions base = getPlanOptions(table.plans[plan].plan);
     std::string errors;
     llvm::raw_string_ostream os(errors);
     DiagnosticEngine planDiags(os);
@@ -469,21 +490,28 @@ DeploymentRun Search::runOne(const Deployment &deployment, size_t slot,
 namespace {
 
 /// One cap's sweep over a pair of pools' splits, fewest prefill instances
-/// first: it stops when, after a run that meets the SLOs, `patience` runs
-/// in a row miss them or are beaten by such a run in tokens/s per GPU and
-/// per user. Past the split that balances the pools, each further prefill
+/// first. Past the split that balances the pools, each further prefill
 /// instance takes a decode instance's GPUs: the same clients on fewer
-/// decode instances, slower per GPU and per user (docs/search.md).
+/// decode instances, slower per GPU and per user, and a longer time per
+/// output token (docs/search.md). So a run counts against the sweep when it
+/// misses the time-per-token SLO, or when an earlier run of the sweep that
+/// meets the SLOs beats it (at least as many tokens/s per GPU and per user,
+/// more of one) or it misses an SLO after such a run; `patience` such runs
+/// in a row end it.
 struct SplitSweep {
   std::vector<const ServingSummary *> meeting;
-  unsigned beaten = 0;
+  unsigned against = 0;
   bool done = false;
 
-  void add(const DeploymentRun &run, unsigned patience) {
+  void add(const DeploymentRun &run, const DeploymentSearchOptions &options,
+           unsigned patience) {
     const ServingSummary &summary = run.summary;
-    bool counts = false;
+    bool counts = run.status == RunStatus::Failed;
+    if (run.status != RunStatus::Failed && options.maxTPOTMillis)
+      counts = getLatencyStatistic(summary.tpot, options.sloStatistic) >
+               *options.maxTPOTMillis;
     if (!meeting.empty())
-      counts = run.status != RunStatus::Meets ||
+      counts = counts || run.status != RunStatus::Meets ||
                llvm::any_of(meeting, [&](const ServingSummary *other) {
                  return other->outputTokensPerSecondPerGPU >=
                             summary.outputTokensPerSecondPerGPU &&
@@ -496,8 +524,8 @@ struct SplitSweep {
                });
     if (run.status == RunStatus::Meets)
       meeting.push_back(&summary);
-    beaten = counts ? beaten + 1 : 0;
-    done = patience && beaten >= patience;
+    against = counts ? against + 1 : 0;
+    done = patience && against >= patience;
   }
 };
 
@@ -518,8 +546,7 @@ void Search::runUnit(size_t unit, std::vector<DeploymentRun> &runs,
     workload.requestRate =
         options.requestRates[point - options.concurrencies.size()];
 
-  // Runs are kept in a deque-like list so that the sweeps may point into
-  // them: reserve the most this unit can make.
+  // The sweeps point into the runs: room for the most this unit makes.
   runs.reserve(group.size() * caps.size());
   std::vector<SplitSweep> sweeps(caps.size());
   unsigned patience =
@@ -546,13 +573,13 @@ void Search::runUnit(size_t unit, std::vector<DeploymentRun> &runs,
           !last->maxBatchBinding && serveCost == lastServe &&
           prefillCost == lastPrefill) {
         ++repeated;
-        sweep.add(*last, patience);
+        sweep.add(*last, options, patience);
         continue;
       }
       runs.push_back(
           runOne(deployment, slot, workload, lastServe, lastPrefill));
       last = &runs.back();
-      sweep.add(*last, patience);
+      sweep.add(*last, options, patience);
     }
   }
 }

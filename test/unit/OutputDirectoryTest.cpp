@@ -153,4 +153,14 @@ TEST_F(OutputDirectoryTest, SearchTableIsAnEarlierOutput) {
   EXPECT_FALSE(bool(OutputDirectory::checkTarget(target)));
 }
 
+TEST_F(OutputDirectoryTest, DeploymentTableIsAnEarlierOutput) {
+  ASSERT_FALSE(fs::create_directory(target));
+  ASSERT_FALSE(bool(writeTextFile(target, "notes.txt",
+                                  [](llvm::raw_ostream &os) { os << "x"; })));
+  EXPECT_TRUE(bool(llvm::errorToBool(OutputDirectory::checkTarget(target))));
+  ASSERT_FALSE(bool(writeTextFile(target, "deployments.json",
+                                  [](llvm::raw_ostream &os) { os << "{}"; })));
+  EXPECT_FALSE(bool(OutputDirectory::checkTarget(target)));
+}
+
 } // namespace

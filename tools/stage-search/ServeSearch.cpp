@@ -62,8 +62,24 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// The flags of a training search, which a serving search does not take.
+const char *const TrainingFlags[] = {
+    "--global-batch",    "--max-memory",     "--memory-margin",
+    "--tp-comm-overlap", "--cp-comm-type",   "--grad-reduce",
+    "--memory-accounting", "--dp",           "--cp",
+    "--micro-batch",     "--virtual-stages", "--pipeline-split",
+    "--recompute",       "--weight-sharding", "--no-fsdp",
+    "--sequence-parallel", "--tp-placement", "--emit-top",
+    "--shard"};
+
 /// The flags; an exit status when the program should stop.
 std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
+  for (int index = 1; index < argc; ++index) {
+    llvm::StringRef flag = llvm::StringRef(argv[index]).split('=').first;
+    if (llvm::is_contained(TrainingFlags, flag))
+      return fail(flag + " is a flag of the training search; --serve "
+                         "searches serving deployments (--serve --help)");
+  }
   DeploymentSearchOptions &search = flags.search;
   CLI::App app{"stage-search --serve: the best serving deployments of an "
                "STG model on a GPU budget, aggregated and disaggregated"};
@@ -303,9 +319,11 @@ int stg::runServeSearch(int argc, char **argv) {
                            : llvm::hardware_concurrency().compute_thread_count();
 
 #if defined(__GLIBC__)
-  // A run's records (an iteration each, 10 MB for a thousand clients) are
-  // allocated and freed by the thousand: kept in the heap, not mapped and
-  // unmapped each time, they cost no page faults (a third of the time).
+  // A run's records (an iteration each: 10 to 40 MB for a thousand
+  // clients) are allocated and freed by the thousand. Kept in the heap
+  // rather than mapped and unmapped each time, they cost no page faults,
+  // which took a third of the time (a glibc that refuses a threshold this
+  // high keeps its own; docs/performance.md).
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif

@@ -140,8 +140,9 @@ struct DeploymentSearchOptions {
   SLOStatistic sloStatistic = SLOStatistic::P50;
 
   /// A disaggregated pair of plans adds prefill instances until this many
-  /// runs in a row, after one that meets the SLOs, miss them or are beaten
-  /// in both throughputs by one that meets them (0: every split).
+  /// runs in a row miss the time-per-token SLO, or, after a run that meets
+  /// the SLOs, miss one or are beaten in both throughputs by such a run
+  /// (0: every split).
   unsigned splitPatience = 2;
 
   unsigned jobs = 1; ///< Threads for the runs.
@@ -183,6 +184,10 @@ std::optional<DeploymentTable>
 searchDeployments(const DeploymentSearchOptions &options,
                   const SystemSpec &system, DiagnosticEngine &diags,
                   const DeploymentProgress &progress = nullptr);
+
+/// `value` as the flags take it: a whole number in digits (`2000`), else
+/// the shortest decimal that reads back the same (`0.5`), or `inf`.
+std::string formatShortest(double value);
 
 /// Whether `summary` meets the SLOs; if not, why.
 std::optional<std::string> checkSLOs(const ServingSummary &summary,
