@@ -56,6 +56,8 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
     os << " --set " << name << "=" << value;
   if (base.elementType)
     os << " --dtype " << getElementTypeName(*base.elementType);
+  if (base.kvCacheType)
+    os << " --kv-cache-dtype " << getElementTypeName(*base.kvCacheType);
   if (options.lengthsFile.empty())
     os << " --isl " << options.lengths.front().input << " --osl "
        << options.lengths.front().output;
@@ -74,22 +76,23 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
   if (serve.precision != Precision::BF16)
     os << " --precision " << getPrecisionName(serve.precision);
   os << " --max-batch " << run.maxBatch;
+  // The engine's settings always: stagec's defaults may change.
   const ServingEngineSettings &engine = options.engine;
-  ServingEngineSettings defaults;
-  if (engine.limits.maxBatchedTokens != defaults.limits.maxBatchedTokens)
-    os << " --max-batched-tokens " << engine.limits.maxBatchedTokens;
-  if (engine.limits.memoryFraction != defaults.limits.memoryFraction)
-    os << " --kv-memory-fraction " << engine.limits.memoryFraction;
-  if (engine.blockTokens != defaults.blockTokens)
-    os << " --kv-block-tokens " << engine.blockTokens;
-  if (engine.iterationOverheadMicros != defaults.iterationOverheadMicros)
-    os << " --iteration-overhead-us " << engine.iterationOverheadMicros;
+  os << " --max-batched-tokens " << engine.limits.maxBatchedTokens
+     << " --kv-memory-fraction "
+     << formatShortest(engine.limits.memoryFraction) << " --kv-block-tokens "
+     << engine.blockTokens << " --iteration-overhead-us "
+     << formatShortest(engine.iterationOverheadMicros);
   if (run.concurrency)
     os << " --concurrency " << *run.concurrency;
   else
     os << " --request-rate " << formatShortest(*run.requestRate);
   if (options.requests)
     os << " --requests " << *options.requests;
+  if (options.warmupRequests)
+    os << " --warmup-requests " << options.warmupRequests;
+  if (run.requestRate && options.seed)
+    os << " --seed " << options.seed;
   return os.str();
 }
 
@@ -190,6 +193,9 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
                                            : llvm::json::Value("inf"));
     workload["request_rate"] = std::move(points);
   }
+  workload["warmup_requests"] = int64_t(options.warmupRequests);
+  if (!options.requestRates.empty())
+    workload["seed"] = int64_t(options.seed);
   if (options.requests)
     workload["requests"] = int64_t(*options.requests);
   else
@@ -206,7 +212,11 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
       {"max_batched_tokens", int64_t(settings.limits.maxBatchedTokens)},
       {"kv_memory_fraction", settings.limits.memoryFraction},
       {"kv_block_tokens", int64_t(settings.blockTokens)},
-      {"iteration_overhead_us", settings.iterationOverheadMicros}};
+      {"iteration_overhead_us", settings.iterationOverheadMicros},
+      {"kv_cache_dtype",
+       options.base.kvCacheType
+           ? llvm::json::Value(getElementTypeName(*options.base.kvCacheType))
+           : llvm::json::Value("the model's")}};
 
   llvm::json::Object slo{
       {"statistic", getSLOStatisticName(options.sloStatistic)}};

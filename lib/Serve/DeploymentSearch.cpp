@@ -255,13 +255,8 @@ private:
     limits.maxContext = maxContext;
     return limits;
   }
-  /// The requests of a run at workload point `point`.
   uint64_t getRequests(size_t point) const {
-    if (options.requests)
-      return *options.requests;
-    if (point < options.concurrencies.size())
-      return std::max<uint64_t>(100, 10 * options.concurrencies[point]);
-    return 1000;
+    return getRunRequests(options, point);
   }
   /// What compiles an instance of `plan`.
   CompileOptions getPlanOptions(const InstancePlan &plan) const {
@@ -473,7 +468,7 @@ DeploymentRun Search::runOne(const Deployment &deployment, size_t slot,
     run.reason = failure.empty() ? firstLine(os.str()) : failure;
     return run;
   }
-  run.summary = summarizeServing(*result);
+  run.summary = summarizeServing(*result, options.warmupRequests);
   // The cap held a sequence back only where a replica was at the cap while
   // requests waited: a record shows the engine right after its admissions,
   // with the sequences of all its replicas (at least one replica's).
@@ -540,6 +535,7 @@ void Search::runUnit(size_t unit, std::vector<DeploymentRun> &runs,
   ServingWorkload workload;
   workload.lengths = options.lengths;
   workload.requests = getRequests(point);
+  workload.seed = options.seed;
   if (point < options.concurrencies.size())
     workload.concurrency = options.concurrencies[point];
   else
@@ -699,6 +695,24 @@ Search::run(const DeploymentProgress &progress) {
   return std::move(table);
 }
 
+uint64_t stg::getRunRequests(const DeploymentSearchOptions &options,
+                             size_t point) {
+  if (options.requests)
+    return *options.requests;
+  if (point < options.concurrencies.size())
+    return std::max<uint64_t>(100, 10 * options.concurrencies[point]);
+  return 1000;
+}
+
+uint64_t stg::getFewestRequests(const DeploymentSearchOptions &options) {
+  uint64_t fewest = UINT64_MAX;
+  for (size_t point = 0;
+       point < options.concurrencies.size() + options.requestRates.size();
+       ++point)
+    fewest = std::min(fewest, getRunRequests(options, point));
+  return fewest;
+}
+
 std::optional<DeploymentTable>
 stg::searchDeployments(const DeploymentSearchOptions &options,
                        const SystemSpec &system, DiagnosticEngine &diags,
@@ -707,6 +721,13 @@ stg::searchDeployments(const DeploymentSearchOptions &options,
       (options.concurrencies.empty() && options.requestRates.empty())) {
     diags.error({}, "a serving search needs GPUs, request lengths, batch "
                     "caps and at least one concurrency or request rate");
+    return std::nullopt;
+  }
+  uint64_t fewest = getFewestRequests(options);
+  if (options.warmupRequests >= fewest) {
+    diags.error({}, "--warmup-requests must leave some of each run's "
+                    "requests to measure: a run sends " +
+                        llvm::Twine(fewest) + " at the least");
     return std::nullopt;
   }
   return Search(options, system, diags).run(progress);

@@ -70,7 +70,7 @@ const char *const TrainingFlags[] = {
     "--micro-batch",     "--virtual-stages", "--pipeline-split",
     "--recompute",       "--weight-sharding", "--no-fsdp",
     "--sequence-parallel", "--tp-placement", "--emit-top",
-    "--shard"};
+    "--shard",           "--overlap-param-gather"};
 
 /// The flags; an exit status when the program should stop.
 std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
@@ -128,6 +128,15 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "100; 1000 at a request rate)")
       ->check(wholeNumber(1, 10'000'000))
       ->group(workload);
+  app.add_option("--warmup-requests", search.warmupRequests,
+                 "the first N requests of a run run but are not measured "
+                 "(default 0)")
+      ->check(wholeNumber(0, 10'000'000))
+      ->group(workload);
+  app.add_option("--seed", search.seed,
+                 "seeds the arrivals at a request rate (default 0)")
+      ->check(wholeNumber(0, UINT64_MAX))
+      ->group(workload);
 
   const char *space = "The deployments (comma-separated lists)";
   app.add_option("--tp", search.tp,
@@ -172,6 +181,9 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
 
   const char *engine = "The engine (as stagec --mode serve)";
   ServingEngineSettings &settings = search.engine;
+  // stagec --mode serve's default (tools/stagec/StagecOptions.h), fitted
+  // to measured runs (docs/serving.md).
+  settings.iterationOverheadMicros = 1500;
   app.add_option("--max-batched-tokens", settings.limits.maxBatchedTokens,
                  "decode and prefill tokens of one iteration on a replica "
                  "(default 8192)")
@@ -185,8 +197,15 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "tokens of a KV cache page (default 16)")
       ->check(wholeNumber(1, 65536))
       ->group(engine);
+  std::string kvCacheType;
+  app.add_option("--kv-cache-dtype", kvCacheType,
+                 "the KV cache's element type (bf16, fp16, fp8; default the "
+                 "model's)")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "fp32"}))
+      ->group(engine);
   app.add_option("--iteration-overhead-us", settings.iterationOverheadMicros,
-                 "the engine's own time per iteration (default 0)")
+                 "the engine's own time per iteration (default 1500, as "
+                 "stagec)")
       ->check(finiteNumber(0, 1e6))
       ->group(engine);
 
@@ -225,6 +244,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   }
 
   search.splitPatience = allSplits ? 0 : search.splitPatience;
+  if (!kvCacheType.empty())
+    search.base.kvCacheType = parseElementType(kvCacheType);
   search.maxTTFTMillis = ttft;
   search.maxTPOTMillis = tpot;
   search.sloStatistic = *parseSLOStatistic(flags.sloStatistic);
@@ -273,6 +294,14 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
       llvm::is_contained(flags.deployments, "disaggregated");
   if (fixed)
     search.lengths = {{flags.inputTokens, flags.outputTokens}};
+  if (app.count("--seed") && search.requestRates.empty())
+    return fail("--seed seeds the arrivals of --request-rate; with "
+                "--concurrency there are none");
+  uint64_t fewest = getFewestRequests(search);
+  if (search.warmupRequests >= fewest)
+    return fail("--warmup-requests must leave some of each run's requests "
+                "to measure: a run sends " +
+                llvm::Twine(fewest) + " at the least");
   return std::nullopt;
 }
 

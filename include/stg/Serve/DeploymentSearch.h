@@ -109,8 +109,8 @@ double getLatencyStatistic(const LatencySummary &summary,
                            SLOStatistic statistic);
 
 struct DeploymentSearchOptions {
-  /// The model (input, -I, --set, --dtype); its degrees, precision and
-  /// mode are the search's.
+  /// The model (input, -I, --set, --dtype, the KV cache's type); its
+  /// degrees, precision and mode are the search's.
   CompileOptions base;
   unsigned gpus = 0; ///< The budget.
   /// Degrees to try; empty: tp every power of two up to a node (and the
@@ -128,9 +128,12 @@ struct DeploymentSearchOptions {
   std::vector<uint64_t> concurrencies;
   std::vector<double> requestRates;
   /// Requests a run; none: 10 x the concurrency (at least 100), or 1000 at
-  /// a request rate, as stagec --mode serve. Arrivals at a rate are drawn
-  /// from seed 0, as stagec's.
+  /// a request rate, as stagec --mode serve.
   std::optional<uint64_t> requests;
+  /// The first requests of a run, run but not measured (stagec's
+  /// --warmup-requests); fewer than any run's requests.
+  uint64_t warmupRequests = 0;
+  uint64_t seed = 0; ///< Of the arrivals at a request rate.
 
   /// The engine's settings but the batch cap (and the longest context,
   /// which the lengths give).
@@ -161,6 +164,8 @@ struct DeploymentTable {
   /// Every instance plan built, in the order tried.
   std::vector<InstancePlanResult> plans;
   uint64_t aggregatedDeployments = 0, disaggregatedDeployments = 0;
+  /// The fewest requests a run sends (its workload point's).
+  uint64_t fewestRequests = 0;
   /// Runs the space has (deployments x caps x points), those left out
   /// because a smaller cap never bound (they would repeat its run), and
   /// those a sweep over splits stopped before (splitPatience).
@@ -176,6 +181,11 @@ struct DeploymentTable {
 std::vector<Deployment>
 enumerateDeployments(llvm::ArrayRef<InstancePlanResult> plans, unsigned gpus,
                      bool aggregated, bool disaggregated);
+
+/// The requests of a run at workload point `point` (the concurrencies'
+/// first, then the request rates'), and the fewest of any point.
+uint64_t getRunRequests(const DeploymentSearchOptions &options, size_t point);
+uint64_t getFewestRequests(const DeploymentSearchOptions &options);
 
 /// Builds the plans, runs every deployment at every point and ranks the
 /// runs. Errors (a model without MB, a system without memory, a space past

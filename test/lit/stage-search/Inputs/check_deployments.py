@@ -148,9 +148,12 @@ def main():
         for key in ("ttft_ms", "tpot_ms", "e2e_latency_ms",
                     "output_tokens_per_s_per_gpu",
                     "output_tokens_per_s_per_user", "mean_batch",
-                    "peak_kv_cache_used", "iterations", "requests"):
+                    "peak_kv_cache_used", "iterations"):
             assert serving[key] == run[key], (run["deployment"], key,
                                               serving[key], run[key])
+        # A run's requests are those sent; stagec's, those measured.
+        assert (serving["requests"] + serving.get("warmup_requests", 0)
+                == run["requests"]), run["deployment"]
         checked.append(run["kind"])
     print("stagec agrees:", " ".join(checked))
 
