@@ -136,7 +136,8 @@ struct DeploymentSearchOptions {
   uint64_t seed = 0; ///< Of the arrivals at a request rate.
 
   /// The engine's settings but the batch cap (and the longest context,
-  /// which the lengths give).
+  /// which the lengths give). ServingEngineSettings' own defaults: no
+  /// engine time an iteration, where stage-search sets stagec's 1.5 ms.
   ServingEngineSettings engine;
 
   std::optional<double> maxTTFTMillis, maxTPOTMillis;
@@ -149,12 +150,13 @@ struct DeploymentSearchOptions {
   unsigned splitPatience = 2;
 
   unsigned jobs = 1; ///< Threads for the runs.
-  /// The most runs a search takes (refused beyond, before any work).
+  /// The most runs a search takes (refused beyond, once the plans are
+  /// built and before any run).
   uint64_t maxRuns = 1'000'000;
 };
 
-/// Called as runs finish: runs done, of how many (an upper bound: a cap
-/// that would repeat a smaller one's run is counted as done).
+/// Called as a group of runs finishes: runs done, of how many (the runs
+/// left out count as done).
 using DeploymentProgress = std::function<void(size_t done, size_t total)>;
 
 struct DeploymentTable {
@@ -164,8 +166,6 @@ struct DeploymentTable {
   /// Every instance plan built, in the order tried.
   std::vector<InstancePlanResult> plans;
   uint64_t aggregatedDeployments = 0, disaggregatedDeployments = 0;
-  /// The fewest requests a run sends (its workload point's).
-  uint64_t fewestRequests = 0;
   /// Runs the space has (deployments x caps x points), those left out
   /// because a smaller cap never bound (they would repeat its run), and
   /// those a sweep over splits stopped before (splitPatience).
