@@ -219,21 +219,6 @@ std::string firstLine(llvm::StringRef text) {
   return line.str();
 }
 
-bool sameCurve(const SampledCurve &a, const SampledCurve &b) {
-  return a.x == b.x && a.y == b.y;
-}
-
-/// Whether two cost models price every iteration the same.
-bool sameModel(const IterationCostModel &a, const IterationCostModel &b) {
-  return sameCurve(a.body, b.body) &&
-         sameCurve(a.prefillAttention, b.prefillAttention) &&
-         sameCurve(a.top, b.top) && sameCurve(a.decodeOne, b.decodeOne) &&
-         sameCurve(a.decodeMany, b.decodeMany) && a.manyBatch == b.manyBatch &&
-         sameCurve(a.kvBytes, b.kvBytes) && a.kvBudget == b.kvBudget &&
-         a.weightBytes == b.weightBytes && a.replicas == b.replicas &&
-         a.stages == b.stages && a.gpus == b.gpus;
-}
-
 class Search {
 public:
   Search(const DeploymentSearchOptions &options, const SystemSpec &system,
@@ -272,8 +257,7 @@ private:
   /// Builds `plan` at the smallest cap and records whether it fits.
   InstancePlanResult tryPlan(const InstancePlan &plan);
   void addPlans(const ModelInfo &info);
-  /// The plan's cost model at `cap`, built at most once, and shared with
-  /// the other caps whose model is the same.
+  /// The plan's cost model at `cap`: the same at every cap.
   const IterationCostModel *getModel(unsigned plan, uint64_t cap);
   /// One deployment at one cap; the cost models it ran on.
   DeploymentRun runOne(const Deployment &deployment, size_t slot,
@@ -388,33 +372,16 @@ void Search::addPlans(const ModelInfo &info) {
 }
 
 const IterationCostModel *Search::getModel(unsigned plan, uint64_t cap) {
+  // An instance's cost model does not depend on the batch cap
+  // (IterationCost.h): the one built at the smallest cap serves them all.
   size_t slot = llvm::find(caps, cap) - caps.begin();
   std::vector<const IterationCostModel *> &built = models[plan];
-  if (built[slot] || !failures[plan][slot].empty())
-    return built[slot];
-  std::unique_ptr<IterationCostModel> model;
-  if (slot == 0) {
-    model = std::move(first[plan]);
-  } else {
-    CompileOptions base = getPlanOptions(table.plans[plan].plan);
-    std::string errors;
-    llvm::raw_string_ostream os(errors);
-    DiagnosticEngine planDiags(os);
-    planDiags.setProgramName("stage-search");
-    std::optional<IterationCostModel> priced =
-        IterationCostModel::build(base, system, getLimits(cap), planDiags);
-    if (!priced) {
-      // It built at the smallest cap; at this one, a sample failed.
-      failures[plan][slot] = firstLine(os.str());
-      return nullptr;
-    }
-    model = std::make_unique<IterationCostModel>(std::move(*priced));
+  if (!built.front() && first[plan]) {
+    owned.push_back(std::move(first[plan]));
+    built.front() = owned.back().get();
   }
-  for (const IterationCostModel *other : built)
-    if (other && sameModel(*other, *model))
-      return built[slot] = other;
-  owned.push_back(std::move(model));
-  return built[slot] = owned.back().get();
+  failures[plan][slot] = failures[plan].front();
+  return built[slot] = built.front();
 }
 
 DeploymentRun Search::runOne(const Deployment &deployment, size_t slot,

@@ -3,8 +3,8 @@
 // Samples the instance's prefill and decode programs and splits each priced
 // step into its parts (IterationCost.h). The samples are prefills of one
 // sequence of n tokens (n on a grid of 2^k and 3 x 2^k, up to the largest
-// iteration and the longest context) and decode steps of one and of
-// `manyBatch` sequences at contexts 2^k. Per replica: the template splits
+// iteration and the longest context) and decode steps of one and of 64
+// sequences at contexts 2^k. Per replica: the template splits
 // the batch over dp and ep (attention data parallelism), so a sample of MB
 // sequences is MB on each replica.
 //
@@ -196,7 +196,9 @@ IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
       activations = std::max(activations, sample->activations);
   }
 
-  model.manyBatch = unsigned(std::clamp<uint64_t>(limits.maxBatch, 2, 64));
+  // A fixed batch, whatever the cap: the model of an instance is the same
+  // for every cap (larger batches extend the line through it).
+  model.manyBatch = 64;
   std::vector<uint64_t> contexts;
   for (uint64_t context = 16; context < limits.maxContext; context *= 2)
     contexts.push_back(context);

@@ -183,7 +183,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   ServingEngineSettings &settings = search.engine;
   // stagec --mode serve's default (tools/stagec/StagecOptions.h), fitted
   // to measured runs (docs/serving.md).
-  settings.iterationOverheadMicros = 1500;
+  settings.iterationOverheadMicros = DefaultIterationOverheadMicros;
   app.add_option("--max-batched-tokens", settings.limits.maxBatchedTokens,
                  "decode and prefill tokens of one iteration on a replica "
                  "(default 8192)")

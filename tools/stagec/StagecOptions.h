@@ -10,6 +10,7 @@
 #define STG_TOOLS_STAGEC_STAGECOPTIONS_H
 
 #include "stg/Driver/Compile.h"
+#include "stg/Serve/ServingSimulation.h"
 
 #include <cstdint>
 #include <optional>
@@ -30,8 +31,7 @@ struct ServeFlags {
   uint64_t maxBatch = 256, maxBatchedTokens = 8192;
   double kvMemoryFraction = 0.9;
   unsigned kvBlockTokens = 16;
-  /// Fitted on the low-concurrency rows of docs/serving.md's validation.
-  double iterationOverheadMicros = 1500;
+  double iterationOverheadMicros = DefaultIterationOverheadMicros;
   unsigned instances = 1;
   std::string prefillPool, decodePool; ///< `COUNTxPLAN`: `2xtp4`.
   unsigned window = 8; ///< `--window`: iterations of the traces (-o).

@@ -63,6 +63,11 @@ struct ServingWorkload {
   uint64_t seed = 0;
 };
 
+/// The engine's own time per iteration (scheduling, input preparation,
+/// sampling) that the tools assume: fitted on the published low-concurrency
+/// serving runs (docs/serving.md, "Validation").
+constexpr double DefaultIterationOverheadMicros = 1500;
+
 struct ServingEngineSettings {
   ServingLimits limits;
   unsigned blockTokens = 16; ///< KV cache page (vLLM's block_size).
