@@ -21,7 +21,6 @@
 #include <cassert>
 #include <cmath>
 #include <deque>
-#include <limits>
 #include <queue>
 #include <random>
 
@@ -42,8 +41,8 @@ struct Event {
   }
 };
 
-/// A request's place on the engine that holds it.
-struct Placement {
+/// A request's progress on the engine that holds it.
+struct SequenceState {
   unsigned replica = 0;
   uint64_t prefilled = 0, generated = 0;
   double kvReserved = 0;
@@ -62,7 +61,6 @@ struct PlannedWork {
 struct Engine {
   const IterationCostModel *cost = nullptr;
   bool prefill = true, decode = true;
-  unsigned ranksPerReplica = 1;
   std::vector<Replica> replicas;
   std::deque<uint32_t> waiting;
   bool busy = false, touched = false;
@@ -118,7 +116,7 @@ private:
   std::vector<Engine> engines;
   std::vector<unsigned> touched;
   unsigned firstDecodeEngine = 0;
-  std::vector<Placement> placements;
+  std::vector<SequenceState> sequences;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   uint64_t nextOrder = 0, issued = 0, finished = 0;
 };
@@ -128,8 +126,6 @@ private:
 void Simulation::addPool(const EnginePool &pool, llvm::StringRef name,
                          bool prefill, bool decode) {
   const IterationCostModel &cost = *pool.cost;
-  unsigned ranksPerReplica =
-      std::max(1u, cost.gpus / std::max(1u, cost.replicas));
   double perToken = cost.kvBytes(double(settings.limits.maxContext)) /
                     double(settings.limits.maxContext);
   for (unsigned instance = 0; instance < pool.instances; ++instance)
@@ -138,7 +134,6 @@ void Simulation::addPool(const EnginePool &pool, llvm::StringRef name,
       engine.cost = &cost;
       engine.prefill = prefill;
       engine.decode = decode;
-      engine.ranksPerReplica = ranksPerReplica;
       engine.replicas.resize(cost.replicas);
       engines.push_back(std::move(engine));
       EngineRecord record;
@@ -192,7 +187,7 @@ void Simulation::issue(double time) {
   record.output = lengths.output;
   record.arrival = time;
   result.requests.push_back(record);
-  placements.emplace_back();
+  sequences.emplace_back();
   push(time, EventKind::Arrival, uint32_t(issued++));
 }
 
@@ -232,9 +227,9 @@ void Simulation::startIteration(unsigned index, double now) {
     engine.waiting.pop_front();
     chosen->running.push_back(request);
     chosen->kvUsed += need;
-    Placement &placement = placements[request];
-    placement.replica = unsigned(chosen - engine.replicas.data());
-    placement.kvReserved = need;
+    SequenceState &sequence = sequences[request];
+    sequence.replica = unsigned(chosen - engine.replicas.data());
+    sequence.kvReserved = need;
   }
 
   engine.planned.clear();
@@ -248,29 +243,29 @@ void Simulation::startIteration(unsigned index, double now) {
     running += replica.running.size();
     kvUsed += replica.kvUsed;
     for (uint32_t request : replica.running) {
-      const Placement &placement = placements[request];
+      const SequenceState &sequence = sequences[request];
       const RequestRecord &record = result.requests[request];
-      if (placement.prefilled < record.input || !engine.decode)
+      if (sequence.prefilled < record.input || !engine.decode)
         continue;
       engine.planned.push_back({request, 0});
       ++work.decodeSequences;
-      work.decodeContext += record.input + placement.generated;
+      work.decodeContext += record.input + sequence.generated;
       ++tokens;
     }
     work.sampled = work.decodeSequences;
     for (uint32_t request : replica.running) {
-      const Placement &placement = placements[request];
+      const SequenceState &sequence = sequences[request];
       const RequestRecord &record = result.requests[request];
-      if (placement.prefilled >= record.input ||
+      if (sequence.prefilled >= record.input ||
           tokens >= limits.maxBatchedTokens)
         continue;
-      uint64_t chunk = std::min(record.input - placement.prefilled,
+      uint64_t chunk = std::min(record.input - sequence.prefilled,
                                 limits.maxBatchedTokens - tokens);
       engine.planned.push_back({request, chunk});
-      work.prefill.push_back({chunk, placement.prefilled});
+      work.prefill.push_back({chunk, sequence.prefilled});
       tokens += chunk;
       prefillTokens += chunk;
-      if (placement.prefilled + chunk == record.input)
+      if (sequence.prefilled + chunk == record.input)
         ++work.sampled;
     }
     decodes += work.decodeSequences;
@@ -320,25 +315,25 @@ void Simulation::endIteration(unsigned index, double now) {
   Engine &engine = engines[index];
   engine.busy = false;
   for (const PlannedWork &work : engine.planned) {
-    Placement &placement = placements[work.request];
+    SequenceState &sequence = sequences[work.request];
     RequestRecord &record = result.requests[work.request];
     bool done = false;
     if (work.prefillTokens) {
-      placement.prefilled += work.prefillTokens;
-      if (placement.prefilled == record.input) {
+      sequence.prefilled += work.prefillTokens;
+      if (sequence.prefilled == record.input) {
         record.firstToken = now;
         record.prefillEngine = index;
-        placement.generated = 1;
+        sequence.generated = 1;
         done = record.output == 1 || !engine.decode;
       }
     } else {
-      done = ++placement.generated == record.output;
+      done = ++sequence.generated == record.output;
     }
     if (!done)
       continue;
-    Replica &replica = engine.replicas[placement.replica];
+    Replica &replica = engine.replicas[sequence.replica];
     replica.running.erase(llvm::find(replica.running, work.request));
-    replica.kvUsed -= placement.kvReserved;
+    replica.kvUsed -= sequence.kvReserved;
     if (!engine.decode && record.output > 1) {
       record.transfer = getTransferMicros(work.request);
       push(now + record.transfer, EventKind::TransferEnd, work.request);
@@ -355,9 +350,9 @@ void Simulation::handle(const Event &event) {
     route(event.index, true);
     break;
   case EventKind::TransferEnd:
-    placements[event.index] = Placement();
-    placements[event.index].prefilled = result.requests[event.index].input;
-    placements[event.index].generated = 1;
+    sequences[event.index] = SequenceState();
+    sequences[event.index].prefilled = result.requests[event.index].input;
+    sequences[event.index].generated = 1;
     route(event.index, false);
     break;
   case EventKind::IterationEnd:
