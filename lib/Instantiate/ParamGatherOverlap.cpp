@@ -15,7 +15,9 @@
 // before the step's barrier, as its preamble: a folded set's other
 // micro-batches replay micro-batch 0's forward without them
 // (ProgramSources::ScheduleSource::preamble), since only the first forward
-// after the optimizer gathers.
+// after the optimizer gathers. Without the overlap the gathers stay in the
+// optimizer's step, after every shard has stepped, as Megatron issues them
+// once the optimizer's step is done.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,14 +57,14 @@ static const Value *getViewedValue(const Value *value,
   return value;
 }
 
-void StageBuilder::findOverlappedParamGathers() {
-  if (!shared.options.overlapParamGather || !shared.training)
+void StageBuilder::findParamGathers() {
+  if (!shared.training)
     return;
   forEachInstanceOnStage(shared.module, placement, stage,
                          [&](const Op &op, int) {
                            if (const Value *weight = getRefilledWeight(op)) {
                              paramGathers[weight] = &op;
-                             overlappedGatherOps.insert(&op);
+                             paramGatherOps.insert(&op);
                            }
                          });
   // A top-level weight's gather goes before the layers' if the forward
@@ -102,7 +104,7 @@ void StageBuilder::buildParamGathers(unsigned chunk) {
   std::vector<Gather> gathers;
   forEachInstanceOnStage(
       shared.module, placement, stage, [&](const Op &op, int layer) {
-        if (!overlappedGatherOps.count(&op) ||
+        if (!paramGatherOps.count(&op) ||
             placement.getChunk(&op, layer) != chunk)
           return;
         int64_t order = layer;

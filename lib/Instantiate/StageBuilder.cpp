@@ -337,6 +337,8 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       }
       if (mask && isWeightGather(op, layer))
         boundPrefetch(node);
+      if (gathersAfter && paramGatherOps.count(&op))
+        node.ctrlDeps.push_back(*gathersAfter);
       std::optional<uint32_t> beside;
       if (node.commType == CollectiveKind::ReduceScatter)
         for (const OverlapAxes &overlap : overlaps)
@@ -447,28 +449,39 @@ void StageBuilder::findDeferredSync() {
 
 void StageBuilder::buildOptimizerStep() {
   int last = int(shared.options.numMicrobatches) - 1;
-  auto steps = [&](const Op &op) {
-    return (op.getPhase() == Phase::Optimizer &&
-            !overlappedGatherOps.count(&op)) ||
-           deferredSync.count(&op);
-  };
   // The stage's instances in program order, as forEachInstanceOnStage
   // gives them, a chunk's repetitions at a time so that they fold.
-  for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
-    if (op->getKind() != OpKind::Repeat) {
-      if (placement.getStage(op.get(), -1) == stage && steps(*op))
-        buildOp(*op, -1, last);
-    } else {
-      unsigned chunks = std::max(1u, shared.options.numVirtualStages);
-      for (unsigned chunk = 0; chunk < chunks; ++chunk)
-        buildRepetitions(*op, chunk, last, [&](const Op &inner, int layer) {
-          return placement.getStage(&inner, layer) == stage &&
-                 placement.getChunk(&inner, layer) == chunk && steps(inner);
-        });
+  auto buildAll = [&](llvm::function_ref<bool(const Op &)> steps) {
+    for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
+      if (op->getKind() != OpKind::Repeat) {
+        if (placement.getStage(op.get(), -1) == stage && steps(*op))
+          buildOp(*op, -1, last);
+      } else {
+        unsigned chunks = std::max(1u, shared.options.numVirtualStages);
+        for (unsigned chunk = 0; chunk < chunks; ++chunk)
+          buildRepetitions(*op, chunk, last, [&](const Op &inner, int layer) {
+            return placement.getStage(&inner, layer) == stage &&
+                   placement.getChunk(&inner, layer) == chunk && steps(inner);
+          });
+      }
+      if (failed)
+        return;
     }
-    if (failed)
-      return;
-  }
+  };
+  buildAll([&](const Op &op) {
+    return (op.getPhase() == Phase::Optimizer && !paramGatherOps.count(&op)) ||
+           deferredSync.count(&op);
+  });
+  if (shared.options.overlapParamGather || paramGatherOps.empty() || failed)
+    return;
+  // Megatron gathers the updated weights once every shard has stepped.
+  for (size_t id = nodes->size(); id-- > stepBegin;)
+    if ((*nodes)[id].kind == ProgramNodeKind::Compute) {
+      gathersAfter = uint32_t(id);
+      break;
+    }
+  buildAll([&](const Op &op) { return paramGatherOps.count(&op) > 0; });
+  gathersAfter.reset();
 }
 
 bool StageBuilder::build(StageProgram &program) {
@@ -520,7 +533,7 @@ bool StageBuilder::build(StageProgram &program) {
   nodes->reserve(reserved);
   holders.reserve(reserved);
   findDeferredSync();
-  findOverlappedParamGathers();
+  findParamGathers();
   program.layers = placement.getLayersOf(stage);
   chunkLayers.assign(std::max(1u, shared.options.numVirtualStages), {});
   for (unsigned layer : program.layers)

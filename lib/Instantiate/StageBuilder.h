@@ -117,13 +117,15 @@ private:
   void findDeferredSync();
   /// The optimizer's work of the stage, after the schedule's last step.
   void buildOptimizerStep();
-  /// --overlap-param-gather (ParamGatherOverlap.cpp): finds the gathers of
-  /// updated weight shards that the next step's forward runs.
-  void findOverlappedParamGathers();
+  /// Finds the distributed optimizer's gathers of updated weight shards
+  /// (ParamGatherOverlap.cpp), which --overlap-param-gather moves to the
+  /// next step's forward.
+  void findParamGathers();
   /// Whether `step` starts with its weights' gathers: micro-batch 0's
-  /// forward of a training step, when there are any.
+  /// forward of a training step, when they are overlapped.
   bool startsWithParamGathers(ScheduleStep step) const {
-    return !paramGathers.empty() && !step.backward && step.microbatch == 0;
+    return shared.options.overlapParamGather && !paramGathers.empty() &&
+           !step.backward && step.microbatch == 0;
   }
   /// Builds, at the start of a step, the gathers of the weights of the
   /// stage's chunk `chunk`, each waiting for nothing but its group's order.
@@ -248,17 +250,19 @@ private:
   } layerStarts;
   /// The first node of the step being built.
   uint32_t stepBegin = 0;
-  /// The weight each overlapped gather refills (its shard-optimizer
-  /// all-gather), and the gathers themselves, which the optimizer's step
-  /// then leaves out.
+  /// The weight each gather of updated shards refills (shard-optimizer's
+  /// all-gathers), and the gathers themselves.
   llvm::DenseMap<const Value *, const Op *> paramGathers;
-  llvm::DenseSet<const Op *> overlappedGatherOps;
+  llvm::DenseSet<const Op *> paramGatherOps;
   /// Whether the forward first reads a top-level weight after the layers.
   llvm::DenseMap<const Value *, bool> topLevelGatherAfterLayers;
   /// The gathers the step being built began with, by the weight instance
   /// they refill, and how many nodes they are (the step's preamble).
   llvm::DenseMap<InstanceKey, uint32_t> stepParamGathers;
   uint32_t stepPreamble = 0;
+  /// Without the overlap: the optimizer step's last compute node, which
+  /// its weight gathers wait for.
+  std::optional<uint32_t> gathersAfter;
   /// Per repetition's first layer: whether a step folded it, so that later
   /// steps find no nodes for it (what an earlier step made is done when a
   /// step starts: the estimate needs no edge to it).
