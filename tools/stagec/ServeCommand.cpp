@@ -188,9 +188,6 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
     return std::string("--window needs -o DIR: it sizes the traces written");
   if (!options.perturb.empty())
     return std::string("--perturb does not apply to --mode serve");
-  if (flags.requests && flags.warmupRequests >= *flags.requests)
-    return std::string("--warmup-requests must leave some of --requests to "
-                       "measure");
   bool pools = !flags.prefillPool.empty() || !flags.decodePool.empty();
   if (pools) {
     if (flags.prefillPool.empty() || flags.decodePool.empty())
@@ -273,6 +270,13 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
       llvm::StringRef(flags.requestRate).getAsDouble(rate);
     workload.requestRate = rate;
     workload.requests = flags.requests.value_or(1000);
+  }
+  if (flags.warmupRequests >= workload.requests) {
+    diags.error({}, "--warmup-requests " + llvm::Twine(flags.warmupRequests) +
+                        " leaves none of the " +
+                        llvm::Twine(workload.requests) +
+                        " requests to measure; give more --requests");
+    return 1;
   }
 
   // The deployment's plans.
