@@ -554,7 +554,7 @@ bool StageBuilder::build(StageProgram &program) {
     size_t begin = nodes->size();
     llvm::SmallVector<uint32_t, 8> exits;
     if (!firstStep)
-      exits = findExits(previousBegin, begin);
+      exits = findExitNodes(*nodes, previousBegin, begin);
     stepParamGathers.clear();
     if (gathersOf)
       buildParamGathers(*gathersOf);

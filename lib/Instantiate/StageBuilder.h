@@ -182,8 +182,6 @@ private:
   /// is needed, or at the end of the step).
   void addToBucket(ProgramNode node, const Op &op, int layer);
   void flushBucket();
-  /// The nodes of [begin, end) that no node of that range consumes.
-  llvm::SmallVector<uint32_t, 8> findExits(size_t begin, size_t end) const;
   /// A node of no cost that waits for all of `exits`, so that a step boundary
   /// costs one edge per node, not exits x entries.
   uint32_t addStepBarrier(llvm::ArrayRef<uint32_t> exits,

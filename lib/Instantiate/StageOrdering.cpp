@@ -46,19 +46,20 @@ void StageBuilder::boundPrefetch(ProgramNode &gather) {
     gather.ctrlDeps.push_back(before);
 }
 
-llvm::SmallVector<uint32_t, 8> StageBuilder::findExits(size_t begin,
-                                                       size_t end) const {
+llvm::SmallVector<uint32_t, 8>
+stg::findExitNodes(llvm::ArrayRef<ProgramNode> nodes, size_t begin,
+                   size_t end) {
   std::vector<bool> consumed(end - begin);
   for (size_t id = begin; id < end; ++id)
-    for (auto deps : {llvm::ArrayRef<uint32_t>((*nodes)[id].dataDeps),
-                      llvm::ArrayRef<uint32_t>((*nodes)[id].ctrlDeps)})
+    for (auto deps : {llvm::ArrayRef<uint32_t>(nodes[id].dataDeps),
+                      llvm::ArrayRef<uint32_t>(nodes[id].ctrlDeps)})
       for (uint32_t dep : deps)
-        if (dep >= begin)
+        if (dep >= begin && dep < end)
           consumed[dep - begin] = true;
   llvm::SmallVector<uint32_t, 8> exits;
   for (size_t id = begin; id < end; ++id)
     if (!consumed[id - begin])
-      exits.push_back(id);
+      exits.push_back(uint32_t(id));
   return exits;
 }
 

@@ -11,23 +11,6 @@ using namespace stg;
 
 namespace {
 
-/// The nodes of [begin, end) that no node of the range depends on.
-llvm::SmallVector<uint32_t, 8> findExits(const std::vector<ProgramNode> &nodes,
-                                         uint32_t begin, uint32_t end) {
-  std::vector<bool> consumed(end - begin);
-  for (uint32_t id = begin; id < end; ++id)
-    for (auto deps : {llvm::ArrayRef<uint32_t>(nodes[id].dataDeps),
-                      llvm::ArrayRef<uint32_t>(nodes[id].ctrlDeps)})
-      for (uint32_t dep : deps)
-        if (dep >= begin && dep < end)
-          consumed[dep - begin] = true;
-  llvm::SmallVector<uint32_t, 8> exits;
-  for (uint32_t id = begin; id < end; ++id)
-    if (!consumed[id - begin])
-      exits.push_back(id);
-  return exits;
-}
-
 /// The steps a program runs: its own, or the whole program as one.
 std::vector<ProgramStep> getSteps(const StageProgram &program) {
   if (!program.steps.empty() || program.nodes.empty())
@@ -64,7 +47,8 @@ void stg::appendChainLink(StageProgram &chain, const ChainLink &link) {
   llvm::SmallVector<uint32_t, 8> exits;
   std::vector<ProgramStep> chainSteps = getSteps(chain);
   if (!chainSteps.empty())
-    exits = findExits(nodes, chainSteps.back().begin, chainSteps.back().end);
+    exits = findExitNodes(nodes, chainSteps.back().begin,
+                          chainSteps.back().end);
   if (exits.size() > 1) {
     ProgramNode barrier;
     barrier.name = "barrier." + link.name;

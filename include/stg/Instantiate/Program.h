@@ -152,6 +152,11 @@ struct StageProgram {
 
 /// Calls `visit` on each node of `program` as often as its steps run it: a
 /// folded program replays some of its nodes.
+/// The nodes of [begin, end) that no node of that range depends on: what
+/// a step that follows must wait for.
+llvm::SmallVector<uint32_t, 8> findExitNodes(llvm::ArrayRef<ProgramNode> nodes,
+                                             size_t begin, size_t end);
+
 void forEachExecutedNode(const StageProgram &program,
                          llvm::function_ref<void(const ProgramNode &)> visit);
 
