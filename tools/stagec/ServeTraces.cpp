@@ -3,6 +3,7 @@
 #include "ServeTraces.h"
 
 #include "SideFiles.h"
+#include "TraceOutput.h"
 
 #include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/Manifest.h"
@@ -10,17 +11,13 @@
 #include "stg/Emit/TraceEmitter.h"
 #include "stg/Perf/StepEstimate.h"
 #include "stg/Serve/ServingWindow.h"
-#include "stg/Support/Version.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <atomic>
 
 using namespace stg;
-
-static std::atomic<bool> interrupted{false};
 
 LogicalResult stg::checkServeOutput(const StagecOptions &options,
                                     DiagnosticEngine &diags) {
@@ -83,13 +80,7 @@ int stg::writeServeTraces(const StagecOptions &options,
                 options.serve.iterationOverheadMicros);
 
   const Module &module = *window->module;
-  ManifestInputs inputs;
-  inputs.input = options.compile.input;
-  inputs.prefix = options.prefix.empty() ? module.getModel()->getName().str()
-                                         : options.prefix;
-  inputs.toolVersion = getToolVersion().str();
-  inputs.options = options.describe();
-  inputs.commGroupsFile = inputs.prefix + ".json";
+  ManifestInputs inputs = getManifestInputs(options, module);
   llvm::json::Value manifest =
       buildManifest(module, programs, summarize(programs), inputs, &*estimate);
   llvm::json::Object &fields = *manifest.getAsObject();
@@ -97,18 +88,11 @@ int stg::writeServeTraces(const StagecOptions &options,
   fields["serving_window"] = describeServingWindow(plan, result);
 
   CommGroups groups(mesh, programs.getUsedMasks());
-  EmitOptions emitOptions;
-  emitOptions.prefix = inputs.prefix;
-  emitOptions.format = *parseTraceFormat(options.format);
-  emitOptions.gzip = options.gzip;
-  emitOptions.orderingAsDataDeps = options.orderingDeps == "data";
-  emitOptions.jobs = options.jobs;
-  emitOptions.ranks = options.ranks;
-  emitOptions.cancel = &interrupted;
+  EmitOptions emitOptions = getEmitOptions(options, inputs.prefix);
 
   // As the training path: an interrupt from here on removes what was
   // written.
-  llvm::sys::SetInterruptFunction([] { interrupted = true; });
+  llvm::sys::SetInterruptFunction([] { traceWritingInterrupted = true; });
   auto output = OutputDirectory::create(options.outputDir);
   if (!output) {
     diags.error({}, llvm::toString(output.takeError()));
@@ -117,7 +101,7 @@ int stg::writeServeTraces(const StagecOptions &options,
   auto fail = [&](llvm::Error err) {
     diags.error({}, llvm::toString(std::move(err)));
     (*output)->discard();
-    return interrupted ? 130 : 1;
+    return traceWritingInterrupted ? 130 : 1;
   };
   if (llvm::Error err = checkDiskSpace(
           (*output)->getPath(), estimateTraceBytes(programs, emitOptions),
@@ -132,7 +116,7 @@ int stg::writeServeTraces(const StagecOptions &options,
   if (llvm::Error err = writeTraceSet((*output)->getPath(), programs, groups,
                                       emitOptions, manifest))
     return fail(std::move(err));
-  if (interrupted)
+  if (traceWritingInterrupted)
     return fail(llvm::createStringError(std::errc::interrupted, "interrupted"));
   if (llvm::Error err = (*output)->commit())
     return fail(std::move(err));
@@ -144,10 +128,6 @@ int stg::writeServeTraces(const StagecOptions &options,
                                                                : "files")
                  << " of the serving window to " << (*output)->getTarget()
                  << " (" << mesh.describe() << ")\n";
-  if (options.report && !options.system.empty())
-    if (const llvm::json::Object *astra = fields.getObject("astra_sim"))
-      if (auto command = astra->getString("command"))
-        llvm::outs() << "\nASTRA-sim on these traces and this cluster:\n  "
-                     << *command << "\n";
+  printAstraCommand(options, fields);
   return 0;
 }

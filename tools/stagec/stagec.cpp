@@ -10,6 +10,7 @@
 #include "ServeCommand.h"
 #include "SideFiles.h"
 #include "StagecOptions.h"
+#include "TraceOutput.h"
 
 #include "ProgressBar.h"
 
@@ -29,7 +30,6 @@
 #include "stg/Perturb/Perturbation.h"
 #include "stg/Perturb/VariantEstimate.h"
 #include "stg/Support/LogicalResult.h"
-#include "stg/Support/Version.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -39,11 +39,9 @@
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <atomic>
 
 using namespace stg;
 
-static std::atomic<bool> interrupted{false};
 
 /// Loads --system or --device (and --measured) into `system` and
 /// `measured` and fills the kernel durations; reports a bad system, device
@@ -344,13 +342,7 @@ int main(int argc, char **argv) {
       options.timeline.empty())
     return 0;
 
-  ManifestInputs inputs;
-  inputs.input = options.compile.input;
-  inputs.prefix = options.prefix.empty() ? module.getModel()->getName().str()
-                                         : options.prefix;
-  inputs.toolVersion = getToolVersion().str();
-  inputs.options = options.describe();
-  inputs.commGroupsFile = inputs.prefix + ".json";
+  ManifestInputs inputs = getManifestInputs(options, module);
   llvm::json::Value manifest = buildManifest(
       module, programs, summaries, inputs, estimate ? &*estimate : nullptr);
   if (system)
@@ -389,14 +381,7 @@ int main(int argc, char **argv) {
     return commitReport();
 
   CommGroups groups(mesh, programs.getUsedMasks());
-  EmitOptions emitOptions;
-  emitOptions.prefix = inputs.prefix;
-  emitOptions.format = *parseTraceFormat(options.format);
-  emitOptions.gzip = options.gzip;
-  emitOptions.orderingAsDataDeps = options.orderingDeps == "data";
-  emitOptions.jobs = options.jobs;
-  emitOptions.ranks = options.ranks;
-  emitOptions.cancel = &interrupted;
+  EmitOptions emitOptions = getEmitOptions(options, inputs.prefix);
   ProgressBar bar("ranks");
   if (!options.quiet && llvm::sys::Process::StandardErrIsDisplayed())
     emitOptions.progress = [&bar](unsigned done, unsigned total) {
@@ -405,7 +390,7 @@ int main(int argc, char **argv) {
 
   // From here on an interrupt stops the writers and removes what they
   // wrote; before, nothing is on disk and the default action is right.
-  llvm::sys::SetInterruptFunction([] { interrupted = true; });
+  llvm::sys::SetInterruptFunction([] { traceWritingInterrupted = true; });
   auto output = OutputDirectory::create(options.outputDir);
   if (!output) {
     diags.error({}, llvm::toString(output.takeError()));
@@ -422,7 +407,7 @@ int main(int argc, char **argv) {
   auto fail = [&](llvm::Error err) {
     diags.error({}, llvm::toString(std::move(err)));
     (*output)->discard();
-    return interrupted ? 130 : 1;
+    return traceWritingInterrupted ? 130 : 1;
   };
 
   std::vector<unsigned> ranks =
@@ -455,7 +440,7 @@ int main(int argc, char **argv) {
                           system ? &system->device : nullptr))
       return fail(std::move(err));
 
-  if (interrupted)
+  if (traceWritingInterrupted)
     return fail(llvm::createStringError(std::errc::interrupted, "interrupted"));
   if (llvm::Error err = (*output)->commit())
     return fail(std::move(err));
@@ -473,11 +458,6 @@ int main(int argc, char **argv) {
     llvm::errs() << "\n";
   }
   // The report ends with how to check the estimate in the simulator.
-  if (options.report && !options.system.empty())
-    if (const llvm::json::Object *astra =
-            manifest.getAsObject()->getObject("astra_sim"))
-      if (auto command = astra->getString("command"))
-        llvm::outs() << "\nASTRA-sim on these traces and this cluster:\n  "
-                     << *command << "\n";
+  printAstraCommand(options, *manifest.getAsObject());
   return 0;
 }
