@@ -108,13 +108,6 @@ static const char *getStatusName(RunStatus status) {
   return "failed";
 }
 
-static llvm::json::Object toJSON(const LatencySummary &summary) {
-  return llvm::json::Object{{"mean", summary.mean},
-                            {"p50", summary.p50},
-                            {"p90", summary.p90},
-                            {"p99", summary.p99}};
-}
-
 static void addPool(llvm::json::Object &row, llvm::StringRef prefix,
                     const DeploymentTable &table, const PoolChoice &pool) {
   const InstancePlan &plan = getPlan(table, pool);
@@ -155,9 +148,9 @@ static llvm::json::Value getRunJSON(const DeploymentTable &table,
     row["request_rate"] = "inf";
   if (run.status != RunStatus::Failed) {
     const ServingSummary &summary = run.summary;
-    row["ttft_ms"] = toJSON(summary.ttft);
-    row["tpot_ms"] = toJSON(summary.tpot);
-    row["e2e_latency_ms"] = toJSON(summary.e2e);
+    row["ttft_ms"] = getLatencyJSON(summary.ttft);
+    row["tpot_ms"] = getLatencyJSON(summary.tpot);
+    row["e2e_latency_ms"] = getLatencyJSON(summary.e2e);
     row["duration_s"] = summary.durationSeconds;
     row["iterations"] = int64_t(summary.iterations);
     row["requests_per_s"] = summary.requestsPerSecond;

@@ -535,9 +535,10 @@ uint64_t stg::getRunRequests(const DeploymentSearchOptions &options,
                              size_t point) {
   if (options.requests)
     return *options.requests;
+  std::optional<uint64_t> concurrency;
   if (point < options.concurrencies.size())
-    return std::max<uint64_t>(100, 10 * options.concurrencies[point]);
-  return 1000;
+    concurrency = options.concurrencies[point];
+  return getDefaultRequests(concurrency);
 }
 
 uint64_t stg::getFewestRequests(const DeploymentSearchOptions &options) {

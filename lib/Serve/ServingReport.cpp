@@ -84,7 +84,7 @@ ServingSummary stg::summarizeServing(const ServingResult &result,
   return summary;
 }
 
-static llvm::json::Object toJSON(const LatencySummary &summary) {
+llvm::json::Object stg::getLatencyJSON(const LatencySummary &summary) {
   return llvm::json::Object{{"mean", summary.mean},
                             {"p50", summary.p50},
                             {"p90", summary.p90},
@@ -141,9 +141,9 @@ llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
           {"gpus", int64_t(summary.gpus)},
           {"iterations", int64_t(summary.iterations)},
           {"duration_s", summary.durationSeconds},
-          {"ttft_ms", toJSON(summary.ttft)},
-          {"tpot_ms", toJSON(summary.tpot)},
-          {"e2e_latency_ms", toJSON(summary.e2e)},
+          {"ttft_ms", getLatencyJSON(summary.ttft)},
+          {"tpot_ms", getLatencyJSON(summary.tpot)},
+          {"e2e_latency_ms", getLatencyJSON(summary.e2e)},
           {"requests_per_s", summary.requestsPerSecond},
           {"output_tokens_per_s", summary.outputTokensPerSecond},
           {"output_tokens_per_s_per_gpu", summary.outputTokensPerSecondPerGPU},

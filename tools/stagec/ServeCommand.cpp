@@ -262,14 +262,15 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   workload.seed = options.seed.value_or(0);
   if (flags.concurrency) {
     workload.concurrency = flags.concurrency;
-    workload.requests = flags.requests.value_or(
-        std::max<uint64_t>(100, 10 * *flags.concurrency));
+    workload.requests =
+        flags.requests.value_or(getDefaultRequests(flags.concurrency));
   } else {
     double rate = INFINITY;
     if (flags.requestRate != "inf")
       llvm::StringRef(flags.requestRate).getAsDouble(rate);
     workload.requestRate = rate;
-    workload.requests = flags.requests.value_or(1000);
+    workload.requests =
+        flags.requests.value_or(getDefaultRequests(std::nullopt));
   }
   if (flags.warmupRequests >= workload.requests) {
     diags.error({}, "--warmup-requests " + llvm::Twine(flags.warmupRequests) +

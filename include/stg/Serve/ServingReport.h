@@ -28,6 +28,9 @@ struct LatencySummary {
 /// (numpy's default, which the benchmarks use).
 LatencySummary summarizeLatencies(std::vector<double> values);
 
+/// `{mean, p50, p90, p99}`, as `ttft_ms` and its kin are written.
+llvm::json::Object getLatencyJSON(const LatencySummary &summary);
+
 struct ServingSummary {
   LatencySummary ttft, tpot, e2e; ///< Milliseconds.
   double durationSeconds = 0;     ///< First arrival to last finish.

@@ -19,6 +19,7 @@
 #include "stg/Serve/IterationCost.h"
 #include "stg/Support/Diagnostics.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -67,6 +68,12 @@ struct ServingWorkload {
 /// sampling) that the tools assume: fitted on the published low-concurrency
 /// serving runs (docs/serving.md, "Validation").
 constexpr double DefaultIterationOverheadMicros = 1500;
+
+/// Requests a run sends when not told: ten a client, at least 100, for
+/// `concurrency` clients; 1000 at a request rate.
+inline uint64_t getDefaultRequests(std::optional<uint64_t> concurrency) {
+  return concurrency ? std::max<uint64_t>(100, 10 * *concurrency) : 1000;
+}
 
 struct ServingEngineSettings {
   ServingLimits limits;
