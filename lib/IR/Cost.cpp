@@ -62,6 +62,18 @@ Expr stg::getAttentionScores(const Op &op) {
   return q.getLocalDim(seq) * k.getLocalDim(seq) * getScoreMatrices(op);
 }
 
+Expr stg::getAttentionQueryRows(const Op &op) {
+  if (op.getKind() == OpKind::Grad &&
+      getGradForwardKind(op) == OpKind::Attention) {
+    ForwardStandIn forward(op);
+    return getAttentionQueryRows(forward.get());
+  }
+  if (op.getKind() != OpKind::Attention)
+    return 0;
+  const TensorType &q = op.getOperand(0)->getType();
+  return getScoreMatrices(op) * q.getLocalDim(getAttentionSequenceDim(q));
+}
+
 namespace {
 
 /// The language's min(a, b) and max(a, b): symbolic until bound, then

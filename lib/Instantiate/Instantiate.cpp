@@ -367,6 +367,7 @@ LogicalResult stg::repriceProgramSet(ProgramSet &set,
         node.numOps = from.flops;
         node.tensorBytes = from.bytesAccessed;
         node.gemm = from.gemm;
+        node.attentionRows = from.attentionRows;
         node.castBytes = from.castBytes;
         node.precision = from.precision;
       } else {

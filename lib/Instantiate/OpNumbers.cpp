@@ -195,6 +195,9 @@ OpNumberCache::Formulas &OpNumberCache::getFormulas(const Op &op) {
     costs.flopsProgram = CompiledExpr::compile(costs.flops, slots);
     costs.bytesProgram = CompiledExpr::compile(costs.bytes, slots);
     costs.castBytesProgram = CompiledExpr::compile(costs.castBytes, slots);
+    costs.attentionRows = collective ? Expr(0) : getAttentionQueryRows(op);
+    costs.attentionRowsProgram =
+        CompiledExpr::compile(costs.attentionRows, slots);
   }
   return costs;
 }
@@ -260,6 +263,14 @@ const OpNumbers *OpNumberCache::get(const Op &op) {
     numbers.bytesAccessed = *bytes;
     if (op.getKind() == OpKind::Einsum)
       numbers.gemm = getGemmShape(op);
+    if (isAttention(op)) {
+      std::optional<int64_t> rows =
+          count(costs.attentionRows, costs.attentionRowsProgram,
+                "query rows of ", false);
+      if (!rows)
+        return nullptr;
+      numbers.attentionRows = *rows;
+    }
     numbers.precision =
         lowPrecision ? *lowPrecision : getDefaultPrecision(op);
     if (lowPrecision) {

@@ -359,6 +359,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       node.numOps = numbers->flops;
       node.tensorBytes = numbers->bytesAccessed;
       node.gemm = numbers->gemm;
+      node.attentionRows = numbers->attentionRows;
       node.castBytes = numbers->castBytes;
       node.precision = numbers->precision;
       int32_t nodeLayer = node.layer;
@@ -367,9 +368,14 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       if (node.phase == Phase::Backward)
         boundReplay(node);
       llvm::SmallVector<uint32_t, 2> beside;
-      for (const OverlapAxes &overlap : overlaps)
-        if (isOverlapPartner(node, overlap.partner))
-          beside = overlapGathers(*nodes, overlap.axes, node.dataDeps);
+      for (const OverlapAxes &overlap : overlaps) {
+        if (!isOverlapPartner(node, overlap.partner))
+          continue;
+        beside = overlapGathers(*nodes, overlap.axes, node.dataDeps);
+        // The ring runs a kernel over the rank's queries per step.
+        if (overlap.partner == OverlapPartner::Attention)
+          node.attentionPasses = overlap.degree;
+      }
       held = {addNode(std::move(node), &op, query)};
       held.append(beside.begin(), beside.end());
       if (perMicrobatch)
@@ -491,7 +497,8 @@ bool StageBuilder::build(StageProgram &program) {
                         OverlapPartner partner) {
     int index = shared.mesh.findAxis(axis);
     if (on && index >= 0 && shared.mesh.getDegree(index) > 1)
-      overlaps.push_back({AxisMask(1) << index, partner});
+      overlaps.push_back(
+          {AxisMask(1) << index, partner, shared.mesh.getDegree(index)});
   };
   addOverlap(shared.options.tensorParallelOverlap, "tp", OverlapPartner::Gemm);
   addOverlap(shared.options.contextParallelRing, "cp",

@@ -187,19 +187,25 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
                          "key '" + duplicate->Scalar() + "' is given twice");
   DeviceSpec device;
   device.name = "custom";
+  // Each number finite and in a range real hardware spans: no NaN,
+  // infinity or denormal reaches a duration.
   struct Field {
     const char *key;
     double *value;
-    double scale;
+    double scale, low, high;
     bool required;
   };
   Field fields[] = {
-      {"memory_bandwidth_gbps", &device.memoryBandwidth, 1e9, true},
-      {"link_bandwidth_gbps", &device.linkBandwidth, 1e9, true},
-      {"compute_efficiency", &device.computeEfficiency, 1, false},
-      {"memory_efficiency", &device.memoryEfficiency, 1, false},
-      {"low_precision_efficiency", &device.lowPrecisionEfficiency, 1, false},
-      {"attention_efficiency", &device.attentionEfficiency, 1, false},
+      {"memory_bandwidth_gbps", &device.memoryBandwidth, 1e9, 1e-3, 1e6, true},
+      {"link_bandwidth_gbps", &device.linkBandwidth, 1e9, 1e-3, 1e6, true},
+      {"compute_efficiency", &device.computeEfficiency, 1, 0.01, 1, false},
+      {"memory_efficiency", &device.memoryEfficiency, 1, 0.01, 1, false},
+      {"low_precision_efficiency", &device.lowPrecisionEfficiency, 1, 0.01, 1,
+       false},
+      {"attention_efficiency", &device.attentionEfficiency, 1, 0.01, 1, false},
+      {"attention_row_flops", &device.attentionRowFlops, 1, 0, 1e9, false},
+      {"attention_backward_row_flops", &device.attentionBackwardRowFlops, 1, 0,
+       1e9, false},
   };
   std::set<std::string> seen;
   for (const auto &entry : root) {
@@ -246,16 +252,13 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
     if (field == std::end(fields))
       return makeYAMLError(nameOrFile, entry.first.Mark(),
                            "unknown key '" + key + "'");
-    // Finite and in a range real hardware spans: no NaN, infinity or
-    // denormal reaches a duration.
-    bool isEfficiency = field->scale == 1;
-    double low = isEfficiency ? 0.01 : 1e-3, high = isEfficiency ? 1 : 1e6;
-    std::optional<double> number = getNumberInRange(entry.second, low, high);
+    std::optional<double> number =
+        getNumberInRange(entry.second, field->low, field->high);
     if (!number)
-      return makeYAMLError(nameOrFile, entry.second.Mark(),
-                           describeNumberError(key, entry.second, low, high));
-    double value = *number;
-    *field->value = value * field->scale;
+      return makeYAMLError(
+          nameOrFile, entry.second.Mark(),
+          describeNumberError(key, entry.second, field->low, field->high));
+    *field->value = *number * field->scale;
   }
   if (!seen.count("peak_tflops"))
     return makeYAMLError(nameOrFile, root.Mark(), "missing 'peak_tflops'");

@@ -9,9 +9,12 @@
 // (getWaveEfficiency). A low-precision GEMM's casts of its
 // operands are memory-bound kernels of their own and add their time. A
 // fused attention kernel reaches attentionEfficiency of its precision's
-// peak (the softmax between its two products runs on slower units). Each
+// peak (the softmax between its two products runs on slower units) and
+// does fixed work per query row besides, which short sequences feel. Each
 // kernel pays the device's launch gap. A table of measured kernels
-// overrides all of this where it has an entry.
+// overrides all of this where it has an entry. The GEMM and attention
+// terms are checked against kernels measured on an H100 and an H200
+// (docs/data/gpu; KernelModelTest).
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,15 +63,14 @@ double DeviceSpec::getWaveEfficiency(const GemmShape &gemm) const {
   // machine anyway.
   double tiles = double(gemm.batch) * double(ceilDiv(gemm.m, 128)) *
                  double(ceilDiv(gemm.n, 256));
-  // Too few tiles for one wave (a decode step's or a small expert's GEMM):
-  // cuBLAS splits the reduction over K (split-K, stream-K) so that more
-  // units work, each on 256 of K at least.
-  if (tiles < computeUnits)
-    tiles *= std::max<double>(
-        1, std::min(std::floor(computeUnits / tiles),
-                    std::floor(double(gemm.k) / 256)));
-  double waves = std::ceil(tiles / computeUnits);
-  return tiles / (waves * computeUnits);
+  // Stream-K (cuBLAS's kernels for such shapes) spreads the tiles' K
+  // iterations over all units, so a GEMM leaves none idle once its tiles,
+  // each split into pieces of 256 of K at least, outnumber the units
+  // (measured on H100 and H200: 1024 x 2560 x 8192, 80 tiles, runs at a
+  // large product's rate). Fewer pieces than units (a short K) leave the
+  // rest idle.
+  double pieces = tiles * std::max<double>(1, std::floor(double(gemm.k) / 256));
+  return std::min<double>(1, pieces / computeUnits);
 }
 
 uint64_t DeviceSpec::getKernelMicros(int64_t flops, uint64_t bytes,
@@ -78,6 +80,17 @@ uint64_t DeviceSpec::getKernelMicros(int64_t flops, uint64_t bytes,
   double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
   double micros = std::max(computeSeconds, memorySeconds) * 1e6;
   return toKernelMicros(micros);
+}
+
+uint64_t DeviceSpec::getAttentionMicros(int64_t flops, uint64_t bytes,
+                                        double queryRows, bool backward,
+                                        Precision precision) const {
+  double rowFlops = backward ? attentionBackwardRowFlops : attentionRowFlops;
+  double work = double(flops) + queryRows * rowFlops;
+  double computeSeconds =
+      work / getAchievableFlops(precision, KernelKind::Attention);
+  double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
+  return toKernelMicros(std::max(computeSeconds, memorySeconds) * 1e6);
 }
 
 uint64_t DeviceSpec::getGemmMicros(int64_t flops, uint64_t bytes,
@@ -109,9 +122,13 @@ uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node) const {
   if (node.gemm.isGemm())
     return getGemmMicros(node.numOps, node.tensorBytes, node.gemm,
                          node.precision, node.castBytes);
-  KernelKind kind = opType.startswith("attention") ? KernelKind::Attention
-                                                   : KernelKind::Other;
-  return getKernelMicros(node.numOps, node.tensorBytes, node.precision, kind);
+  if (opType.startswith("attention"))
+    return getAttentionMicros(
+        node.numOps, node.tensorBytes,
+        double(node.attentionRows) * node.attentionPasses,
+        opType.endswith("_backward"), node.precision);
+  return getKernelMicros(node.numOps, node.tensorBytes, node.precision,
+                         KernelKind::Other);
 }
 
 std::optional<Precision>

@@ -49,6 +49,11 @@ Expr getLocalBytes(const Value &value);
 /// queries x keys.
 Expr getAttentionScores(const Op &attention);
 
+/// Query rows of a fused attention kernel on one rank (batch x heads x
+/// local queries), for attention and its gradient; 0 for any other op. A
+/// kernel does fixed work per row besides its products (DeviceModel.h).
+Expr getAttentionQueryRows(const Op &op);
+
 /// The sequence dimension of an attention operand: [batch..., seq, heads,
 /// size], or [seq, size] for rank 2.
 unsigned getAttentionSequenceDim(const TensorType &type);

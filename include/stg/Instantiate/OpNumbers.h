@@ -45,6 +45,8 @@ struct OpNumbers {
   int64_t commBytes = 0; ///< Collectives: the `bytes` attribute.
   /// Of bytesAccessed, what a low-precision GEMM's casts move.
   uint64_t castBytes = 0;
+  /// A fused attention's query rows (batch x heads x queries).
+  int64_t attentionRows = 0;
   /// What the op computes in: the `precision` pass's, else its element
   /// type's (fp32 GEMMs in tf32).
   Precision precision = Precision::BF16;
@@ -121,8 +123,9 @@ private:
 
   /// An op's cost formulas: FLOPs and bytes, or a collective's size.
   struct Formulas {
-    Expr flops, bytes, castBytes;
-    CompiledExpr flopsProgram, bytesProgram, castBytesProgram;
+    Expr flops, bytes, castBytes, attentionRows;
+    CompiledExpr flopsProgram, bytesProgram, castBytesProgram,
+        attentionRowsProgram;
     /// An einsum's local operand dims, operand by operand.
     std::vector<CompiledExpr> gemmDims;
   };

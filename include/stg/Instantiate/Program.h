@@ -66,6 +66,10 @@ struct ProgramNode {
   std::string opType;
   int64_t numOps = 0;       ///< Compute: floating-point operations.
   uint64_t tensorBytes = 0; ///< Compute: bytes read and written.
+  /// Compute, fused attention: query rows (batch x heads x queries), and
+  /// the kernels that each go over them (a context-parallel ring's steps).
+  int64_t attentionRows = 0;
+  uint32_t attentionPasses = 1;
   /// Collective: bytes of this rank's input buffer; send/recv: message bytes.
   int64_t commBytes = 0;
   CollectiveKind commType = CollectiveKind::AllReduce;
