@@ -14,8 +14,8 @@
 // real values plugged into the symbolic graph).
 //
 // A device also has a dense peak per precision (tf32 to nvfp4; 0 where it
-// has no unit for the format). The roofline reads the bf16 one, peakFlops,
-// for now; the others are there for the precision a kernel computes in.
+// has no unit for the format); a kernel runs at its own precision's
+// (KernelTimes.cpp), MFU reads the bf16 one, peakFlops.
 //
 // Devices come built in (A100, H100, H200, B200, GB200, B300, GB300, MI300X,
 // MI355X) or from a YAML file with the same fields; see docs/instantiation.md
@@ -118,9 +118,9 @@ struct DeviceSpec {
   /// then softmax and dropout over the scores): the times add where one
   /// kernel's would overlap.
   uint64_t getSequentialKernelsMicros(int64_t flops, uint64_t bytes) const;
-  /// A GEMM's roofline duration with its wave quantisation. A
-  /// low-precision GEMM's casts (`castBytes` of `bytes`) are kernels of
-  /// their own, bound by memory, and add to it.
+  /// A GEMM's roofline duration at the share of the units it keeps busy
+  /// (getWaveEfficiency). A low-precision GEMM's casts (`castBytes` of
+  /// `bytes`) are kernels of their own, bound by memory, and add to it.
   uint64_t getGemmMicros(int64_t flops, uint64_t bytes, const GemmShape &gemm,
                          Precision precision = Precision::BF16,
                          uint64_t castBytes = 0) const;
@@ -152,8 +152,10 @@ const DeviceSpec *lookupBuiltinDevice(llvm::StringRef name);
 ///   link_bandwidth_gbps: 450
 ///   compute_efficiency: 0.7 # optional
 ///   memory_efficiency: 0.8  # optional
-///   compute_units: 132      # optional: SMs, for GEMMs' wave quantisation
+///   compute_units: 132      # optional: SMs, for small GEMMs' split of K
 ///   launch_us: 2            # optional: added to every kernel
+///   low_precision_efficiency, attention_efficiency, attention_row_flops,
+///   attention_backward_row_flops  # optional: DeviceSpec's fitted fields
 llvm::Expected<DeviceSpec> loadDevice(llvm::StringRef nameOrFile);
 /// The device of a YAML text, as loadDevice reads a file; errors name
 /// `name`, line and column.
