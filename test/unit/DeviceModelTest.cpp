@@ -78,6 +78,31 @@ TEST(DeviceModelTest, EveryKernelPaysItsLaunch) {
             std::string::npos);
 }
 
+// A device file may set the attention kernel's fitted constants; each is
+// checked where it is read.
+TEST(DeviceModelTest, DeviceFilesSetAttentionsRowWork) {
+  const std::string base = "peak_tflops: 100\nmemory_bandwidth_gbps: 1000\n"
+                           "link_bandwidth_gbps: 100\n";
+  llvm::Expected<DeviceSpec> custom =
+      parseDevice(base + "attention_efficiency: 0.5\n"
+                         "attention_row_flops: 2e5\n"
+                         "attention_backward_row_flops: 3e6\n",
+                  "gpu.yaml");
+  ASSERT_TRUE(bool(custom)) << llvm::toString(custom.takeError());
+  EXPECT_DOUBLE_EQ(custom->attentionEfficiency, 0.5);
+  EXPECT_DOUBLE_EQ(custom->attentionRowFlops, 2e5);
+  EXPECT_DOUBLE_EQ(custom->attentionBackwardRowFlops, 3e6);
+  for (const char *bad : {"attention_row_flops: -1\n",
+                          "attention_backward_row_flops: .nan\n",
+                          "attention_row_flops: 1e12\n"}) {
+    llvm::Expected<DeviceSpec> refused = parseDevice(base + bad, "gpu.yaml");
+    ASSERT_FALSE(bool(refused)) << bad;
+    EXPECT_NE(llvm::toString(refused.takeError()).find("gpu.yaml:4:"),
+              std::string::npos)
+        << bad;
+  }
+}
+
 TEST(DeviceModelTest, BuiltinDevicesByNameInAnyCase) {
   const DeviceSpec *h100 = lookupBuiltinDevice("h100");
   ASSERT_TRUE(h100);

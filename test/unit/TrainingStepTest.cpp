@@ -147,4 +147,35 @@ TEST_F(TrainingStepTest, EinsumNodesCarryTheirMatrixShapePerRank) {
   EXPECT_EQ(first->numOps, 2 * 16 * 32 * 16);
 }
 
+// A fused attention's node carries its query rows on the rank (batch x
+// local heads x local queries), which the kernel model prices fixed work
+// for, and the kernels that go over them: a context-parallel ring's steps.
+TEST(AttentionRowsTest, FusedAttentionCarriesItsQueryRowsAndRingSteps) {
+  auto attentionNodes = [](bool ring) {
+    CompileOptions options;
+    options.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/llama3-8b.stg";
+    options.overrides = {{"L", "1"}, {"S", "1024"}};
+    options.degrees = {{"tp", 2}, {"cp", 2}};
+    options.contextParallelRing = ring;
+    std::vector<ProgramNode> found;
+    if (std::optional<CompiledModel> compiled = compileForTest(options))
+      for (const ProgramNode &node : compiled->programs.stages[0].nodes)
+        if (llvm::StringRef(node.opType).startswith("attention"))
+          found.push_back(node);
+    return found;
+  };
+  // One sequence, 32 heads over tp 2, 1024 queries over cp 2.
+  const int64_t rows = 1 * (32 / 2) * (1024 / 2);
+  std::vector<ProgramNode> ring = attentionNodes(true);
+  ASSERT_EQ(ring.size(), 2u); // The forward and its gradient.
+  for (const ProgramNode &node : ring) {
+    EXPECT_EQ(node.attentionRows, rows) << node.opType;
+    EXPECT_EQ(node.attentionPasses, 2u) << node.opType;
+  }
+  for (const ProgramNode &node : attentionNodes(false)) {
+    EXPECT_EQ(node.attentionRows, rows) << node.opType;
+    EXPECT_EQ(node.attentionPasses, 1u) << node.opType;
+  }
+}
+
 } // namespace
