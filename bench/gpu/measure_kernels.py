@@ -4,9 +4,10 @@
 GEMMs of the linear layers the shipped templates produce (Llama 3 8B, 70B and
 405B, GPT-3 175B) at the tensor-parallel widths of the validation runs, in
 training (forward, data-gradient and weight-gradient products) and in
-serving (forward products of 1 to 8192 tokens); the experts' grouped GEMMs
-of Mixtral, Qwen3 and GPT-OSS; fused attention (forward and backward,
-causal) and decode attention against a KV cache; FP8 casts and a copy.
+serving (forward products of 1 to 8192 tokens, and of 16 tokens through
+weights of 2 to 256 MB); the experts' grouped GEMMs of Mixtral, Qwen3 and
+GPT-OSS; fused attention (forward and backward, causal, also by head size)
+and decode attention against a KV cache; FP8 casts and a copy.
 Each precision runs as the frameworks run it: bf16 through cuBLAS, FP8
 (e4m3, one scale per tensor) through torch._scaled_mm with the operand
 layouts Transformer Engine keeps (fast accumulation in the forward product
@@ -70,6 +71,15 @@ ATTENTION = [("llama3-8b", 32, 8, 8192, 1), ("llama3-70b", 16, 2, 8192, 1),
              ("gpt-oss-120b", 64, 8, 4096, 1)]
 ATTENTION_HEAD_DIM = {"gpt-oss-120b": 64}
 
+# Fused attention by head size (64: GPT-OSS, 128: Llama, 192: DeepSeek's
+# MLA queries, 256: Gemma), 16 heads, causal.
+HEAD_SIZES = [64, 96, 128, 192, 256]
+HEAD_SWEEP_SEQS = [2048, 8192]
+
+# Weight-streaming GEMMs: 16 tokens through weights of 2 MB to 256 MB, the
+# sizes at which a decode step's kernels reach the memory's bandwidth.
+STREAMING_N = [256, 512, 1024, 2048, 4096, 8192, 16384, 32768]
+
 # Decode attention: (model, q heads, kv heads per rank), contexts, batches.
 DECODE = [("llama3-8b", 32, 8), ("llama3-70b", 16, 2)]
 DECODE_CONTEXTS = [1024, 4096, 16384]
@@ -121,6 +131,10 @@ def gemm_cases():
                     for precision in ("bf16", "fp8"):
                         cases.append(("experts", model, name, precision,
                                       experts, tokens, n, k))
+    for n in STREAMING_N:
+        for precision in ("bf16", "fp8"):
+            cases.append(("streaming", "k4096", "w.fwd", precision, 1, 16, n,
+                          4096))
     return cases
 
 
@@ -139,6 +153,9 @@ def attention_cases():
     for model, heads, kv, seq, batch in ATTENTION:
         hd = ATTENTION_HEAD_DIM.get(model, 128)
         cases.append(("attention", model, heads, kv, seq, seq, hd, batch, 1))
+    for hd in HEAD_SIZES:
+        for seq in HEAD_SWEEP_SEQS:
+            cases.append(("heads", "16x%d" % hd, 16, 16, seq, seq, hd, 1, 1))
     for model, heads, kv in DECODE:
         for context in DECODE_CONTEXTS:
             for batch in DECODE_BATCHES:

@@ -83,7 +83,14 @@ std::vector<MeasuredRow> readMeasurements(llvm::StringRef file) {
 }
 
 /// The kinds of kernel the bounds are stated for.
-enum class Kind { LargeGemm, Fp8Gemm, WeightStreamingGemm, Attention, Memory };
+enum class Kind {
+  LargeGemm,
+  Fp8Gemm,
+  WeightStreamingGemm,
+  Attention,
+  AttentionByHeadSize,
+  Memory
+};
 
 const char *getKindName(Kind kind) {
   switch (kind) {
@@ -95,6 +102,8 @@ const char *getKindName(Kind kind) {
     return "GEMMs of 1-64 rows";
   case Kind::Attention:
     return "cuDNN fused attention";
+  case Kind::AttentionByHeadSize:
+    return "  by head size, 16 heads";
   case Kind::Memory:
     return "memory-bound kernels";
   }
@@ -111,18 +120,19 @@ std::optional<std::pair<Kind, uint64_t>> price(const MeasuredRow &row,
   llvm::StringRef group = row.get("group"), backend = row.get("backend");
   int64_t flops = row.count("flops");
   auto bytes = uint64_t(row.count("bytes"));
-  if (group == "attention" && backend == "cudnn") {
+  if ((group == "attention" || group == "heads") && backend == "cudnn") {
     double rows = double(row.count("batch")) * double(row.count("heads")) *
                   double(row.count("seq_q"));
     return std::make_pair(
-        Kind::Attention,
+        group == "heads" ? Kind::AttentionByHeadSize : Kind::Attention,
         device.getAttentionMicros(flops, bytes, rows,
                                   row.get("op") == "attn.bwd"));
   }
   if (group == "memory" && row.get("op") != "copy")
     return std::make_pair(Kind::Memory, device.getKernelMicros(0, bytes));
   bool isGemm = group == "peak" || group == "training" ||
-                group == "serving" || group == "experts";
+                group == "serving" || group == "streaming" ||
+                group == "experts";
   if (!isGemm || backend != "cublas")
     return std::nullopt;
   std::optional<Precision> precision = parsePrecision(row.get("precision"));
@@ -152,8 +162,9 @@ const std::map<Kind, Bound> &getBounds() {
   static const std::map<Kind, Bound> bounds = {
       {Kind::LargeGemm, {0.08, 0.25}},
       {Kind::Fp8Gemm, {0.10, 0.25}},
-      {Kind::WeightStreamingGemm, {0.15, 0.50}},
+      {Kind::WeightStreamingGemm, {0.15, 0.55}},
       {Kind::Attention, {0.10, 0.30}},
+      {Kind::AttentionByHeadSize, {0.25, 0.50}},
       {Kind::Memory, {0.20, 0.30}},
   };
   return bounds;
@@ -185,6 +196,8 @@ TEST_P(KernelModelTest, PricesMeasuredKernelsWithinTheStatedBounds) {
               deviceName, file);
   for (const auto &[kind, bound] : getBounds()) {
     std::vector<double> &list = errors[kind];
+    if (list.empty() && kind == Kind::AttentionByHeadSize)
+      continue; // Measured on the H100 only.
     ASSERT_GE(list.size(), 6u) << getKindName(kind);
     double mean = 0, worst = 0;
     for (double error : list) {
