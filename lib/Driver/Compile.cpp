@@ -109,6 +109,8 @@ std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
               getPrecisionName(*options.precision).str());
   if (options.lowPrecisionAttention)
     setOption(*module, "low_precision_attention", true);
+  if (options.contextParallelAllToAll)
+    setOption(*module, "cp_comm_type", std::string("a2a"));
   if (options.kvCacheType)
     setOption(*module, "kv_cache_dtype",
               getElementTypeName(*options.kvCacheType).str());

@@ -37,6 +37,10 @@ struct IndexSpace {
   /// `result` serves every result.
   llvm::SmallVector<std::string, 3> results;
   std::string whole; ///< Indices that must not be partitioned.
+  /// Votes for the index votesFrom[i] count for votesTo[i] instead: an
+  /// axis that splits one dimension of the operands splits another in the
+  /// op (Ulysses attention: the query sequence's axis splits the heads).
+  std::string votesFrom, votesTo;
   Linearity linearity = Linearity::None;
 };
 

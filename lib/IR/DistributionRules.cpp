@@ -224,6 +224,8 @@ LogicalResult Rule::grad() {
     IndexSpace backward;
     backward.linearity = Linearity::First;
     backward.whole = space->whole;
+    backward.votesFrom = space->votesFrom;
+    backward.votesTo = space->votesTo;
     for (unsigned k = 0; k < outs; ++k)
       backward.operands.push_back(space->result);
     backward.operands.append(space->operands.begin(), space->operands.end());

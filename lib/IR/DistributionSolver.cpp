@@ -113,7 +113,10 @@ IndexSpace Rule::attention() {
   // rank 2 drops the head index. The key sequence t and the head size are
   // not split: context parallelism gathers k and v (all-gather CP). Sinks,
   // one logit per head, follow q's heads; their gradient sums over the
-  // batch and the queries (PartialSum where those are split).
+  // batch and the queries (PartialSum where those are split). With
+  // `cp_comm_type = "a2a"` (Ulysses) an axis that splits the queries splits
+  // the heads instead: all-to-alls bring q, k and v whole in the sequence,
+  // and the result back.
   unsigned r = rank(0);
   std::string prefix = identity(r >= 3 ? r - 3 : 0);
   std::string heads = r >= 3 ? std::string(1, 'h') : std::string();
@@ -124,6 +127,10 @@ IndexSpace Rule::attention() {
     space.operands.push_back(heads);
   space.result = prefix + "s" + heads + "f";
   space.whole = "tef";
+  if (!heads.empty() && module.hasContextParallelAllToAll()) {
+    space.votesFrom = "st";
+    space.votesTo = "hh";
+  }
   return space;
 }
 
@@ -178,6 +185,9 @@ LogicalResult Rule::solve(const IndexSpace &space) {
   for (const Source &source : sources) {
     for (unsigned d = 0; d < source.indices->size(); ++d) {
       char idx = (*source.indices)[d];
+      size_t redirect = space.votesFrom.find(idx);
+      if (redirect != std::string::npos)
+        idx = space.votesTo[redirect];
       for (const Axis *axis : source.dist->getPartition(d)) {
         ++position;
         if (space.whole.find(idx) != std::string::npos)

@@ -76,6 +76,12 @@ std::optional<Precision> Module::getPrecisionRecipe() const {
   return text ? parseRecipe(*text) : std::nullopt;
 }
 
+bool Module::hasContextParallelAllToAll() const {
+  const Option *option = lookupOption("cp_comm_type");
+  const auto *text = option ? std::get_if<std::string>(&option->value) : nullptr;
+  return text && *text == "a2a";
+}
+
 Graph *Module::createModel(llvm::StringRef name, SourceLoc loc) {
   model = std::make_unique<Graph>(name.str());
   modelLoc = loc;

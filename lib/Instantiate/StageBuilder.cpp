@@ -372,8 +372,9 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
         if (!isOverlapPartner(node, overlap.partner))
           continue;
         beside = overlapGathers(*nodes, overlap.axes, node.dataDeps);
-        // The ring runs a kernel over the rank's queries per step.
-        if (overlap.partner == OverlapPartner::Attention)
+        // The ring runs a kernel over the rank's queries per step (an
+        // all-to-all context parallelism gathers nothing: one kernel).
+        if (overlap.partner == OverlapPartner::Attention && !beside.empty())
           node.attentionPasses = overlap.degree;
       }
       held = {addNode(std::move(node), &op, query)};

@@ -8,8 +8,9 @@
 // partitions (KV heads) or a constant (MQA's single KV head), smaller than
 // its partition degree that divides it (8 KV heads over tp = 16), is
 // replicated, each rank holding one slice, as Megatron-LM does with KV
-// heads. A data extent (a batch of 1 over dp = 8) gets no such leniency: it
-// is an error. Errors name the dim, the axes and the values, at the op or
+// heads. A data extent (a batch of 1 over dp = 8), or one an all-to-all
+// splits (the heads of all-to-all context parallelism), gets no such
+// leniency: it is an error. Errors name the dim, the axes and the values, at the op or
 // declaration at fault.
 //
 // Thousands of values share a few dozen extents, so the check collects the
@@ -55,6 +56,19 @@ DivisibilityCheck::DivisibilityCheck(const Module &module) : module(module) {
       return GiNaC::ex_is_less()(a.first, b.first);
     return a.second < b.second;
   };
+  // An all-to-all splits its result exactly: the heads of Ulysses'
+  // attention cannot be replicated as a weight's can.
+  std::set<Key, decltype(less)> exchanged(less);
+  model->walk([&](Op &op) {
+    if (op.getKind() != OpKind::AllToAll || !op.getResult()->hasType())
+      return;
+    const TensorType &type = op.getResult()->getType();
+    for (unsigned d = 0; d < type.getRank(); ++d) {
+      llvm::ArrayRef<const Axis *> axes =
+          type.getDistribution().getPartition(d);
+      exchanged.insert(Key{type.getDim(d), {axes.begin(), axes.end()}});
+    }
+  });
   std::set<Key, decltype(less)> seen(less);
   model->walkValues([&](const Value *value) {
     if (!value->hasType())
@@ -69,7 +83,8 @@ DivisibilityCheck::DivisibilityCheck(const Module &module) : module(module) {
         continue;
       std::string text = printer.str(key.first);
       bool constant = GiNaC::is_a<GiNaC::numeric>(key.first);
-      bool replicable = constant || partitionedByWeights.count(text);
+      bool replicable = (constant || partitionedByWeights.count(text)) &&
+                        !exchanged.count(key);
       extents.push_back({key.first, std::move(text), std::move(key.second), d,
                          value, def ? def->getLoc() : module.getModelLoc(),
                          GiNaC::is_a<GiNaC::symbol>(key.first), replicable});

@@ -54,6 +54,10 @@ private:
     Phase phase;
   };
   std::vector<Conversion> conversions;
+  /// An annotated result that runs in its natural layout, and the value
+  /// that delivers its written layout to its users: its gradient arrives
+  /// from them in the written layout, so that is the gradient's hint.
+  llvm::DenseMap<const Value *, const Value *> deliveredAs;
 };
 
 } // namespace
@@ -62,6 +66,7 @@ LogicalResult DistributePass::run(Module &m, DiagnosticEngine &d) {
   module = &m;
   diags = &d;
   conversions.clear();
+  deliveredAs.clear();
   Graph *model = m.getModel();
   if (!model)
     return success();
@@ -69,6 +74,14 @@ LogicalResult DistributePass::run(Module &m, DiagnosticEngine &d) {
     d.error({}, "'distribute' needs every value's shape: run shape-infer "
                 "first (--passes=shape-infer,distribute)");
     return failure();
+  }
+  if (const Option *exchange = m.lookupOption("cp_comm_type")) {
+    const auto *text = std::get_if<std::string>(&exchange->value);
+    if (!text || (*text != "p2p" && *text != "all_gather" && *text != "a2a")) {
+      d.error(exchange->loc, "option 'cp_comm_type' must name context "
+                             "parallelism's exchange: p2p, all_gather or a2a");
+      return failure();
+    }
   }
   unsigned errorsBefore = d.getNumErrors();
   distributeGraph(*model);
@@ -161,6 +174,9 @@ void DistributePass::distributeOp(Op &op, Graph &graph) {
       if (!(declared.back() = resolved(result, op.getLoc())))
         return;
     } else if (const Value *hint = result->getLayoutHint()) {
+      if (auto delivered = deliveredAs.find(hint);
+          delivered != deliveredAs.end())
+        hint = delivered->second;
       if (hint->hasType() && hint->getType().getRank() ==
                                  result->getType().getRank())
         declared.back() = getHintedLayout(op, *hint);
@@ -202,6 +218,7 @@ void DistributePass::distributeOp(Op &op, Graph &graph) {
     converted->setType(written);
     converted->setAnnotated(true);
     module->replaceUsesOf(result, converted, layout);
+    deliveredAs[result] = converted;
   }
 }
 

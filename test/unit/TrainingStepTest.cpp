@@ -149,14 +149,16 @@ TEST_F(TrainingStepTest, EinsumNodesCarryTheirMatrixShapePerRank) {
 
 // A fused attention's node carries its query rows on the rank (batch x
 // local heads x local queries), which the kernel model prices fixed work
-// for, and the kernels that go over them: a context-parallel ring's steps.
+// for, and the kernels that go over them: a context-parallel ring's steps,
+// one for all-to-all context parallelism.
 TEST(AttentionRowsTest, FusedAttentionCarriesItsQueryRowsAndRingSteps) {
-  auto attentionNodes = [](bool ring) {
+  auto attentionNodes = [](bool ring, bool allToAll = false) {
     CompileOptions options;
     options.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/llama3-8b.stg";
     options.overrides = {{"L", "1"}, {"S", "1024"}};
     options.degrees = {{"tp", 2}, {"cp", 2}};
     options.contextParallelRing = ring;
+    options.contextParallelAllToAll = allToAll;
     std::vector<ProgramNode> found;
     if (std::optional<CompiledModel> compiled = compileForTest(options))
       for (const ProgramNode &node : compiled->programs.stages[0].nodes)
@@ -174,6 +176,14 @@ TEST(AttentionRowsTest, FusedAttentionCarriesItsQueryRowsAndRingSteps) {
   }
   for (const ProgramNode &node : attentionNodes(false)) {
     EXPECT_EQ(node.attentionRows, rows) << node.opType;
+    EXPECT_EQ(node.attentionPasses, 1u) << node.opType;
+  }
+  // Ulysses: the whole sequence, a quarter of the heads, one kernel (even
+  // with the ring asked for: nothing is gathered over cp).
+  std::vector<ProgramNode> exchanged = attentionNodes(true, true);
+  ASSERT_EQ(exchanged.size(), 2u);
+  for (const ProgramNode &node : exchanged) {
+    EXPECT_EQ(node.attentionRows, 1 * (32 / 4) * 1024) << node.opType;
     EXPECT_EQ(node.attentionPasses, 1u) << node.opType;
   }
 }

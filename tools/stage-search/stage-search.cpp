@@ -147,8 +147,8 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "on (default) or off, as for stagec")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--cp-comm-type", cpCommType,
-                 "p2p (default) or all_gather, as for stagec")
-      ->check(CLI::IsMember({"p2p", "all_gather"}));
+                 "p2p (default), all_gather or a2a, as for stagec")
+      ->check(CLI::IsMember({"p2p", "all_gather", "a2a"}));
   app.add_option("--overlap-param-gather", overlapParamGather,
                  "on (default) or off, as for stagec")
       ->check(CLI::IsMember({"on", "off"}));
@@ -239,6 +239,7 @@ static std::optional<int> parseOptions(int argc, char **argv,
   options.compile.tensorParallelOverlap = tpCommOverlap == "on";
   options.compile.overlapParamGather = overlapParamGather == "on";
   options.compile.contextParallelRing = cpCommType == "p2p";
+  options.compile.contextParallelAllToAll = cpCommType == "a2a";
   options.compile.memoryAccounting = *parseMemoryAccounting(memoryAccounting);
   for (const std::string &set : sets) {
     std::optional<std::pair<std::string, std::string>> assignment =

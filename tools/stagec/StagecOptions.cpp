@@ -204,9 +204,10 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       ->group(step);
   app.add_option("--cp-comm-type", options.cpCommType,
                  "context parallelism's exchange of keys and values: p2p "
-                 "(default, Megatron's: a ring beside attention) or "
-                 "all_gather (gathered before it)")
-      ->check(CLI::IsMember({"p2p", "all_gather"}))
+                 "(default, Megatron's: a ring beside attention), "
+                 "all_gather (gathered before it) or a2a (Ulysses: "
+                 "all-to-alls trade the sequence split for a head split)")
+      ->check(CLI::IsMember({"p2p", "all_gather", "a2a"}))
       ->group(step);
   app.add_option("--memory-accounting", options.memoryAccounting,
                  "model state of mixed-precision training: megatron (fp32 "
@@ -443,6 +444,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   options.compile.overlapGradientReduction = options.gradReduce == "overlap";
   options.compile.tensorParallelOverlap = options.tpCommOverlap == "on";
   options.compile.contextParallelRing = options.cpCommType == "p2p";
+  options.compile.contextParallelAllToAll = options.cpCommType == "a2a";
   options.compile.overlapParamGather = options.overlapParamGather == "on";
   return std::nullopt;
 }

@@ -69,6 +69,9 @@ struct CompileOptions {
   /// `--cp-comm-type p2p` (Megatron's default): context parallelism as a
   /// ring, its exchanges beside attention; `all_gather`: before it.
   bool contextParallelRing = true;
+  /// `--cp-comm-type a2a` (Ulysses): all-to-alls trade the sequence split
+  /// for a head split around attention (the model's `cp_comm_type`).
+  bool contextParallelAllToAll = false;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   /// Programs for the step estimate only (InstantiateOptions).
   bool foldMicrobatches = false;

@@ -85,6 +85,9 @@ public:
   /// The recipe of `option precision` (stagec --precision) when it is one,
   /// else nothing: the ops compute in their element types.
   std::optional<Precision> getPrecisionRecipe() const;
+  /// Whether `option cp_comm_type` (stagec --cp-comm-type) is "a2a":
+  /// attention trades the sequence split for a head split (Ulysses).
+  bool hasContextParallelAllToAll() const;
   void setElementTypeOverride(ElementType type) { elementTypeOverride = type; }
 
   void addBlockSignature(BlockSignature signature) {
