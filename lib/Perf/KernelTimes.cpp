@@ -4,10 +4,10 @@
 // runs at its precision's dense peak times an efficiency: 16 bits and wider
 // at computeEfficiency (calibrated on the A100 runs of Megatron-LM 2021),
 // FP8 and FP4 at lowPrecisionEfficiency in training and at computeEfficiency
-// in inference (static scales); its last wave leaves part of the
-// machine idle, and a GEMM of less than a wave is split along K
-// (getWaveEfficiency). A low-precision GEMM's casts of its
-// operands are memory-bound kernels of their own and add their time. A
+// in inference (static scales); a GEMM too small to fill the machine,
+// even with its reduction split along K, leaves the rest of it idle
+// (getWaveEfficiency). A low-precision GEMM's casts of its operands are
+// memory-bound kernels of their own and add their time. A
 // fused attention kernel reaches attentionEfficiency of its precision's
 // peak (the softmax between its two products runs on slower units) and
 // does fixed work per query row besides, which short sequences feel. Each
