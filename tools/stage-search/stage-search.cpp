@@ -12,6 +12,7 @@
 #include "PrecisionFlags.h"
 #include "ProgressBar.h"
 #include "ServeSearch.h"
+#include "VerifyTop.h"
 
 #include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/Manifest.h"
@@ -71,6 +72,9 @@ struct SearchOptions {
   std::string pipelineSplit = "auto";
   bool noFSDP = false;
   unsigned top = 10, jobs = 0, emitTop = 0;
+  /// --verify-top: the best plans to run through ASTRA-sim (--astra-sim).
+  unsigned verifyTop = 0, astraSimTimeout = 1800;
+  std::string astraSim;
   std::string shard, outputDir;
   bool quiet = false;
   unsigned shardIndex = 0, shardCount = 1;
@@ -220,6 +224,20 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "into -o/rank-K/")
       ->check(wholeNumber(0, 100))
       ->group(output);
+  app.add_option("--verify-top", options.verifyTop,
+                 "also run the best K plans' traces through ASTRA-sim "
+                 "(--astra-sim) and print its step beside stagec's; "
+                 "-o/verify.json")
+      ->check(wholeNumber(0, 100))
+      ->group(output);
+  app.add_option("--astra-sim", options.astraSim,
+                 "the ASTRA-sim analytical binary, or a directory with "
+                 "bin/AstraSim_Analytical_Congestion_Unaware")
+      ->group(output);
+  app.add_option("--astra-sim-timeout", options.astraSimTimeout,
+                 "seconds ASTRA-sim may take on one plan (default 1800)")
+      ->check(wholeNumber(1, 86400))
+      ->group(output);
   app.add_option("--shard", options.shard,
                  "evaluate slice I of N (0-based), for a batch job array")
       ->group(output);
@@ -260,6 +278,24 @@ static std::optional<int> parseOptions(int argc, char **argv,
       return fail("--shard expects I/N with 0 <= I < N <= 1000000, found '" +
                   options.shard + "'");
   }
+  if (options.verifyTop) {
+    if (options.astraSim.empty())
+      return fail("--verify-top needs --astra-sim PATH (the ASTRA-sim "
+                  "binary, or a directory with its bin/)");
+    llvm::Expected<std::string> binary = findAstraSim(options.astraSim);
+    if (!binary)
+      return fail(llvm::toString(binary.takeError()));
+    options.astraSim = *binary;
+    if (options.outputDir.empty())
+      return fail("--verify-top needs -o DIR (the traces it simulates go "
+                  "there)");
+    if (options.shardCount > 1)
+      return fail("--verify-top ranks the whole search: run it on the "
+                  "merge's best plans, not on a shard");
+    options.emitTop = std::max(options.emitTop, options.verifyTop);
+  } else if (!options.astraSim.empty()) {
+    return fail("--astra-sim is for --verify-top K");
+  }
   if (options.emitTop && options.outputDir.empty())
     return fail("--emit-top needs -o DIR");
   if (options.emitTop && options.shardCount > 1)
@@ -285,12 +321,14 @@ static std::string getReasonKind(llvm::StringRef reason) {
 }
 
 /// Writes the traces of the best `count` plans into DIR/rank-K/, as stagec
-/// would write each plan (with its ASTRA-sim configs).
+/// would write each plan (with its ASTRA-sim configs), and says what it
+/// wrote in `emitted`.
 static llvm::Error emitTopPlans(const SearchTable &table,
                                 const PlanEvaluator &evaluator,
                                 const SystemSpec &system,
                                 llvm::StringRef directory,
-                                llvm::StringRef target, unsigned count) {
+                                llvm::StringRef target, unsigned count,
+                                std::vector<EmittedPlan> &emitted) {
   for (const PlanResult &result : table.plans) {
     if (!result.rank || result.rank > count)
       break;
@@ -307,6 +345,8 @@ static llvm::Error emitTopPlans(const SearchTable &table,
     llvm::SmallString<256> path(directory), shown(target);
     llvm::sys::path::append(path, name);
     llvm::sys::path::append(shown, name);
+    if (std::error_code ec = llvm::sys::fs::make_absolute(path))
+      return llvm::createStringError(ec, "cannot resolve %s", path.c_str());
     if (std::error_code ec = llvm::sys::fs::create_directory(path))
       return llvm::createStringError(ec, "cannot create %s", path.c_str());
     const ProgramSet &programs = compiled->programs;
@@ -340,6 +380,9 @@ static llvm::Error emitTopPlans(const SearchTable &table,
     if (llvm::Error err = writeTraceSet(path, programs, groups, emitOptions,
                                         std::move(manifest)))
       return err;
+    emitted.push_back({result.rank, result.plan.getLabel(), std::string(path),
+                       emitOptions.prefix, programs.mesh.getNumRanks(),
+                       estimate->stepMicros});
   }
   return llvm::Error::success();
 }
@@ -375,11 +418,19 @@ static int writeOutputs(const SearchTable &table, const SearchOptions &options,
   if (csvFailure)
     return discard(llvm::createStringError(std::errc::io_error, "%s",
                                            csvFailure->c_str()));
+  std::vector<EmittedPlan> emitted;
   if (options.emitTop && evaluator)
     if (llvm::Error err =
             emitTopPlans(table, *evaluator, *system, (*output)->getPath(),
-                         (*output)->getTarget(), options.emitTop))
+                         (*output)->getTarget(), options.emitTop, emitted))
       return discard(std::move(err));
+  if (options.verifyTop && !interrupted) {
+    llvm::ArrayRef<EmittedPlan> best(emitted);
+    if (llvm::Error err = verifyTopPlans(
+            best.take_front(options.verifyTop), options.astraSim,
+            (*output)->getPath(), options.astraSimTimeout, llvm::outs()))
+      return discard(std::move(err));
+  }
   if (interrupted)
     return discard(
         llvm::createStringError(std::errc::interrupted, "interrupted"));

@@ -1,0 +1,208 @@
+//===- VerifyTop.cpp - The best plans, simulated by ASTRA-sim -------------===//
+//
+// Each trace set runs through the simulator binary with the configs beside
+// it (what the manifest's astra_sim.command says), in the set's directory:
+// the simulator writes its own log/ into the working directory, which then
+// stays with the traces. Its per-rank "sys[R] finished, T cycles" lines
+// (cycles are nanoseconds) give the step: the last rank to finish.
+//
+//===----------------------------------------------------------------------===//
+
+#include "VerifyTop.h"
+
+#include "stg/Emit/OutputDirectory.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+using namespace stg;
+
+static constexpr const char *AstraSimBinary =
+    "AstraSim_Analytical_Congestion_Unaware";
+
+llvm::Expected<std::string> stg::findAstraSim(llvm::StringRef path) {
+  llvm::SmallString<256> binary(path);
+  if (llvm::sys::fs::is_directory(binary))
+    llvm::sys::path::append(binary, "bin", AstraSimBinary);
+  if (!llvm::sys::fs::can_execute(binary) ||
+      llvm::sys::fs::is_directory(binary))
+    return llvm::createStringError(
+        std::errc::no_such_file_or_directory,
+        "--astra-sim %s: no ASTRA-sim there (give the %s binary, or a "
+        "directory with bin/%s)",
+        path.str().c_str(), AstraSimBinary, AstraSimBinary);
+  if (std::error_code ec = llvm::sys::fs::make_absolute(binary))
+    return llvm::createStringError(ec, "--astra-sim %s", binary.c_str());
+  return std::string(binary);
+}
+
+namespace {
+
+/// What the simulator said of one trace set.
+struct Simulated {
+  uint64_t stepNanos = 0;
+  unsigned finished = 0;
+};
+
+/// Changes the working directory for the simulator, and back.
+class WorkingDirectory {
+public:
+  explicit WorkingDirectory(llvm::StringRef directory) {
+    if (!llvm::sys::fs::current_path(previous))
+      changed = !llvm::sys::fs::set_current_path(directory);
+  }
+  ~WorkingDirectory() {
+    if (changed)
+      (void)llvm::sys::fs::set_current_path(previous);
+  }
+  bool isChanged() const { return changed; }
+
+private:
+  llvm::SmallString<256> previous;
+  bool changed = false;
+};
+
+} // namespace
+
+/// The finished ranks and the last finish in `log`'s lines
+/// "... sys[R] finished, T cycles ...".
+static Simulated readLog(llvm::StringRef log) {
+  Simulated result;
+  std::set<unsigned> finished;
+  llvm::SmallVector<llvm::StringRef, 0> lines;
+  log.split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    size_t at = line.find("sys[");
+    if (at == llvm::StringRef::npos)
+      continue;
+    llvm::StringRef rest = line.drop_front(at + 4);
+    unsigned rank = 0;
+    uint64_t cycles = 0;
+    if (rest.consumeInteger(10, rank) || !rest.consume_front("] finished, ") ||
+        rest.consumeInteger(10, cycles) || !rest.startswith(" cycles"))
+      continue;
+    finished.insert(rank);
+    result.stepNanos = std::max(result.stepNanos, cycles);
+  }
+  result.finished = finished.size();
+  return result;
+}
+
+static llvm::Expected<Simulated> simulate(const EmittedPlan &plan,
+                                          llvm::StringRef simulator,
+                                          unsigned timeoutSeconds) {
+  auto file = [&](llvm::StringRef name) {
+    llvm::SmallString<256> path(plan.directory);
+    llvm::sys::path::append(path, name);
+    return std::string(path);
+  };
+  std::string logPath = file("astra-sim.log");
+  std::vector<std::string> args = {
+      simulator.str(),
+      "--workload-configuration=" + file(plan.prefix),
+      "--comm-group-configuration=" + file(plan.prefix + ".json"),
+      "--system-configuration=" + file("astra/system.json"),
+      "--network-configuration=" + file("astra/network.yml"),
+      "--remote-memory-configuration=" + file("astra/memory.json")};
+  llvm::SmallVector<llvm::StringRef, 8> argRefs(args.begin(), args.end());
+  llvm::Optional<llvm::StringRef> redirects[] = {
+      llvm::StringRef(""), llvm::StringRef(logPath), llvm::StringRef(logPath)};
+  std::string error;
+  bool failed = false;
+  int status = 0;
+  {
+    WorkingDirectory in(plan.directory);
+    if (!in.isChanged())
+      return llvm::createStringError(std::errc::io_error,
+                                     "cannot run ASTRA-sim in %s",
+                                     plan.directory.c_str());
+    status = llvm::sys::ExecuteAndWait(simulator, argRefs, llvm::None,
+                                       redirects, timeoutSeconds, 0, &error,
+                                       &failed);
+  }
+  if (failed || status < 0)
+    return llvm::createStringError(
+        std::errc::io_error, "ASTRA-sim on rank-%u's traces: %s", plan.rank,
+        status == -2 ? "did not finish in time" : error.c_str());
+  auto log = llvm::MemoryBuffer::getFile(logPath);
+  if (!log)
+    return llvm::createStringError(log.getError(), "cannot read %s",
+                                   logPath.c_str());
+  Simulated result = readLog((*log)->getBuffer());
+  if (result.finished != plan.ranks)
+    return llvm::createStringError(
+        std::errc::protocol_error,
+        "ASTRA-sim finished %u of the %u ranks of rank-%u's traces (exit "
+        "status %d; its output: %s)",
+        result.finished, plan.ranks, plan.rank, status, logPath.c_str());
+  return result;
+}
+
+llvm::Error stg::verifyTopPlans(llvm::ArrayRef<EmittedPlan> plans,
+                                llvm::StringRef simulator,
+                                llvm::StringRef directory,
+                                unsigned timeoutSeconds,
+                                llvm::raw_ostream &os) {
+  std::vector<uint64_t> simulated;
+  for (const EmittedPlan &plan : plans) {
+    llvm::Expected<Simulated> result =
+        simulate(plan, simulator, timeoutSeconds);
+    if (!result)
+      return result.takeError();
+    simulated.push_back(result->stepNanos);
+  }
+  // ASTRA-sim's order: by its step, ties by the search's rank.
+  std::vector<size_t> order(plans.size());
+  std::iota(order.begin(), order.end(), 0);
+  llvm::stable_sort(order, [&](size_t a, size_t b) {
+    return simulated[a] < simulated[b];
+  });
+  std::vector<unsigned> astraRank(plans.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    astraRank[order[i]] = unsigned(i + 1);
+
+  os << "\nthe best " << plans.size() << " plans on ASTRA-sim (" << simulator
+     << "):\n rank  stagec step  ASTRA-sim step  stagec/ASTRA-sim  "
+        "ASTRA-sim rank  plan\n";
+  llvm::json::Array rows;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const EmittedPlan &plan = plans[i];
+    double stagec = plan.stepMicros, astra = simulated[i] / 1000.0;
+    double ratio = astra > 0 ? stagec / astra : 0;
+    os << llvm::formatv(" {0,4}  {1,9:f3} s  {2,12:f3} s  {3,16:f3}  {4,14}  "
+                        "{5}\n",
+                        plan.rank, stagec / 1e6, astra / 1e6, ratio,
+                        astraRank[i], plan.label);
+    rows.push_back(llvm::json::Object{
+        {"rank", int64_t(plan.rank)},
+        {"plan", plan.label},
+        {"stagec_step_micros", plan.stepMicros},
+        {"astra_sim_step_micros", astra},
+        {"stagec_over_astra_sim", ratio},
+        {"astra_sim_rank", int64_t(astraRank[i])},
+        {"ranks", int64_t(plan.ranks)}});
+  }
+  bool sameOrder = llvm::is_sorted(order);
+  os << (sameOrder ? "ASTRA-sim ranks them in the same order.\n"
+                   : "ASTRA-sim ranks them in another order: see "
+                     "docs/search.md (\"Checking the best plans on "
+                     "ASTRA-sim\") for why the two can differ.\n");
+  llvm::json::Object document{{"simulator", simulator.str()},
+                              {"same_order", sameOrder},
+                              {"plans", std::move(rows)}};
+  return writeTextFile(directory, "verify.json", [&](llvm::raw_ostream &out) {
+    out << llvm::formatv("{0:2}", llvm::json::Value(std::move(document)))
+        << "\n";
+  });
+}
