@@ -54,6 +54,11 @@ private:
     Phase phase;
   };
   std::vector<Conversion> conversions;
+  /// Forward conversions that only move a value's splits to other
+  /// dimensions (all-to-alls): their copies are no larger than the value,
+  /// so the backward reads them rather than exchanging again, as
+  /// Transformer Engine keeps Ulysses' exchanged q, k and v.
+  std::vector<Conversion> exchanges;
   /// An annotated result that runs in its natural layout, and the value
   /// that delivers its written layout to its users: its gradient arrives
   /// from them in the written layout, so that is the gradient's hint.
@@ -66,6 +71,7 @@ LogicalResult DistributePass::run(Module &m, DiagnosticEngine &d) {
   module = &m;
   diags = &d;
   conversions.clear();
+  exchanges.clear();
   deliveredAs.clear();
   Graph *model = m.getModel();
   if (!model)
@@ -121,14 +127,32 @@ void DistributePass::distributeGraph(Graph &graph) {
   conversions.resize(marker);
 }
 
+/// Whether `to` splits a value over the axes `from` does, only along other
+/// dimensions: an all-to-all, whose copy is no larger than the value.
+static bool movesSplitsOnly(const Distribution &from, const Distribution &to) {
+  auto axesOf = [](const Distribution &dist) {
+    llvm::SmallVector<const Axis *, 4> axes;
+    for (unsigned d = 0; d < dist.getRank(); ++d)
+      llvm::append_range(axes, dist.getPartition(d));
+    llvm::sort(axes);
+    return axes;
+  };
+  return from != to && from.getPartialSum().empty() &&
+         to.getPartialSum().empty() && axesOf(from) == axesOf(to);
+}
+
 Value *DistributePass::relayout(Value *value, const Distribution &dist,
                                 Op &consumer, Graph &graph) {
   // Reuse a conversion only within one phase: the backward pass gathers a
   // sharded weight or activation again rather than keep the forward copy
-  // alive (ZeRO-3, Megatron-SP).
+  // alive (ZeRO-3, Megatron-SP). An exchange it keeps (above).
   for (const Conversion &c : conversions)
     if (c.from == value && c.layout == dist && c.phase == consumer.getPhase())
       return c.to;
+  if (consumer.getPhase() == Phase::Backward)
+    for (const Conversion &c : exchanges)
+      if (c.from == value && c.layout == dist)
+        return c.to;
   const TensorType &type = value->getType();
   Op *layout = graph.createOpBefore(&consumer, OpKind::Layout,
                                     consumer.getLoc());
@@ -138,6 +162,9 @@ Value *DistributePass::relayout(Value *value, const Distribution &dist,
       layout, module->makeUniqueName(value->getName().str() + ".relayout"));
   converted->setType(type.withDistribution(dist));
   conversions.push_back({value, dist, converted, &graph, consumer.getPhase()});
+  if (consumer.getPhase() == Phase::Forward &&
+      movesSplitsOnly(resolveDistribution(type.getDistribution()), dist))
+    exchanges.push_back(conversions.back());
   return converted;
 }
 
