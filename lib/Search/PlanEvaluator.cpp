@@ -114,6 +114,8 @@ CompileOptions PlanEvaluator::getCompileOptions(const Plan &plan) const {
       plan.layerSplit == LayerSplit::Loss ||
       plan.layerSplit == LayerSplit::EmbeddingAndLoss;
   options.recompute = plan.recompute;
+  options.contextParallelRing = plan.cpExchange == CpExchange::Ring;
+  options.contextParallelAllToAll = plan.cpExchange == CpExchange::AllToAll;
   if (plan.precision != Precision::BF16)
     options.precision = plan.precision;
   if (plan.precision == Precision::FP16 && !base.elementType)

@@ -62,6 +62,26 @@ std::optional<LayerSplit> stg::parseLayerSplit(llvm::StringRef name) {
   return std::nullopt;
 }
 
+llvm::StringRef stg::getCpExchangeName(CpExchange exchange) {
+  switch (exchange) {
+  case CpExchange::Ring:
+    return "p2p";
+  case CpExchange::AllGather:
+    return "all_gather";
+  case CpExchange::AllToAll:
+    return "a2a";
+  }
+  return "";
+}
+
+std::optional<CpExchange> stg::parseCpExchange(llvm::StringRef name) {
+  for (CpExchange exchange :
+       {CpExchange::Ring, CpExchange::AllGather, CpExchange::AllToAll})
+    if (name == getCpExchangeName(exchange))
+      return exchange;
+  return std::nullopt;
+}
+
 unsigned Plan::getDegree(llvm::StringRef axis) const {
   for (size_t index = 0; index < PlanAxes.size(); ++index)
     if (axis == PlanAxes[index])
@@ -88,6 +108,8 @@ std::string Plan::getLabel() const {
   os << " rc=" << recompute << " ws=" << getWeightShardingName(sharding);
   if (precision != Precision::BF16)
     os << ' ' << getPrecisionName(precision);
+  if (cpExchange != CpExchange::Ring)
+    os << " cp=" << getCpExchangeName(cpExchange);
   if (sequenceParallel)
     os << " sp";
   if (!tpInNode)
@@ -100,6 +122,10 @@ std::string Plan::getModuleKey() const {
                     "|" + (sequenceParallel ? "sp" : "");
   if (precision != Precision::BF16) // bf16 keys as they always were.
     key += "|" + getPrecisionName(precision).str();
+  // Ulysses changes the module (attention's distribution); the other two
+  // only the programs (getFamilyKey).
+  if (cpExchange == CpExchange::AllToAll)
+    key += "|cp-a2a";
   return key;
 }
 
@@ -107,6 +133,8 @@ std::string Plan::getFamilyKey() const {
   std::string key = getModuleKey() + "|v" + std::to_string(virtualStages);
   if (layerSplit != LayerSplit::Even) // Even keys as they always were.
     key += "+" + getLayerSplitName(layerSplit).str();
+  if (cpExchange == CpExchange::AllGather)
+    key += "+cp-gather";
   key += microbatches > 1 ? " mbs* " : " mbs1 ";
   for (size_t index = 0; index < PlanAxes.size(); ++index) {
     // Only pp's degree shapes the programs; the others only by being 1.
@@ -187,11 +215,17 @@ public:
   }
 
 private:
-  /// Plans under a structure choice: the innermost four dimensions.
-  uint64_t getStructures() const {
+  /// Plans under a structure choice of `plan`'s degrees: the innermost
+  /// dimensions (the context-parallel exchanges only where cp > 1).
+  uint64_t getStructures(const Plan &plan) const {
     return uint64_t(options.recompute.size()) * options.precisions.size() *
-           options.sharding.size() * options.sequenceParallel.size() *
-           options.tpInNode.size();
+           getExchanges(plan).size() * options.sharding.size() *
+           options.sequenceParallel.size() * options.tpInNode.size();
+  }
+  llvm::ArrayRef<CpExchange> getExchanges(const Plan &plan) const {
+    static const CpExchange ring = CpExchange::Ring;
+    return plan.getDegree("cp") > 1 ? llvm::ArrayRef(options.cpExchanges)
+                                    : llvm::ArrayRef(ring);
   }
   void prune(const std::string &reason, uint64_t count) {
     if (count)
@@ -241,7 +275,7 @@ void Enumerator::enumerateDegrees(Plan &plan, size_t axis, unsigned left) {
       return; // Outside the space asked for: not a candidate.
     unsigned pp = plan.getDegree("pp");
     uint64_t under =
-        uint64_t(microBatchSizes.size()) * findSplits(pp) * getStructures();
+        uint64_t(microBatchSizes.size()) * findSplits(pp) * getStructures(plan);
     for (size_t index = 0; index < PlanAxes.size(); ++index)
       if (plan.degrees[index] > 1 && !shape.splits[index])
         return prune(std::string("the model splits nothing over ") +
@@ -256,7 +290,7 @@ void Enumerator::enumerateDegrees(Plan &plan, size_t axis, unsigned left) {
         mask &= ~(1u << unsigned(LayerSplit::Even));
       }
       prune("pp exceeds the layers",
-            uint64_t(microBatchSizes.size()) * even * getStructures());
+            uint64_t(microBatchSizes.size()) * even * getStructures(plan));
     }
     return enumerateSchedules(plan);
   }
@@ -306,7 +340,7 @@ void Enumerator::enumerateSchedules(Plan &plan) {
     choices += llvm::countPopulation(mask);
   if (!choices)
     return;
-  uint64_t under = choices * getStructures();
+  uint64_t under = choices * getStructures(plan);
   for (unsigned size : microBatchSizes) {
     plan.microBatchSize = size;
     if (options.globalBatch % (uint64_t(dp) * size)) {
@@ -331,14 +365,14 @@ void Enumerator::enumerateSchedules(Plan &plan) {
         plan.layerSplit = split;
         // An accounted split divides by construction.
         if (chunks > 1 && pp == 1)
-          prune("virtual stages need pp > 1", getStructures());
+          prune("virtual stages need pp > 1", getStructures(plan));
         else if (chunks > 1 && split == LayerSplit::Even &&
                  shape.layers % (uint64_t(pp) * chunks))
           prune("interleaving needs layers a multiple of pp x virtual stages",
-                getStructures());
+                getStructures(plan));
         else if (chunks > 1 && plan.microbatches % pp)
           prune("interleaving needs micro-batches a multiple of pp",
-                getStructures());
+                getStructures(plan));
         else
           enumerateStructures(plan);
       }
@@ -368,11 +402,13 @@ const char *Enumerator::checkStructure(const Plan &plan) const {
 void Enumerator::enumerateStructures(Plan &plan) {
   for (const std::string &recompute : options.recompute)
    for (Precision precision : options.precisions)
+   for (CpExchange exchange : getExchanges(plan))
     for (WeightSharding sharding : options.sharding)
       for (bool sequenceParallel : options.sequenceParallel)
         for (bool tpInNode : options.tpInNode) {
           plan.recompute = recompute;
           plan.precision = precision;
+          plan.cpExchange = exchange;
           plan.sharding = sharding;
           plan.sequenceParallel = sequenceParallel;
           plan.tpInNode = tpInNode;

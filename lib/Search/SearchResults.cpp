@@ -132,6 +132,14 @@ const std::vector<PlanField> &getPlanFields() {
          [](OStream &json, const PlanResult &result) {
            json.value(getWeightShardingName(result.plan.sharding));
          }},
+        // Only an exchange other than the ring's, as pipeline_split.
+        {"cp_comm_type",
+         [](OStream &json, const PlanResult &result) {
+           json.value(getCpExchangeName(result.plan.cpExchange));
+         },
+         [](const PlanResult &result) {
+           return result.plan.cpExchange != CpExchange::Ring;
+         }},
         // Only an accounted split's: a search's files stay as they were
         // where no plan has one.
         {"pipeline_split",
@@ -338,6 +346,14 @@ static PlanResult readPlan(const llvm::json::Object *object,
       plan.layerSplit = *parsed;
     else
       read.fail("pipeline_split", "embedding, loss or embedding+loss");
+  }
+  if (object && object->get("cp_comm_type")) {
+    std::string exchange = read.string("cp_comm_type");
+    std::optional<CpExchange> parsed = parseCpExchange(exchange);
+    if (parsed && *parsed != CpExchange::Ring)
+      plan.cpExchange = *parsed;
+    else
+      read.fail("cp_comm_type", "all_gather or a2a");
   }
   if (object && object->get("precision")) {
     std::string precision = read.string("precision");

@@ -66,6 +66,7 @@ struct SearchOptions {
   std::vector<unsigned> microBatchSizes, virtualStages;
   std::vector<std::string> recompute{"none", "selective", "full"};
   std::vector<std::string> precisions{"bf16"};
+  std::vector<std::string> cpExchanges{"p2p"};
   std::vector<std::string> sharding{"none", "distributed-optimizer", "fsdp"};
   std::vector<std::string> sequenceParallel{"off", "on"};
   std::vector<std::string> tpPlacement{"node", "outer"};
@@ -145,13 +146,15 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "communication buffers and fragmentation (default 0.1)")
       ->check(finiteNumber(0, 0.9));
   std::string gradReduce = "overlap", memoryAccounting = "megatron";
-  std::string tpCommOverlap = "on", cpCommType = "p2p";
+  std::string tpCommOverlap = "on";
   std::string overlapParamGather = "on";
   app.add_option("--tp-comm-overlap", tpCommOverlap,
                  "on (default) or off, as for stagec")
       ->check(CLI::IsMember({"on", "off"}));
-  app.add_option("--cp-comm-type", cpCommType,
-                 "p2p (default), all_gather or a2a, as for stagec")
+  app.add_option("--cp-comm-type", options.cpExchanges,
+                 "context parallelism's exchanges to try for plans with "
+                 "cp > 1: p2p (default), all_gather, a2a, as for stagec")
+      ->delimiter(',')
       ->check(CLI::IsMember({"p2p", "all_gather", "a2a"}));
   app.add_option("--overlap-param-gather", overlapParamGather,
                  "on (default) or off, as for stagec")
@@ -256,8 +259,6 @@ static std::optional<int> parseOptions(int argc, char **argv,
   options.compile.overlapGradientReduction = gradReduce == "overlap";
   options.compile.tensorParallelOverlap = tpCommOverlap == "on";
   options.compile.overlapParamGather = overlapParamGather == "on";
-  options.compile.contextParallelRing = cpCommType == "p2p";
-  options.compile.contextParallelAllToAll = cpCommType == "a2a";
   options.compile.memoryAccounting = *parseMemoryAccounting(memoryAccounting);
   for (const std::string &set : sets) {
     std::optional<std::pair<std::string, std::string>> assignment =
@@ -528,6 +529,10 @@ int main(int argc, char **argv) {
     if (!llvm::is_contained(space.precisions, precision))
       space.precisions.push_back(precision);
   }
+  space.cpExchanges.clear();
+  for (const std::string &name : options.cpExchanges)
+    if (!llvm::is_contained(space.cpExchanges, *parseCpExchange(name)))
+      space.cpExchanges.push_back(*parseCpExchange(name));
   space.sharding.clear();
   for (const std::string &name : options.sharding)
     if (!(options.noFSDP && name == "fsdp"))

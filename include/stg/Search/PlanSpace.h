@@ -48,6 +48,15 @@ std::optional<LayerSplit> parseLayerSplit(llvm::StringRef name);
 /// the accounted ones (and the even split without pipelining).
 enum class SplitChoice : uint8_t { Auto, Even, Accounted };
 
+/// How context parallelism exchanges keys and values (Megatron's
+/// cp_comm_type): a ring beside attention, gathered before it, or Ulysses'
+/// all-to-alls.
+enum class CpExchange : uint8_t { Ring, AllGather, AllToAll };
+
+/// `p2p`, `all_gather`, `a2a`, as --cp-comm-type names them.
+llvm::StringRef getCpExchangeName(CpExchange exchange);
+std::optional<CpExchange> parseCpExchange(llvm::StringRef name);
+
 /// The mesh axes a plan sets, in this order everywhere (labels, files).
 constexpr std::array<const char *, 5> PlanAxes = {"dp", "tp", "pp", "cp",
                                                   "ep"};
@@ -63,6 +72,9 @@ struct Plan {
   /// The recipe (`--precision`): bf16 plans keep the labels and keys they
   /// always had.
   Precision precision = Precision::BF16;
+  /// Context parallelism's exchange; the ring plans keep the labels and
+  /// keys they always had.
+  CpExchange cpExchange = CpExchange::Ring;
   WeightSharding sharding = WeightSharding::None;
   bool sequenceParallel = false;
   /// Tensor parallelism on the fastest-varying ranks (inside a node);
@@ -114,6 +126,8 @@ struct PlanSpaceOptions {
   SplitChoice splits = SplitChoice::Auto;
   std::vector<std::string> recompute = {"none", "selective", "full"};
   std::vector<Precision> precisions = {Precision::BF16};
+  /// Tried for the plans with cp > 1 (the others keep the ring).
+  std::vector<CpExchange> cpExchanges = {CpExchange::Ring};
   std::vector<WeightSharding> sharding = {WeightSharding::None,
                                           WeightSharding::DistributedOptimizer,
                                           WeightSharding::FSDP};
