@@ -289,6 +289,20 @@ public:
       return fail(key, "a string"), "";
     return value->str();
   }
+  /// A field written only where it differs from what its absence means:
+  /// `parse` reads its text into `field`; `refused` (that meaning) and what
+  /// `parse` rejects fail, saying `expected`.
+  template <typename T, typename Parse>
+  void optional(llvm::StringRef key, T &field, std::optional<T> refused,
+                Parse parse, llvm::StringRef expected) {
+    if (!object->get(key))
+      return;
+    std::optional<T> parsed = parse(string(key));
+    if (parsed && parsed != refused)
+      field = *parsed;
+    else
+      fail(key, expected);
+  }
   bool boolean(llvm::StringRef key) {
     auto value = object->getBoolean(key);
     if (!value)
@@ -339,30 +353,14 @@ static PlanResult readPlan(const llvm::json::Object *object,
   plan.recompute = read.string("recompute");
   plan.sequenceParallel = read.boolean("sequence_parallel");
   plan.tpInNode = read.boolean("tp_in_node");
-  if (object && object->get("pipeline_split")) {
-    std::string split = read.string("pipeline_split");
-    std::optional<LayerSplit> parsed = parseLayerSplit(split);
-    if (parsed && *parsed != LayerSplit::Even)
-      plan.layerSplit = *parsed;
-    else
-      read.fail("pipeline_split", "embedding, loss or embedding+loss");
-  }
-  if (object && object->get("cp_comm_type")) {
-    std::string exchange = read.string("cp_comm_type");
-    std::optional<CpExchange> parsed = parseCpExchange(exchange);
-    if (parsed && *parsed != CpExchange::Ring)
-      plan.cpExchange = *parsed;
-    else
-      read.fail("cp_comm_type", "all_gather or a2a");
-  }
-  if (object && object->get("precision")) {
-    std::string precision = read.string("precision");
-    std::optional<Precision> parsed = parseRecipe(precision);
-    if (parsed)
-      plan.precision = *parsed;
-    else
-      read.fail("precision", "bf16, fp16, fp8, mxfp8 or nvfp4");
-  }
+  read.optional("pipeline_split", plan.layerSplit,
+                std::optional(LayerSplit::Even), parseLayerSplit,
+                "embedding, loss or embedding+loss");
+  read.optional("cp_comm_type", plan.cpExchange,
+                std::optional(CpExchange::Ring), parseCpExchange,
+                "all_gather or a2a");
+  read.optional<Precision>("precision", plan.precision, std::nullopt,
+                           parseRecipe, "bf16, fp16, fp8, mxfp8 or nvfp4");
   std::string sharding = read.string("weight_sharding");
   if (std::optional<WeightSharding> parsed = parseWeightSharding(sharding))
     plan.sharding = *parsed;
