@@ -171,11 +171,11 @@ const std::map<Kind, Bound> &getBounds() {
 }
 
 class KernelModelTest
-    : public ::testing::TestWithParam<std::pair<const char *, const char *>> {
+    : public ::testing::TestWithParam<std::pair<std::string, std::string>> {
 };
 
 TEST_P(KernelModelTest, PricesMeasuredKernelsWithinTheStatedBounds) {
-  auto [file, deviceName] = GetParam();
+  const auto &[file, deviceName] = GetParam();
   const DeviceSpec *builtin = lookupBuiltinDevice(deviceName);
   ASSERT_TRUE(builtin);
   DeviceSpec device = *builtin;
@@ -193,7 +193,7 @@ TEST_P(KernelModelTest, PricesMeasuredKernelsWithinTheStatedBounds) {
   }
   std::printf("%s on %s: kind, kernels, median error, mean |error|, "
               "largest |error|\n",
-              deviceName, file);
+              deviceName.c_str(), file.c_str());
   for (const auto &[kind, bound] : getBounds()) {
     std::vector<double> &list = errors[kind];
     if (list.empty() && kind == Kind::AttentionByHeadSize)
@@ -215,8 +215,10 @@ TEST_P(KernelModelTest, PricesMeasuredKernelsWithinTheStatedBounds) {
 
 INSTANTIATE_TEST_SUITE_P(
     Measured, KernelModelTest,
-    ::testing::Values(std::make_pair("h100-kernels.csv", "H100"),
-                      std::make_pair("h200-kernels.csv", "H200")),
-    [](const auto &info) { return std::string(info.param.second); });
+    ::testing::Values(std::make_pair(std::string("h100-kernels.csv"),
+                                     std::string("H100")),
+                      std::make_pair(std::string("h200-kernels.csv"),
+                                     std::string("H200"))),
+    [](const auto &info) { return info.param.second; });
 
 } // namespace
