@@ -113,6 +113,12 @@ CompileOptions PlanEvaluator::getCompileOptions(const Plan &plan) const {
   options.pipelineSplit.accountForLoss =
       plan.layerSplit == LayerSplit::Loss ||
       plan.layerSplit == LayerSplit::EmbeddingAndLoss;
+  if (plan.layerSplit == LayerSplit::FirstLast)
+    if (auto layers = getFirstLastStageLayers(facts.shape.layers,
+                                              plan.getDegree("pp"))) {
+      options.pipelineSplit.firstStageLayers = layers->first;
+      options.pipelineSplit.lastStageLayers = layers->second;
+    }
   options.recompute = plan.recompute;
   options.contextParallelRing = plan.cpExchange == CpExchange::Ring;
   options.contextParallelAllToAll = plan.cpExchange == CpExchange::AllToAll;

@@ -50,13 +50,28 @@ llvm::StringRef stg::getLayerSplitName(LayerSplit split) {
     return "loss";
   case LayerSplit::EmbeddingAndLoss:
     return "embedding+loss";
+  case LayerSplit::FirstLast:
+    return "first-last";
   }
   return "";
 }
 
+std::optional<std::pair<unsigned, unsigned>>
+stg::getFirstLastStageLayers(unsigned layers, unsigned stages) {
+  if (stages < 2 || layers % stages == 0)
+    return std::nullopt;
+  unsigned middle = (layers + stages - 1) / stages;
+  unsigned shortfall = stages * middle - layers;
+  unsigned first = shortfall / 2 + shortfall % 2, last = shortfall / 2;
+  if (first >= middle)
+    return std::nullopt;
+  return std::make_pair(middle - first, middle - last);
+}
+
 std::optional<LayerSplit> stg::parseLayerSplit(llvm::StringRef name) {
-  for (LayerSplit split : {LayerSplit::Even, LayerSplit::Embedding,
-                           LayerSplit::Loss, LayerSplit::EmbeddingAndLoss})
+  for (LayerSplit split :
+       {LayerSplit::Even, LayerSplit::Embedding, LayerSplit::Loss,
+        LayerSplit::EmbeddingAndLoss, LayerSplit::FirstLast})
     if (name == getLayerSplitName(split))
       return split;
   return std::nullopt;
@@ -316,6 +331,12 @@ unsigned Enumerator::getSplits(unsigned pp, unsigned chunks, bool even) const {
             1u << unsigned(LayerSplit::Loss);
   if ((shape.layers + 2) % modelChunks == 0)
     mask |= 1u << unsigned(LayerSplit::EmbeddingAndLoss);
+  // Fewer layers on the first and last stages where counting the
+  // embedding and the loss does not divide either (those give the same
+  // layer counts where they do), without chunks.
+  if (chunks == 1 && !(mask & ~1u) && options.splits == SplitChoice::Auto &&
+      getFirstLastStageLayers(shape.layers, pp))
+    mask |= 1u << unsigned(LayerSplit::FirstLast);
   return mask;
 }
 
@@ -359,7 +380,7 @@ void Enumerator::enumerateSchedules(Plan &plan) {
       plan.virtualStages = chunks;
       for (LayerSplit split :
            {LayerSplit::Even, LayerSplit::Embedding, LayerSplit::Loss,
-            LayerSplit::EmbeddingAndLoss}) {
+            LayerSplit::EmbeddingAndLoss, LayerSplit::FirstLast}) {
         if (!(splits[index] & 1u << unsigned(split)))
           continue;
         plan.layerSplit = split;

@@ -355,7 +355,7 @@ static PlanResult readPlan(const llvm::json::Object *object,
   plan.tpInNode = read.boolean("tp_in_node");
   read.optional("pipeline_split", plan.layerSplit,
                 std::optional(LayerSplit::Even), parseLayerSplit,
-                "embedding, loss or embedding+loss");
+                "embedding, loss, embedding+loss or first-last");
   read.optional("cp_comm_type", plan.cpExchange,
                 std::optional(CpExchange::Ring), parseCpExchange,
                 "all_gather or a2a");

@@ -33,14 +33,30 @@ enum class WeightSharding : uint8_t { None, DistributedOptimizer, FSDP };
 llvm::StringRef getWeightShardingName(WeightSharding sharding);
 std::optional<WeightSharding> parseWeightSharding(llvm::StringRef name);
 
-/// A plan's pipeline split: even, or with the embedding, the loss or both
+/// A plan's pipeline split: even, with the embedding, the loss or both
 /// counted as a layer (Megatron-LM's account_for_embedding/loss_in_
-/// pipeline_split; PipelineSplit.h).
-enum class LayerSplit : uint8_t { Even, Embedding, Loss, EmbeddingAndLoss };
+/// pipeline_split; PipelineSplit.h), or with fewer decoder layers on the
+/// first and last stages (FirstLast: getFirstLastStageLayers).
+enum class LayerSplit : uint8_t {
+  Even,
+  Embedding,
+  Loss,
+  EmbeddingAndLoss,
+  FirstLast
+};
 
-/// `embedding`, `loss`, `embedding+loss`; empty for an even split.
+/// `embedding`, `loss`, `embedding+loss`, `first-last`; empty for an even
+/// split.
 llvm::StringRef getLayerSplitName(LayerSplit split);
 std::optional<LayerSplit> parseLayerSplit(llvm::StringRef name);
+
+/// The decoder layers of the first and last of `stages` stages when the
+/// others hold ceil(layers / stages) each and those two share the rest
+/// (Megatron-LM's decoder_first/last_pipeline_num_layers, which spare the
+/// stages that also hold the embedding and the loss); nothing where that
+/// leaves them none, or where the layers split evenly.
+std::optional<std::pair<unsigned, unsigned>>
+getFirstLastStageLayers(unsigned layers, unsigned stages);
 
 /// Which splits the search tries: `auto` the even split, and the accounted
 /// ones where the layers do not split evenly over pp x virtual stages but
