@@ -375,7 +375,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
         // The ring runs a kernel over the rank's queries per step (an
         // all-to-all context parallelism gathers nothing: one kernel).
         if (overlap.partner == OverlapPartner::Attention && !beside.empty())
-          node.attentionPasses = overlap.degree;
+          node.attentionRing = overlap.axes;
       }
       held = {addNode(std::move(node), &op, query)};
       held.append(beside.begin(), beside.end());
@@ -498,8 +498,7 @@ bool StageBuilder::build(StageProgram &program) {
                         OverlapPartner partner) {
     int index = shared.mesh.findAxis(axis);
     if (on && index >= 0 && shared.mesh.getDegree(index) > 1)
-      overlaps.push_back(
-          {AxisMask(1) << index, partner, shared.mesh.getDegree(index)});
+      overlaps.push_back({AxisMask(1) << index, partner});
   };
   addOverlap(shared.options.tensorParallelOverlap, "tp", OverlapPartner::Gemm);
   addOverlap(shared.options.contextParallelRing, "cp",

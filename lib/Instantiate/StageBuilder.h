@@ -225,7 +225,6 @@ private:
   struct OverlapAxes {
     AxisMask axes;
     OverlapPartner partner;
-    unsigned degree; ///< Ranks in the group.
   };
   llvm::SmallVector<OverlapAxes, 2> overlaps;
   std::vector<ProgramNode> *nodes = nullptr;

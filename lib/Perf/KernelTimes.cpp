@@ -114,7 +114,8 @@ uint64_t DeviceSpec::getSequentialKernelsMicros(int64_t flops,
   return toKernelMicros(micros);
 }
 
-uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node) const {
+uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node,
+                                   unsigned attentionPasses) const {
   llvm::StringRef opType = node.opType;
   // Unfused attention is several kernels, one after another.
   if (opType.startswith("attention_unfused"))
@@ -125,7 +126,7 @@ uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node) const {
   if (opType.startswith("attention"))
     return getAttentionMicros(
         node.numOps, node.tensorBytes,
-        double(node.attentionRows) * node.attentionPasses,
+        double(node.attentionRows) * attentionPasses,
         opType.endswith("_backward"), node.precision);
   return getKernelMicros(node.numOps, node.tensorBytes, node.precision,
                          KernelKind::Other);
@@ -142,15 +143,19 @@ stg::findUnsupportedPrecision(const ProgramSet &programs,
   return std::nullopt;
 }
 
-/// A compute node's time: from `measured` where it has the kernel, else
-/// from the device's roofline.
-static uint64_t getComputeMicros(const ProgramNode &node,
+/// A compute node's time on `mesh`: from `measured` where it has the
+/// kernel, else from the device's roofline.
+static uint64_t getComputeMicros(const ProgramNode &node, const Mesh &mesh,
                                  const DeviceSpec &device,
                                  const MeasuredKernels *measured) {
   uint64_t micros =
       measured ? measured->lookup(node.opType, node.numOps, node.tensorBytes)
                : 0;
-  return micros ? micros : device.getNodeMicros(node);
+  if (micros)
+    return micros;
+  unsigned passes =
+      node.attentionRing ? mesh.getGroupSize(node.attentionRing) : 1;
+  return device.getNodeMicros(node, passes);
 }
 
 /// The device as `programs` use it. A served FP8 checkpoint carries its
@@ -172,7 +177,7 @@ void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &spec,
   for (StageProgram &program : programs.stages)
     for (ProgramNode &node : program.nodes)
       if (node.kind == ProgramNodeKind::Compute)
-        node.durationMicros = getComputeMicros(node, device, measured);
+        node.durationMicros = getComputeMicros(node, programs.mesh, device, measured);
 }
 
 void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &spec,
@@ -191,12 +196,12 @@ void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &spec,
       if (node.kind != ProgramNodeKind::Compute)
         continue;
       if (queries[id] == ProgramSources::NoQuery) {
-        node.durationMicros = getComputeMicros(node, device, measured);
+        node.durationMicros = getComputeMicros(node, programs.mesh, device, measured);
         continue;
       }
       uint64_t &micros = byQuery[queries[id]];
       if (micros == Unpriced)
-        micros = getComputeMicros(node, device, measured);
+        micros = getComputeMicros(node, programs.mesh, device, measured);
       node.durationMicros = micros;
     }
   }

@@ -227,6 +227,9 @@ TEST(DeviceModelTest, KernelsRunAtTheirPrecisionsPeak) {
   attention.opType = "attention";
   EXPECT_NEAR(double(h100.getNodeMicros(attention)),
               micros(h100.attentionRowFlops), 1);
+  // A context-parallel ring of 4 runs 4 kernels over the rows.
+  EXPECT_NEAR(double(h100.getNodeMicros(attention, 4)),
+              micros(4 * h100.attentionRowFlops), 1);
   EXPECT_GT(h100.attentionBackwardRowFlops, h100.attentionRowFlops);
 }
 

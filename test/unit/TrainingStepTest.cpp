@@ -152,6 +152,10 @@ TEST_F(TrainingStepTest, EinsumNodesCarryTheirMatrixShapePerRank) {
 // for, and the kernels that go over them: a context-parallel ring's steps,
 // one for all-to-all context parallelism.
 TEST(AttentionRowsTest, FusedAttentionCarriesItsQueryRowsAndRingSteps) {
+  struct Found {
+    int64_t rows;
+    unsigned passes; ///< The ring's group size, 1 without a ring.
+  };
   auto attentionNodes = [](bool ring, bool allToAll = false) {
     CompileOptions options;
     options.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/llama3-8b.stg";
@@ -159,32 +163,36 @@ TEST(AttentionRowsTest, FusedAttentionCarriesItsQueryRowsAndRingSteps) {
     options.degrees = {{"tp", 2}, {"cp", 2}};
     options.contextParallelRing = ring;
     options.contextParallelAllToAll = allToAll;
-    std::vector<ProgramNode> found;
+    std::vector<Found> found;
     if (std::optional<CompiledModel> compiled = compileForTest(options))
       for (const ProgramNode &node : compiled->programs.stages[0].nodes)
         if (llvm::StringRef(node.opType).startswith("attention"))
-          found.push_back(node);
+          found.push_back(
+              {node.attentionRows,
+               node.attentionRing
+                   ? compiled->programs.mesh.getGroupSize(node.attentionRing)
+                   : 1});
     return found;
   };
   // One sequence, 32 heads over tp 2, 1024 queries over cp 2.
   const int64_t rows = 1 * (32 / 2) * (1024 / 2);
-  std::vector<ProgramNode> ring = attentionNodes(true);
+  std::vector<Found> ring = attentionNodes(true);
   ASSERT_EQ(ring.size(), 2u); // The forward and its gradient.
-  for (const ProgramNode &node : ring) {
-    EXPECT_EQ(node.attentionRows, rows) << node.opType;
-    EXPECT_EQ(node.attentionPasses, 2u) << node.opType;
+  for (const Found &node : ring) {
+    EXPECT_EQ(node.rows, rows);
+    EXPECT_EQ(node.passes, 2u);
   }
-  for (const ProgramNode &node : attentionNodes(false)) {
-    EXPECT_EQ(node.attentionRows, rows) << node.opType;
-    EXPECT_EQ(node.attentionPasses, 1u) << node.opType;
+  for (const Found &node : attentionNodes(false)) {
+    EXPECT_EQ(node.rows, rows);
+    EXPECT_EQ(node.passes, 1u);
   }
   // Ulysses: the whole sequence, a quarter of the heads, one kernel (even
   // with the ring asked for: nothing is gathered over cp).
-  std::vector<ProgramNode> exchanged = attentionNodes(true, true);
+  std::vector<Found> exchanged = attentionNodes(true, true);
   ASSERT_EQ(exchanged.size(), 2u);
-  for (const ProgramNode &node : exchanged) {
-    EXPECT_EQ(node.attentionRows, 1 * (32 / 4) * 1024) << node.opType;
-    EXPECT_EQ(node.attentionPasses, 1u) << node.opType;
+  for (const Found &node : exchanged) {
+    EXPECT_EQ(node.rows, 1 * (32 / 4) * 1024);
+    EXPECT_EQ(node.passes, 1u);
   }
 }
 

@@ -67,9 +67,12 @@ struct ProgramNode {
   int64_t numOps = 0;       ///< Compute: floating-point operations.
   uint64_t tensorBytes = 0; ///< Compute: bytes read and written.
   /// Compute, fused attention: query rows (batch x heads x queries), and
-  /// the kernels that each go over them (a context-parallel ring's steps).
+  /// the axes of a context-parallel ring whose steps each run a kernel
+  /// over them (its group's size in kernels; 0: one kernel). Axes, not a
+  /// count, so that the set priced on another mesh (a search's plans share
+  /// programs across cp degrees) counts that mesh's steps.
   int64_t attentionRows = 0;
-  uint32_t attentionPasses = 1;
+  AxisMask attentionRing = 0;
   /// Collective: bytes of this rank's input buffer; send/recv: message bytes.
   int64_t commBytes = 0;
   CollectiveKind commType = CollectiveKind::AllReduce;

@@ -131,8 +131,11 @@ struct DeviceSpec {
   uint64_t getAttentionMicros(int64_t flops, uint64_t bytes, double queryRows,
                               bool backward,
                               Precision precision = Precision::BF16) const;
-  /// A compute node's roofline duration, by its kind and precision.
-  uint64_t getNodeMicros(const ProgramNode &node) const;
+  /// A compute node's roofline duration, by its kind and precision; a
+  /// fused attention runs `attentionPasses` kernels over its queries (a
+  /// context-parallel ring's steps).
+  uint64_t getNodeMicros(const ProgramNode &node,
+                         unsigned attentionPasses = 1) const;
 
 private:
   /// Whole microseconds of a kernel that works `micros`, launch included:
