@@ -237,6 +237,29 @@ LogicalResult DivisibilityCheck::check(DiagnosticEngine &diags) const {
   return success(diags.getNumErrors() == errorsBefore);
 }
 
+std::string DivisibilityCheck::getReplicatedExtents() const {
+  std::string replicated;
+  for (const SplitExtent &split : extents) {
+    if (!split.replicable)
+      continue;
+    long long degree = 1;
+    std::string axes;
+    for (const Axis *axis : split.axes)
+      if (const Axis *ranks = axis->resolve()) {
+        degree *= ranks->size.value_or(1);
+        axes += (axes.empty() ? "" : "*") + axis->name;
+      }
+    if (degree == 1)
+      continue;
+    std::optional<Expr> bound = module.bindAll(split.extent);
+    std::optional<long long> size =
+        bound ? getIntegerValue(*bound) : std::nullopt;
+    if (size && *size < degree)
+      replicated += (replicated.empty() ? "" : ";") + split.text + "/" + axes;
+  }
+  return replicated;
+}
+
 namespace {
 
 class CheckDivisibilityPass : public Pass {

@@ -174,62 +174,85 @@ const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
                                              CachedModule &cached,
                                              const Mesh &mesh,
                                              const CompileOptions &options,
+                                             llvm::StringRef replicated,
                                              DiagnosticEngine &diags) {
-  std::string key = plan.getStructureKey();
-  std::string familyKey = plan.getFamilyKey();
-  bool reusable = lastStructure && !lastStructure->sources.stages.empty();
-  if (reusable && lastStructure->key != key) {
+  // Replicated extents change the programs (KV heads fewer than tp get
+  // other collectives): plans share programs only where they agree.
+  std::string key = plan.getStructureKey(), familyKey = plan.getFamilyKey();
+  if (!replicated.empty()) {
+    key += " replicated " + replicated.str();
+    familyKey += " replicated " + replicated.str();
+  }
+  CachedStructure *structure = findStructure(familyKey);
+  bool reusable = structure && !structure->sources.stages.empty();
+  if (reusable && structure->key != key) {
     // Another micro-batch count of the family: its steps and tags move,
     // its nodes stay (else it is built below).
-    reusable = lastStructure->familyKey == familyKey &&
-               succeeded(retargetMicrobatches(lastStructure->programs,
-                                              lastStructure->sources,
-                                              plan.microbatches));
+    reusable = succeeded(retargetMicrobatches(
+        structure->programs, structure->sources, plan.microbatches));
     if (reusable) {
-      lastStructure->key = key;
-      lastStructure->pricedFor.clear();
-      lastStructure->shapes.forgetSteps();
+      structure->key = key;
+      structure->pricedFor.clear();
+      structure->shapes.forgetSteps();
     }
   }
+  current = nullptr;
   InstantiateOptions instantiateOptions = getInstantiateOptions(mesh, options);
   if (reusable && !cached.bound.empty() &&
-      lastStructure->pricedFor == cached.bound) {
+      structure->pricedFor == cached.bound) {
     // The last plan's numbers, in another rank order (tp in the node or
     // not: half of a space's plans): only the collectives' groups move.
-    if (failed(moveProgramSetToMesh(lastStructure->programs, mesh,
+    if (failed(moveProgramSetToMesh(structure->programs, mesh,
                                     instantiateOptions.pipelineAxis, diags)))
       return nullptr;
-    return &lastStructure->programs;
+    current = structure;
+    return &structure->programs;
   }
   if (reusable) {
-    lastStructure->pricedFor.clear();
-    if (failed(repriceProgramSet(lastStructure->programs,
-                                 lastStructure->sources, *cached.module, mesh,
-                                 instantiateOptions, *cached.numbers, diags))) {
+    structure->pricedFor.clear();
+    if (failed(repriceProgramSet(structure->programs, structure->sources,
+                                 *cached.module, mesh, instantiateOptions,
+                                 *cached.numbers, diags))) {
       // The cache keeps a failed op as null without its message: the next
       // plan evaluates afresh, so that it reports why.
       cached.bound.clear();
       return nullptr;
     }
   } else {
-    lastStructure.reset();
-    CachedStructure built;
+    if (structure)
+      structures.erase(structures.begin());
+    auto built = std::make_unique<CachedStructure>();
     std::optional<ProgramSet> programs =
         instantiateModel(*cached.module, mesh, options, diags,
-                         cached.numbers.get(), &built.sources);
+                         cached.numbers.get(), &built->sources);
     if (!programs) {
       cached.bound.clear();
       return nullptr;
     }
-    built.key = std::move(key);
-    built.familyKey = std::move(familyKey);
-    built.programs = std::move(*programs);
-    lastStructure = std::move(built);
+    built->key = std::move(key);
+    built->familyKey = std::move(familyKey);
+    built->programs = std::move(*programs);
+    structures.insert(structures.begin(), std::move(built));
+    if (structures.size() > MaxCachedStructures)
+      structures.pop_back();
+    structure = structures.front().get();
   }
-  applyDeviceModel(lastStructure->programs, system.device, nullptr,
-                   lastStructure->sources);
-  lastStructure->pricedFor = cached.bound;
-  return &lastStructure->programs;
+  applyDeviceModel(structure->programs, system.device, nullptr,
+                   structure->sources);
+  structure->pricedFor = cached.bound;
+  current = structure;
+  return &structure->programs;
+}
+
+PlanEvaluator::CachedStructure *
+PlanEvaluator::findStructure(llvm::StringRef familyKey) {
+  auto found = llvm::find_if(structures, [&](const auto &structure) {
+    return structure->familyKey == familyKey;
+  });
+  if (found == structures.end())
+    return nullptr;
+  std::rotate(structures.begin(), found, std::next(found));
+  return structures.front().get();
 }
 
 PlanResult PlanEvaluator::evaluate(const Plan &plan) {
@@ -277,6 +300,9 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
     result.prunedByModel = true;
     return result;
   }
+  auto [replicated, unseen] = cached->replicated.try_emplace(bound);
+  if (unseen)
+    replicated->second = cached->divisibility->getReplicatedExtents();
   // The plan's micro-batches must add up to the global batch: the search
   // takes the model's B to be MB over the data replicas.
   if (module->lookupDim("B")) {
@@ -287,13 +313,13 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
       return result;
     }
   }
-  const ProgramSet *programs =
-      getPrograms(plan, *cached, *mesh, options, diags);
+  const ProgramSet *programs = getPrograms(plan, *cached, *mesh, options,
+                                          replicated->second, diags);
   if (!programs)
     return fail();
-  // The plan's programs are those of lastStructure, re-priced.
+  // The plan's programs are those of its structure, re-priced.
   llvm::Expected<StepEstimate> estimate =
-      estimateStep(*programs, system, nullptr, &lastStructure->shapes);
+      estimateStep(*programs, system, nullptr, &current->shapes);
   if (!estimate) {
     result.reason = llvm::toString(estimate.takeError());
     return result;

@@ -35,6 +35,12 @@ public:
   /// reporting each problem once, at the first value that has it.
   LogicalResult check(DiagnosticEngine &diags) const;
 
+  /// Under the module's current dims and degrees: the extents replicated
+  /// rather than split (KV heads fewer than tp), as `extent/axes` joined by
+  /// `;`, empty if none. The programs' structure depends on it beyond
+  /// which axes are above 1: the plan search keys its shared programs on it.
+  std::string getReplicatedExtents() const;
+
   /// One dimension of a value, the first of the module's values (in walk
   /// order) with its extent and partition axes.
   struct SplitExtent {

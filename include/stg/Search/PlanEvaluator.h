@@ -116,21 +116,27 @@ private:
     /// Per binding checked (plans of other virtual stages come back to
     /// it): why check-divisibility refused it, or empty.
     llvm::StringMap<std::string> checkFailures;
+    /// Per binding checked: its replicated extents
+    /// (DivisibilityCheck::getReplicatedExtents), which key the structure
+    /// its programs share with other plans.
+    llvm::StringMap<std::string> replicated;
     std::unique_ptr<OpNumberCache> numbers;
   };
   CachedModule *getModule(const Plan &plan, const CompileOptions &options,
                           DiagnosticEngine &diags);
   /// The programs of `plan`, priced: those of the previous plan re-priced
-  /// when both have one structure (Plan::getStructureKey), or else
-  /// instantiated; null after reporting why not.
+  /// when both have one structure (Plan::getStructureKey, and the same
+  /// `replicated` extents), or else instantiated; null after reporting why
+  /// not.
   const ProgramSet *getPrograms(const Plan &plan, CachedModule &cached,
                                 const Mesh &mesh,
                                 const CompileOptions &options,
+                                llvm::StringRef replicated,
                                 DiagnosticEngine &diags);
 
   std::map<std::string, CachedModule> modules;
-  /// The programs of the last structure built or moved to another
-  /// micro-batch count, for its family's next plan.
+  /// The programs of a structure built or moved to another micro-batch
+  /// count, for its family's next plans.
   struct CachedStructure {
     std::string key, familyKey;
     /// The module binding (CachedModule::bound) the programs are priced
@@ -140,7 +146,16 @@ private:
     ProgramSources sources;
     StepShapeCache shapes;
   };
-  std::optional<CachedStructure> lastStructure;
+  /// The structures of the last few families, the latest first: a
+  /// family's plans that replicate an extent and those that do not (tp
+  /// past the KV heads) alternate in the search's order, and each keeps
+  /// its programs.
+  std::vector<std::unique_ptr<CachedStructure>> structures;
+  static constexpr size_t MaxCachedStructures = 4;
+  /// The structure the last plan evaluated was priced on.
+  CachedStructure *current = nullptr;
+  /// The cached structure of `familyKey`, moved to the front; null if none.
+  CachedStructure *findStructure(llvm::StringRef familyKey);
 };
 
 } // namespace stg
