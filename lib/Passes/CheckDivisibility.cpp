@@ -92,6 +92,20 @@ DivisibilityCheck::DivisibilityCheck(const Module &module) : module(module) {
   });
 }
 
+/// The ranks `split` is split over under the current degrees, and its axes
+/// as a message names them (`cp*tp`).
+static std::pair<long long, std::string>
+getSplitDegree(const DivisibilityCheck::SplitExtent &split) {
+  long long degree = 1;
+  std::string axes;
+  for (const Axis *axis : split.axes)
+    if (const Axis *ranks = axis->resolve()) {
+      degree *= ranks->size.value_or(1);
+      axes += (axes.empty() ? "" : "*") + axis->name;
+    }
+  return {degree, axes};
+}
+
 namespace {
 
 /// One check's state: what it reported, and the extents it bound.
@@ -201,13 +215,7 @@ void Checker::checkExtent(const DivisibilityCheck::SplitExtent &split) {
                                  module.describeBindings(split.extent));
     return;
   }
-  long long degree = 1;
-  std::string axes;
-  for (const Axis *axis : split.axes)
-    if (const Axis *ranks = axis->resolve()) {
-      degree *= ranks->size.value_or(1);
-      axes += (axes.empty() ? "" : "*") + axis->name;
-    }
+  auto [degree, axes] = getSplitDegree(split);
   if (degree == 1 || *size % degree == 0)
     return;
   if (*size > 0 && *size < degree && degree % *size == 0 && split.replicable)
@@ -242,13 +250,7 @@ std::string DivisibilityCheck::getReplicatedExtents() const {
   for (const SplitExtent &split : extents) {
     if (!split.replicable)
       continue;
-    long long degree = 1;
-    std::string axes;
-    for (const Axis *axis : split.axes)
-      if (const Axis *ranks = axis->resolve()) {
-        degree *= ranks->size.value_or(1);
-        axes += (axes.empty() ? "" : "*") + axis->name;
-      }
+    auto [degree, axes] = getSplitDegree(split);
     if (degree == 1)
       continue;
     std::optional<Expr> bound = module.bindAll(split.extent);
