@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace stg {
 
@@ -72,18 +73,48 @@ parseAssignment(llvm::StringRef text) {
   return std::make_pair(name.str(), value.str());
 }
 
-/// Errors as `TOOL: error: MESSAGE`, then where help is.
+/// Appends each `--set NAME=VALUE` of `sets` to `overrides`; the message
+/// for the first that is not one, if any.
+inline std::optional<std::string>
+appendAssignments(const std::vector<std::string> &sets,
+                  std::vector<std::pair<std::string, std::string>> &overrides) {
+  for (const std::string &set : sets) {
+    std::optional<std::pair<std::string, std::string>> assignment =
+        parseAssignment(set);
+    if (!assignment)
+      return "--set expects NAME=VALUE, found '" + set + "'";
+    overrides.push_back(std::move(*assignment));
+  }
+  return std::nullopt;
+}
+
 /// `--version`: prints `TOOL VERSION` and exits 0.
 inline void addVersionFlag(CLI::App &app, const std::string &tool) {
   app.set_version_flag("--version", tool + " " + getToolVersion().str(),
                        "print the version and exit");
 }
 
+/// Errors as `TOOL: error: MESSAGE`, then where help is.
 inline void useToolErrorFormat(CLI::App &app, const std::string &tool) {
   app.failure_message([tool](const CLI::App *, const CLI::Error &error) {
     return tool + ": error: " + error.what() + "\n" + tool +
            ": run with --help for the flags\n";
   });
+}
+
+/// Parses the command line, errors in the tool's format: the exit status
+/// when the tool is to stop there (0 after --help or --version, 1 on an
+/// error), nothing when it goes on.
+inline std::optional<int> parseCommandLine(CLI::App &app,
+                                           const std::string &tool, int argc,
+                                           char **argv) {
+  useToolErrorFormat(app, tool);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  return std::nullopt;
 }
 
 } // namespace stg

@@ -51,12 +51,8 @@ int main(int argc, char **argv) {
                "print the model's trainable parameter count (dims bound)");
   app.footer(describePasses());
   addVersionFlag(app, "stage-opt");
-  useToolErrorFormat(app, "stage-opt");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e) == 0 ? 0 : 1;
-  }
+  if (std::optional<int> status = parseCommandLine(app, "stage-opt", argc, argv))
+    return *status;
 
   DiagnosticEngine diags(llvm::errs());
   diags.setProgramName("stage-opt");

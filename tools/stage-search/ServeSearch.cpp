@@ -236,12 +236,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
       ->group(output);
   app.add_flag("-q,--quiet", flags.quiet, "no progress bar")->group(output);
   addVersionFlag(app, "stage-search");
-  useToolErrorFormat(app, "stage-search");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e) == 0 ? 0 : 1;
-  }
+  if (std::optional<int> status = parseCommandLine(app, "stage-search", argc, argv))
+    return *status;
 
   search.splitPatience = allSplits ? 0 : search.splitPatience;
   if (!kvCacheType.empty())
@@ -249,13 +245,9 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   search.maxTTFTMillis = ttft;
   search.maxTPOTMillis = tpot;
   search.sloStatistic = *parseSLOStatistic(flags.sloStatistic);
-  for (const std::string &set : sets) {
-    std::optional<std::pair<std::string, std::string>> assignment =
-        parseAssignment(set);
-    if (!assignment)
-      return fail("--set expects NAME=VALUE, found '" + set + "'");
-    search.base.overrides.push_back(std::move(*assignment));
-  }
+  if (std::optional<std::string> error =
+          appendAssignments(sets, search.base.overrides))
+    return fail(*error);
   if (std::optional<std::string> error =
           applyPrecisionFlags(dtype, "", search.base))
     return fail(*error);

@@ -250,23 +250,16 @@ static std::optional<int> parseOptions(int argc, char **argv,
       ->group(output);
   app.add_flag("-q,--quiet", options.quiet, "no progress bar")->group(output);
   addVersionFlag(app, "stage-search");
-  useToolErrorFormat(app, "stage-search");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e) == 0 ? 0 : 1;
-  }
+  if (std::optional<int> status =
+          parseCommandLine(app, "stage-search", argc, argv))
+    return *status;
   options.compile.overlapGradientReduction = gradReduce == "overlap";
   options.compile.tensorParallelOverlap = tpCommOverlap == "on";
   options.compile.overlapParamGather = overlapParamGather == "on";
   options.compile.memoryAccounting = *parseMemoryAccounting(memoryAccounting);
-  for (const std::string &set : sets) {
-    std::optional<std::pair<std::string, std::string>> assignment =
-        parseAssignment(set);
-    if (!assignment)
-      return fail("--set expects NAME=VALUE, found '" + set + "'");
-    options.compile.overrides.push_back(std::move(*assignment));
-  }
+  if (std::optional<std::string> error =
+          appendAssignments(sets, options.compile.overrides))
+    return fail(*error);
   if (std::optional<std::string> error =
           applyPrecisionFlags(dtype, "", options.compile))
     return fail(*error);
@@ -450,12 +443,9 @@ static int runMerge(int argc, char **argv) {
   app.add_option("-o", options.outputDir, "write plans.json and plans.csv");
   app.add_option("--top", options.top, "plans to print (default 10)")
       ->check(wholeNumber(0, 1000000));
-  useToolErrorFormat(app, "stage-search merge");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e) == 0 ? 0 : 1;
-  }
+  if (std::optional<int> status =
+          parseCommandLine(app, "stage-search merge", argc, argv))
+    return *status;
   if (llvm::Error err = checkOutput(options))
     return fail(llvm::toString(std::move(err)));
   std::vector<SearchTable> shards;

@@ -318,12 +318,8 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
 
   addServeFlags(app, options.serve);
   addVersionFlag(app, "stagec");
-  useToolErrorFormat(app, "stagec");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e) == 0 ? 0 : 1;
-  }
+  if (std::optional<int> status = parseCommandLine(app, "stagec", argc, argv))
+    return *status;
   if (options.outputDir.empty() && !options.report && !options.printDims &&
       options.emitStg.empty() &&
       options.reportJson.empty() && options.timeline.empty()) {
@@ -358,15 +354,10 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  (unsigned long long)MaxRanks, ranks.c_str());
     return 1;
   }
-  for (const std::string &set : sets) {
-    std::optional<std::pair<std::string, std::string>> assignment =
-        parseAssignment(set);
-    if (!assignment) {
-      std::fprintf(stderr, "stagec: error: --set expects NAME=VALUE, found "
-                           "'%s'\n", set.c_str());
-      return 1;
-    }
-    options.compile.overrides.push_back(std::move(*assignment));
+  if (std::optional<std::string> error =
+          appendAssignments(sets, options.compile.overrides)) {
+    std::fprintf(stderr, "stagec: error: %s\n", error->c_str());
+    return 1;
   }
   if (std::optional<std::string> error = applyPrecisionFlags(
           options.dtype, options.precision, options.compile)) {
