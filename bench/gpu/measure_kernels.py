@@ -275,7 +275,7 @@ class Bench:
             return t.float()
         return (t * 0.5).to(dtype)
 
-    def gemm_operands(self, precision, op, batch, m, n, k):
+    def gemm_call(self, precision, op, batch, m, n, k):
         """A call computing the product in `precision`, with the operand
         layouts the framework keeps: A row-major, B column-major (the
         transposed copy of a weight or of an activation for FP8)."""
@@ -286,20 +286,19 @@ class Bench:
             one = torch.ones((), device=self.dev, dtype=torch.float32)
             a = self.randn(m, k, dtype=dtype)
             b = self.randn(n, k, dtype=dtype).t()
-            out = lambda: torch._scaled_mm(a, b, one, one,
-                                           out_dtype=torch.bfloat16,
-                                           use_fast_accum=fast)
-            return out, a, b
+            return lambda: torch._scaled_mm(a, b, one, one,
+                                            out_dtype=torch.bfloat16,
+                                            use_fast_accum=fast)
         dtype = torch.float32 if precision == "tf32" else torch.bfloat16
         if batch > 1:
             a = self.randn(batch, m, k, dtype=dtype)
             b = self.randn(batch, n, k, dtype=dtype).transpose(1, 2)
             c = torch.empty(batch, m, n, device=self.dev, dtype=dtype)
-            return (lambda: torch.bmm(a, b, out=c)), a, b
+            return lambda: torch.bmm(a, b, out=c)
         a = self.randn(m, k, dtype=dtype)
         b = self.randn(n, k, dtype=dtype).t()
         c = torch.empty(m, n, device=self.dev, dtype=dtype)
-        return (lambda: torch.matmul(a, b, out=c)), a, b
+        return lambda: torch.matmul(a, b, out=c)
 
     def gemm(self, group, model, op, precision, batch, m, n, k):
         flops, nbytes = gemm_cost(precision, batch, m, n, k)
@@ -313,7 +312,7 @@ class Bench:
         if precision == "fp8" and batch > 1:
             return self.grouped_fp8(row, flops, nbytes, batch, run_m, n, k)
         sets = rotating_sets(nbytes)
-        calls = [self.gemm_operands(precision, op, batch, run_m, n, k)[0]
+        calls = [self.gemm_call(precision, op, batch, run_m, n, k)
                  for _ in range(sets)]
         micros, how = self.timer.best(lambda i: calls[i](), sets,
                                       estimate_us(flops, nbytes))
@@ -471,10 +470,6 @@ def describe(torch):
              "memory_gib: %.1f" % (props.total_memory / 2**30),
              "torch: %s" % torch.__version__, "cuda: %s" % torch.version.cuda,
              "cudnn: %s" % torch.backends.cudnn.version()]
-    try:
-        lines.append("cublaslt: %s" % torch._C._cuda_getCompiledVersion())
-    except Exception:  # noqa: BLE001 - informational only
-        pass
     return lines
 
 
