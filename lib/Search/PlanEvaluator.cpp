@@ -219,7 +219,7 @@ const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
       return nullptr;
     }
   } else {
-    if (structure)
+    if (structure) // Its family's, at the front, which failed to retarget.
       structures.erase(structures.begin());
     auto built = std::make_unique<CachedStructure>();
     std::optional<ProgramSet> programs =

@@ -56,6 +56,15 @@ llvm::StringRef stg::getLayerSplitName(LayerSplit split) {
   return "";
 }
 
+std::optional<LayerSplit> stg::parseLayerSplit(llvm::StringRef name) {
+  for (LayerSplit split :
+       {LayerSplit::Even, LayerSplit::Embedding, LayerSplit::Loss,
+        LayerSplit::EmbeddingAndLoss, LayerSplit::FirstLast})
+    if (name == getLayerSplitName(split))
+      return split;
+  return std::nullopt;
+}
+
 std::optional<std::pair<unsigned, unsigned>>
 stg::getFirstLastStageLayers(unsigned layers, unsigned stages) {
   if (stages < 2 || layers % stages == 0)
@@ -66,15 +75,6 @@ stg::getFirstLastStageLayers(unsigned layers, unsigned stages) {
   if (first >= middle)
     return std::nullopt;
   return std::make_pair(middle - first, middle - last);
-}
-
-std::optional<LayerSplit> stg::parseLayerSplit(llvm::StringRef name) {
-  for (LayerSplit split :
-       {LayerSplit::Even, LayerSplit::Embedding, LayerSplit::Loss,
-        LayerSplit::EmbeddingAndLoss, LayerSplit::FirstLast})
-    if (name == getLayerSplitName(split))
-      return split;
-  return std::nullopt;
 }
 
 llvm::StringRef stg::getCpExchangeName(CpExchange exchange) {
