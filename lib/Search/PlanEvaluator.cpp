@@ -288,21 +288,20 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
       cached->numbers = std::make_unique<OpNumberCache>(*module, diags);
     cached->numbers->setDiagnostics(diags);
   }
-  auto [checked, fresh] = cached->checkFailures.try_emplace(bound);
+  auto [checked, fresh] = cached->checks.try_emplace(bound);
   if (fresh) {
     if (!cached->divisibility)
       cached->divisibility = std::make_unique<DivisibilityCheck>(*module);
     if (failed(cached->divisibility->check(diags)))
-      checked->second = getFirstError(os.str());
+      checked->second.failure = getFirstError(os.str());
+    else
+      checked->second.replicated = cached->divisibility->getReplicatedExtents();
   }
-  if (!checked->second.empty()) {
-    result.reason = checked->second;
+  if (!checked->second.failure.empty()) {
+    result.reason = checked->second.failure;
     result.prunedByModel = true;
     return result;
   }
-  auto [replicated, unseen] = cached->replicated.try_emplace(bound);
-  if (unseen)
-    replicated->second = cached->divisibility->getReplicatedExtents();
   // The plan's micro-batches must add up to the global batch: the search
   // takes the model's B to be MB over the data replicas.
   if (module->lookupDim("B")) {
@@ -314,7 +313,7 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
     }
   }
   const ProgramSet *programs = getPrograms(plan, *cached, *mesh, options,
-                                          replicated->second, diags);
+                                          checked->second.replicated, diags);
   if (!programs)
     return fail();
   // The plan's programs are those of its structure, re-priced.

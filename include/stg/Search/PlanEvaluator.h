@@ -113,13 +113,14 @@ private:
     std::string bound; ///< Degrees and micro-batch size, last bound.
     /// check-divisibility's extents, collected at the first check.
     std::unique_ptr<DivisibilityCheck> divisibility;
-    /// Per binding checked (plans of other virtual stages come back to
-    /// it): why check-divisibility refused it, or empty.
-    llvm::StringMap<std::string> checkFailures;
-    /// Per binding checked: its replicated extents
-    /// (DivisibilityCheck::getReplicatedExtents), which key the structure
-    /// its programs share with other plans.
-    llvm::StringMap<std::string> replicated;
+    /// What the check of a binding found (plans of other virtual stages
+    /// come back to it): why check-divisibility refused it, or empty; and
+    /// its replicated extents (DivisibilityCheck::getReplicatedExtents),
+    /// which key the structure its programs share with other plans.
+    struct BindingCheck {
+      std::string failure, replicated;
+    };
+    llvm::StringMap<BindingCheck> checks;
     std::unique_ptr<OpNumberCache> numbers;
   };
   CachedModule *getModule(const Plan &plan, const CompileOptions &options,
