@@ -288,14 +288,14 @@ void stg::setManifestMetrics(llvm::json::Value &manifest,
     (*step)["collectives"] = describeCollectiveTraffic(report.metrics);
 }
 
-/// `F0 F1 B0 F2 B1 ...`: a stage's schedule steps, with the model chunk
-/// after a dot when stages hold several.
+/// `F0 F1 B0 F2 B1 ...` (W0: a weight-gradient step): a stage's schedule
+/// steps, with the model chunk after a dot when stages hold several.
 static std::string describeSchedule(const StageProgram &program,
                                     unsigned numVirtualStages) {
   std::string text;
   llvm::raw_string_ostream os(text);
   for (const ScheduleStep &step : program.schedule) {
-    os << (text.empty() ? "" : " ") << (step.backward ? 'B' : 'F')
+    os << (text.empty() ? "" : " ") << getStepLetter(step)
        << step.microbatch;
     if (numVirtualStages > 1)
       os << '.' << step.chunk;

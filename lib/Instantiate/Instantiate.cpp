@@ -9,6 +9,7 @@
 
 #include "stg/Instantiate/Instantiate.h"
 
+#include "BackwardSplit.h"
 #include "StageBuilder.h"
 #include "StageMemory.h"
 
@@ -256,6 +257,8 @@ stg::instantiate(const Module &module, const Mesh &mesh,
   SharedState shared(module, mesh, *placement, stepOptions, numbers, diags,
                      training,
                      sources && !sources->stages.empty() ? sources : nullptr);
+  if (training && options.schedule == PipelineSchedule::ZeroBubbleH1)
+    shared.weightGradientOps = findWeightGradientOps(module);
   if (failed(findStageEdges(shared)))
     return std::nullopt;
   if (sources) {

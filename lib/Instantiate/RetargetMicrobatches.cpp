@@ -40,10 +40,12 @@ assembleSteps(llvm::ArrayRef<ScheduleStep> schedule,
               bool training) {
   std::vector<ProgramStep> steps;
   // The first micro-batch's step of each kind stands for the middle ones.
-  std::map<std::pair<unsigned, bool>, std::optional<ProgramStep>> firstOfKind;
+  std::map<std::tuple<unsigned, bool, BackwardPart>,
+           std::optional<ProgramStep>>
+      firstOfKind;
   size_t next = 0;
   for (const ScheduleStep &step : schedule) {
-    std::pair<unsigned, bool> kind{step.chunk, step.backward};
+    auto kind = step.getKind();
     if (replaysFirstMicrobatch(step, numMicrobatches, training)) {
       auto first = firstOfKind.find(kind);
       if (first == firstOfKind.end())
@@ -63,6 +65,7 @@ assembleSteps(llvm::ArrayRef<ScheduleStep> schedule,
     const ProgramSources::ScheduleSource &source =
         recorded.scheduleSources[next++];
     if (source.chunk != step.chunk || source.backward != step.backward ||
+        source.part != step.part ||
         source.lastMicrobatch != (step.microbatch != 0))
       return std::nullopt;
     std::optional<ProgramStep> added = source.step;

@@ -2,6 +2,8 @@
 
 #include "stg/Instantiate/Schedule.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 #include <algorithm>
 
 using namespace stg;
@@ -11,17 +13,34 @@ std::optional<PipelineSchedule> stg::parsePipelineSchedule(llvm::StringRef name)
     return PipelineSchedule::OneFOneB;
   if (name == "gpipe")
     return PipelineSchedule::GPipe;
+  if (name == "zb-h1")
+    return PipelineSchedule::ZeroBubbleH1;
   return std::nullopt;
 }
 
 llvm::StringRef stg::getPipelineScheduleName(PipelineSchedule schedule) {
-  return schedule == PipelineSchedule::OneFOneB ? "1f1b" : "gpipe";
+  switch (schedule) {
+  case PipelineSchedule::OneFOneB:
+    return "1f1b";
+  case PipelineSchedule::GPipe:
+    return "gpipe";
+  case PipelineSchedule::ZeroBubbleH1:
+    return "zb-h1";
+  }
+  llvm_unreachable("unknown pipeline schedule");
+}
+
+char stg::getStepLetter(const ScheduleStep &step) {
+  if (!step.backward)
+    return 'F';
+  return step.part == BackwardPart::Weight ? 'W' : 'B';
 }
 
 static unsigned getWarmupForwards(PipelineSchedule schedule, unsigned stage,
                                   unsigned numStages, unsigned numMicrobatches) {
   if (schedule == PipelineSchedule::GPipe)
     return numMicrobatches;
+  // 1F1B's warm-up, and ZB-H1's.
   return std::min(numStages - stage - 1, numMicrobatches);
 }
 
@@ -71,6 +90,38 @@ getInterleavedSchedule(unsigned stage, unsigned numStages,
   return steps;
 }
 
+/// ZB-H1 (Schedule.h): 1F1B's order with each backward split into B and W,
+/// stage s's first s steady iterations without their W.
+static std::vector<ScheduleStep> getZeroBubbleH1Schedule(unsigned stage,
+                                                         unsigned numStages,
+                                                         unsigned numMicrobatches) {
+  auto input = [](unsigned mb) {
+    return ScheduleStep{true, mb, 0, BackwardPart::Input};
+  };
+  auto weight = [](unsigned mb) {
+    return ScheduleStep{true, mb, 0, BackwardPart::Weight};
+  };
+  std::vector<ScheduleStep> steps;
+  unsigned forwards = getWarmupForwards(PipelineSchedule::ZeroBubbleH1, stage,
+                                        numStages, numMicrobatches);
+  for (unsigned mb = 0; mb < forwards; ++mb)
+    steps.push_back({false, mb});
+  unsigned inputs = 0, weights = 0;
+  for (unsigned iteration = 0; forwards < numMicrobatches; ++iteration) {
+    steps.push_back({false, forwards++});
+    steps.push_back(input(inputs++));
+    if (iteration >= stage)
+      steps.push_back(weight(weights++));
+  }
+  while (inputs < numMicrobatches) {
+    steps.push_back(input(inputs++));
+    steps.push_back(weight(weights++));
+  }
+  while (weights < numMicrobatches)
+    steps.push_back(weight(weights++));
+  return steps;
+}
+
 std::vector<ScheduleStep> stg::getStageSchedule(PipelineSchedule schedule,
                                                 unsigned stage,
                                                 unsigned numStages,
@@ -86,6 +137,8 @@ std::vector<ScheduleStep> stg::getStageSchedule(PipelineSchedule schedule,
       steps.push_back({false, mb});
     return steps;
   }
+  if (schedule == PipelineSchedule::ZeroBubbleH1)
+    return getZeroBubbleH1Schedule(stage, numStages, numMicrobatches);
   unsigned warmup =
       getWarmupForwards(schedule, stage, numStages, numMicrobatches);
   for (unsigned mb = 0; mb < warmup; ++mb)
@@ -112,5 +165,17 @@ double stg::getMaxInFlightMicrobatches(PipelineSchedule schedule,
   }
   if (schedule == PipelineSchedule::GPipe)
     return numMicrobatches;
+  if (schedule == PipelineSchedule::ZeroBubbleH1) {
+    // Counted on the schedule: a micro-batch from its F to its W.
+    unsigned held = 0, most = 0;
+    for (const ScheduleStep &step : getZeroBubbleH1Schedule(
+             stage, numStages, numMicrobatches)) {
+      if (!step.backward)
+        most = std::max(most, ++held);
+      else if (step.part == BackwardPart::Weight)
+        --held;
+    }
+    return most;
+  }
   return std::min(numStages - stage, numMicrobatches);
 }

@@ -401,11 +401,14 @@ bool StageBuilder::isWeightGather(const Op &op, int layer) const {
 
 void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
   auto runs = [&](const Op &op) {
-    if (step.backward)
-      return op.getPhase() == Phase::Backward ||
-             (lastBackward && op.getPhase() == Phase::GradientSync &&
-              !deferredSync.count(&op));
-    return op.getPhase() == Phase::Forward;
+    if (!step.backward)
+      return op.getPhase() == Phase::Forward;
+    if (op.getPhase() == Phase::Backward)
+      return step.part == BackwardPart::Whole ||
+             shared.weightGradientOps.count(&op) ==
+                 (step.part == BackwardPart::Weight);
+    return lastBackward && op.getPhase() == Phase::GradientSync &&
+           !deferredSync.count(&op);
   };
   int mb = step.microbatch;
   auto here = [&](const Op &op, int layer) {
@@ -598,10 +601,12 @@ bool StageBuilder::build(StageProgram &program) {
       chunksWithTopLevelOps.insert(placement.getChunk(op.get(), -1));
   // Folded: the first micro-batch's step of each kind, or none if it was
   // empty, stands for the middle micro-batches' steps of that kind.
-  std::map<std::pair<unsigned, bool>, std::optional<ProgramStep>> firstOfKind;
+  std::map<std::tuple<unsigned, bool, BackwardPart>,
+           std::optional<ProgramStep>>
+      firstOfKind;
   for (size_t index = 0; index < program.schedule.size(); ++index) {
     ScheduleStep step = program.schedule[index];
-    std::pair<unsigned, bool> kind{step.chunk, step.backward};
+    auto kind = step.getKind();
     if (shared.options.foldMicrobatches &&
         replaysFirstMicrobatch(step, shared.options.numMicrobatches,
                                shared.training)) {
@@ -625,7 +630,7 @@ bool StageBuilder::build(StageProgram &program) {
         built.reset(); // The other chunk's step was empty.
     } else {
       size_t stepsBefore = program.steps.size();
-      bool lastBackward = step.backward &&
+      bool lastBackward = runsGradientSync(step) &&
                           step.microbatch + 1 == shared.options.numMicrobatches;
       std::string name = "step" + std::to_string(index);
       stepMessages.clear();
@@ -642,7 +647,7 @@ bool StageBuilder::build(StageProgram &program) {
       }
       if (!chunksWithTopLevelOps.count(step.chunk))
         builtSteps.push_back({step.chunk, int(step.microbatch), step.backward,
-                              built, stepMessages, preamble});
+                              step.part, built, stepMessages, preamble});
     }
     // The other micro-batches replay the step without its weight gathers.
     if (step.microbatch == 0) {
@@ -655,7 +660,8 @@ bool StageBuilder::build(StageProgram &program) {
       if (added && replayed)
         added->tagOffset = 0;
       sources->scheduleSources.push_back({step.chunk, step.backward,
-                                          step.microbatch != 0, added,
+                                          step.part, step.microbatch != 0,
+                                          added,
                                           replayed ? edgeShift : 0,
                                           built ? preamble : 0});
     }

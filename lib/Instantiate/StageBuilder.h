@@ -65,7 +65,15 @@ struct SharedState {
   /// that asked it last.
   llvm::DenseMap<std::pair<const Op *, const Value *>, uint32_t> queryIndex;
   std::vector<unsigned> queryAskedBy;
+  /// A zero-bubble schedule's W ops (BackwardSplit.h); empty otherwise.
+  llvm::DenseSet<const Op *> weightGradientOps;
 };
+
+/// Whether `step`, of the last micro-batch, is the one that reduces the
+/// gradients: the backward, or of a split backward its W.
+inline bool runsGradientSync(ScheduleStep step) {
+  return step.backward && step.part != BackwardPart::Input;
+}
 
 /// Whether a folded stage's schedule step replays micro-batch 0's step of
 /// its kind rather than building nodes: every micro-batch's but the first's
@@ -74,7 +82,8 @@ struct SharedState {
 inline bool replaysFirstMicrobatch(ScheduleStep step, unsigned numMicrobatches,
                                    bool training) {
   bool last = step.microbatch + 1 == numMicrobatches;
-  return step.microbatch > 0 && (!last || (training && !step.backward));
+  return step.microbatch > 0 &&
+         (!last || (training && !runsGradientSync(step)));
 }
 
 /// Builds the program of one stage. Stages are built independently: the
@@ -291,6 +300,7 @@ private:
     unsigned chunk;
     int microbatch;
     bool backward;
+    BackwardPart part;
     std::optional<ProgramStep> step;
     std::vector<Message> messages;
     uint32_t preamble = 0;

@@ -127,7 +127,7 @@ std::optional<ProgramStep> StageBuilder::findChunkReplay(ScheduleStep step,
     return std::nullopt;
   for (const BuiltStep &built : builtSteps) {
     if (built.microbatch != int(step.microbatch) ||
-        built.backward != step.backward ||
+        built.backward != step.backward || built.part != step.part ||
         chunksWithTopLevelOps.count(built.chunk))
       continue;
     // The same layers of the same repeat, whole repetitions further on.

@@ -10,7 +10,9 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 using namespace stg;
 
@@ -23,7 +25,7 @@ std::string describe(const std::vector<ScheduleStep> &steps,
   for (const ScheduleStep &step : steps) {
     if (!text.empty())
       text += ' ';
-    text += (step.backward ? 'B' : 'F') + std::to_string(step.microbatch);
+    text += getStepLetter(step) + std::to_string(step.microbatch);
     if (chunks)
       text += '.' + std::to_string(step.chunk);
   }
@@ -83,6 +85,111 @@ TEST(ScheduleTest, InterleavedWithAsManyMicrobatchesAsStagesWarmsUpFully) {
   std::vector<ScheduleStep> steps =
       getStageSchedule(PipelineSchedule::OneFOneB, 1, 2, 2, true, 2);
   EXPECT_EQ(describe(steps, true), "F0.0 F1.0 F0.1 F1.1 B0.1 B1.1 B0.0 B1.0");
+}
+
+TEST(ScheduleTest, ZeroBubbleH1DelaysStageSWeightGradientsBySteps) {
+  auto order = [](unsigned stage) {
+    return describe(
+        getStageSchedule(PipelineSchedule::ZeroBubbleH1, stage, 4, 8, true));
+  };
+  EXPECT_EQ(order(0), "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 "
+                      "B5 W5 B6 W6 B7 W7");
+  EXPECT_EQ(order(1), "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 "
+                      "W4 B6 W5 B7 W6 W7");
+  EXPECT_EQ(order(3), "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 "
+                      "F7 B7 W4 W5 W6 W7");
+  // A micro-batch is held from its F to its W: 1F1B's first stage's P, on
+  // every stage.
+  for (unsigned stage = 0; stage < 4; ++stage)
+    EXPECT_EQ(getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleH1,
+                                         stage, 4, 8),
+              4);
+  EXPECT_EQ(
+      getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleH1, 2, 4, 2), 2);
+  // Inference has no backward to split.
+  EXPECT_EQ(describe(getStageSchedule(PipelineSchedule::ZeroBubbleH1, 0, 2, 2,
+                                      false)),
+            "F0 F1");
+}
+
+/// The makespan of every stage running `schedule` in order, a step taking
+/// `times` (F, B, W; a whole backward B + W) once what it needs is done:
+/// F after the stage before's F, B after the stage after's B (the last
+/// stage's after its own F), W after its B.
+double getMakespan(PipelineSchedule schedule, unsigned numStages,
+                   unsigned numMicrobatches, double forward, double input,
+                   double weight) {
+  std::vector<std::vector<ScheduleStep>> orders;
+  for (unsigned stage = 0; stage < numStages; ++stage)
+    orders.push_back(getStageSchedule(schedule, stage, numStages,
+                                      numMicrobatches, true));
+  // finish[kind][stage][mb]: kind 0 = F, 1 = B (input), 2 = W.
+  const double Never = -1;
+  std::vector<std::vector<std::vector<double>>> finish(
+      3, std::vector<std::vector<double>>(
+             numStages, std::vector<double>(numMicrobatches, Never)));
+  std::vector<size_t> next(numStages, 0);
+  std::vector<double> free(numStages, 0);
+  for (bool progressed = true; progressed;) {
+    progressed = false;
+    for (unsigned stage = 0; stage < numStages; ++stage) {
+      if (next[stage] == orders[stage].size())
+        continue;
+      ScheduleStep step = orders[stage][next[stage]];
+      unsigned mb = step.microbatch;
+      // What the step waits for, where it finishes, and how long it takes.
+      double after = 0, *done, duration;
+      if (!step.backward) {
+        after = stage > 0 ? finish[0][stage - 1][mb] : 0;
+        done = &finish[0][stage][mb];
+        duration = forward;
+      } else if (step.part == BackwardPart::Weight) {
+        after = finish[1][stage][mb];
+        done = &finish[2][stage][mb];
+        duration = weight;
+      } else {
+        after = stage + 1 < numStages ? finish[1][stage + 1][mb]
+                                      : finish[0][stage][mb];
+        done = &finish[1][stage][mb];
+        duration = step.part == BackwardPart::Whole ? input + weight : input;
+      }
+      if (after == Never)
+        continue;
+      *done = free[stage] = std::max(free[stage], after) + duration;
+      ++next[stage];
+      progressed = true;
+    }
+  }
+  for (unsigned stage = 0; stage < numStages; ++stage)
+    EXPECT_EQ(next[stage], orders[stage].size()) << "deadlock on " << stage;
+  return *std::max_element(free.begin(), free.end());
+}
+
+TEST(ScheduleTest, ZeroBubbleH1BubbleIsThePapers) {
+  // Qi et al. 2024: (P-1)(F+B-W) for ZB-H1 against 1F1B's (P-1)(F+B+W),
+  // with at least as many micro-batches as stages.
+  struct Times {
+    double forward, input, weight;
+  };
+  for (Times times : {Times{1, 1, 1}, Times{2, 2, 1}, Times{2, 3, 2},
+                      Times{1, 2, 1}})
+    for (auto [stages, microbatches] :
+         {std::pair{4u, 8u}, {4u, 4u}, {8u, 16u}, {8u, 9u}, {2u, 5u}}) {
+      double work = microbatches * (times.forward + times.input + times.weight);
+      double zeroBubble =
+          getMakespan(PipelineSchedule::ZeroBubbleH1, stages, microbatches,
+                      times.forward, times.input, times.weight);
+      EXPECT_DOUBLE_EQ(zeroBubble - work, (stages - 1) * (times.forward +
+                                                          times.input -
+                                                          times.weight))
+          << stages << " stages, " << microbatches << " micro-batches";
+      double oneFOneB =
+          getMakespan(PipelineSchedule::OneFOneB, stages, microbatches,
+                      times.forward, times.input, times.weight);
+      EXPECT_DOUBLE_EQ(oneFOneB - work, (stages - 1) * (times.forward +
+                                                        times.input +
+                                                        times.weight));
+    }
 }
 
 } // namespace

@@ -134,8 +134,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "micro-batches per step (default: the pipeline stages)")
       ->check(wholeNumber(1, MaxMicrobatches))
       ->group(step);
-  app.add_option("--schedule", options.schedule, "pipeline schedule")
-      ->check(CLI::IsMember({"1f1b", "gpipe"}))
+  app.add_option("--schedule", options.schedule,
+                 "pipeline schedule: 1f1b (default; interleaved with "
+                 "--virtual-stages), gpipe, or zb-h1 (zero bubble: the "
+                 "backward split into input- and weight-gradient steps, "
+                 "weight gradients delayed into the cool-down)")
+      ->check(CLI::IsMember({"1f1b", "gpipe", "zb-h1"}))
       ->group(step);
   app.add_option("--grad-bucket-mb", options.compile.gradientBucketMB,
                  "issue data-parallel gradient reductions in buckets of this "

@@ -127,6 +127,7 @@ struct ProgramSources {
   struct ScheduleSource {
     unsigned chunk = 0;
     bool backward = false;
+    BackwardPart part = BackwardPart::Whole;
     bool lastMicrobatch = false;
     /// What it added to the steps (none if no nodes), its tags not moved.
     std::optional<ProgramStep> step;

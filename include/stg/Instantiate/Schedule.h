@@ -17,6 +17,15 @@
 // P micro-batches per chunk, chunks ascending forward and descending
 // backward, after a warm-up of (P-s-1)*2 + (V-1)*P forward units.
 //
+//   zb-h1   zero bubble (Qi et al. 2024, ZB-H1): the backward splits into
+//           B, the input gradients the stage before waits for, and W, the
+//           weight gradients nothing waits for. Warm-up as 1F1B; steady:
+//           F, B and, from the (s+1)-th steady iteration on, the oldest W;
+//           cool-down: B and W alternating, then the W left. Stage s delays
+//           s of its W into the cool-down, where 1F1B's stage idles: with
+//           M >= P the bubble is (P-1)(F+B-W) against 1F1B's (P-1)(F+B+W),
+//           and no stage holds more than P micro-batches (1F1B's first).
+//
 // Inference runs only the forwards, in order.
 //
 //===----------------------------------------------------------------------===//
@@ -26,26 +35,40 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <cstdint>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 namespace stg {
 
-enum class PipelineSchedule { OneFOneB, GPipe };
+enum class PipelineSchedule { OneFOneB, GPipe, ZeroBubbleH1 };
 
 std::optional<PipelineSchedule> parsePipelineSchedule(llvm::StringRef name);
 llvm::StringRef getPipelineScheduleName(PipelineSchedule schedule);
+
+/// The part of a backward a step runs: all of it, or, in a zero-bubble
+/// schedule, its input gradients (B) or its weight gradients (W) alone.
+enum class BackwardPart : uint8_t { Whole, Input, Weight };
 
 struct ScheduleStep {
   bool backward;
   unsigned microbatch;
   unsigned chunk = 0; ///< The stage's model chunk (virtual stage).
+  BackwardPart part = BackwardPart::Whole; ///< Of a backward step.
 
+  /// Steps of one kind run the same ops, each for its micro-batch.
+  std::tuple<unsigned, bool, BackwardPart> getKind() const {
+    return {chunk, backward, part};
+  }
   bool operator==(const ScheduleStep &other) const {
-    return backward == other.backward && microbatch == other.microbatch &&
-           chunk == other.chunk;
+    return getKind() == other.getKind() && microbatch == other.microbatch;
   }
 };
+
+/// The letter of a step in a schedule's text: F, B, or W for a weight
+/// gradient step.
+char getStepLetter(const ScheduleStep &step);
 
 /// The steps of `stage` (0-based, of `numStages`), in order. More than one
 /// chunk needs 1F1B (interleaved) and a micro-batch count that is a
@@ -56,8 +79,10 @@ std::vector<ScheduleStep> getStageSchedule(PipelineSchedule schedule,
                                            bool training,
                                            unsigned numChunks = 1);
 
-/// The most micro-batches whose activations `stage` holds at once; with
-/// chunks, in micro-batches' worth (a chunk's unit counts 1/numChunks).
+/// The most micro-batches whose activations `stage` holds at once, from a
+/// micro-batch's forward to the end of its backward (its W in a zero-bubble
+/// schedule: B frees most of them, W's inputs stay); with chunks, in
+/// micro-batches' worth (a chunk's unit counts 1/numChunks).
 double getMaxInFlightMicrobatches(PipelineSchedule schedule, unsigned stage,
                                   unsigned numStages, unsigned numMicrobatches,
                                   unsigned numChunks = 1);
