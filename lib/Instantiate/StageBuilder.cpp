@@ -170,15 +170,19 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
     if (edge->once)
       first = last;
   }
-  bool forward = def->getPhase() == Phase::Forward;
+  // A replayed step's values are held by micro-batch 0's nodes, which
+  // stand for them as its step stands for the replay: a forward's, and a
+  // split backward's B (its W reduces the gradients, so is built).
+  bool replayedPhase =
+      def->getPhase() == Phase::Forward ||
+      (def->getPhase() == Phase::Backward && !shared.weightGradientOps.empty() &&
+       !shared.weightGradientOps.count(def));
   for (int mb = first; mb <= last; ++mb) {
     if (!isBuilt(mb))
       continue; // A folded micro-batch's value: an earlier step made it.
     if (llvm::is_contained(bucket.members, std::make_pair(key, mb)))
       flushBucket();
-    // A replayed forward's values are held by micro-batch 0's nodes, which
-    // stand for them as its step stands for the replay.
-    int held = forward && isForwardReplayed(mb) ? 0 : mb;
+    int held = replayedPhase && isForwardReplayed(mb) ? 0 : mb;
     auto found = holders.find({key, held});
     if (found != holders.end()) {
       deps.append(found->second.begin(), found->second.end());

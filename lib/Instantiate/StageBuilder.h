@@ -206,7 +206,7 @@ private:
   /// Whether a folded training step replays micro-batch 0's forward for
   /// `microbatch`'s rather than building it: the last micro-batch's forward
   /// matches the first's but for its tags. (Its backward is built: it
-  /// reduces the gradients.)
+  /// reduces the gradients. Of a split backward, its B is replayed too.)
   bool isForwardReplayed(int microbatch) const {
     return shared.options.foldMicrobatches && shared.training && microbatch > 0;
   }

@@ -205,7 +205,14 @@ INSTANTIATE_TEST_SUITE_P(
              "full", "train", true},
         Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 4}}, 64, 1, "none",
              "train", false, PipelineSchedule::GPipe},
-        Plan{"deepseek-moe-16b.stg", Degrees{{"ep", 2}, {"pp", 4}}, 96, 2}));
+        Plan{"deepseek-moe-16b.stg", Degrees{{"ep", 2}, {"pp", 4}}, 96, 2},
+        // Zero bubble: B and W steps of a kind each, W delayed by stage.
+        Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"tp", 2}, {"pp", 4}}, 12, 1,
+             "none", "train", false, PipelineSchedule::ZeroBubbleH1},
+        Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"pp", 4}}, 64, 1,
+             "selective", "train", true, PipelineSchedule::ZeroBubbleH1},
+        Plan{"mixtral-8x7b.stg", Degrees{{"ep", 4}, {"pp", 2}}, 9, 1, "none",
+             "train", false, PipelineSchedule::ZeroBubbleH1}));
 
 /// A plan of `layers` layers, with its options set by `change`.
 template <typename Change>

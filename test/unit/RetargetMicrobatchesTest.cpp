@@ -120,6 +120,13 @@ INSTANTIATE_TEST_SUITE_P(
                      plan.schedule = PipelineSchedule::GPipe;
                      plan.layers = 6;
                    }),
+        // Zero bubble: how many W a stage delays depends on the count
+        // while it is below the stages.
+        makeFamily("llama3-8b.stg", {{"dp", 2}, {"pp", 4}},
+                   {8, 3, 16, 2, 5}, 4,
+                   [](TemplatePlan &plan) {
+                     plan.schedule = PipelineSchedule::ZeroBubbleH1;
+                   }),
         // Interleaved: with one group of pp micro-batches (4 over 4
         // stages) a chunk's last backward runs before the next chunk's
         // first, so that count cannot move to or from two groups or more.
