@@ -3,11 +3,11 @@
 #
 # Usage: check_astra_sim.py STAGEC TEMPLATES ASTRA_DIR WORKDIR [--table]
 #
-# Compiles a matrix of small plans (dp, tp, pp, interleaved, Megatron's
-# accounted split, cp, ep, FSDP, distributed optimizer) for a two-tier
-# cluster (two nodes of four GPUs, test/e2e/two-node.yaml) and a plan on
-# four DGX H100 nodes with `--system`, runs ASTRA-sim's analytical backend
-# on each trace set with the configs stagec wrote (DIR/astra/), and
+# Compiles a matrix of small plans (dp, tp, pp, interleaved, zero bubble,
+# Megatron's accounted split, cp, ep, FSDP, distributed optimizer) for a
+# two-tier cluster (two nodes of four GPUs, test/e2e/two-node.yaml) and a
+# plan on four DGX H100 nodes with `--system`, runs ASTRA-sim's analytical
+# backend on each trace set with the configs stagec wrote (DIR/astra/), and
 # compares ASTRA-sim's step (the last rank to finish) with the manifest's
 # estimate. Every rank must finish, and the estimate must be within the
 # plan's tolerance. Exits 77 (skipped) when ASTRA_DIR has no runner.
@@ -39,6 +39,11 @@ PLANS = [
     ("dp4", "llama3-8b.stg", ["--dp", "4"], 0.15),
     ("tp4-pp2", "llama3-8b.stg", ["--tp", "4", "--pp", "2",
                                   "--microbatches", "4"], 0.10),
+    # Zero bubble: the backward's weight gradients as steps of their own,
+    # delayed into the cool-down.
+    ("tp2-pp4-zb-h1", "llama3-8b.stg", ["--tp", "2", "--pp", "4",
+                                        "--microbatches", "8", "--schedule",
+                                        "zb-h1"], 0.10),
     ("tp2-pp2-vs2", "llama3-8b.stg", ["--tp", "2", "--pp", "2",
                                       "--microbatches", "4",
                                       "--virtual-stages", "2"], 0.05),
