@@ -90,6 +90,31 @@ static LogicalResult applySystem(const StagecOptions &options,
   return success();
 }
 
+/// Warns where a stage's ranks need more memory than the device has: the
+/// plan would not run as given, yet its traces and estimate are still what
+/// a user studying it asked for.
+static void warnIfOverMemory(const ProgramSet &programs,
+                             const DeviceSpec &device, SourceLoc loc,
+                             DiagnosticEngine &diags) {
+  if (!device.memoryBytes)
+    return;
+  const StageProgram *largest = nullptr;
+  for (const StageProgram &stage : programs.stages)
+    if (!largest || stage.memory.total() > largest->memory.total())
+      largest = &stage;
+  if (!largest || largest->memory.total() <= double(device.memoryBytes))
+    return;
+  diags.warning(loc, llvm::formatv("stage {0} needs {1:f1} GB a rank, more "
+                                   "than the {2}'s {3:f0} GB: the plan would "
+                                   "not run as given (more stages, "
+                                   "recomputation, weight sharding or smaller "
+                                   "micro-batches would fit it)",
+                                   largest->stage,
+                                   largest->memory.total() / 1e9, device.name,
+                                   device.memoryBytes / 1e9)
+                         .str());
+}
+
 /// Writes `count` perturbed variants as `variant-K/` beside the clean set.
 /// They share the scaled programs; each perturbed rank gets its own.
 static llvm::Error
@@ -295,6 +320,8 @@ int main(int argc, char **argv) {
     return 1;
   const ProgramSet &programs = compiled->programs;
   const Mesh &mesh = programs.mesh;
+  if (system)
+    warnIfOverMemory(programs, system->device, module.getModelLoc(), diags);
   if (failed(checkSelectedRanks(options, mesh, "mesh", diags)))
     return 1;
   // Read before the work: a bad spec is an error whatever else was asked.
