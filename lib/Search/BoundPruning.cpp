@@ -2,10 +2,13 @@
 
 #include "stg/Search/BoundPruning.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
+#include <tuple>
 
 using namespace stg;
 
@@ -27,9 +30,24 @@ stg::evaluatePlansWithinBounds(PlanEvaluator &evaluator,
     stepBound[index] = getStepLowerBound(bounds, plans[index], options.device);
     order.push_back(index);
   }
+  // A plan with tp outside the node comes right after its twin with tp
+  // inside, in one batch: the evaluator prices a structure's programs for
+  // another plan exactly as a fresh compile only in the order the search
+  // has always used (a structure built for tp outside and re-priced for a
+  // plan with tp inside, or the reverse, came out faster), and the twins
+  // have the same bounds.
+  llvm::StringMap<size_t> firstOfTwins;
+  std::vector<size_t> twins(plans.size());
+  for (size_t index : order) {
+    Plan inside = plans[index];
+    inside.tpInNode = true;
+    twins[index] =
+        firstOfTwins.try_emplace(inside.getLabel(), index).first->second;
+  }
   // Ties keep the plans' order: the batches are the same on every run.
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return stepBound[a] < stepBound[b];
+  llvm::sort(order, [&](size_t a, size_t b) {
+    return std::tie(stepBound[a], twins[a], a) <
+           std::tie(stepBound[b], twins[b], b);
   });
   size_t done = plans.size() - order.size();
   if (progress && done)
@@ -42,12 +60,17 @@ stg::evaluatePlansWithinBounds(PlanEvaluator &evaluator,
     // the best there could rank above it.
     std::vector<Plan> batch;
     size_t end = begin;
-    for (; end < order.size() && batch.size() < batchSize; ++end) {
-      if (stepBound[order[end]] > best + 1e-3)
+    bool rest = false;
+    for (; end < order.size(); ++end) {
+      size_t index = order[end];
+      if (batch.size() >= batchSize && twins[index] != twins[order[end - 1]])
         break;
-      batch.push_back(plans[order[end]]);
+      if (stepBound[index] > best + 1e-3) {
+        rest = true;
+        break;
+      }
+      batch.push_back(plans[index]);
     }
-    bool rest = end < order.size() && batch.size() < batchSize;
     if (batch.empty())
       break;
     SearchProgress batchProgress;
