@@ -81,6 +81,7 @@ struct SearchOptions {
   bool quiet = false;
   /// --prune-bounds: skip the plans whose bounds rule them out.
   bool pruneBounds = true;
+  unsigned pruneBatch = 4096;
   unsigned shardIndex = 0, shardCount = 1;
 };
 
@@ -257,6 +258,11 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "bound exceeds the limit or whose step lower bound exceeds "
                  "the best step found; off: compile every plan")
       ->check(CLI::IsMember({"on", "off"}))
+      ->group(output);
+  app.add_option("--prune-batch", options.pruneBatch,
+                 "plans per batch of --prune-bounds (default 4096): the best "
+                 "step prunes the next batches; any -j gives the same plans")
+      ->check(wholeNumber(1, 1u << 24))
       ->group(output);
   app.add_flag("-q,--quiet", options.quiet, "no progress bar")->group(output);
   addVersionFlag(app, "stage-search");
@@ -593,6 +599,7 @@ int main(int argc, char **argv) {
     pruning.memoryLimitBytes = header.memoryLimitBytes;
     pruning.accounting = options.compile.memoryAccounting;
     pruning.device = system->device;
+    pruning.batchSize = options.pruneBatch;
     llvm::Expected<BoundedResults> bounded = evaluatePlansWithinBounds(
         evaluator, plans.plans, *bounds, pruning, jobs, progress);
     if (!bounded)
@@ -607,25 +614,6 @@ int main(int argc, char **argv) {
   }
   if (!results)
     return fail(llvm::toString(results.takeError()));
-  if (const char *check = getenv("STG_CHECK_BOUNDS")) {
-    (void)check;
-    auto bounds = readModelBounds(options.compile, space.recompute, facts->shape);
-    if (!bounds) return 1;
-    size_t bad = 0, n = 0; double minRatio = 1e9, maxRatio = 0; double mminR = 1e9, mmaxR = 0;
-    for (const PlanResult &r : *results) {
-      if (r.status == PlanStatus::Failed) continue;
-      ++n;
-      uint64_t m = getMemoryLowerBound(*bounds, r.plan, options.compile.memoryAccounting);
-      double st = getStepLowerBound(*bounds, r.plan, system->device);
-      double ratio = st / r.stepMicros; double mr = double(m) / double(r.memory.total());
-      minRatio = std::min(minRatio, ratio); maxRatio = std::max(maxRatio, ratio);
-      mminR = std::min(mminR, mr); mmaxR = std::max(mmaxR, mr);
-      if (m > r.memory.total() || st > r.stepMicros) {
-        if (++bad < 20) llvm::errs() << "BOUND VIOLATION " << r.plan.getLabel() << " mem " << m << " > " << r.memory.total() << " step " << st << " > " << r.stepMicros << "\n";
-      }
-    }
-    llvm::errs() << "checked " << n << " bad " << bad << " step ratio " << minRatio << ".." << maxRatio << " mem ratio " << mminR << ".." << mmaxR << "\n";
-  }
   for (PlanResult &result : *results) {
     if (result.prunedByModel)
       ++table.prunedByModel[getReasonKind(result.reason)];
