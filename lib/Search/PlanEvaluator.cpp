@@ -107,18 +107,7 @@ CompileOptions PlanEvaluator::getCompileOptions(const Plan &plan) const {
   options.rankOrder = plan.getRankOrder();
   options.microbatches = plan.microbatches;
   options.virtualStages = plan.virtualStages;
-  options.pipelineSplit.accountForEmbedding =
-      plan.layerSplit == LayerSplit::Embedding ||
-      plan.layerSplit == LayerSplit::EmbeddingAndLoss;
-  options.pipelineSplit.accountForLoss =
-      plan.layerSplit == LayerSplit::Loss ||
-      plan.layerSplit == LayerSplit::EmbeddingAndLoss;
-  if (plan.layerSplit == LayerSplit::FirstLast)
-    if (auto layers = getFirstLastStageLayers(facts.shape.layers,
-                                              plan.getDegree("pp"))) {
-      options.pipelineSplit.firstStageLayers = layers->first;
-      options.pipelineSplit.lastStageLayers = layers->second;
-    }
+  options.pipelineSplit = getPipelineSplit(plan, facts.shape.layers);
   options.recompute = plan.recompute;
   options.contextParallelRing = plan.cpExchange == CpExchange::Ring;
   options.contextParallelAllToAll = plan.cpExchange == CpExchange::AllToAll;

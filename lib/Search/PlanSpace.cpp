@@ -77,6 +77,20 @@ stg::getFirstLastStageLayers(unsigned layers, unsigned stages) {
   return std::make_pair(middle - first, middle - last);
 }
 
+PipelineSplit stg::getPipelineSplit(const Plan &plan, unsigned layers) {
+  PipelineSplit split;
+  split.accountForEmbedding = plan.layerSplit == LayerSplit::Embedding ||
+                              plan.layerSplit == LayerSplit::EmbeddingAndLoss;
+  split.accountForLoss = plan.layerSplit == LayerSplit::Loss ||
+                         plan.layerSplit == LayerSplit::EmbeddingAndLoss;
+  if (plan.layerSplit == LayerSplit::FirstLast)
+    if (auto counts = getFirstLastStageLayers(layers, plan.getDegree("pp"))) {
+      split.firstStageLayers = counts->first;
+      split.lastStageLayers = counts->second;
+    }
+  return split;
+}
+
 llvm::StringRef stg::getCpExchangeName(CpExchange exchange) {
   switch (exchange) {
   case CpExchange::Ring:

@@ -236,6 +236,9 @@ void stg::writeJSON(llvm::raw_ostream &os, const SearchTable &table) {
       {"pruned_by_model", countsJSON(table.prunedByModel)},
       {"shard", llvm::json::Object{{"index", int64_t(header.shardIndex)},
                                    {"count", int64_t(header.shardCount)}}}};
+  // Only with bound pruning: a search without it writes what it always did.
+  if (header.pruneBounds)
+    fields["pruned_by_bounds"] = countsJSON(table.prunedByBounds);
   // Keys sorted, as LLVM prints objects; the plans streamed one by one, so
   // that a table of a million plans is never one JSON value in memory.
   std::vector<std::string> keys{"plans"};
@@ -425,6 +428,10 @@ llvm::Expected<SearchTable> stg::parseSearchTable(llvm::StringRef text,
   header.memoryLimitBytes = read.integer<uint64_t>("memory_limit_bytes");
   table.pruned = read.counts("pruned");
   table.prunedByModel = read.counts("pruned_by_model");
+  if (value->getAsObject() && value->getAsObject()->get("pruned_by_bounds")) {
+    header.pruneBounds = true;
+    table.prunedByBounds = read.counts("pruned_by_bounds");
+  }
   FieldReader shard(read.child("shard"), error, "shard");
   header.shardIndex = shard.integer<unsigned>("index");
   header.shardCount = shard.integer<unsigned>("count");
@@ -499,11 +506,14 @@ void stg::writeCSV(llvm::raw_ostream &os, const SearchTable &table) {
 void stg::printSearchSummary(llvm::raw_ostream &os, const SearchTable &table,
                              unsigned top) {
   const SearchHeader &header = table.header;
-  uint64_t pruned = 0, prunedByModel = 0, fits = 0, failed = 0;
+  uint64_t pruned = 0, prunedByModel = 0, prunedByBounds = 0, fits = 0,
+           failed = 0;
   for (const auto &entry : table.pruned)
     pruned += entry.second;
   for (const auto &entry : table.prunedByModel)
     prunedByModel += entry.second;
+  for (const auto &entry : table.prunedByBounds)
+    prunedByBounds += entry.second;
   for (const PlanResult &plan : table.plans) {
     fits += plan.status == PlanStatus::Fits;
     failed += plan.status == PlanStatus::Failed;
@@ -517,7 +527,7 @@ void stg::printSearchSummary(llvm::raw_ostream &os, const SearchTable &table,
     os << ", shard " << header.shardIndex << " of " << header.shardCount
        << " (from \"pruned by the model's dims\" on, its slice)\n";
   else
-    os << ": " << (pruned + prunedByModel + table.plans.size())
+    os << ": " << (pruned + prunedByModel + prunedByBounds + table.plans.size())
        << " candidate plans\n";
   os << "  pruned before compiling: " << pruned << "\n";
   for (const auto &[reason, count] : table.pruned)
@@ -527,6 +537,12 @@ void stg::printSearchSummary(llvm::raw_ostream &os, const SearchTable &table,
   for (const auto &[reason, count] : table.prunedByModel)
     os << llvm::format("    %10llu  ", (unsigned long long)count) << reason
        << "\n";
+  if (header.pruneBounds) {
+    os << "  pruned by bounds before compiling: " << prunedByBounds << "\n";
+    for (const auto &[reason, count] : table.prunedByBounds)
+      os << llvm::format("    %10llu  ", (unsigned long long)count) << reason
+         << "\n";
+  }
   os << "  compiled: " << table.plans.size() << " (" << fits
      << " fit in " << llvm::format("%.1f", header.memoryLimitBytes / 1e9)
      << " GB, " << (table.plans.size() - fits - failed)
@@ -563,7 +579,8 @@ llvm::Expected<SearchTable> stg::mergeTables(std::vector<SearchTable> shards) {
       return std::tie(h.generatorVersion, h.input, h.model, h.gpus,
                       h.globalBatch, h.sequenceLength, h.system,
                       h.accelerator, h.gpusPerNode, h.deviceMemoryBytes,
-                      h.memoryMargin, h.memoryLimitBytes, h.shardCount);
+                      h.memoryMargin, h.memoryLimitBytes, h.shardCount,
+                      h.pruneBounds);
     };
     return fields(a) == fields(b);
   };
@@ -573,13 +590,16 @@ llvm::Expected<SearchTable> stg::mergeTables(std::vector<SearchTable> shards) {
       return llvm::createStringError(
           std::errc::invalid_argument,
           "the files are not shards of one search (model, GPUs, batch, "
-          "system, memory limit, version and shard count must agree)");
+          "system, memory limit, version, shard count and --prune-bounds "
+          "must agree)");
     if (!seen.insert(header.shardIndex).second)
       return llvm::createStringError(std::errc::invalid_argument,
                                      "shard %u/%u is given twice",
                                      header.shardIndex, count);
     for (const auto &[reason, number] : shard.prunedByModel)
       merged.prunedByModel[reason] += number;
+    for (const auto &[reason, number] : shard.prunedByBounds)
+      merged.prunedByBounds[reason] += number;
     for (PlanResult &plan : shard.plans)
       merged.plans.push_back(std::move(plan));
   }

@@ -19,6 +19,7 @@
 #include "stg/Emit/OutputDirectory.h"
 #include "stg/Emit/TraceEmitter.h"
 #include "stg/Perf/DeviceModel.h"
+#include "stg/Search/BoundPruning.h"
 #include "stg/Search/PlanWorkers.h"
 #include "stg/Search/SearchResults.h"
 #include "stg/Support/InputFile.h"
@@ -78,6 +79,9 @@ struct SearchOptions {
   std::string astraSim;
   std::string shard, outputDir;
   bool quiet = false;
+  /// --prune-bounds: skip the plans whose bounds rule them out.
+  bool pruneBounds = true;
+  unsigned pruneBatch = 4096;
   unsigned shardIndex = 0, shardCount = 1;
 };
 
@@ -248,11 +252,24 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "worker processes (default: one per core)")
       ->check(wholeNumber(0, 1024))
       ->group(output);
+  std::string pruneBounds = "on";
+  app.add_option("--prune-bounds", pruneBounds,
+                 "on (default): do not compile the plans whose memory lower "
+                 "bound exceeds the limit or whose step lower bound exceeds "
+                 "the best step found; off: compile every plan")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->group(output);
+  app.add_option("--prune-batch", options.pruneBatch,
+                 "plans per batch of --prune-bounds (default 4096): the best "
+                 "step prunes the next batches; any -j gives the same plans")
+      ->check(wholeNumber(1, 1u << 24))
+      ->group(output);
   app.add_flag("-q,--quiet", options.quiet, "no progress bar")->group(output);
   addVersionFlag(app, "stage-search");
   if (std::optional<int> status =
           parseCommandLine(app, "stage-search", argc, argv))
     return *status;
+  options.pruneBounds = pruneBounds == "on";
   options.compile.overlapGradientReduction = gradReduce == "overlap";
   options.compile.tensorParallelOverlap = tpCommOverlap == "on";
   options.compile.overlapParamGather = overlapParamGather == "on";
@@ -558,6 +575,7 @@ int main(int argc, char **argv) {
   header.memoryLimitBytes = uint64_t(memory * (1 - options.memoryMargin));
   header.shardIndex = options.shardIndex;
   header.shardCount = options.shardCount;
+  header.pruneBounds = options.pruneBounds;
   table.pruned = plans.pruned;
 
   PlanEvaluator evaluator(options.compile, *system, *facts, options.globalBatch,
@@ -569,8 +587,31 @@ int main(int argc, char **argv) {
   SearchProgress progress;
   if (!options.quiet && llvm::sys::Process::StandardErrIsDisplayed())
     progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
-  llvm::Expected<std::vector<PlanResult>> results =
-      evaluatePlans(evaluator, plans.plans, jobs, progress);
+  llvm::Expected<std::vector<PlanResult>> results = std::vector<PlanResult>();
+  if (options.pruneBounds) {
+    llvm::Expected<ModelBounds> bounds =
+        readModelBounds(options.compile, space.recompute, facts->shape);
+    if (!bounds) {
+      llvm::errs() << llvm::toString(bounds.takeError());
+      return 1;
+    }
+    BoundPruningOptions pruning;
+    pruning.memoryLimitBytes = header.memoryLimitBytes;
+    pruning.accounting = options.compile.memoryAccounting;
+    pruning.device = system->device;
+    pruning.batchSize = options.pruneBatch;
+    llvm::Expected<BoundedResults> bounded = evaluatePlansWithinBounds(
+        evaluator, plans.plans, *bounds, pruning, jobs, progress);
+    if (!bounded)
+      return fail(llvm::toString(bounded.takeError()));
+    // Both reasons, counted or not, so that the files say what was tried.
+    table.prunedByBounds = {{MemoryBoundReason, 0}, {StepBoundReason, 0}};
+    for (const auto &[reason, count] : bounded->pruned)
+      table.prunedByBounds[reason] += count;
+    *results = std::move(bounded->results);
+  } else {
+    results = evaluatePlans(evaluator, plans.plans, jobs, progress);
+  }
   if (!results)
     return fail(llvm::toString(results.takeError()));
   for (PlanResult &result : *results) {

@@ -13,6 +13,7 @@
 #define STG_SEARCH_PLANSPACE_H
 
 #include "stg/IR/Precision.h"
+#include "stg/Instantiate/PipelineSplit.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -57,6 +58,11 @@ std::optional<LayerSplit> parseLayerSplit(llvm::StringRef name);
 /// leaves them none, or where the layers split evenly.
 std::optional<std::pair<unsigned, unsigned>>
 getFirstLastStageLayers(unsigned layers, unsigned stages);
+
+struct Plan;
+/// The pipeline split `plan` asks of a model of `layers` layers, as the
+/// compiler takes it.
+PipelineSplit getPipelineSplit(const Plan &plan, unsigned layers);
 
 /// Which splits the search tries: `auto` the even split, and the accounted
 /// ones where the layers do not split evenly over pp x virtual stages but

@@ -39,6 +39,9 @@ struct SearchHeader {
   double memoryMargin = 0;
   uint64_t memoryLimitBytes = 0;
   unsigned shardIndex = 0, shardCount = 1;
+  /// Whether bound pruning ran (--prune-bounds on): plans.json then has
+  /// `pruned_by_bounds`, and the summary its lines.
+  bool pruneBounds = false;
 };
 
 struct SearchTable {
@@ -46,6 +49,9 @@ struct SearchTable {
   /// Plans removed by arithmetic before compiling (the same in every
   /// shard), and by the model's dims (counted by the shard that checked).
   std::map<std::string, uint64_t> pruned, prunedByModel;
+  /// Plans the bounds removed before compiling (BoundPruning.h), counted
+  /// by the shard that evaluated them against its own best.
+  std::map<std::string, uint64_t> prunedByBounds;
   std::vector<PlanResult> plans;
 };
 

@@ -1,0 +1,113 @@
+//===- PlanBounds.h - What a plan needs at least, before compiling -*- C++ -*-===//
+//
+// Two lower bounds of what PlanEvaluator reports for a plan, from numbers
+// read once from the model, so that the search can skip compiling the
+// plans that cannot fit or cannot beat the best plan found so far:
+//
+//  - memory: the busiest rank's weights, gradients and Adam state, counted
+//    as StageMemory.cpp counts them (a weight's local shard by the axes its
+//    layout splits it over, 4-byte main gradients under Megatron's
+//    accounting, 12 bytes per stepped element) for the layers each stage
+//    holds and the embedding and head of the first and last stage; the
+//    activations are left out, and whatever cannot be attributed for
+//    certain counts nothing;
+//  - step: each compute node runs no faster than its FLOPs at the device's
+//    best rate (its highest peak of the plan's precisions times its highest
+//    efficiency), a rank runs its compute one node after another, and a
+//    micro-batch crosses the stages in order, so a stage's work waits for
+//    the forward of the chunks before it and is followed by their backward.
+//    The FLOPs per layer and sequence come from the model compiled on one
+//    GPU with micro-batches of one and two sequences, their difference, so
+//    that work that does not grow with the batch is not multiplied.
+//
+// Both are checked against evaluated plans (PlanBoundsTest).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_SEARCH_PLANBOUNDS_H
+#define STG_SEARCH_PLANBOUNDS_H
+
+#include "stg/Driver/Compile.h"
+#include "stg/Perf/DeviceModel.h"
+#include "stg/Search/PlanSpace.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace stg {
+
+/// What the bounds read from the model, once per search.
+struct ModelBounds {
+  /// A split of a weight over an axis, through an alias whose conditions
+  /// (options) may depend on the plan.
+  struct Split {
+    unsigned axis = 0; ///< Index in PlanAxes.
+    /// The conditions the alias chain needs, each an option and the value
+    /// that makes the split active; options the search does not set are
+    /// fixed by the model and stored as `fixed`.
+    enum class Switch : uint8_t { Fixed, WeightSharded, SequenceParallel };
+    struct Condition {
+      Switch kind = Switch::Fixed;
+      bool wanted = true; ///< Fixed: whether the alias is active.
+    };
+    llvm::SmallVector<Condition, 1> conditions;
+  };
+  /// A weight, or an Adam step of one, as the memory counts it.
+  struct Tensor {
+    uint64_t elements = 0; ///< Logical (unsharded).
+    unsigned elementBytes = 2;
+    bool adam = false; ///< An optimizer step: 12 bytes per local element.
+    llvm::SmallVector<Split, 3> splits;
+  };
+
+  unsigned layers = 0;
+  /// The tensors a layer holds, by its repeat and body layer; layerGroup
+  /// maps each global layer to its group. Empty: no memory bound.
+  std::vector<std::vector<Tensor>> groups;
+  std::vector<uint32_t> layerGroup;
+  /// Weights outside the layers read before the first layer (on the first
+  /// stage), after the last one (on the last stage), or both.
+  struct TopWeight {
+    Tensor tensor;
+    bool first = false, last = false;
+  };
+  std::vector<TopWeight> topWeights;
+  bool training = true;
+
+  /// FLOPs per sequence of each layer's forward and backward, by the
+  /// recomputation (`none`, `selective`, `full`); the layers' and the rest
+  /// of the model's, as read (empty: no step bound for it).
+  struct Flops {
+    std::vector<double> layers;
+    double other = 0;
+  };
+  std::map<std::string, Flops> flops;
+  /// The model sets a precision option of its own: any peak may apply.
+  bool ownPrecision = false;
+};
+
+/// Reads the bounds' numbers from `base`'s model compiled on one GPU, for
+/// the recomputations in `recompute`; a model that does not compile as the
+/// search needs returns an error.
+llvm::Expected<ModelBounds>
+readModelBounds(const CompileOptions &base,
+                llvm::ArrayRef<std::string> recompute, const ModelShape &shape);
+
+/// A lower bound of the bytes PlanEvaluator reports for the busiest rank
+/// of `plan` (0 where the split fails: the compiler reports that).
+uint64_t getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
+                             MemoryAccounting accounting);
+
+/// A lower bound of the step, in microseconds, that PlanEvaluator
+/// estimates for `plan` on `device` (0 where nothing is known).
+double getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
+                         const DeviceSpec &device);
+
+} // namespace stg
+
+#endif // STG_SEARCH_PLANBOUNDS_H

@@ -1,0 +1,101 @@
+//===- BoundPruning.cpp - Skip the plans that cannot win ------------------===//
+
+#include "stg/Search/BoundPruning.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+using namespace stg;
+
+llvm::Expected<BoundedResults>
+stg::evaluatePlansWithinBounds(PlanEvaluator &evaluator,
+                               llvm::ArrayRef<Plan> plans,
+                               const ModelBounds &bounds,
+                               const BoundPruningOptions &options,
+                               unsigned jobs, const SearchProgress &progress) {
+  BoundedResults bounded;
+  std::vector<double> stepBound(plans.size());
+  std::vector<size_t> order;
+  for (size_t index = 0; index < plans.size(); ++index) {
+    if (getMemoryLowerBound(bounds, plans[index], options.accounting) >
+        options.memoryLimitBytes) {
+      ++bounded.pruned[MemoryBoundReason];
+      continue;
+    }
+    stepBound[index] = getStepLowerBound(bounds, plans[index], options.device);
+    order.push_back(index);
+  }
+  // A plan with tp outside the node comes right after its twin with tp
+  // inside, in one batch: the evaluator prices a structure's programs for
+  // another plan exactly as a fresh compile only in the order the search
+  // has always used (a structure built for tp outside and re-priced for a
+  // plan with tp inside, or the reverse, came out faster), and the twins
+  // have the same bounds.
+  llvm::StringMap<size_t> firstOfTwins;
+  std::vector<size_t> twins(plans.size());
+  for (size_t index : order) {
+    Plan inside = plans[index];
+    inside.tpInNode = true;
+    twins[index] =
+        firstOfTwins.try_emplace(inside.getLabel(), index).first->second;
+  }
+  // Ties keep the plans' order: the batches are the same on every run.
+  llvm::sort(order, [&](size_t a, size_t b) {
+    return std::tie(stepBound[a], twins[a], a) <
+           std::tie(stepBound[b], twins[b], b);
+  });
+  size_t done = plans.size() - order.size();
+  if (progress && done)
+    progress(done, plans.size());
+  double best = std::numeric_limits<double>::infinity();
+  size_t batchSize = std::max<size_t>(1, options.batchSize);
+  for (size_t begin = 0; begin < order.size();) {
+    // A plan is dropped only if it is slower than the best by a nanosecond
+    // or more: the ranking counts whole nanoseconds, and a plan that ties
+    // the best there could rank above it.
+    std::vector<Plan> batch;
+    size_t end = begin;
+    bool rest = false;
+    for (; end < order.size(); ++end) {
+      size_t index = order[end];
+      if (batch.size() >= batchSize && twins[index] != twins[order[end - 1]])
+        break;
+      if (stepBound[index] > best + 1e-3) {
+        rest = true;
+        break;
+      }
+      batch.push_back(plans[index]);
+    }
+    if (batch.empty())
+      break;
+    SearchProgress batchProgress;
+    if (progress)
+      batchProgress = [&](size_t batchDone, size_t) {
+        progress(done + batchDone, plans.size());
+      };
+    llvm::Expected<std::vector<PlanResult>> results =
+        evaluatePlans(evaluator, batch, jobs, batchProgress);
+    if (!results)
+      return results.takeError();
+    done += batch.size();
+    for (PlanResult &result : *results) {
+      if (result.status == PlanStatus::Fits && std::isfinite(result.stepMicros))
+        best = std::min(best, result.stepMicros);
+      bounded.results.push_back(std::move(result));
+    }
+    begin = end;
+    // The bounds ascend: once one exceeds the best, all the rest do.
+    if (rest)
+      break;
+  }
+  if (size_t skipped = plans.size() - done)
+    bounded.pruned[StepBoundReason] = skipped;
+  if (progress)
+    progress(plans.size(), plans.size());
+  return bounded;
+}

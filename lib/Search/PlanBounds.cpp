@@ -1,0 +1,479 @@
+//===- PlanBounds.cpp - What a plan needs at least, before compiling ------===//
+//
+// The memory bound follows StageMemory.cpp's accounting and Placement's
+// numbering (forward repeats in program order, a backward repeat on its
+// forward repeat's layers; the work before the first repeat on the first
+// stage, after the last layer on the last), counting only what is certain:
+// a weight is charged to the one body layer whose op reads it first, an
+// Adam step to its own body layer, a weight outside the layers only for
+// the reads before and after all of them, and a weight whose extents
+// depend on the plan not at all.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Search/PlanBounds.h"
+
+#include "stg/IR/Graph.h"
+#include "stg/IR/Module.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace stg;
+
+namespace {
+
+using Bounds = ModelBounds;
+
+/// As StageMemory.cpp: the `param` ops `value` is a view of.
+void findParams(const Value *value, llvm::SmallVectorImpl<const Op *> &found) {
+  const Op *def = value->getDefiningOp();
+  if (!def)
+    return;
+  switch (def->getKind()) {
+  case OpKind::Param:
+    found.push_back(def);
+    return;
+  case OpKind::Layout:
+  case OpKind::Reshape:
+  case OpKind::Shard:
+  case OpKind::DropoutMask:
+  case OpKind::Yield:
+    for (const Value *operand : def->getOperands())
+      findParams(operand, found);
+    return;
+  default:
+    return;
+  }
+}
+
+/// Whether `expr` reads a degree or the micro-batch, through the dims it
+/// names: such a weight's extents are not those of every plan.
+bool dependsOnPlan(const Module &module, const Expr &expr, unsigned depth = 0) {
+  if (depth > 32)
+    return true;
+  for (const std::string &name : getSymbolNames(expr)) {
+    if (name == "MB" || module.lookupAxis(name))
+      return true;
+    if (const Dim *dim = module.lookupDim(name))
+      if (dim->value && dependsOnPlan(module, *dim->value, depth + 1))
+        return true;
+  }
+  return false;
+}
+
+class Reader {
+public:
+  Reader(const Module &module, const ModelShape &shape)
+      : module(module), shape(shape) {}
+
+  /// `value`'s tensor, or nothing where its size is not certain.
+  std::optional<Bounds::Tensor> getTensor(const Value &value, bool adam) const;
+
+private:
+  std::optional<Bounds::Split> getSplit(const Axis *axis, bool &never) const;
+  const Module &module;
+  const ModelShape &shape;
+};
+
+std::optional<Bounds::Split> Reader::getSplit(const Axis *axis,
+                                              bool &never) const {
+  Bounds::Split split;
+  for (unsigned hops = 0; axis && hops < 16; ++hops) {
+    if (!axis->condition.empty()) {
+      Bounds::Split::Condition condition;
+      if (axis->condition == "weight_sharded" && shape.hasWeightSharding) {
+        condition.kind = Bounds::Split::Switch::WeightSharded;
+        condition.wanted = !axis->negated;
+      } else if (axis->condition == "sequence_parallel" &&
+                 shape.hasSequenceParallel) {
+        condition.kind = Bounds::Split::Switch::SequenceParallel;
+        condition.wanted = !axis->negated;
+      } else if (!axis->active) {
+        never = true; // Off for every plan.
+        return std::nullopt;
+      }
+      if (condition.kind != Bounds::Split::Switch::Fixed)
+        split.conditions.push_back(condition);
+    }
+    if (axis->alias) {
+      axis = axis->alias;
+      continue;
+    }
+    for (unsigned index = 0; index < PlanAxes.size(); ++index)
+      if (axis->name == PlanAxes[index]) {
+        split.axis = index;
+        return split;
+      }
+    return std::nullopt; // An axis the search does not set.
+  }
+  return std::nullopt;
+}
+
+std::optional<Bounds::Tensor> Reader::getTensor(const Value &value,
+                                                bool adam) const {
+  const TensorType &type = value.getType();
+  Bounds::Tensor tensor;
+  tensor.adam = adam;
+  tensor.elementBytes = getElementTypeBytes(type.getElementType());
+  uint64_t elements = 1;
+  for (const Expr &extent : type.getShape()) {
+    if (dependsOnPlan(module, extent))
+      return std::nullopt;
+    std::optional<Expr> bound = module.bindAll(extent);
+    std::optional<long long> number =
+        bound ? getIntegerValue(*bound) : std::nullopt;
+    if (!number || *number < 0 || (*number && elements > (1ull << 50) /
+                                                            uint64_t(*number)))
+      return std::nullopt;
+    elements *= uint64_t(*number);
+  }
+  tensor.elements = elements;
+  const Distribution &layout = type.getDistribution();
+  for (unsigned dim = 0; dim < layout.getRank(); ++dim)
+    for (const Axis *axis : layout.getPartition(dim)) {
+      bool never = false;
+      std::optional<Bounds::Split> split = getSplit(axis, never);
+      if (split)
+        tensor.splits.push_back(*split);
+      else if (!never)
+        return std::nullopt;
+    }
+  return tensor;
+}
+
+/// Options that compile `base`'s model on one GPU, micro-batches of `mb`
+/// sequences.
+CompileOptions getOneGPUOptions(const CompileOptions &base,
+                                llvm::StringRef recompute, unsigned mb) {
+  CompileOptions options = base;
+  options.degrees.clear();
+  for (const char *axis : PlanAxes)
+    options.degrees.push_back({axis, 1});
+  options.microbatches = 1;
+  options.recompute = recompute.str();
+  options.overrides.push_back({"MB", std::to_string(mb)});
+  return options;
+}
+
+/// FLOPs of the forward and backward per layer (and of the rest) of one
+/// micro-batch of `programs`.
+Bounds::Flops countFlops(const ProgramSet &programs, unsigned layers) {
+  Bounds::Flops flops;
+  flops.layers.assign(layers, 0);
+  for (const StageProgram &stage : programs.stages)
+    for (const ProgramNode &node : stage.nodes) {
+      if (node.kind != ProgramNodeKind::Compute ||
+          (node.phase != Phase::Forward && node.phase != Phase::Backward))
+        continue;
+      if (node.layer >= 0 && unsigned(node.layer) < layers)
+        flops.layers[node.layer] += double(node.numOps);
+      else
+        flops.other += double(node.numOps);
+    }
+  return flops;
+}
+
+/// The layer groups and the weights outside the layers, from the model
+/// compiled on one GPU; leaves `bounds` without them where the numbering
+/// does not come out as Placement's.
+void readMemory(const Module &module, const ModelShape &shape,
+                Bounds &bounds) {
+  const Graph &model = *module.getModel();
+  Reader reader(module, shape);
+  llvm::DenseMap<std::pair<const Op *, unsigned>, uint32_t> groupOf;
+  auto getGroup = [&](const Op *repeat, unsigned bodyLayer) {
+    auto [it, added] =
+        groupOf.try_emplace({repeat, bodyLayer}, bounds.groups.size());
+    if (added)
+      bounds.groups.emplace_back();
+    return it->second;
+  };
+  std::vector<uint32_t> layerGroup;
+  const Op *lastForward = nullptr;
+  llvm::SmallVector<const Op *, 2> found;
+  for (const std::unique_ptr<Op> &op : model.getOps()) {
+    if (op->getKind() != OpKind::Repeat || op->getForwardRepeat())
+      continue;
+    std::optional<Expr> count = module.bindAll(op->getAttr("count")->expr);
+    std::optional<long long> value =
+        count ? getIntegerValue(*count) : std::nullopt;
+    const Graph &body = *op->getBody();
+    unsigned period = std::max(1u, body.getNumLayers());
+    if (!value || *value < 0 || uint64_t(*value) * period > 1000000)
+      return;
+    for (long long repetition = 0; repetition < *value; ++repetition)
+      for (unsigned layer = 0; layer < period; ++layer)
+        layerGroup.push_back(getGroup(op.get(), layer));
+    if (*value)
+      lastForward = op.get();
+    // Each weight of the body, charged to the first body layer that reads
+    // it.
+    llvm::DenseSet<const Op *> charged;
+    for (const std::unique_ptr<Op> &inner : body.getOps()) {
+      if (inner->getKind() == OpKind::Repeat || inner->getBodyLayer() >= period)
+        continue;
+      for (const Value *operand : inner->getOperands()) {
+        found.clear();
+        findParams(operand, found);
+        for (const Op *param : found) {
+          if (param->getParent() != &body || !charged.insert(param).second)
+            continue;
+          if (auto tensor = reader.getTensor(*param->getResult(), false))
+            bounds.groups[getGroup(op.get(), inner->getBodyLayer())]
+                .push_back(*tensor);
+        }
+      }
+    }
+  }
+  if (layerGroup.size() != shape.layers || !lastForward) {
+    bounds.groups.clear();
+    return;
+  }
+  bounds.layerGroup = std::move(layerGroup);
+  // The Adam steps of a backward repeat run on its forward repeat's layers.
+  for (const std::unique_ptr<Op> &op : model.getOps()) {
+    const Op *forward = op->getForwardRepeat();
+    if (op->getKind() != OpKind::Repeat || !forward)
+      continue;
+    for (const std::unique_ptr<Op> &inner : op->getBody()->getOps()) {
+      auto group = groupOf.find({forward, inner->getBodyLayer()});
+      if (inner->getKind() != OpKind::Adam || group == groupOf.end())
+        continue;
+      if (auto tensor = reader.getTensor(*inner->getResult(), true))
+        bounds.groups[group->second].push_back(*tensor);
+    }
+  }
+  // Weights read before any repeat (the first stage), and between the last
+  // forward repeat and the next repeat (the last stage).
+  llvm::MapVector<const Op *, Bounds::TopWeight> top;
+  enum { Before, Between, Other } window = Before;
+  for (const std::unique_ptr<Op> &op : model.getOps()) {
+    if (op->getKind() == OpKind::Repeat) {
+      window = op.get() == lastForward ? Between : Other;
+      continue;
+    }
+    if (window == Other || op->getPhase() == Phase::GradientSync ||
+        op->getPhase() == Phase::Optimizer)
+      continue;
+    for (const Value *operand : op->getOperands()) {
+      found.clear();
+      findParams(operand, found);
+      for (const Op *param : found) {
+        if (param->getParent() != &model)
+          continue;
+        auto [it, added] = top.insert({param, Bounds::TopWeight()});
+        if (added) {
+          auto tensor = reader.getTensor(*param->getResult(), false);
+          if (!tensor) {
+            it->second.tensor.elements = 0; // Counts nothing.
+          } else {
+            it->second.tensor = *tensor;
+          }
+        }
+        (window == Before ? it->second.first : it->second.last) = true;
+      }
+    }
+  }
+  for (auto &entry : top)
+    if (entry.second.tensor.elements)
+      bounds.topWeights.push_back(entry.second);
+}
+
+/// The product of the degrees `tensor` is split over in `plan`, and which
+/// axes split it.
+uint64_t getDivisor(const Bounds::Tensor &tensor, const Plan &plan,
+                    unsigned &axes) {
+  uint64_t divisor = 1;
+  axes = 0;
+  for (const Bounds::Split &split : tensor.splits) {
+    bool active = llvm::all_of(split.conditions, [&](const auto &condition) {
+      switch (condition.kind) {
+      case Bounds::Split::Switch::WeightSharded:
+        return (plan.sharding == WeightSharding::FSDP) == condition.wanted;
+      case Bounds::Split::Switch::SequenceParallel:
+        return plan.sequenceParallel == condition.wanted;
+      case Bounds::Split::Switch::Fixed:
+        return condition.wanted;
+      }
+      return true;
+    });
+    if (!active)
+      continue;
+    divisor *= plan.degrees[split.axis];
+    axes |= 1u << split.axis;
+  }
+  return divisor;
+}
+
+/// The bytes StageMemory counts at least for `tensor` on a rank of `plan`.
+uint64_t getTensorBytes(const Bounds::Tensor &tensor, const Plan &plan,
+                        MemoryAccounting accounting) {
+  unsigned axes = 0;
+  uint64_t divisor = getDivisor(tensor, plan, axes);
+  if (tensor.adam) {
+    // A distributed optimizer slices the step over the axes its gradient
+    // is reduced over: at most all those that do not split it already.
+    if (plan.sharding == WeightSharding::DistributedOptimizer)
+      for (unsigned index = 0; index < PlanAxes.size(); ++index)
+        if (!(axes & (1u << index)))
+          divisor *= plan.degrees[index];
+    return 12 * (tensor.elements / divisor);
+  }
+  uint64_t bytes = tensor.elements * tensor.elementBytes / divisor;
+  bool mainGradients =
+      accounting == MemoryAccounting::Megatron && tensor.elementBytes < 4;
+  return bytes + (mainGradients ? bytes / tensor.elementBytes * 4 : bytes);
+}
+
+/// The layers of each model chunk of `plan`, or nothing.
+std::optional<std::vector<unsigned>> getChunkLayers(unsigned layers,
+                                                    const Plan &plan) {
+  std::string error;
+  return splitLayers(layers, plan.getDegree("pp"), plan.virtualStages,
+                     getPipelineSplit(plan, layers), error);
+}
+
+} // namespace
+
+llvm::Expected<ModelBounds>
+stg::readModelBounds(const CompileOptions &base,
+                     llvm::ArrayRef<std::string> recompute,
+                     const ModelShape &shape) {
+  ModelBounds bounds;
+  bounds.layers = shape.layers;
+  bounds.training = base.mode == "train";
+  if (!bounds.training)
+    return bounds;
+  std::vector<std::string> modes{"none"};
+  for (const std::string &mode : recompute)
+    if (!llvm::is_contained(modes, mode))
+      modes.push_back(mode);
+  for (const std::string &mode : modes) {
+    std::optional<CompiledModel> compiled[2];
+    for (unsigned mb : {1u, 2u}) {
+      std::string errors;
+      llvm::raw_string_ostream os(errors);
+      DiagnosticEngine diags(os);
+      diags.setProgramName("stage-search");
+      compiled[mb - 1] =
+          compileModel(getOneGPUOptions(base, mode, mb), diags);
+      if (!compiled[mb - 1])
+        return llvm::createStringError(std::errc::invalid_argument, "%s",
+                                       os.str().c_str());
+    }
+    if (compiled[0]->programs.numLayers != shape.layers)
+      continue; // Not numbered as the search's plans: no step bound.
+    // What a micro-batch of one more sequence adds: work that does not grow
+    // with the batch (a gradient accumulated once per micro-batch) is not
+    // counted per sequence.
+    Bounds::Flops one = countFlops(compiled[0]->programs, shape.layers);
+    Bounds::Flops two = countFlops(compiled[1]->programs, shape.layers);
+    Bounds::Flops &perSequence = bounds.flops[mode];
+    perSequence.layers.resize(shape.layers);
+    for (unsigned layer = 0; layer < shape.layers; ++layer)
+      perSequence.layers[layer] =
+          std::max(0.0, two.layers[layer] - one.layers[layer]);
+    perSequence.other = std::max(0.0, two.other - one.other);
+    if (mode == "none") {
+      const Module &module = *compiled[0]->module;
+      bounds.ownPrecision = module.lookupOption("precision") != nullptr;
+      readMemory(module, shape, bounds);
+    }
+  }
+  return bounds;
+}
+
+uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
+                                  MemoryAccounting accounting) {
+  if (!bounds.training || bounds.layerGroup.empty())
+    return 0;
+  std::optional<std::vector<unsigned>> chunks =
+      getChunkLayers(bounds.layers, plan);
+  if (!chunks)
+    return 0;
+  std::vector<uint64_t> groupBytes(bounds.groups.size());
+  for (size_t group = 0; group < groupBytes.size(); ++group)
+    for (const ModelBounds::Tensor &tensor : bounds.groups[group])
+      groupBytes[group] += getTensorBytes(tensor, plan, accounting);
+  unsigned stages = plan.getDegree("pp");
+  std::vector<uint64_t> stageBytes(stages);
+  unsigned layer = 0;
+  for (size_t chunk = 0; chunk < chunks->size(); ++chunk)
+    for (unsigned end = layer + (*chunks)[chunk]; layer < end; ++layer)
+      stageBytes[chunk % stages] += groupBytes[bounds.layerGroup[layer]];
+  for (const ModelBounds::TopWeight &weight : bounds.topWeights) {
+    uint64_t bytes = getTensorBytes(weight.tensor, plan, accounting);
+    if (weight.first)
+      stageBytes.front() += bytes;
+    if (weight.last && !(weight.first && stages == 1))
+      stageBytes.back() += bytes;
+  }
+  return *std::max_element(stageBytes.begin(), stageBytes.end());
+}
+
+double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
+                              const DeviceSpec &device) {
+  auto flops = bounds.flops.find(plan.recompute);
+  auto plain = bounds.flops.find("none");
+  if (!bounds.training || flops == bounds.flops.end() ||
+      plain == bounds.flops.end())
+    return 0;
+  std::optional<std::vector<unsigned>> chunks =
+      getChunkLayers(bounds.layers, plan);
+  if (!chunks)
+    return 0;
+  // The fastest any node can run: the highest peak among the precisions
+  // its nodes may take, at the highest efficiency of any kind of kernel.
+  double peak = device.peakFlops;
+  for (unsigned index = 0; index < NumPrecisions; ++index) {
+    auto precision = Precision(index);
+    bool possible = bounds.ownPrecision || precision == plan.precision ||
+                    !isLowPrecision(precision);
+    if (possible)
+      peak = std::max(peak, device.getPeakFlops(precision));
+  }
+  double efficiency =
+      std::max({device.computeEfficiency, device.attentionEfficiency,
+                device.lowPrecisionEfficiency});
+  double rate = peak * efficiency;
+  if (!(rate > 0))
+    return 0;
+  // Microseconds per FLOP of a sequence on one rank: its micro-batch's
+  // work is split over tp x cp ranks at best.
+  double scale = double(plan.microBatchSize) /
+                 (double(plan.getDegree("tp")) * plan.getDegree("cp")) /
+                 rate * 1e6;
+  unsigned stages = plan.getDegree("pp");
+  std::vector<double> stageMicros(stages), chainMicros(chunks->size());
+  double layerFlops = 0;
+  unsigned layer = 0;
+  for (size_t chunk = 0; chunk < chunks->size(); ++chunk)
+    for (unsigned end = layer + (*chunks)[chunk]; layer < end; ++layer) {
+      double all = flops->second.layers[layer];
+      layerFlops += all;
+      stageMicros[chunk % stages] += all * scale;
+      // Recomputation may run before the gradient arrives: the chain
+      // counts the forward and backward alone.
+      chainMicros[chunk] += std::min(all, plain->second.layers[layer]) * scale;
+    }
+  double microbatches = plan.microbatches, bound = 0, before = 0;
+  for (unsigned stage = 0; stage < stages; ++stage) {
+    // The first micro-batch's forward through the chunks before the
+    // stage's first, then its work, then the last one's backward back
+    // through them.
+    bound = std::max(bound, microbatches * stageMicros[stage] + before);
+    before += chainMicros[stage];
+  }
+  // The busiest rank does at least the average share of all the work.
+  double average = microbatches * (layerFlops + flops->second.other) * scale /
+                   stages;
+  // A margin for the rounding of the sums, far below the microsecond the
+  // estimate counts in.
+  return std::max(bound, average) * (1 - 1e-9);
+}

@@ -1,0 +1,111 @@
+//===- PlanBoundsTest.cpp - The bounds never exceed what is evaluated -----===//
+
+#include "stg/Search/BoundPruning.h"
+#include "stg/Search/PlanBounds.h"
+#include "stg/Search/PlanEvaluator.h"
+
+#include "gtest/gtest.h"
+
+#include <map>
+
+using namespace stg;
+
+namespace {
+
+/// Every plan of a small space of Llama-3-8B (4 layers, 16 GPUs): both
+/// bounds at most what the evaluator reports, under both accountings.
+TEST(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
+  for (MemoryAccounting accounting :
+       {MemoryAccounting::Megatron, MemoryAccounting::ZeRO}) {
+    CompileOptions base;
+    base.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/llama3-8b.stg";
+    base.overrides = {{"L", "4"}, {"S", "1024"}};
+    base.memoryAccounting = accounting;
+    llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
+    ASSERT_TRUE(bool(system)) << llvm::toString(system.takeError());
+    llvm::Expected<ModelFacts> facts = readModelFacts(base);
+    ASSERT_TRUE(bool(facts)) << llvm::toString(facts.takeError());
+    PlanSpaceOptions options;
+    options.gpus = 16;
+    options.globalBatch = 16;
+    PlanSpace space = enumeratePlans(options, facts->shape);
+    ASSERT_GT(space.plans.size(), 100u);
+    llvm::Expected<ModelBounds> bounds =
+        readModelBounds(base, options.recompute, facts->shape);
+    ASSERT_TRUE(bool(bounds)) << llvm::toString(bounds.takeError());
+    PlanEvaluator evaluator(base, *system, *facts, options.globalBatch,
+                            72'000'000'000);
+    unsigned priced = 0, memoryBounded = 0;
+    for (const Plan &plan : space.plans) {
+      PlanResult result = evaluator.evaluate(plan);
+      if (result.status == PlanStatus::Failed)
+        continue;
+      ++priced;
+      uint64_t memory = getMemoryLowerBound(*bounds, plan, accounting);
+      double step = getStepLowerBound(*bounds, plan, system->device);
+      EXPECT_LE(memory, result.memory.total()) << plan.getLabel();
+      EXPECT_LE(step, result.stepMicros) << plan.getLabel();
+      // Not trivially true: the step bound is of the same order (this
+      // small model's steps are mostly communication).
+      EXPECT_GT(step, 0.01 * result.stepMicros) << plan.getLabel();
+      memoryBounded += memory >= result.memory.weights;
+    }
+    EXPECT_GT(priced, 100u);
+    // The weights alone are below the bound for most plans: it counts
+    // them, their gradients and the optimizer.
+    EXPECT_GT(memoryBounded, priced / 2);
+  }
+}
+
+/// Pruning keeps each kept plan's result and drops only plans that could
+/// not rank first.
+TEST(PlanBoundsTest, PruningKeepsTheBestAndEachKeptResult) {
+  CompileOptions base;
+  base.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/llama3-8b.stg";
+  base.overrides = {{"L", "4"}, {"S", "1024"}};
+  llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
+  ASSERT_TRUE(bool(system));
+  llvm::Expected<ModelFacts> facts = readModelFacts(base);
+  ASSERT_TRUE(bool(facts));
+  PlanSpaceOptions options;
+  options.gpus = 16;
+  options.globalBatch = 16;
+  PlanSpace space = enumeratePlans(options, facts->shape);
+  llvm::Expected<ModelBounds> bounds =
+      readModelBounds(base, options.recompute, facts->shape);
+  ASSERT_TRUE(bool(bounds));
+  uint64_t limit = 20'000'000'000;
+  PlanEvaluator evaluator(base, *system, *facts, options.globalBatch, limit);
+  BoundPruningOptions pruning;
+  pruning.memoryLimitBytes = limit;
+  pruning.device = system->device;
+  pruning.batchSize = 64;
+  llvm::Expected<BoundedResults> bounded = evaluatePlansWithinBounds(
+      evaluator, space.plans, *bounds, pruning, 1, nullptr);
+  ASSERT_TRUE(bool(bounded)) << llvm::toString(bounded.takeError());
+  EXPECT_GT(bounded->pruned[MemoryBoundReason], 0u);
+  EXPECT_GT(bounded->pruned[StepBoundReason], 0u);
+  EXPECT_EQ(bounded->results.size() + bounded->pruned[MemoryBoundReason] +
+                bounded->pruned[StepBoundReason],
+            space.plans.size());
+  // The search's order, every plan: the kept plans' rows are the same.
+  PlanEvaluator fresh(base, *system, *facts, options.globalBatch, limit);
+  double best = 1e300, bestKept = 1e300;
+  std::map<std::string, PlanResult> all;
+  for (const Plan &plan : space.plans) {
+    PlanResult result = fresh.evaluate(plan);
+    if (result.status == PlanStatus::Fits)
+      best = std::min(best, result.stepMicros);
+    all[plan.getLabel()] = result;
+  }
+  for (const PlanResult &kept : bounded->results) {
+    const PlanResult &again = all.at(kept.plan.getLabel());
+    EXPECT_EQ(kept.stepMicros, again.stepMicros) << kept.plan.getLabel();
+    EXPECT_EQ(kept.memory.total(), again.memory.total());
+    if (kept.status == PlanStatus::Fits)
+      bestKept = std::min(bestKept, kept.stepMicros);
+  }
+  EXPECT_EQ(best, bestKept);
+}
+
+} // namespace
