@@ -466,9 +466,11 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
   for (unsigned stage = 0; stage < stages; ++stage) {
     // The first micro-batch's forward through the chunks before the
     // stage's first, then its work, then the last one's backward back
-    // through them.
+    // through them. Zero bubble runs weight gradients meanwhile: its
+    // stages count their work alone.
     bound = std::max(bound, microbatches * stageMicros[stage] + before);
-    before += chainMicros[stage];
+    if (plan.schedule == PipelineSchedule::OneFOneB)
+      before += chainMicros[stage];
   }
   // The busiest rank does at least the average share of all the work.
   double average = microbatches * (layerFlops + flops->second.other) * scale /

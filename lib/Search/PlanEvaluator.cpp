@@ -115,6 +115,7 @@ CompileOptions PlanEvaluator::getCompileOptions(const Plan &plan) const {
     options.precision = plan.precision;
   if (plan.precision == Precision::FP16 && !base.elementType)
     options.elementType = ElementType::FP16;
+  options.schedule = plan.schedule;
   options.distributedOptimizer =
       plan.sharding == WeightSharding::DistributedOptimizer;
   options.fsdp = plan.sharding == WeightSharding::FSDP;

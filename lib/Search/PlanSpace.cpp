@@ -139,6 +139,8 @@ std::string Plan::getLabel() const {
     os << ' ' << getPrecisionName(precision);
   if (cpExchange != CpExchange::Ring)
     os << " cp=" << getCpExchangeName(cpExchange);
+  if (schedule != PipelineSchedule::OneFOneB)
+    os << ' ' << getPipelineScheduleName(schedule);
   if (sequenceParallel)
     os << " sp";
   if (!tpInNode)
@@ -164,6 +166,8 @@ std::string Plan::getFamilyKey() const {
     key += "+" + getLayerSplitName(layerSplit).str();
   if (cpExchange == CpExchange::AllGather)
     key += "+cp-gather";
+  if (schedule != PipelineSchedule::OneFOneB)
+    key += "+" + getPipelineScheduleName(schedule).str();
   key += microbatches > 1 ? " mbs* " : " mbs1 ";
   for (size_t index = 0; index < PlanAxes.size(); ++index) {
     // Only pp's degree shapes the programs; the others only by being 1.
@@ -248,13 +252,19 @@ private:
   /// dimensions (the context-parallel exchanges only where cp > 1).
   uint64_t getStructures(const Plan &plan) const {
     return uint64_t(options.recompute.size()) * options.precisions.size() *
-           getExchanges(plan).size() * options.sharding.size() *
+           getExchanges(plan).size() * getSchedules(plan).size() *
+           options.sharding.size() *
            options.sequenceParallel.size() * options.tpInNode.size();
   }
   llvm::ArrayRef<CpExchange> getExchanges(const Plan &plan) const {
     static const CpExchange ring = CpExchange::Ring;
     return plan.getDegree("cp") > 1 ? llvm::ArrayRef(options.cpExchanges)
                                     : llvm::ArrayRef(ring);
+  }
+  llvm::ArrayRef<PipelineSchedule> getSchedules(const Plan &plan) const {
+    static const PipelineSchedule oneFOneB = PipelineSchedule::OneFOneB;
+    return plan.getDegree("pp") > 1 ? llvm::ArrayRef(options.schedules)
+                                    : llvm::ArrayRef(oneFOneB);
   }
   void prune(const std::string &reason, uint64_t count) {
     if (count)
@@ -431,6 +441,9 @@ const char *Enumerator::checkStructure(const Plan &plan) const {
   if (!plan.tpInNode &&
       (tp == 1 || others == 1 || tp * others <= options.gpusPerNode))
     return "same plan: tp placement with every group in one node";
+  if (plan.schedule == PipelineSchedule::ZeroBubbleH1 &&
+      plan.virtualStages > 1)
+    return "zb-h1 runs one model chunk a stage";
   return nullptr;
 }
 
@@ -438,12 +451,14 @@ void Enumerator::enumerateStructures(Plan &plan) {
   for (const std::string &recompute : options.recompute)
    for (Precision precision : options.precisions)
    for (CpExchange exchange : getExchanges(plan))
+   for (PipelineSchedule schedule : getSchedules(plan))
     for (WeightSharding sharding : options.sharding)
       for (bool sequenceParallel : options.sequenceParallel)
         for (bool tpInNode : options.tpInNode) {
           plan.recompute = recompute;
           plan.precision = precision;
           plan.cpExchange = exchange;
+          plan.schedule = schedule;
           plan.sharding = sharding;
           plan.sequenceParallel = sequenceParallel;
           plan.tpInNode = tpInNode;

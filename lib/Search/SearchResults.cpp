@@ -140,6 +140,14 @@ const std::vector<PlanField> &getPlanFields() {
          [](const PlanResult &result) {
            return result.plan.cpExchange != CpExchange::Ring;
          }},
+        // Only a schedule other than 1F1B's, as pipeline_split.
+        {"schedule",
+         [](OStream &json, const PlanResult &result) {
+           json.value(getPipelineScheduleName(result.plan.schedule));
+         },
+         [](const PlanResult &result) {
+           return result.plan.schedule != PipelineSchedule::OneFOneB;
+         }},
         // Only an accounted split's: a search's files stay as they were
         // where no plan has one.
         {"pipeline_split",
@@ -362,6 +370,9 @@ static PlanResult readPlan(const llvm::json::Object *object,
   read.optional("cp_comm_type", plan.cpExchange,
                 std::optional(CpExchange::Ring), parseCpExchange,
                 "all_gather or a2a");
+  read.optional("schedule", plan.schedule,
+                std::optional(PipelineSchedule::OneFOneB),
+                parsePipelineSchedule, "1f1b or zb-h1");
   read.optional<Precision>("precision", plan.precision, std::nullopt,
                            parseRecipe, "bf16, fp16, fp8, mxfp8 or nvfp4");
   std::string sharding = read.string("weight_sharding");

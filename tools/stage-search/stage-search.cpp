@@ -68,6 +68,7 @@ struct SearchOptions {
   std::vector<std::string> recompute{"none", "selective", "full"};
   std::vector<std::string> precisions{"bf16"};
   std::vector<std::string> cpExchanges{"p2p"};
+  std::vector<std::string> schedules{"1f1b"};
   std::vector<std::string> sharding{"none", "distributed-optimizer", "fsdp"};
   std::vector<std::string> sequenceParallel{"off", "on"};
   std::vector<std::string> tpPlacement{"node", "outer"};
@@ -160,6 +161,12 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "cp > 1: p2p (default), all_gather, a2a, as for stagec")
       ->delimiter(',')
       ->check(CLI::IsMember({"p2p", "all_gather", "a2a"}));
+  app.add_option("--schedule", options.schedules,
+                 "pipeline schedules to try for plans with pp > 1: 1f1b "
+                 "(default; interleaved with virtual stages), zb-h1 (zero "
+                 "bubble, one model chunk a stage), as for stagec")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"1f1b", "zb-h1"}));
   app.add_option("--overlap-param-gather", overlapParamGather,
                  "on (default) or off, as for stagec")
       ->check(CLI::IsMember({"on", "off"}));
@@ -540,6 +547,10 @@ int main(int argc, char **argv) {
   for (const std::string &name : options.cpExchanges)
     if (!llvm::is_contained(space.cpExchanges, *parseCpExchange(name)))
       space.cpExchanges.push_back(*parseCpExchange(name));
+  space.schedules.clear();
+  for (const std::string &name : options.schedules)
+    if (!llvm::is_contained(space.schedules, *parsePipelineSchedule(name)))
+      space.schedules.push_back(*parsePipelineSchedule(name));
   space.sharding.clear();
   for (const std::string &name : options.sharding)
     if (!(options.noFSDP && name == "fsdp"))

@@ -14,6 +14,7 @@
 
 #include "stg/IR/Precision.h"
 #include "stg/Instantiate/PipelineSplit.h"
+#include "stg/Instantiate/Schedule.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -97,6 +98,9 @@ struct Plan {
   /// Context parallelism's exchange; the ring plans keep the labels and
   /// keys they always had.
   CpExchange cpExchange = CpExchange::Ring;
+  /// The pipeline schedule; 1F1B plans keep the labels and keys they
+  /// always had.
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   WeightSharding sharding = WeightSharding::None;
   bool sequenceParallel = false;
   /// Tensor parallelism on the fastest-varying ranks (inside a node);
@@ -150,6 +154,9 @@ struct PlanSpaceOptions {
   std::vector<Precision> precisions = {Precision::BF16};
   /// Tried for the plans with cp > 1 (the others keep the ring).
   std::vector<CpExchange> cpExchanges = {CpExchange::Ring};
+  /// Tried for the plans with pp > 1 (the others run one stage); zb-h1
+  /// only with one model chunk a stage.
+  std::vector<PipelineSchedule> schedules = {PipelineSchedule::OneFOneB};
   std::vector<WeightSharding> sharding = {WeightSharding::None,
                                           WeightSharding::DistributedOptimizer,
                                           WeightSharding::FSDP};
