@@ -295,8 +295,7 @@ static std::string describeSchedule(const StageProgram &program,
   std::string text;
   llvm::raw_string_ostream os(text);
   for (const ScheduleStep &step : program.schedule) {
-    os << (text.empty() ? "" : " ") << getStepLetter(step)
-       << step.microbatch;
+    os << (text.empty() ? "" : " ") << getStepLetter(step) << step.microbatch;
     if (numVirtualStages > 1)
       os << '.' << step.chunk;
   }

@@ -20,8 +20,7 @@ static void splitGraph(const Graph &graph,
       needed.insert(op->getOperands().begin(), op->getOperands().end());
       llvm::DenseSet<const Value *> inBody;
       if (const Op *yield = op->getBody()->getTerminator())
-        inBody.insert(yield->getOperands().begin(),
-                      yield->getOperands().end());
+        inBody.insert(yield->getOperands().begin(), yield->getOperands().end());
       splitGraph(*op->getBody(), inBody, weightOps);
       continue;
     }

@@ -1,4 +1,5 @@
-//===- BackwardSplit.h - A backward's input and weight gradients -*- C++ -*-===//
+//===- BackwardSplit.h - A backward's input and weight gradients -*- C++
+//-*-===//
 //
 // Zero-bubble schedules (Schedule.h) run a micro-batch's backward as two
 // steps: B, the work the input gradient needs (the stage before waits for

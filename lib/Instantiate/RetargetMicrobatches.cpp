@@ -40,8 +40,7 @@ assembleSteps(llvm::ArrayRef<ScheduleStep> schedule,
               bool training) {
   std::vector<ProgramStep> steps;
   // The first micro-batch's step of each kind stands for the middle ones.
-  std::map<std::tuple<unsigned, bool, BackwardPart>,
-           std::optional<ProgramStep>>
+  std::map<std::tuple<unsigned, bool, BackwardPart>, std::optional<ProgramStep>>
       firstOfKind;
   size_t next = 0;
   for (const ScheduleStep &step : schedule) {

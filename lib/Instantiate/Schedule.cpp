@@ -92,9 +92,9 @@ getInterleavedSchedule(unsigned stage, unsigned numStages,
 
 /// ZB-H1 (Schedule.h): 1F1B's order with each backward split into B and W,
 /// stage s's first s steady iterations without their W.
-static std::vector<ScheduleStep> getZeroBubbleH1Schedule(unsigned stage,
-                                                         unsigned numStages,
-                                                         unsigned numMicrobatches) {
+static std::vector<ScheduleStep>
+getZeroBubbleH1Schedule(unsigned stage, unsigned numStages,
+                        unsigned numMicrobatches) {
   auto input = [](unsigned mb) {
     return ScheduleStep{true, mb, 0, BackwardPart::Input};
   };
@@ -168,8 +168,8 @@ double stg::getMaxInFlightMicrobatches(PipelineSchedule schedule,
   if (schedule == PipelineSchedule::ZeroBubbleH1) {
     // Counted on the schedule: a micro-batch from its F to its W.
     unsigned held = 0, most = 0;
-    for (const ScheduleStep &step : getZeroBubbleH1Schedule(
-             stage, numStages, numMicrobatches)) {
+    for (const ScheduleStep &step :
+         getZeroBubbleH1Schedule(stage, numStages, numMicrobatches)) {
       if (!step.backward)
         most = std::max(most, ++held);
       else if (step.part == BackwardPart::Weight)

@@ -173,10 +173,10 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
   // A replayed step's values are held by micro-batch 0's nodes, which
   // stand for them as its step stands for the replay: a forward's, and a
   // split backward's B (its W reduces the gradients, so is built).
-  bool replayedPhase =
-      def->getPhase() == Phase::Forward ||
-      (def->getPhase() == Phase::Backward && !shared.weightGradientOps.empty() &&
-       !shared.weightGradientOps.count(def));
+  bool replayedPhase = def->getPhase() == Phase::Forward ||
+                       (def->getPhase() == Phase::Backward &&
+                        !shared.weightGradientOps.empty() &&
+                        !shared.weightGradientOps.count(def));
   for (int mb = first; mb <= last; ++mb) {
     if (!isBuilt(mb))
       continue; // A folded micro-batch's value: an earlier step made it.
@@ -605,8 +605,7 @@ bool StageBuilder::build(StageProgram &program) {
       chunksWithTopLevelOps.insert(placement.getChunk(op.get(), -1));
   // Folded: the first micro-batch's step of each kind, or none if it was
   // empty, stands for the middle micro-batches' steps of that kind.
-  std::map<std::tuple<unsigned, bool, BackwardPart>,
-           std::optional<ProgramStep>>
+  std::map<std::tuple<unsigned, bool, BackwardPart>, std::optional<ProgramStep>>
       firstOfKind;
   for (size_t index = 0; index < program.schedule.size(); ++index) {
     ScheduleStep step = program.schedule[index];
@@ -663,11 +662,9 @@ bool StageBuilder::build(StageProgram &program) {
       std::optional<ProgramStep> added = built;
       if (added && replayed)
         added->tagOffset = 0;
-      sources->scheduleSources.push_back({step.chunk, step.backward,
-                                          step.part, step.microbatch != 0,
-                                          added,
-                                          replayed ? edgeShift : 0,
-                                          built ? preamble : 0});
+      sources->scheduleSources.push_back(
+          {step.chunk, step.backward, step.part, step.microbatch != 0, added,
+           replayed ? edgeShift : 0, built ? preamble : 0});
     }
   }
   // The optimizer steps once all gradients are reduced, after the last

@@ -12,12 +12,10 @@
 
 using namespace stg;
 
-llvm::Expected<BoundedResults>
-stg::evaluatePlansWithinBounds(PlanEvaluator &evaluator,
-                               llvm::ArrayRef<Plan> plans,
-                               const ModelBounds &bounds,
-                               const BoundPruningOptions &options,
-                               unsigned jobs, const SearchProgress &progress) {
+llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
+    PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
+    const ModelBounds &bounds, const BoundPruningOptions &options,
+    unsigned jobs, const SearchProgress &progress) {
   BoundedResults bounded;
   std::vector<double> stepBound(plans.size());
   std::vector<size_t> order;

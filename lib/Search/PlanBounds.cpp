@@ -128,8 +128,8 @@ std::optional<Bounds::Tensor> Reader::getTensor(const Value &value,
     std::optional<Expr> bound = module.bindAll(extent);
     std::optional<long long> number =
         bound ? getIntegerValue(*bound) : std::nullopt;
-    if (!number || *number < 0 || (*number && elements > (1ull << 50) /
-                                                            uint64_t(*number)))
+    if (!number || *number < 0 ||
+        (*number && elements > (1ull << 50) / uint64_t(*number)))
       return std::nullopt;
     elements *= uint64_t(*number);
   }
@@ -182,8 +182,7 @@ Bounds::Flops countFlops(const ProgramSet &programs, unsigned layers) {
 /// The layer groups and the weights outside the layers, from the model
 /// compiled on one GPU; leaves `bounds` without them where the numbering
 /// does not come out as Placement's.
-void readMemory(const Module &module, const ModelShape &shape,
-                Bounds &bounds) {
+void readMemory(const Module &module, const ModelShape &shape, Bounds &bounds) {
   const Graph &model = *module.getModel();
   Reader reader(module, shape);
   llvm::DenseMap<std::pair<const Op *, unsigned>, uint32_t> groupOf;
@@ -225,8 +224,8 @@ void readMemory(const Module &module, const ModelShape &shape,
           if (param->getParent() != &body || !charged.insert(param).second)
             continue;
           if (auto tensor = reader.getTensor(*param->getResult(), false))
-            bounds.groups[getGroup(op.get(), inner->getBodyLayer())]
-                .push_back(*tensor);
+            bounds.groups[getGroup(op.get(), inner->getBodyLayer())].push_back(
+                *tensor);
         }
       }
     }
@@ -361,8 +360,7 @@ stg::readModelBounds(const CompileOptions &base,
       llvm::raw_string_ostream os(errors);
       DiagnosticEngine diags(os);
       diags.setProgramName("stage-search");
-      compiled[mb - 1] =
-          compileModel(getOneGPUOptions(base, mode, mb), diags);
+      compiled[mb - 1] = compileModel(getOneGPUOptions(base, mode, mb), diags);
       if (!compiled[mb - 1])
         return llvm::createStringError(std::errc::invalid_argument, "%s",
                                        os.str().c_str());
@@ -447,8 +445,8 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
   // Microseconds per FLOP of a sequence on one rank: its micro-batch's
   // work is split over tp x cp ranks at best.
   double scale = double(plan.microBatchSize) /
-                 (double(plan.getDegree("tp")) * plan.getDegree("cp")) /
-                 rate * 1e6;
+                 (double(plan.getDegree("tp")) * plan.getDegree("cp")) / rate *
+                 1e6;
   unsigned stages = plan.getDegree("pp");
   std::vector<double> stageMicros(stages), chainMicros(chunks->size());
   double layerFlops = 0;
@@ -473,8 +471,8 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
       before += chainMicros[stage];
   }
   // The busiest rank does at least the average share of all the work.
-  double average = microbatches * (layerFlops + flops->second.other) * scale /
-                   stages;
+  double average =
+      microbatches * (layerFlops + flops->second.other) * scale / stages;
   // A margin for the rounding of the sums, far below the microsecond the
   // estimate counts in.
   return std::max(bound, average) * (1 - 1e-9);

@@ -588,10 +588,9 @@ llvm::Expected<SearchTable> stg::mergeTables(std::vector<SearchTable> shards) {
     a.shardIndex = b.shardIndex = 0;
     auto fields = [](const SearchHeader &h) {
       return std::tie(h.generatorVersion, h.input, h.model, h.gpus,
-                      h.globalBatch, h.sequenceLength, h.system,
-                      h.accelerator, h.gpusPerNode, h.deviceMemoryBytes,
-                      h.memoryMargin, h.memoryLimitBytes, h.shardCount,
-                      h.pruneBounds);
+                      h.globalBatch, h.sequenceLength, h.system, h.accelerator,
+                      h.gpusPerNode, h.deviceMemoryBytes, h.memoryMargin,
+                      h.memoryLimitBytes, h.shardCount, h.pruneBounds);
     };
     return fields(a) == fields(b);
   };

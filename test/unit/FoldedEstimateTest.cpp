@@ -209,8 +209,8 @@ INSTANTIATE_TEST_SUITE_P(
         // Zero bubble: B and W steps of a kind each, W delayed by stage.
         Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"tp", 2}, {"pp", 4}}, 12, 1,
              "none", "train", false, PipelineSchedule::ZeroBubbleH1},
-        Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"pp", 4}}, 64, 1,
-             "selective", "train", true, PipelineSchedule::ZeroBubbleH1},
+        Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"pp", 4}}, 64, 1, "selective",
+             "train", true, PipelineSchedule::ZeroBubbleH1},
         Plan{"mixtral-8x7b.stg", Degrees{{"ep", 4}, {"pp", 2}}, 9, 1, "none",
              "train", false, PipelineSchedule::ZeroBubbleH1}));
 

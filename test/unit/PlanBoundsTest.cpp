@@ -1,7 +1,7 @@
 //===- PlanBoundsTest.cpp - The bounds never exceed what is evaluated -----===//
 
-#include "stg/Search/BoundPruning.h"
 #include "stg/Search/PlanBounds.h"
+#include "stg/Search/BoundPruning.h"
 #include "stg/Search/PlanEvaluator.h"
 
 #include "gtest/gtest.h"

@@ -122,8 +122,7 @@ INSTANTIATE_TEST_SUITE_P(
                    }),
         // Zero bubble: how many W a stage delays depends on the count
         // while it is below the stages.
-        makeFamily("llama3-8b.stg", {{"dp", 2}, {"pp", 4}},
-                   {8, 3, 16, 2, 5}, 4,
+        makeFamily("llama3-8b.stg", {{"dp", 2}, {"pp", 4}}, {8, 3, 16, 2, 5}, 4,
                    [](TemplatePlan &plan) {
                      plan.schedule = PipelineSchedule::ZeroBubbleH1;
                    }),
@@ -157,8 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
                    }),
         makeFamily("mixtral-8x7b.stg", {{"ep", 4}, {"pp", 2}}, {4, 9, 2}, 2,
                    [](TemplatePlan &plan) { plan.layers = 4; }),
-        makeFamily("deepseek-moe-16b.stg", {{"ep", 2}, {"pp", 4}},
-                   {8, 16, 24}, 2,
+        makeFamily("deepseek-moe-16b.stg", {{"ep", 2}, {"pp", 4}}, {8, 16, 24},
+                   2,
                    [](TemplatePlan &plan) {
                      plan.virtualStages = 2;
                      plan.recompute = "selective";

@@ -101,11 +101,11 @@ TEST(ScheduleTest, ZeroBubbleH1DelaysStageSWeightGradientsBySteps) {
   // A micro-batch is held from its F to its W: 1F1B's first stage's P, on
   // every stage.
   for (unsigned stage = 0; stage < 4; ++stage)
-    EXPECT_EQ(getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleH1,
-                                         stage, 4, 8),
-              4);
-  EXPECT_EQ(
-      getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleH1, 2, 4, 2), 2);
+    EXPECT_EQ(
+        getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleH1, stage, 4, 8),
+        4);
+  EXPECT_EQ(getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleH1, 2, 4, 2),
+            2);
   // Inference has no backward to split.
   EXPECT_EQ(describe(getStageSchedule(PipelineSchedule::ZeroBubbleH1, 0, 2, 2,
                                       false)),
@@ -121,8 +121,8 @@ double getMakespan(PipelineSchedule schedule, unsigned numStages,
                    double weight) {
   std::vector<std::vector<ScheduleStep>> orders;
   for (unsigned stage = 0; stage < numStages; ++stage)
-    orders.push_back(getStageSchedule(schedule, stage, numStages,
-                                      numMicrobatches, true));
+    orders.push_back(
+        getStageSchedule(schedule, stage, numStages, numMicrobatches, true));
   // finish[kind][stage][mb]: kind 0 = F, 1 = B (input), 2 = W.
   const double Never = -1;
   std::vector<std::vector<std::vector<double>>> finish(
@@ -171,24 +171,24 @@ TEST(ScheduleTest, ZeroBubbleH1BubbleIsThePapers) {
   struct Times {
     double forward, input, weight;
   };
-  for (Times times : {Times{1, 1, 1}, Times{2, 2, 1}, Times{2, 3, 2},
-                      Times{1, 2, 1}})
+  for (Times times :
+       {Times{1, 1, 1}, Times{2, 2, 1}, Times{2, 3, 2}, Times{1, 2, 1}})
     for (auto [stages, microbatches] :
          {std::pair{4u, 8u}, {4u, 4u}, {8u, 16u}, {8u, 9u}, {2u, 5u}}) {
       double work = microbatches * (times.forward + times.input + times.weight);
       double zeroBubble =
           getMakespan(PipelineSchedule::ZeroBubbleH1, stages, microbatches,
                       times.forward, times.input, times.weight);
-      EXPECT_DOUBLE_EQ(zeroBubble - work, (stages - 1) * (times.forward +
-                                                          times.input -
-                                                          times.weight))
+      EXPECT_DOUBLE_EQ(zeroBubble - work,
+                       (stages - 1) *
+                           (times.forward + times.input - times.weight))
           << stages << " stages, " << microbatches << " micro-batches";
       double oneFOneB =
           getMakespan(PipelineSchedule::OneFOneB, stages, microbatches,
                       times.forward, times.input, times.weight);
-      EXPECT_DOUBLE_EQ(oneFOneB - work, (stages - 1) * (times.forward +
-                                                        times.input +
-                                                        times.weight));
+      EXPECT_DOUBLE_EQ(oneFOneB - work,
+                       (stages - 1) *
+                           (times.forward + times.input + times.weight));
     }
 }
 

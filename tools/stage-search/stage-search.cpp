@@ -602,10 +602,8 @@ int main(int argc, char **argv) {
   if (options.pruneBounds) {
     llvm::Expected<ModelBounds> bounds =
         readModelBounds(options.compile, space.recompute, facts->shape);
-    if (!bounds) {
-      llvm::errs() << llvm::toString(bounds.takeError());
-      return 1;
-    }
+    if (!bounds)
+      return fail(llvm::toString(bounds.takeError()));
     BoundPruningOptions pruning;
     pruning.memoryLimitBytes = header.memoryLimitBytes;
     pruning.accounting = options.compile.memoryAccounting;

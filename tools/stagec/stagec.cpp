@@ -104,15 +104,15 @@ static void warnIfOverMemory(const ProgramSet &programs,
       largest = &stage;
   if (!largest || largest->memory.total() <= double(device.memoryBytes))
     return;
-  diags.warning(loc, llvm::formatv("stage {0} needs {1:f1} GB a rank, more "
-                                   "than the {2}'s {3:f0} GB: the plan would "
-                                   "not run as given (more stages, "
-                                   "recomputation, weight sharding or smaller "
-                                   "micro-batches would fit it)",
-                                   largest->stage,
-                                   largest->memory.total() / 1e9, device.name,
-                                   device.memoryBytes / 1e9)
-                         .str());
+  diags.warning(loc,
+                llvm::formatv("stage {0} needs {1:f1} GB a rank, more "
+                              "than the {2}'s {3:f0} GB: the plan would "
+                              "not run as given (more stages, "
+                              "recomputation, weight sharding or smaller "
+                              "micro-batches would fit it)",
+                              largest->stage, largest->memory.total() / 1e9,
+                              device.name, device.memoryBytes / 1e9)
+                    .str());
 }
 
 /// Writes `count` perturbed variants as `variant-K/` beside the clean set.

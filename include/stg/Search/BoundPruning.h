@@ -39,7 +39,7 @@ struct BoundPruningOptions {
 };
 
 struct BoundedResults {
-  std::vector<PlanResult> results; ///< The plans evaluated, in no order.
+  std::vector<PlanResult> results;        ///< The plans evaluated, in no order.
   std::map<std::string, uint64_t> pruned; ///< Plans not compiled, by why.
 };
 

@@ -1,4 +1,5 @@
-//===- PlanBounds.h - What a plan needs at least, before compiling -*- C++ -*-===//
+//===- PlanBounds.h - What a plan needs at least, before compiling -*- C++
+//-*-===//
 //
 // Two lower bounds of what PlanEvaluator reports for a plan, from numbers
 // read once from the model, so that the search can skip compiling the
