@@ -299,15 +299,21 @@ LogicalResult stg::moveProgramSetToMesh(ProgramSet &set, const Mesh &mesh,
                     "that splits other axes");
     return failure();
   }
+  // Masks name axes by their index in the mesh: a collective's group, and
+  // the context-parallel ring an attention's kernels run around.
+  auto move = [&](AxisMask old) {
+    AxisMask mask = 0;
+    for (unsigned index = 0; index < newIndex.size(); ++index)
+      if (old & (AxisMask(1) << index))
+        mask |= AxisMask(1) << newIndex[index];
+    return mask;
+  };
   for (StageProgram &stage : set.stages)
     for (ProgramNode &node : stage.nodes) {
-      if (node.kind != ProgramNodeKind::Collective)
-        continue;
-      AxisMask mask = 0;
-      for (unsigned index = 0; index < newIndex.size(); ++index)
-        if (node.group & (AxisMask(1) << index))
-          mask |= AxisMask(1) << newIndex[index];
-      node.group = mask;
+      if (node.kind == ProgramNodeKind::Collective)
+        node.group = move(node.group);
+      else if (node.attentionRing)
+        node.attentionRing = move(node.attentionRing);
     }
   set.mesh = mesh;
   set.pipelineAxis = mesh.findAxis(pipelineAxis);
