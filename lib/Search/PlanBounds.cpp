@@ -378,6 +378,11 @@ stg::readModelBounds(const CompileOptions &base,
       perSequence.layers[layer] =
           std::max(0.0, two.layers[layer] - one.layers[layer]);
     perSequence.other = std::max(0.0, two.other - one.other);
+    // Likewise the activations a sequence adds (the first stage's only:
+    // one GPU holds one stage).
+    bounds.activationsPerSequence[mode] = std::max(
+        0.0, double(compiled[1]->programs.stages[0].memory.activations) -
+                 double(compiled[0]->programs.stages[0].memory.activations));
     if (mode == "none") {
       const Module &module = *compiled[0]->module;
       bounds.ownPrecision = module.lookupOption("precision") != nullptr;
@@ -412,7 +417,24 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
     if (weight.last && !(weight.first && stages == 1))
       stageBytes.back() += bytes;
   }
-  return *std::max_element(stageBytes.begin(), stageBytes.end());
+  uint64_t busiest = *std::max_element(stageBytes.begin(), stageBytes.end());
+  // The busiest rank holds at least the stages' average, and every stage
+  // at least one micro-batch's activations of its layers: together, at
+  // least a micro-batch's activations of the whole model, split over tp x
+  // cp at best (ep and dp move tokens, not their count). A low-precision
+  // recipe may save them smaller than the model's precision the numbers
+  // were read in: it counts the weights alone. A tenth is left for the
+  // values a pipeline split saves differently.
+  auto activations = bounds.activationsPerSequence.find(plan.recompute);
+  if (activations == bounds.activationsPerSequence.end() ||
+      isLowPrecision(plan.precision))
+    return busiest;
+  double perRank = 0.9 * activations->second * plan.microBatchSize /
+                   (double(plan.getDegree("tp")) * plan.getDegree("cp"));
+  double total = perRank;
+  for (uint64_t bytes : stageBytes)
+    total += double(bytes);
+  return std::max<uint64_t>(busiest, uint64_t(total / stages));
 }
 
 double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,

@@ -88,6 +88,9 @@ struct ModelBounds {
     double other = 0;
   };
   std::map<std::string, Flops> flops;
+  /// Saved activation bytes per sequence of the whole model on one GPU, by
+  /// the recomputation, in the model's own precision (empty: none read).
+  std::map<std::string, double> activationsPerSequence;
   /// The model sets a precision option of its own: any peak may apply.
   bool ownPrecision = false;
 };
