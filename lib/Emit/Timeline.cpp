@@ -123,7 +123,9 @@ void TimelineWriter::writeRun(const TimelineEvent &run) {
     json.attributeObject("args", [&] {
       json.attribute("node", run.node);
       json.attribute("schedule_step", int64_t(run.step));
-      json.attribute("phase", getPhaseName(node.phase));
+      json.attribute("phase", node.weightGradient
+                                  ? "weight_gradient"
+                                  : getPhaseName(node.phase));
       if (node.layer >= 0)
         json.attribute("layer", node.layer);
       if (node.microbatch >= 0)

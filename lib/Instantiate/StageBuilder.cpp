@@ -310,6 +310,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
         op.getResults().empty() ? op.getKindName() : op.getResult()->getName();
     node.name = getInstanceName(op, valueName, layer, mb);
     node.phase = op.getPhase();
+    node.weightGradient = shared.weightGradientOps.count(&op) > 0;
     node.layer = getModelLayer(op, layer);
     node.microbatch = mb;
     if (op.getInfo().has(Collective)) {

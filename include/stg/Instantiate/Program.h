@@ -87,6 +87,8 @@ struct ProgramNode {
 
   // Where the node comes from: reports and perturbation selectors use it.
   Phase phase = Phase::Forward;
+  /// Backward: a zero-bubble schedule's W step runs it (weight gradients).
+  bool weightGradient = false;
   int32_t layer = -1;      ///< The model's layer, or -1 at top level.
   int32_t microbatch = -1; ///< -1 for once-per-step work (gradient sync).
 
