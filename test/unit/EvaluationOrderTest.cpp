@@ -2,6 +2,8 @@
 
 #include "stg/Search/PlanEvaluator.h"
 
+#include "SmallSearchModel.h"
+
 #include "gtest/gtest.h"
 
 #include <algorithm>
@@ -12,31 +14,26 @@ using namespace stg;
 
 namespace {
 
+using EvaluationOrderTest = SmallSearchModel;
+
 /// The evaluator re-prices a structure's programs for each of its plans
 /// and moves a family's to other micro-batch counts, keeping a few
 /// structures: in a shuffled order (structures built for tp outside the
 /// node re-priced for plans inside it, counts moved down as well as up),
 /// every plan of a small space gets the result it gets in the search's.
-TEST(EvaluationOrderTest, ShuffledOrderGivesTheSameResults) {
-  CompileOptions base;
-  base.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/llama3-8b.stg";
-  base.overrides = {{"L", "4"}, {"S", "1024"}};
-  llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
-  ASSERT_TRUE(bool(system));
-  llvm::Expected<ModelFacts> facts = readModelFacts(base);
-  ASSERT_TRUE(bool(facts));
+TEST_F(EvaluationOrderTest, ShuffledOrderGivesTheSameResults) {
   PlanSpaceOptions options;
   options.gpus = 32;
   options.globalBatch = 32;
-  PlanSpace space = enumeratePlans(options, facts->shape);
-  PlanEvaluator inOrder(base, *system, *facts, options.globalBatch,
+  PlanSpace space = enumeratePlans(options, facts.shape);
+  PlanEvaluator inOrder(base, system, facts, options.globalBatch,
                         72'000'000'000);
   std::map<std::string, PlanResult> expected;
   for (const Plan &plan : space.plans)
     expected[plan.getLabel()] = inOrder.evaluate(plan);
   std::vector<Plan> shuffled = space.plans;
   std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(2026));
-  PlanEvaluator evaluator(base, *system, *facts, options.globalBatch,
+  PlanEvaluator evaluator(base, system, facts, options.globalBatch,
                           72'000'000'000);
   unsigned outer = 0;
   for (const Plan &plan : shuffled) {
@@ -55,7 +52,7 @@ TEST(EvaluationOrderTest, ShuffledOrderGivesTheSameResults) {
   for (const Plan &plan : space.plans) {
     if (plan.tpInNode || plan.getDegree("cp") == 1 || alone == 24)
       continue;
-    PlanEvaluator fresh(base, *system, *facts, options.globalBatch,
+    PlanEvaluator fresh(base, system, facts, options.globalBatch,
                         72'000'000'000);
     EXPECT_EQ(fresh.evaluate(plan).stepMicros,
               expected.at(plan.getLabel()).stepMicros)

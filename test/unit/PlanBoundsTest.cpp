@@ -4,6 +4,8 @@
 #include "stg/Search/BoundPruning.h"
 #include "stg/Search/PlanEvaluator.h"
 
+#include "SmallSearchModel.h"
+
 #include "gtest/gtest.h"
 
 #include <map>
@@ -12,31 +14,26 @@ using namespace stg;
 
 namespace {
 
+using PlanBoundsTest = SmallSearchModel;
+
 /// Every plan of a small space of Llama-3-8B (4 layers, 16 GPUs): both
 /// bounds at most what the evaluator reports, under both accountings.
-TEST(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
+TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
   for (MemoryAccounting accounting :
        {MemoryAccounting::Megatron, MemoryAccounting::ZeRO}) {
-    CompileOptions base;
-    base.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/llama3-8b.stg";
-    base.overrides = {{"L", "4"}, {"S", "1024"}};
     base.memoryAccounting = accounting;
-    llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
-    ASSERT_TRUE(bool(system)) << llvm::toString(system.takeError());
-    llvm::Expected<ModelFacts> facts = readModelFacts(base);
-    ASSERT_TRUE(bool(facts)) << llvm::toString(facts.takeError());
     PlanSpaceOptions options;
     options.gpus = 16;
     options.globalBatch = 16;
     // Zero bubble's stages count their work alone (no backward chain).
     options.schedules = {PipelineSchedule::OneFOneB,
                          PipelineSchedule::ZeroBubbleH1};
-    PlanSpace space = enumeratePlans(options, facts->shape);
+    PlanSpace space = enumeratePlans(options, facts.shape);
     ASSERT_GT(space.plans.size(), 100u);
     llvm::Expected<ModelBounds> bounds =
-        readModelBounds(base, options.recompute, facts->shape);
+        readModelBounds(base, options.recompute, facts.shape);
     ASSERT_TRUE(bool(bounds)) << llvm::toString(bounds.takeError());
-    PlanEvaluator evaluator(base, *system, *facts, options.globalBatch,
+    PlanEvaluator evaluator(base, system, facts, options.globalBatch,
                             72'000'000'000);
     unsigned priced = 0, memoryBounded = 0;
     for (const Plan &plan : space.plans) {
@@ -45,7 +42,7 @@ TEST(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
         continue;
       ++priced;
       uint64_t memory = getMemoryLowerBound(*bounds, plan, accounting);
-      double step = getStepLowerBound(*bounds, plan, system->device);
+      double step = getStepLowerBound(*bounds, plan, system.device);
       EXPECT_LE(memory, result.memory.total()) << plan.getLabel();
       EXPECT_LE(step, result.stepMicros) << plan.getLabel();
       // Not trivially true: the step bound is of the same order (this
@@ -62,26 +59,19 @@ TEST(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
 
 /// Pruning keeps each kept plan's result and drops only plans that could
 /// not rank first.
-TEST(PlanBoundsTest, PruningKeepsTheBestAndEachKeptResult) {
-  CompileOptions base;
-  base.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/llama3-8b.stg";
-  base.overrides = {{"L", "4"}, {"S", "1024"}};
-  llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
-  ASSERT_TRUE(bool(system));
-  llvm::Expected<ModelFacts> facts = readModelFacts(base);
-  ASSERT_TRUE(bool(facts));
+TEST_F(PlanBoundsTest, PruningKeepsTheBestAndEachKeptResult) {
   PlanSpaceOptions options;
   options.gpus = 16;
   options.globalBatch = 16;
-  PlanSpace space = enumeratePlans(options, facts->shape);
+  PlanSpace space = enumeratePlans(options, facts.shape);
   llvm::Expected<ModelBounds> bounds =
-      readModelBounds(base, options.recompute, facts->shape);
+      readModelBounds(base, options.recompute, facts.shape);
   ASSERT_TRUE(bool(bounds));
   uint64_t limit = 20'000'000'000;
-  PlanEvaluator evaluator(base, *system, *facts, options.globalBatch, limit);
+  PlanEvaluator evaluator(base, system, facts, options.globalBatch, limit);
   BoundPruningOptions pruning;
   pruning.memoryLimitBytes = limit;
-  pruning.device = system->device;
+  pruning.device = system.device;
   pruning.batchSize = 64;
   llvm::Expected<BoundedResults> bounded = evaluatePlansWithinBounds(
       evaluator, space.plans, *bounds, pruning, 1, nullptr);
@@ -92,7 +82,7 @@ TEST(PlanBoundsTest, PruningKeepsTheBestAndEachKeptResult) {
                 bounded->pruned[StepBoundReason],
             space.plans.size());
   // The search's order, every plan: the kept plans' rows are the same.
-  PlanEvaluator fresh(base, *system, *facts, options.globalBatch, limit);
+  PlanEvaluator fresh(base, system, facts, options.globalBatch, limit);
   double best = 1e300, bestKept = 1e300;
   std::map<std::string, PlanResult> all;
   for (const Plan &plan : space.plans) {

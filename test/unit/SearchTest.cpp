@@ -5,6 +5,8 @@
 #include "stg/Perf/StepEstimate.h"
 #include "stg/Search/SearchResults.h"
 
+#include "SmallSearchModel.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include "gtest/gtest.h"
@@ -304,18 +306,8 @@ TEST(SearchResultsTest, CSVHasARowPerPlan) {
 
 namespace {
 
-class PlanEvaluatorTest : public ::testing::Test {
+class PlanEvaluatorTest : public SmallSearchModel {
 protected:
-  void SetUp() override {
-    base.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/llama3-8b.stg";
-    base.overrides = {{"L", "4"}, {"S", "1024"}};
-    llvm::Expected<SystemSpec> loaded = loadSystem("dgx-h100");
-    ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
-    system = *loaded;
-    llvm::Expected<ModelFacts> read = readModelFacts(base);
-    ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
-    facts = *read;
-  }
   PlanEvaluator makeEvaluator() const {
     return PlanEvaluator(base, system, facts, GlobalBatch, 72'000'000'000);
   }
@@ -331,9 +323,6 @@ protected:
   }
 
   static constexpr unsigned GlobalBatch = 8;
-  CompileOptions base;
-  SystemSpec system;
-  ModelFacts facts;
 };
 
 TEST_F(PlanEvaluatorTest, AReusedModuleAndProgramsPriceAsAFreshCompile) {
