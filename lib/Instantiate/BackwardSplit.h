@@ -1,5 +1,4 @@
-//===- BackwardSplit.h - A backward's input and weight gradients -*- C++
-//-*-===//
+//===- BackwardSplit.h - Input and weight gradients apart -------*- C++ -*-===//
 //
 // Zero-bubble schedules (Schedule.h) run a micro-batch's backward as two
 // steps: B, the work the input gradient needs (the stage before waits for

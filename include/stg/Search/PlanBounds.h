@@ -1,5 +1,4 @@
-//===- PlanBounds.h - What a plan needs at least, before compiling -*- C++
-//-*-===//
+//===- PlanBounds.h - What a plan needs at least ----------------*- C++ -*-===//
 //
 // Two lower bounds of what PlanEvaluator reports for a plan, from numbers
 // read once from the model, so that the search can skip compiling the
@@ -9,14 +8,16 @@
 //    as StageMemory.cpp counts them (a weight's local shard by the axes its
 //    layout splits it over, 4-byte main gradients under Megatron's
 //    accounting, 12 bytes per stepped element) for the layers each stage
-//    holds and the embedding and head of the first and last stage; the
-//    activations are left out, and whatever cannot be attributed for
-//    certain counts nothing;
+//    holds and the embedding and head of the first and last stage, and at
+//    least the stages' average with one micro-batch's activations of each
+//    (bf16 and fp16 recipes); whatever cannot be attributed for certain
+//    counts nothing;
 //  - step: each compute node runs no faster than its FLOPs at the device's
 //    best rate (its highest peak of the plan's precisions times its highest
 //    efficiency), a rank runs its compute one node after another, and a
 //    micro-batch crosses the stages in order, so a stage's work waits for
-//    the forward of the chunks before it and is followed by their backward.
+//    the forward of the chunks before it and, under 1F1B, is followed by
+//    their backward (zero bubble fills that with weight gradients).
 //    The FLOPs per layer and sequence come from the model compiled on one
 //    GPU with micro-batches of one and two sequences, their difference, so
 //    that work that does not grow with the batch is not multiplied.
