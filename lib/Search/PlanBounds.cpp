@@ -161,6 +161,40 @@ CompileOptions getOneGPUOptions(const CompileOptions &base,
   return options;
 }
 
+/// The activation bytes each layer saves per sequence, from the model split
+/// one layer a stage, one micro-batch in flight (GPipe over one): the
+/// first and last layer with the work before and after the layers, as
+/// their stages hold it in any split. Nothing where the split does not
+/// come out one layer a stage or the model is too deep to split so.
+std::optional<std::vector<double>>
+readLayerActivations(const CompileOptions &base, llvm::StringRef recompute,
+                     unsigned layers) {
+  if (layers < 2 || layers > 256)
+    return std::nullopt;
+  std::optional<CompiledModel> compiled[2];
+  for (unsigned mb : {1u, 2u}) {
+    CompileOptions options = getOneGPUOptions(base, recompute, mb);
+    for (auto &[axis, degree] : options.degrees)
+      if (axis == "pp")
+        degree = layers;
+    options.schedule = PipelineSchedule::GPipe;
+    std::string errors;
+    llvm::raw_string_ostream os(errors);
+    DiagnosticEngine diags(os);
+    compiled[mb - 1] = compileModel(options, diags);
+    if (!compiled[mb - 1] ||
+        compiled[mb - 1]->programs.stages.size() != layers)
+      return std::nullopt;
+  }
+  std::vector<double> perSequence(layers);
+  for (unsigned layer = 0; layer < layers; ++layer)
+    perSequence[layer] = std::max(
+        0.0,
+        double(compiled[1]->programs.stages[layer].memory.activations) -
+            double(compiled[0]->programs.stages[layer].memory.activations));
+  return perSequence;
+}
+
 /// FLOPs of the forward and backward per layer (and of the rest) of one
 /// micro-batch of `programs`.
 Bounds::Flops countFlops(const ProgramSet &programs, unsigned layers) {
@@ -383,6 +417,9 @@ stg::readModelBounds(const CompileOptions &base,
     bounds.activationsPerSequence[mode] = std::max(
         0.0, double(compiled[1]->programs.stages[0].memory.activations) -
                  double(compiled[0]->programs.stages[0].memory.activations));
+    if (std::optional<std::vector<double>> layers =
+            readLayerActivations(base, mode, shape.layers))
+      bounds.layerActivationsPerSequence[mode] = std::move(*layers);
     if (mode == "none") {
       const Module &module = *compiled[0]->module;
       bounds.ownPrecision = module.lookupOption("precision") != nullptr;
@@ -417,6 +454,28 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
     if (weight.last && !(weight.first && stages == 1))
       stageBytes.back() += bytes;
   }
+  double weightTotal = 0;
+  for (uint64_t bytes : stageBytes)
+    weightTotal += double(bytes);
+  // A stage holds its schedule's micro-batches in flight, each with every
+  // layer's activations (over tp x cp at best; a tenth left, as below).
+  auto layerActivations = bounds.layerActivationsPerSequence.find(plan.recompute);
+  if (layerActivations != bounds.layerActivationsPerSequence.end() &&
+      !isLowPrecision(plan.precision)) {
+    double perSequence = 0.9 * plan.microBatchSize /
+                         (double(plan.getDegree("tp")) * plan.getDegree("cp"));
+    std::vector<double> stageActivations(stages);
+    unsigned index = 0;
+    for (size_t chunk = 0; chunk < chunks->size(); ++chunk)
+      for (unsigned end = index + (*chunks)[chunk]; index < end; ++index)
+        stageActivations[chunk % stages] +=
+            layerActivations->second[index] * perSequence;
+    for (unsigned stage = 0; stage < stages; ++stage)
+      stageBytes[stage] += uint64_t(
+          stageActivations[stage] *
+          getMaxInFlightMicrobatches(plan.schedule, stage, stages,
+                                     plan.microbatches, plan.virtualStages));
+  }
   uint64_t busiest = *std::max_element(stageBytes.begin(), stageBytes.end());
   // The busiest rank holds at least the stages' average, and every stage
   // at least one micro-batch's activations of its layers: together, at
@@ -431,10 +490,8 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
     return busiest;
   double perRank = 0.9 * activations->second * plan.microBatchSize /
                    (double(plan.getDegree("tp")) * plan.getDegree("cp"));
-  double total = perRank;
-  for (uint64_t bytes : stageBytes)
-    total += double(bytes);
-  return std::max<uint64_t>(busiest, uint64_t(total / stages));
+  return std::max<uint64_t>(busiest,
+                            uint64_t((weightTotal + perRank) / stages));
 }
 
 double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,

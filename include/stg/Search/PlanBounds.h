@@ -8,10 +8,10 @@
 //    as StageMemory.cpp counts them (a weight's local shard by the axes its
 //    layout splits it over, 4-byte main gradients under Megatron's
 //    accounting, 12 bytes per stepped element) for the layers each stage
-//    holds and the embedding and head of the first and last stage, and at
-//    least the stages' average with one micro-batch's activations of each
-//    (bf16 and fp16 recipes); whatever cannot be attributed for certain
-//    counts nothing;
+//    holds and the embedding and head of the first and last stage, with
+//    each stage's layers' activations times the micro-batches its schedule
+//    holds, and at least the stages' average (bf16 and fp16 recipes);
+//    whatever cannot be attributed for certain counts nothing;
 //  - step: each compute node runs no faster than its FLOPs at the device's
 //    best rate (its highest peak of the plan's precisions times its highest
 //    efficiency), a rank runs its compute one node after another, and a
@@ -92,6 +92,10 @@ struct ModelBounds {
   /// Saved activation bytes per sequence of the whole model on one GPU, by
   /// the recomputation, in the model's own precision (empty: none read).
   std::map<std::string, double> activationsPerSequence;
+  /// The same per layer, read from the model split one layer a stage (the
+  /// first and last layer with what runs before and after the layers), by
+  /// the recomputation (empty: none read).
+  std::map<std::string, std::vector<double>> layerActivationsPerSequence;
   /// The model sets a precision option of its own: any peak may apply.
   bool ownPrecision = false;
 };
