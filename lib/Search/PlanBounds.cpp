@@ -147,18 +147,46 @@ std::optional<Bounds::Tensor> Reader::getTensor(const Value &value,
   return tensor;
 }
 
-/// Options that compile `base`'s model on one GPU, micro-batches of `mb`
-/// sequences.
+/// Options that compile `base`'s model on one GPU.
 CompileOptions getOneGPUOptions(const CompileOptions &base,
-                                llvm::StringRef recompute, unsigned mb) {
+                                llvm::StringRef recompute) {
   CompileOptions options = base;
   options.degrees.clear();
   for (const char *axis : PlanAxes)
     options.degrees.push_back({axis, 1});
   options.microbatches = 1;
   options.recompute = recompute.str();
-  options.overrides.push_back({"MB", std::to_string(mb)});
   return options;
+}
+
+/// `options`' model compiled with micro-batches of one and two sequences
+/// (what the second adds is what a sequence costs), into `compiled`; false,
+/// with the diagnostics in `errors`, if either does not compile.
+bool compileOneAndTwoSequences(const CompileOptions &options,
+                               std::optional<CompiledModel> (&compiled)[2],
+                               std::string &errors) {
+  for (unsigned mb : {1u, 2u}) {
+    CompileOptions sized = options;
+    sized.overrides.push_back({"MB", std::to_string(mb)});
+    llvm::raw_string_ostream os(errors);
+    DiagnosticEngine diags(os);
+    diags.setProgramName("stage-search");
+    compiled[mb - 1] = compileModel(sized, diags);
+    if (!compiled[mb - 1])
+      return false;
+  }
+  return true;
+}
+
+/// Calls `fn(stage, layer)` for each layer of `plan`'s split into `chunks`,
+/// model chunk c running on stage c mod pp.
+template <typename Fn>
+void forEachStageLayer(const std::vector<unsigned> &chunks, const Plan &plan,
+                       Fn fn) {
+  unsigned stages = plan.getDegree("pp"), layer = 0;
+  for (size_t chunk = 0; chunk < chunks.size(); ++chunk)
+    for (unsigned end = layer + chunks[chunk]; layer < end; ++layer)
+      fn(unsigned(chunk % stages), layer);
 }
 
 /// The activation bytes each layer saves per sequence, from the model split
@@ -171,21 +199,17 @@ readLayerActivations(const CompileOptions &base, llvm::StringRef recompute,
                      unsigned layers) {
   if (layers < 2 || layers > 256)
     return std::nullopt;
+  CompileOptions options = getOneGPUOptions(base, recompute);
+  for (auto &[axis, degree] : options.degrees)
+    if (axis == "pp")
+      degree = layers;
+  options.schedule = PipelineSchedule::GPipe;
   std::optional<CompiledModel> compiled[2];
-  for (unsigned mb : {1u, 2u}) {
-    CompileOptions options = getOneGPUOptions(base, recompute, mb);
-    for (auto &[axis, degree] : options.degrees)
-      if (axis == "pp")
-        degree = layers;
-    options.schedule = PipelineSchedule::GPipe;
-    std::string errors;
-    llvm::raw_string_ostream os(errors);
-    DiagnosticEngine diags(os);
-    compiled[mb - 1] = compileModel(options, diags);
-    if (!compiled[mb - 1] ||
-        compiled[mb - 1]->programs.stages.size() != layers)
-      return std::nullopt;
-  }
+  std::string errors;
+  if (!compileOneAndTwoSequences(options, compiled, errors) ||
+      compiled[0]->programs.stages.size() != layers ||
+      compiled[1]->programs.stages.size() != layers)
+    return std::nullopt;
   std::vector<double> perSequence(layers);
   for (unsigned layer = 0; layer < layers; ++layer)
     perSequence[layer] = std::max(
@@ -389,16 +413,11 @@ stg::readModelBounds(const CompileOptions &base,
       modes.push_back(mode);
   for (const std::string &mode : modes) {
     std::optional<CompiledModel> compiled[2];
-    for (unsigned mb : {1u, 2u}) {
-      std::string errors;
-      llvm::raw_string_ostream os(errors);
-      DiagnosticEngine diags(os);
-      diags.setProgramName("stage-search");
-      compiled[mb - 1] = compileModel(getOneGPUOptions(base, mode, mb), diags);
-      if (!compiled[mb - 1])
-        return llvm::createStringError(std::errc::invalid_argument, "%s",
-                                       os.str().c_str());
-    }
+    std::string errors;
+    if (!compileOneAndTwoSequences(getOneGPUOptions(base, mode), compiled,
+                                   errors))
+      return llvm::createStringError(std::errc::invalid_argument, "%s",
+                                     errors.c_str());
     if (compiled[0]->programs.numLayers != shape.layers)
       continue; // Not numbered as the search's plans: no step bound.
     // What a micro-batch of one more sequence adds: work that does not grow
@@ -443,10 +462,9 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
       groupBytes[group] += getTensorBytes(tensor, plan, accounting);
   unsigned stages = plan.getDegree("pp");
   std::vector<uint64_t> stageBytes(stages);
-  unsigned layer = 0;
-  for (size_t chunk = 0; chunk < chunks->size(); ++chunk)
-    for (unsigned end = layer + (*chunks)[chunk]; layer < end; ++layer)
-      stageBytes[chunk % stages] += groupBytes[bounds.layerGroup[layer]];
+  forEachStageLayer(*chunks, plan, [&](unsigned stage, unsigned layer) {
+    stageBytes[stage] += groupBytes[bounds.layerGroup[layer]];
+  });
   for (const ModelBounds::TopWeight &weight : bounds.topWeights) {
     uint64_t bytes = getTensorBytes(weight.tensor, plan, accounting);
     if (weight.first)
@@ -454,22 +472,33 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
     if (weight.last && !(weight.first && stages == 1))
       stageBytes.back() += bytes;
   }
-  double weightTotal = 0;
+  // Activations, a micro-batch's over tp x cp at best (ep and dp move
+  // tokens, not their count). A low-precision recipe may save them smaller
+  // than the model's precision the numbers were read in: it counts the
+  // weights alone. A tenth is left for the values a pipeline split saves
+  // differently.
+  auto activations = bounds.activationsPerSequence.find(plan.recompute);
+  if (activations == bounds.activationsPerSequence.end() ||
+      isLowPrecision(plan.precision))
+    return *std::max_element(stageBytes.begin(), stageBytes.end());
+  double perSequence = 0.9 * plan.microBatchSize /
+                       (double(plan.getDegree("tp")) * plan.getDegree("cp"));
+  // The busiest rank holds at least the stages' average, and every stage
+  // at least one micro-batch's activations of its layers: together, at
+  // least a micro-batch's activations of the whole model.
+  double average = activations->second * perSequence;
   for (uint64_t bytes : stageBytes)
-    weightTotal += double(bytes);
+    average += double(bytes);
+  average /= stages;
   // A stage holds its schedule's micro-batches in flight, each with every
-  // layer's activations (over tp x cp at best; a tenth left, as below).
-  auto layerActivations = bounds.layerActivationsPerSequence.find(plan.recompute);
-  if (layerActivations != bounds.layerActivationsPerSequence.end() &&
-      !isLowPrecision(plan.precision)) {
-    double perSequence = 0.9 * plan.microBatchSize /
-                         (double(plan.getDegree("tp")) * plan.getDegree("cp"));
+  // layer's activations.
+  auto layerActivations =
+      bounds.layerActivationsPerSequence.find(plan.recompute);
+  if (layerActivations != bounds.layerActivationsPerSequence.end()) {
     std::vector<double> stageActivations(stages);
-    unsigned index = 0;
-    for (size_t chunk = 0; chunk < chunks->size(); ++chunk)
-      for (unsigned end = index + (*chunks)[chunk]; index < end; ++index)
-        stageActivations[chunk % stages] +=
-            layerActivations->second[index] * perSequence;
+    forEachStageLayer(*chunks, plan, [&](unsigned stage, unsigned layer) {
+      stageActivations[stage] += layerActivations->second[layer] * perSequence;
+    });
     for (unsigned stage = 0; stage < stages; ++stage)
       stageBytes[stage] += uint64_t(
           stageActivations[stage] *
@@ -477,21 +506,7 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
                                      plan.microbatches, plan.virtualStages));
   }
   uint64_t busiest = *std::max_element(stageBytes.begin(), stageBytes.end());
-  // The busiest rank holds at least the stages' average, and every stage
-  // at least one micro-batch's activations of its layers: together, at
-  // least a micro-batch's activations of the whole model, split over tp x
-  // cp at best (ep and dp move tokens, not their count). A low-precision
-  // recipe may save them smaller than the model's precision the numbers
-  // were read in: it counts the weights alone. A tenth is left for the
-  // values a pipeline split saves differently.
-  auto activations = bounds.activationsPerSequence.find(plan.recompute);
-  if (activations == bounds.activationsPerSequence.end() ||
-      isLowPrecision(plan.precision))
-    return busiest;
-  double perRank = 0.9 * activations->second * plan.microBatchSize /
-                   (double(plan.getDegree("tp")) * plan.getDegree("cp"));
-  return std::max<uint64_t>(busiest,
-                            uint64_t((weightTotal + perRank) / stages));
+  return std::max<uint64_t>(busiest, uint64_t(average));
 }
 
 double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
