@@ -160,12 +160,11 @@ PlanEvaluator::getModule(const Plan &plan, const CompileOptions &options,
   return &(modules[key] = std::move(loaded));
 }
 
-const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
-                                             CachedModule &cached,
-                                             const Mesh &mesh,
-                                             const CompileOptions &options,
-                                             llvm::StringRef replicated,
-                                             DiagnosticEngine &diags) {
+PlanEvaluator::CachedStructure *
+PlanEvaluator::getPrograms(const Plan &plan, CachedModule &cached,
+                           const Mesh &mesh, const CompileOptions &options,
+                           llvm::StringRef replicated,
+                           DiagnosticEngine &diags) {
   // Replicated extents change the programs (KV heads fewer than tp get
   // other collectives): plans share programs only where they agree.
   std::string key = plan.getStructureKey(), familyKey = plan.getFamilyKey();
@@ -186,7 +185,6 @@ const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
       structure->shapes.forgetSteps();
     }
   }
-  current = nullptr;
   InstantiateOptions instantiateOptions = getInstantiateOptions(mesh, options);
   if (reusable && !cached.bound.empty() &&
       structure->pricedFor == cached.bound) {
@@ -195,8 +193,7 @@ const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
     if (failed(moveProgramSetToMesh(structure->programs, mesh,
                                     instantiateOptions.pipelineAxis, diags)))
       return nullptr;
-    current = structure;
-    return &structure->programs;
+    return structure;
   }
   if (reusable) {
     structure->pricedFor.clear();
@@ -230,8 +227,7 @@ const ProgramSet *PlanEvaluator::getPrograms(const Plan &plan,
   applyDeviceModel(structure->programs, system.device, nullptr,
                    structure->sources);
   structure->pricedFor = cached.bound;
-  current = structure;
-  return &structure->programs;
+  return structure;
 }
 
 PlanEvaluator::CachedStructure *
@@ -302,13 +298,14 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
       return result;
     }
   }
-  const ProgramSet *programs = getPrograms(plan, *cached, *mesh, options,
-                                          checked->second.replicated, diags);
-  if (!programs)
+  CachedStructure *structure = getPrograms(plan, *cached, *mesh, options,
+                                           checked->second.replicated, diags);
+  if (!structure)
     return fail();
   // The plan's programs are those of its structure, re-priced.
+  const ProgramSet *programs = &structure->programs;
   llvm::Expected<StepEstimate> estimate =
-      estimateStep(*programs, system, nullptr, &current->shapes);
+      estimateStep(*programs, system, nullptr, &structure->shapes);
   if (!estimate) {
     result.reason = llvm::toString(estimate.takeError());
     return result;

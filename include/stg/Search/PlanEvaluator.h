@@ -125,15 +125,15 @@ private:
   };
   CachedModule *getModule(const Plan &plan, const CompileOptions &options,
                           DiagnosticEngine &diags);
-  /// The programs of `plan`, priced: those of the previous plan re-priced
-  /// when both have one structure (Plan::getStructureKey, and the same
-  /// `replicated` extents), or else instantiated; null after reporting why
-  /// not.
-  const ProgramSet *getPrograms(const Plan &plan, CachedModule &cached,
-                                const Mesh &mesh,
-                                const CompileOptions &options,
-                                llvm::StringRef replicated,
-                                DiagnosticEngine &diags);
+  struct CachedStructure;
+  /// The structure whose programs are `plan`'s, priced: a cached one's
+  /// re-priced when both have one structure (Plan::getStructureKey, and the
+  /// same `replicated` extents), or else instantiated; null after reporting
+  /// why not.
+  CachedStructure *getPrograms(const Plan &plan, CachedModule &cached,
+                               const Mesh &mesh, const CompileOptions &options,
+                               llvm::StringRef replicated,
+                               DiagnosticEngine &diags);
 
   std::map<std::string, CachedModule> modules;
   /// The programs of a structure built or moved to another micro-batch
@@ -153,8 +153,6 @@ private:
   /// its programs.
   std::vector<std::unique_ptr<CachedStructure>> structures;
   static constexpr size_t MaxCachedStructures = 4;
-  /// The structure the last plan evaluated was priced on.
-  CachedStructure *current = nullptr;
   /// The cached structure of `familyKey`, moved to the front; null if none.
   CachedStructure *findStructure(llvm::StringRef familyKey);
 };
