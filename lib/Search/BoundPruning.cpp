@@ -3,7 +3,6 @@
 #include "stg/Search/BoundPruning.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,24 +27,9 @@ llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
     stepBound[index] = getStepLowerBound(bounds, plans[index], options.device);
     order.push_back(index);
   }
-  // A plan with tp outside the node comes right after its twin with tp
-  // inside, in one batch: the evaluator prices a structure's programs for
-  // another plan exactly as a fresh compile only in the order the search
-  // has always used (a structure built for tp outside and re-priced for a
-  // plan with tp inside, or the reverse, came out faster), and the twins
-  // have the same bounds.
-  llvm::StringMap<size_t> firstOfTwins;
-  std::vector<size_t> twins(plans.size());
-  for (size_t index : order) {
-    Plan inside = plans[index];
-    inside.tpInNode = true;
-    twins[index] =
-        firstOfTwins.try_emplace(inside.getLabel(), index).first->second;
-  }
   // Ties keep the plans' order: the batches are the same on every run.
   llvm::sort(order, [&](size_t a, size_t b) {
-    return std::tie(stepBound[a], twins[a], a) <
-           std::tie(stepBound[b], twins[b], b);
+    return std::tie(stepBound[a], a) < std::tie(stepBound[b], b);
   });
   size_t done = plans.size() - order.size();
   if (progress && done)
@@ -61,7 +45,7 @@ llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
     bool rest = false;
     for (; end < order.size(); ++end) {
       size_t index = order[end];
-      if (batch.size() >= batchSize && twins[index] != twins[order[end - 1]])
+      if (batch.size() >= batchSize)
         break;
       if (stepBound[index] > best + 1e-3) {
         rest = true;
