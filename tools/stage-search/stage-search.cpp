@@ -111,6 +111,17 @@ static llvm::Error checkOutput(const SearchOptions &options) {
              : OutputDirectory::checkTarget(options.outputDir);
 }
 
+/// What `names` parse to (their flags' checks accepted each), each value
+/// once, in the order first given.
+template <typename Parse>
+static auto parseEachOnce(llvm::ArrayRef<std::string> names, Parse parse) {
+  std::vector<std::decay_t<decltype(*parse(llvm::StringRef()))>> values;
+  for (const std::string &name : names)
+    if (!llvm::is_contained(values, *parse(name)))
+      values.push_back(*parse(name));
+  return values;
+}
+
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "stage-search: error: " << message << "\n";
   return 1;
@@ -543,14 +554,8 @@ int main(int argc, char **argv) {
     if (!llvm::is_contained(space.precisions, precision))
       space.precisions.push_back(precision);
   }
-  space.cpExchanges.clear();
-  for (const std::string &name : options.cpExchanges)
-    if (!llvm::is_contained(space.cpExchanges, *parseCpExchange(name)))
-      space.cpExchanges.push_back(*parseCpExchange(name));
-  space.schedules.clear();
-  for (const std::string &name : options.schedules)
-    if (!llvm::is_contained(space.schedules, *parsePipelineSchedule(name)))
-      space.schedules.push_back(*parsePipelineSchedule(name));
+  space.cpExchanges = parseEachOnce(options.cpExchanges, parseCpExchange);
+  space.schedules = parseEachOnce(options.schedules, parsePipelineSchedule);
   space.sharding.clear();
   for (const std::string &name : options.sharding)
     if (!(options.noFSDP && name == "fsdp"))
