@@ -129,15 +129,23 @@ llvm::Error stg::writeAstraConfigs(llvm::StringRef directory,
   });
 }
 
+std::vector<std::string> stg::getAstraArguments(llvm::StringRef outputDir,
+                                                llvm::StringRef prefix) {
+  std::string traces = (outputDir + "/" + prefix).str();
+  std::string astra = (outputDir + "/astra/").str();
+  return {"--workload-configuration=" + traces,
+          "--comm-group-configuration=" + traces + ".json",
+          "--system-configuration=" + astra + "system.json",
+          "--network-configuration=" + astra + "network.yml",
+          "--remote-memory-configuration=" + astra + "memory.json"};
+}
+
 std::string stg::getAstraCommand(llvm::StringRef outputDir,
                                  llvm::StringRef prefix) {
-  std::string astra = (outputDir + "/astra/").str();
-  return ("AstraSim_Analytical_Congestion_Unaware --workload-configuration=" +
-          outputDir + "/" + prefix + " --comm-group-configuration=" +
-          outputDir + "/" + prefix + ".json --system-configuration=" + astra +
-          "system.json --network-configuration=" + astra +
-          "network.yml --remote-memory-configuration=" + astra + "memory.json")
-      .str();
+  std::string command = AstraSimBinary;
+  for (const std::string &argument : getAstraArguments(outputDir, prefix))
+    command += " " + argument;
+  return command;
 }
 
 llvm::Error stg::writeAstraSetup(llvm::StringRef directory,

@@ -10,6 +10,7 @@
 
 #include "VerifyTop.h"
 
+#include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/OutputDirectory.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -27,9 +28,6 @@
 #include <set>
 
 using namespace stg;
-
-static constexpr const char *AstraSimBinary =
-    "AstraSim_Analytical_Congestion_Unaware";
 
 llvm::Expected<std::string> stg::findAstraSim(llvm::StringRef path) {
   llvm::SmallString<256> binary(path);
@@ -102,19 +100,11 @@ static Simulated readLog(llvm::StringRef log) {
 static llvm::Expected<Simulated> simulate(const EmittedPlan &plan,
                                           llvm::StringRef simulator,
                                           unsigned timeoutSeconds) {
-  auto file = [&](llvm::StringRef name) {
-    llvm::SmallString<256> path(plan.directory);
-    llvm::sys::path::append(path, name);
-    return std::string(path);
-  };
-  std::string logPath = file("astra-sim.log");
-  std::vector<std::string> args = {
-      simulator.str(),
-      "--workload-configuration=" + file(plan.prefix),
-      "--comm-group-configuration=" + file(plan.prefix + ".json"),
-      "--system-configuration=" + file("astra/system.json"),
-      "--network-configuration=" + file("astra/network.yml"),
-      "--remote-memory-configuration=" + file("astra/memory.json")};
+  llvm::SmallString<256> logPath(plan.directory);
+  llvm::sys::path::append(logPath, "astra-sim.log");
+  std::vector<std::string> args = {simulator.str()};
+  for (std::string &argument : getAstraArguments(plan.directory, plan.prefix))
+    args.push_back(std::move(argument));
   llvm::SmallVector<llvm::StringRef, 8> argRefs(args.begin(), args.end());
   llvm::Optional<llvm::StringRef> redirects[] = {
       llvm::StringRef(""), llvm::StringRef(logPath), llvm::StringRef(logPath)};

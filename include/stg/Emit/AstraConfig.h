@@ -19,6 +19,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <string>
+#include <vector>
 
 namespace stg {
 
@@ -28,8 +29,16 @@ namespace stg {
 llvm::Error writeAstraConfigs(llvm::StringRef directory,
                               const SystemSpec &system, unsigned numRanks);
 
-/// The ASTRA-sim command line for the trace set `P` in `outputDir`, with
-/// the configs in `outputDir/astra`.
+/// The binary of ASTRA-sim's analytical backend the configs are for.
+inline constexpr const char *AstraSimBinary =
+    "AstraSim_Analytical_Congestion_Unaware";
+
+/// The ASTRA-sim flags for the trace set `prefix` in `outputDir`, with the
+/// configs in `outputDir/astra`.
+std::vector<std::string> getAstraArguments(llvm::StringRef outputDir,
+                                           llvm::StringRef prefix);
+
+/// The ASTRA-sim command line of getAstraArguments.
 std::string getAstraCommand(llvm::StringRef outputDir, llvm::StringRef prefix);
 
 /// Writes `directory/astra/` and records in `manifest` the ASTRA-sim
