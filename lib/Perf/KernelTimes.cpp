@@ -73,24 +73,26 @@ double DeviceSpec::getWaveEfficiency(const GemmShape &gemm) const {
   return std::min<double>(1, pieces / computeUnits);
 }
 
+uint64_t DeviceSpec::getRooflineMicros(double flops, uint64_t bytes,
+                                       Precision precision,
+                                       KernelKind kind) const {
+  double computeSeconds = flops / getAchievableFlops(precision, kind);
+  double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
+  return toKernelMicros(std::max(computeSeconds, memorySeconds) * 1e6);
+}
+
 uint64_t DeviceSpec::getKernelMicros(int64_t flops, uint64_t bytes,
                                      Precision precision,
                                      KernelKind kind) const {
-  double computeSeconds = flops / getAchievableFlops(precision, kind);
-  double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
-  double micros = std::max(computeSeconds, memorySeconds) * 1e6;
-  return toKernelMicros(micros);
+  return getRooflineMicros(double(flops), bytes, precision, kind);
 }
 
 uint64_t DeviceSpec::getAttentionMicros(int64_t flops, uint64_t bytes,
                                         double queryRows, bool backward,
                                         Precision precision) const {
   double rowFlops = backward ? attentionBackwardRowFlops : attentionRowFlops;
-  double work = double(flops) + queryRows * rowFlops;
-  double computeSeconds =
-      work / getAchievableFlops(precision, KernelKind::Attention);
-  double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
-  return toKernelMicros(std::max(computeSeconds, memorySeconds) * 1e6);
+  return getRooflineMicros(double(flops) + queryRows * rowFlops, bytes,
+                           precision, KernelKind::Attention);
 }
 
 uint64_t DeviceSpec::getGemmMicros(int64_t flops, uint64_t bytes,

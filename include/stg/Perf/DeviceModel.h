@@ -141,6 +141,10 @@ private:
   /// Whole microseconds of a kernel that works `micros`, launch included:
   /// 0 for no work, else at least 1.
   uint64_t toKernelMicros(double micros) const;
+  /// A kernel of `flops` (fractional: attention's row work) and `bytes`
+  /// at the roofline of its kind.
+  uint64_t getRooflineMicros(double flops, uint64_t bytes,
+                             Precision precision, KernelKind kind) const;
 };
 
 /// The built-in devices, by name.
