@@ -131,6 +131,18 @@ uint32_t StageBuilder::addNode(ProgramNode &&node, const Op *op,
   return id;
 }
 
+bool StageBuilder::isReplayed(const Op &op, int microbatch) const {
+  if (!shared.options.foldMicrobatches || microbatch <= 0 ||
+      (op.getPhase() != Phase::Forward && op.getPhase() != Phase::Backward))
+    return false;
+  ScheduleStep step{op.getPhase() == Phase::Backward, unsigned(microbatch)};
+  if (step.backward && !shared.weightGradientOps.empty())
+    step.part = shared.weightGradientOps.count(&op) ? BackwardPart::Weight
+                                                    : BackwardPart::Input;
+  return replaysFirstMicrobatch(step, shared.options.numMicrobatches,
+                                shared.training);
+}
+
 void StageBuilder::collectOperand(const Value *operand, int layer,
                                   int microbatch, bool allMicrobatches,
                                   llvm::SmallVectorImpl<uint32_t> &deps) {
@@ -170,19 +182,14 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
     if (edge->once)
       first = last;
   }
-  // A replayed step's values are held by micro-batch 0's nodes, which
-  // stand for them as its step stands for the replay: a forward's, and a
-  // split backward's B (its W reduces the gradients, so is built).
-  bool replayedPhase = def->getPhase() == Phase::Forward ||
-                       (def->getPhase() == Phase::Backward &&
-                        !shared.weightGradientOps.empty() &&
-                        !shared.weightGradientOps.count(def));
   for (int mb = first; mb <= last; ++mb) {
     if (!isBuilt(mb))
       continue; // A folded micro-batch's value: an earlier step made it.
     if (llvm::is_contained(bucket.members, std::make_pair(key, mb)))
       flushBucket();
-    int held = replayedPhase && isForwardReplayed(mb) ? 0 : mb;
+    // A replayed step's values are held by micro-batch 0's nodes, which
+    // stand for them as its step stands for the replay.
+    int held = isReplayed(*def, mb) ? 0 : mb;
     auto found = holders.find({key, held});
     if (found != holders.end()) {
       deps.append(found->second.begin(), found->second.end());

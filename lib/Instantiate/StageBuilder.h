@@ -203,13 +203,9 @@ private:
     return !shared.options.foldMicrobatches || microbatch <= 0 ||
            microbatch + 1 == int(shared.options.numMicrobatches);
   }
-  /// Whether a folded training step replays micro-batch 0's forward for
-  /// `microbatch`'s rather than building it: the last micro-batch's forward
-  /// matches the first's but for its tags. (Its backward is built: it
-  /// reduces the gradients. Of a split backward, its B is replayed too.)
-  bool isForwardReplayed(int microbatch) const {
-    return shared.options.foldMicrobatches && shared.training && microbatch > 0;
-  }
+  /// Whether the step that runs `op` for `microbatch` replays micro-batch
+  /// 0's (replaysFirstMicrobatch) rather than building nodes of its own.
+  bool isReplayed(const Op &op, int microbatch) const;
   int32_t getTag(unsigned edge, int microbatch) const {
     return int32_t(edge * shared.options.numMicrobatches +
                    std::max(microbatch, 0));
