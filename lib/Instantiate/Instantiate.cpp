@@ -121,6 +121,14 @@ void stg::forEachExecutedNode(
   }
 }
 
+const StageProgram *ProgramSet::getLargestMemoryStage() const {
+  const StageProgram *largest = nullptr;
+  for (const StageProgram &stage : stages)
+    if (!largest || stage.memory.total() > largest->memory.total())
+      largest = &stage;
+  return largest;
+}
+
 std::vector<AxisMask> ProgramSet::getUsedMasks() const {
   llvm::DenseSet<AxisMask> seen;
   std::vector<AxisMask> masks;

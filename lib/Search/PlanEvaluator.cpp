@@ -311,9 +311,9 @@ PlanResult PlanEvaluator::evaluate(const Plan &plan) {
     return result;
   }
 
-  for (const StageProgram &stage : programs->stages)
-    if (stage.memory.total() > result.memory.total())
-      result.memory = stage.memory;
+  if (const StageProgram *largest = programs->getLargestMemoryStage();
+      largest && largest->memory.total() > 0)
+    result.memory = largest->memory;
   result.stepMicros = estimate->stepMicros;
   double step = std::max(estimate->stepMicros, 1e-9);
   double stages = double(estimate->stages.size());

@@ -98,10 +98,7 @@ static void warnIfOverMemory(const ProgramSet &programs,
                              DiagnosticEngine &diags) {
   if (!device.memoryBytes)
     return;
-  const StageProgram *largest = nullptr;
-  for (const StageProgram &stage : programs.stages)
-    if (!largest || stage.memory.total() > largest->memory.total())
-      largest = &stage;
+  const StageProgram *largest = programs.getLargestMemoryStage();
   if (!largest || largest->memory.total() <= double(device.memoryBytes))
     return;
   diags.warning(loc,

@@ -199,6 +199,9 @@ struct ProgramSet {
   }
   /// Every group mask some collective uses.
   std::vector<AxisMask> getUsedMasks() const;
+  /// The stage whose ranks hold the most memory (the first of equals), or
+  /// null without stages.
+  const StageProgram *getLargestMemoryStage() const;
 };
 
 } // namespace stg
