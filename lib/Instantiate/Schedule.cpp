@@ -165,17 +165,10 @@ double stg::getMaxInFlightMicrobatches(PipelineSchedule schedule,
   }
   if (schedule == PipelineSchedule::GPipe)
     return numMicrobatches;
-  if (schedule == PipelineSchedule::ZeroBubbleH1) {
-    // Counted on the schedule: a micro-batch from its F to its W.
-    unsigned held = 0, most = 0;
-    for (const ScheduleStep &step :
-         getZeroBubbleH1Schedule(stage, numStages, numMicrobatches)) {
-      if (!step.backward)
-        most = std::max(most, ++held);
-      else if (step.part == BackwardPart::Weight)
-        --held;
-    }
-    return most;
-  }
+  // ZB-H1 holds a micro-batch from its F to its W: stage s's P-s-1 warm-up
+  // forwards, then one more each of its first s+1 steady iterations before
+  // the first W, so P, unless the micro-batches run out first.
+  if (schedule == PipelineSchedule::ZeroBubbleH1)
+    return std::min(numStages, numMicrobatches);
   return std::min(numStages - stage, numMicrobatches);
 }

@@ -106,6 +106,24 @@ TEST(ScheduleTest, ZeroBubbleH1DelaysStageSWeightGradientsBySteps) {
         4);
   EXPECT_EQ(getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleH1, 2, 4, 2),
             2);
+  // The closed form is what the schedules hold, counted step by step.
+  for (unsigned stages = 1; stages <= 8; ++stages)
+    for (unsigned microbatches = 1; microbatches <= 20; ++microbatches)
+      for (unsigned stage = 0; stage < stages; ++stage) {
+        unsigned held = 0, most = 0;
+        for (const ScheduleStep &step :
+             getStageSchedule(PipelineSchedule::ZeroBubbleH1, stage, stages,
+                              microbatches, true)) {
+          if (!step.backward)
+            most = std::max(most, ++held);
+          else if (step.part == BackwardPart::Weight)
+            --held;
+        }
+        EXPECT_EQ(getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleH1,
+                                             stage, stages, microbatches),
+                  most)
+            << stage << " of " << stages << ", " << microbatches;
+      }
   // Inference has no backward to split.
   EXPECT_EQ(describe(getStageSchedule(PipelineSchedule::ZeroBubbleH1, 0, 2, 2,
                                       false)),
