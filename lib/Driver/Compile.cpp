@@ -7,6 +7,8 @@
 #include "stg/Parse/Parser.h"
 #include "stg/Passes/Pass.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 using namespace stg;
 
 std::string stg::getPassPipeline(const CompileOptions &options) {
@@ -135,6 +137,17 @@ std::optional<Mesh> stg::bindPlan(Module &module,
   return buildMesh(module, options.rankOrder, degrees, diags);
 }
 
+std::optional<CompileOptions::DeepEpMode>
+stg::parseDeepEpMode(llvm::StringRef name) {
+  using DeepEpMode = CompileOptions::DeepEpMode;
+  return llvm::StringSwitch<std::optional<DeepEpMode>>(name)
+      .Case("off", DeepEpMode::Off)
+      .Case("normal", DeepEpMode::Normal)
+      .Case("low-latency", DeepEpMode::LowLatency)
+      .Case("auto", DeepEpMode::Auto)
+      .Default(std::nullopt);
+}
+
 InstantiateOptions stg::getInstantiateOptions(const Mesh &mesh,
                                               const CompileOptions &options) {
   InstantiateOptions instantiateOptions;
@@ -155,6 +168,22 @@ InstantiateOptions stg::getInstantiateOptions(const Mesh &mesh,
   instantiateOptions.overlapParamGather = options.overlapParamGather;
   instantiateOptions.foldMicrobatches = options.foldMicrobatches;
   instantiateOptions.foldLayers = options.foldLayers;
+  using DeepEpMode = CompileOptions::DeepEpMode;
+  switch (options.deepEpMode) {
+  case DeepEpMode::Off:
+    break;
+  case DeepEpMode::Normal:
+    instantiateOptions.expertExchange = ExpertExchange::Normal;
+    break;
+  case DeepEpMode::LowLatency:
+    instantiateOptions.expertExchange = ExpertExchange::LowLatency;
+    break;
+  case DeepEpMode::Auto:
+    instantiateOptions.expertExchange = options.mode == "decode"
+                                            ? ExpertExchange::LowLatency
+                                            : ExpertExchange::Normal;
+    break;
+  }
   return instantiateOptions;
 }
 

@@ -198,6 +198,45 @@ computeMemory(const Module &module, const ProgramSet &set,
                             options.memoryAccounting, placementName);
 }
 
+/// The top-k and expert count of the model's routers, which DeepEP's
+/// exchanges are priced by; one routing for all of a model's MoE layers.
+static LogicalResult findExpertRouting(SharedState &shared) {
+  const Op *first = nullptr;
+  LogicalResult result = success();
+  shared.module.getModel()->walk([&](Op &op) {
+    if (op.getKind() != OpKind::Route || failed(result))
+      return;
+    std::optional<Expr> topk = shared.module.bindAll(op.getAttr("topk")->expr);
+    std::optional<Expr> experts =
+        shared.module.bindAll(op.getAttr("experts")->expr);
+    std::optional<long long> k = topk ? getIntegerValue(*topk) : std::nullopt;
+    std::optional<long long> e =
+        experts ? getIntegerValue(*experts) : std::nullopt;
+    if (!k || !e || *k < 1 || *k > UINT16_MAX || *e < *k || *e > UINT32_MAX) {
+      shared.diags.error(op.getLoc(),
+                         "--deepep-mode needs the router's top-k and expert "
+                         "count as integers, top-k at most the experts");
+      result = failure();
+      return;
+    }
+    if (first && (*k != shared.tokenCopies || *e != shared.experts)) {
+      shared.diags.error(op.getLoc(),
+                         "--deepep-mode prices one routing for all MoE "
+                         "layers; this router picks " +
+                             llvm::Twine(*k) + " of " + llvm::Twine(*e) +
+                             " experts, an earlier one " +
+                             llvm::Twine(shared.tokenCopies) + " of " +
+                             llvm::Twine(shared.experts));
+      result = failure();
+      return;
+    }
+    first = &op;
+    shared.tokenCopies = uint16_t(*k);
+    shared.experts = uint32_t(*e);
+  });
+  return result;
+}
+
 std::optional<ProgramSet>
 stg::instantiate(const Module &module, const Mesh &mesh,
                  const InstantiateOptions &options, DiagnosticEngine &diags,
@@ -267,6 +306,9 @@ stg::instantiate(const Module &module, const Mesh &mesh,
                      sources && !sources->stages.empty() ? sources : nullptr);
   if (training && options.schedule == PipelineSchedule::ZeroBubbleH1)
     shared.weightGradientOps = findWeightGradientOps(module);
+  if (options.expertExchange != ExpertExchange::AllToAll &&
+      failed(findExpertRouting(shared)))
+    return std::nullopt;
   if (failed(findStageEdges(shared)))
     return std::nullopt;
   if (sources) {

@@ -93,6 +93,13 @@ AxisMask StageBuilder::getGroupMask(const Op &op) const {
   return mask;
 }
 
+bool StageBuilder::isOverExpertAxis(const Op &op) const {
+  return llvm::any_of(op.getAttr("axes")->axes, [&](const Axis *axis) {
+    const Axis *base = axis->resolve();
+    return base && base->name == shared.options.expertAxis;
+  });
+}
+
 void StageBuilder::buildParamGathers(unsigned chunk) {
   // In the order the forward first reads the weights: their group runs
   // them one after another.

@@ -338,6 +338,12 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       }
       node.commType = *type;
       node.group = mask;
+      if (shared.experts && node.commType == CollectiveKind::AllToAll &&
+          isOverExpertAxis(op)) {
+        node.expertExchange = shared.options.expertExchange;
+        node.tokenCopies = shared.tokenCopies;
+        node.experts = shared.experts;
+      }
       bool bucketed = shared.options.gradientBucketBytes && mask &&
                       node.phase == Phase::GradientSync &&
                       (node.commType == CollectiveKind::AllReduce ||

@@ -67,6 +67,9 @@ struct SharedState {
   std::vector<unsigned> queryAskedBy;
   /// A zero-bubble schedule's W ops (BackwardSplit.h); empty otherwise.
   llvm::DenseSet<const Op *> weightGradientOps;
+  /// With options.expertExchange: the router's top-k and routed experts.
+  uint16_t tokenCopies = 0;
+  uint32_t experts = 0;
 };
 
 /// Whether `step`, of the last micro-batch, is the one that reduces the
@@ -144,6 +147,8 @@ private:
                           llvm::SmallVectorImpl<uint32_t> &deps);
   /// The axes of a collective `op`'s group, those of degree above 1.
   AxisMask getGroupMask(const Op &op) const;
+  /// Whether a collective's axes name the expert axis: an MoE exchange.
+  bool isOverExpertAxis(const Op &op) const;
   void buildOp(const Op &op, int layer, int microbatch);
   /// Whether `op`, as built in `layer`, is a forward or backward collective
   /// of weights alone (FSDP's gather of a layer's weights): it depends on

@@ -99,6 +99,80 @@ double stg::getCollectiveMicros(CollectiveKind kind, double bytes,
   return seconds * 1e6;
 }
 
+/// The chance that none of a token's `copies` experts, drawn without
+/// repeats from `experts`, is among the `held` experts of one rank or node.
+static double getMissChance(unsigned copies, unsigned experts,
+                            unsigned held) {
+  double chance = 1;
+  for (unsigned i = 0; i < copies; ++i) {
+    if (experts <= held + i)
+      return 0;
+    chance *= double(experts - held - i) / double(experts - i);
+  }
+  return chance;
+}
+
+namespace {
+/// An expert exchange's bytes on each tier, and its latency.
+struct ExchangeLoad {
+  double insideBytes = 0, acrossBytes = 0, latency = 0;
+};
+} // namespace
+
+/// What DeepEP moves for a rank whose buffer holds `bytes` of token copies
+/// (docs/cluster.md, "Expert exchanges"). Normal kernels send a token once
+/// to each other node holding one of its experts and once to each rank of
+/// its own node that does; a receiving node's rank forwards it over
+/// NVLink to the ranks of that node that need it. Low-latency kernels send
+/// each copy to its expert's rank. Either takes one step on each tier.
+static ExchangeLoad getExchangeLoad(ExpertExchange mode, double bytes,
+                                    unsigned copies, unsigned experts,
+                                    const GroupSpan &span,
+                                    const SystemSpec &system) {
+  ExchangeLoad load;
+  double n = span.members, m = span.perNode, k = span.nodes;
+  if (mode == ExpertExchange::LowLatency || !copies || !experts ||
+      experts % span.members) {
+    load.insideBytes = bytes * (m - 1) / n;
+    load.acrossBytes = bytes * (n - m) / n;
+  } else {
+    double token = bytes / copies;
+    unsigned perRank = experts / span.members;
+    double rankHit = 1 - getMissChance(copies, experts, perRank);
+    double nodeHit =
+        1 - getMissChance(copies, experts, perRank * span.perNode);
+    load.acrossBytes = token * (k - 1) * nodeHit;
+    // The node's own ranks, then the tokens that crossed to this node,
+    // each to the ranks of the node its experts are on but the receiver.
+    double forwarded = nodeHit > 0 ? load.acrossBytes * (m - 1) * rankHit /
+                                         nodeHit
+                                   : 0;
+    load.insideBytes = token * (m - 1) * rankHit + forwarded;
+  }
+  if (m > 1)
+    load.latency = system.scaleUp.latency;
+  if (k > 1)
+    load.latency = std::max(load.latency, system.scaleOut.latency);
+  return load;
+}
+
+double stg::getCollectiveMicros(const ProgramNode &node,
+                                const GroupSpan &span,
+                                const SystemSpec &system) {
+  if (node.expertExchange == ExpertExchange::AllToAll ||
+      span.members <= 1)
+    return getCollectiveMicros(node.commType, double(node.commBytes), span,
+                               system);
+  ExchangeLoad load =
+      getExchangeLoad(node.expertExchange, double(node.commBytes),
+                      node.tokenCopies, node.experts, span, system);
+  double seconds =
+      std::max(load.insideBytes / system.scaleUp.getEffectiveBandwidth(),
+               load.acrossBytes / system.scaleOut.getEffectiveBandwidth()) +
+      load.latency;
+  return seconds * 1e6;
+}
+
 double stg::getMessageMicros(double bytes, bool acrossNodes,
                              const SystemSpec &system) {
   const NetworkTier &tier = acrossNodes ? system.scaleOut : system.scaleUp;
@@ -179,6 +253,28 @@ void stg::getCollectiveTransfers(CollectiveKind kind, double bytes,
     return;
   }
   }
+}
+
+void stg::getCollectiveTransfers(const ProgramNode &node,
+                                 const GroupSpan &span,
+                                 const SystemSpec &system,
+                                 llvm::SmallVectorImpl<TierTransfer> &into) {
+  if (node.expertExchange == ExpertExchange::AllToAll ||
+      span.members <= 1) {
+    getCollectiveTransfers(node.commType, double(node.commBytes), span,
+                           system, into);
+    return;
+  }
+  // As an all-to-all: the tier that bounds it, counted on that tier alone.
+  ExchangeLoad load =
+      getExchangeLoad(node.expertExchange, double(node.commBytes),
+                      node.tokenCopies, node.experts, span, system);
+  double inside = load.insideBytes / system.scaleUp.getEffectiveBandwidth();
+  double across = load.acrossBytes / system.scaleOut.getEffectiveBandwidth();
+  if (inside > across && inside > 0)
+    into.push_back({ScaleUpTier, inside * 1e6});
+  else if (across > 0)
+    into.push_back({ScaleOutTier, across * 1e6});
 }
 
 void stg::getMessageTransfers(double bytes, bool acrossNodes,

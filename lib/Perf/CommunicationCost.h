@@ -38,6 +38,12 @@ void getCollectiveTransfers(CollectiveKind kind, double bytes,
                             const GroupSpan &span, const SystemSpec &system,
                             llvm::SmallVectorImpl<TierTransfer> &into);
 
+/// The transfers of a collective node: an expert exchange as DeepEP moves
+/// it (getCollectiveMicros of the node), any other as above.
+void getCollectiveTransfers(const ProgramNode &node, const GroupSpan &span,
+                            const SystemSpec &system,
+                            llvm::SmallVectorImpl<TierTransfer> &into);
+
 /// The transfer of getMessageMicros's message, appended to `into`.
 void getMessageTransfers(double bytes, bool acrossNodes,
                          const SystemSpec &system,

@@ -66,8 +66,7 @@ StepMetrics stg::computeStepMetrics(const ProgramSet &programs,
       double bytes = double(node.commBytes);
       ++traffic.count;
       traffic.busBytes += getBusBytes(node.commType, bytes, it->second.members);
-      traffic.micros +=
-          getCollectiveMicros(node.commType, bytes, it->second, system);
+      traffic.micros += getCollectiveMicros(node, it->second, system);
     });
     metrics.hardwareFlops += flops * ranksPerStage;
   }

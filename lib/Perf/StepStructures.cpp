@@ -83,8 +83,7 @@ double Replay::getMicros(unsigned stage, const ProgramNode &work,
     tiers = span.nodes <= 1     ? 1u << ScaleUpTier
             : span.perNode <= 1 ? 1u << ScaleOutTier
                                 : 1u << ScaleUpTier | 1u << ScaleOutTier;
-    return getCollectiveMicros(work.commType, double(work.commBytes), span,
-                               system);
+    return getCollectiveMicros(work, span, system);
   }
   case ProgramNodeKind::Send:
   case ProgramNodeKind::Recv: {
@@ -104,9 +103,8 @@ void Replay::getTransfers(unsigned stage, const ProgramNode &work,
   const StageState &state = states[stage];
   if (work.kind == ProgramNodeKind::Collective) {
     // Priced before: the span is known.
-    getCollectiveTransfers(work.commType, double(work.commBytes),
-                           state.spans->find(work.group)->second, system,
-                           transfers);
+    getCollectiveTransfers(work, state.spans->find(work.group)->second,
+                           system, transfers);
   } else if (work.kind == ProgramNodeKind::Send) {
     unsigned peer = programs.getPeerRank(state.rank, work.peerStage);
     getMessageTransfers(double(work.commBytes),

@@ -203,6 +203,12 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "model's)")
       ->check(CLI::IsMember({"bf16", "fp16", "fp8", "fp32"}))
       ->group(engine);
+  std::string deepEpMode = "off";
+  app.add_option("--deepep-mode", deepEpMode,
+                 "the experts' all-to-alls: off (default), normal, "
+                 "low-latency or auto, as for stagec")
+      ->check(CLI::IsMember({"off", "normal", "low-latency", "auto"}))
+      ->group(engine);
   app.add_option("--iteration-overhead-us", settings.iterationOverheadMicros,
                  "the engine's own time per iteration (default 1500, as "
                  "stagec)")
@@ -242,6 +248,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   search.splitPatience = allSplits ? 0 : search.splitPatience;
   if (!kvCacheType.empty())
     search.base.kvCacheType = parseElementType(kvCacheType);
+  search.base.deepEpMode = *parseDeepEpMode(deepEpMode);
   search.maxTTFTMillis = ttft;
   search.maxTPOTMillis = tpot;
   search.sloStatistic = *parseSLOStatistic(flags.sloStatistic);

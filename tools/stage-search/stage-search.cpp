@@ -167,6 +167,11 @@ static std::optional<int> parseOptions(int argc, char **argv,
   app.add_option("--tp-comm-overlap", tpCommOverlap,
                  "on (default) or off, as for stagec")
       ->check(CLI::IsMember({"on", "off"}));
+  std::string deepEpMode = "off";
+  app.add_option("--deepep-mode", deepEpMode,
+                 "the experts' all-to-alls: off (default), normal, "
+                 "low-latency or auto, as for stagec")
+      ->check(CLI::IsMember({"off", "normal", "low-latency", "auto"}));
   app.add_option("--cp-comm-type", options.cpExchanges,
                  "context parallelism's exchanges to try for plans with "
                  "cp > 1: p2p (default), all_gather, a2a, as for stagec")
@@ -291,6 +296,7 @@ static std::optional<int> parseOptions(int argc, char **argv,
   options.compile.overlapGradientReduction = gradReduce == "overlap";
   options.compile.tensorParallelOverlap = tpCommOverlap == "on";
   options.compile.overlapParamGather = overlapParamGather == "on";
+  options.compile.deepEpMode = *parseDeepEpMode(deepEpMode);
   options.compile.memoryAccounting = *parseMemoryAccounting(memoryAccounting);
   if (std::optional<std::string> error =
           appendAssignments(sets, options.compile.overrides))

@@ -213,6 +213,15 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "all-to-alls trade the sequence split for a head split)")
       ->check(CLI::IsMember({"p2p", "all_gather", "a2a"}))
       ->group(step);
+  app.add_option("--deepep-mode", options.deepEpMode,
+                 "the experts' all-to-alls as DeepEP runs them: normal (a "
+                 "token crosses once to each node that needs it, then "
+                 "NVLink forwards it), low-latency (each copy straight to "
+                 "its expert's rank), auto (low-latency for decode, normal "
+                 "otherwise, as SGLang's) or off (default: NCCL's "
+                 "all-to-all)")
+      ->check(CLI::IsMember({"off", "normal", "low-latency", "auto"}))
+      ->group(step);
   app.add_option("--memory-accounting", options.memoryAccounting,
                  "model state of mixed-precision training: megatron (fp32 "
                  "main gradients, 18 bytes a parameter; default) or zero "
@@ -441,6 +450,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   options.compile.contextParallelRing = options.cpCommType == "p2p";
   options.compile.contextParallelAllToAll = options.cpCommType == "a2a";
   options.compile.overlapParamGather = options.overlapParamGather == "on";
+  options.compile.deepEpMode = *parseDeepEpMode(options.deepEpMode);
   return std::nullopt;
 }
 
@@ -490,6 +500,8 @@ StagecOptions::describe() const {
   given.push_back({"grad_reduce", gradReduce});
   given.push_back({"tp_comm_overlap", tpCommOverlap});
   given.push_back({"cp_comm_type", cpCommType});
+  if (deepEpMode != "off")
+    given.push_back({"deepep_mode", deepEpMode});
   if (compile.distributedOptimizer)
     given.push_back({"overlap_param_gather", overlapParamGather});
   if (compile.distributedOptimizer)

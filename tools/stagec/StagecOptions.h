@@ -45,6 +45,7 @@ struct StagecOptions {
   std::string gradReduce = "overlap";
   std::string tpCommOverlap = "on";
   std::string cpCommType = "p2p";
+  std::string deepEpMode = "off";
   std::string overlapParamGather = "on";
   std::string dtype;
   std::string precision; ///< `--precision`: the recipe.

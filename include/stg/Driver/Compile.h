@@ -73,10 +73,19 @@ struct CompileOptions {
   /// for a head split around attention (the model's `cp_comm_type`).
   bool contextParallelAllToAll = false;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  /// `--deepep-mode`: how the experts' all-to-alls run (ExpertExchange);
+  /// Auto runs a decode step's with the low-latency kernels and any
+  /// other's with the normal ones, as SGLang's `--deepep-mode auto`.
+  enum class DeepEpMode { Off, Normal, LowLatency, Auto };
+  DeepEpMode deepEpMode = DeepEpMode::Off;
   /// Programs for the step estimate only (InstantiateOptions).
   bool foldMicrobatches = false;
   bool foldLayers = false;
 };
+
+/// `off`, `normal`, `low-latency` or `auto`, as --deepep-mode names them.
+std::optional<CompileOptions::DeepEpMode>
+parseDeepEpMode(llvm::StringRef name);
 
 /// The pass pipeline of a mode, as a `--passes` string.
 std::string getPassPipeline(const CompileOptions &options);

@@ -110,6 +110,11 @@ struct InstantiateOptions {
   bool foldLayers = false;
   /// The mesh axis whose coordinate is the pipeline stage.
   std::string pipelineAxis = "pp";
+  /// How the all-to-alls over `expertAxis` (an MoE layer's dispatch and
+  /// combine, and their gradients) run; the router's top-k and expert
+  /// count, read off the model's `route` ops, go with them.
+  ExpertExchange expertExchange = ExpertExchange::AllToAll;
+  std::string expertAxis = "ep";
 };
 
 /// Where the numbers of a program set's nodes come from, recorded while

@@ -40,6 +40,13 @@ enum class ProgramNodeKind : uint8_t { Compute, Collective, Send, Recv };
 enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter,
                                       AllToAll };
 
+/// How an expert-parallel all-to-all (an MoE layer's dispatch or combine)
+/// runs: as NCCL's all-to-all, or as DeepEP's normal kernels (a token
+/// crosses to each node it needs once, then is forwarded inside the node)
+/// or low-latency kernels (each of a token's copies straight to its
+/// expert's rank, one network step); docs/cluster.md has the model.
+enum class ExpertExchange : uint8_t { AllToAll, Normal, LowLatency };
+
 /// The collective's name as Chakra spells it (`ALL_REDUCE`, ...), which the
 /// manifest, reports and perturbation selectors use.
 llvm::StringRef getCollectiveName(CollectiveKind kind);
@@ -77,6 +84,11 @@ struct ProgramNode {
   int64_t commBytes = 0;
   CollectiveKind commType = CollectiveKind::AllReduce;
   AxisMask group = 0;     ///< Collective: the axes of its group.
+  /// Collective, an expert all-to-all: how it runs, the copies of a token
+  /// its bytes hold (the router's top-k) and the routed experts.
+  ExpertExchange expertExchange = ExpertExchange::AllToAll;
+  uint16_t tokenCopies = 0;
+  uint32_t experts = 0;
   unsigned peerStage = 0; ///< Send: destination stage; recv: source stage.
   int32_t tag = 0;        ///< Send/recv: equal on both ends.
   uint64_t durationMicros = 0; ///< Compute, with a device model.

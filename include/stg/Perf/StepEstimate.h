@@ -130,6 +130,12 @@ llvm::Expected<StepEstimate> estimateStep(const ProgramSet &programs,
 double getCollectiveMicros(CollectiveKind kind, double bytes,
                            const GroupSpan &span, const SystemSpec &system);
 
+/// The time of a collective node: an expert exchange that DeepEP runs
+/// (ProgramNode::expertExchange) by what its kernels move, any other as
+/// the collective above.
+double getCollectiveMicros(const ProgramNode &node, const GroupSpan &span,
+                           const SystemSpec &system);
+
 /// The time of a message of `bytes` inside a node or between nodes.
 double getMessageMicros(double bytes, bool acrossNodes,
                         const SystemSpec &system);
