@@ -201,7 +201,7 @@ computeMemory(const Module &module, const ProgramSet &set,
 /// The top-k and expert count of the model's routers, which DeepEP's
 /// exchanges are priced by; one routing for all of a model's MoE layers.
 static LogicalResult findExpertRouting(SharedState &shared) {
-  const Op *first = nullptr;
+  bool found = false;
   LogicalResult result = success();
   shared.module.getModel()->walk([&](Op &op) {
     if (op.getKind() != OpKind::Route || failed(result))
@@ -219,7 +219,7 @@ static LogicalResult findExpertRouting(SharedState &shared) {
       result = failure();
       return;
     }
-    if (first && (*k != shared.tokenCopies || *e != shared.experts)) {
+    if (found && (*k != shared.tokenCopies || *e != shared.experts)) {
       shared.diags.error(op.getLoc(),
                          "--deepep-mode prices one routing for all MoE "
                          "layers; this router picks " +
@@ -230,7 +230,7 @@ static LogicalResult findExpertRouting(SharedState &shared) {
       result = failure();
       return;
     }
-    first = &op;
+    found = true;
     shared.tokenCopies = uint16_t(*k);
     shared.experts = uint32_t(*e);
   });

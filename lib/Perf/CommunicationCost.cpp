@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 using namespace stg;
 
@@ -116,6 +117,12 @@ namespace {
 /// An expert exchange's bytes on each tier, and its latency.
 struct ExchangeLoad {
   double insideBytes = 0, acrossBytes = 0, latency = 0;
+
+  /// Seconds of the bytes on scale-up and on scale-out, which move at once.
+  std::pair<double, double> getSeconds(const SystemSpec &system) const {
+    return {insideBytes / system.scaleUp.getEffectiveBandwidth(),
+            acrossBytes / system.scaleOut.getEffectiveBandwidth()};
+  }
 };
 } // namespace
 
@@ -131,6 +138,7 @@ static ExchangeLoad getExchangeLoad(ExpertExchange mode, double bytes,
                                     const SystemSpec &system) {
   ExchangeLoad load;
   double n = span.members, m = span.perNode, k = span.nodes;
+  // Experts that do not split evenly over the group: every copy, as NCCL.
   if (mode == ExpertExchange::LowLatency || !copies || !experts ||
       experts % span.members) {
     load.insideBytes = bytes * (m - 1) / n;
@@ -166,11 +174,8 @@ double stg::getCollectiveMicros(const ProgramNode &node,
   ExchangeLoad load =
       getExchangeLoad(node.expertExchange, double(node.commBytes),
                       node.tokenCopies, node.experts, span, system);
-  double seconds =
-      std::max(load.insideBytes / system.scaleUp.getEffectiveBandwidth(),
-               load.acrossBytes / system.scaleOut.getEffectiveBandwidth()) +
-      load.latency;
-  return seconds * 1e6;
+  auto [inside, across] = load.getSeconds(system);
+  return (std::max(inside, across) + load.latency) * 1e6;
 }
 
 double stg::getMessageMicros(double bytes, bool acrossNodes,
@@ -269,8 +274,7 @@ void stg::getCollectiveTransfers(const ProgramNode &node,
   ExchangeLoad load =
       getExchangeLoad(node.expertExchange, double(node.commBytes),
                       node.tokenCopies, node.experts, span, system);
-  double inside = load.insideBytes / system.scaleUp.getEffectiveBandwidth();
-  double across = load.acrossBytes / system.scaleOut.getEffectiveBandwidth();
+  auto [inside, across] = load.getSeconds(system);
   if (inside > across && inside > 0)
     into.push_back({ScaleUpTier, inside * 1e6});
   else if (across > 0)
