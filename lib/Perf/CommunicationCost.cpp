@@ -102,8 +102,7 @@ double stg::getCollectiveMicros(CollectiveKind kind, double bytes,
 
 /// The chance that none of a token's `copies` experts, drawn without
 /// repeats from `experts`, is among the `held` experts of one rank or node.
-static double getMissChance(unsigned copies, unsigned experts,
-                            unsigned held) {
+static double getMissChance(unsigned copies, unsigned experts, unsigned held) {
   double chance = 1;
   for (unsigned i = 0; i < copies; ++i) {
     if (experts <= held + i)
@@ -147,14 +146,12 @@ static ExchangeLoad getExchangeLoad(ExpertExchange mode, double bytes,
     double token = bytes / copies;
     unsigned perRank = experts / span.members;
     double rankHit = 1 - getMissChance(copies, experts, perRank);
-    double nodeHit =
-        1 - getMissChance(copies, experts, perRank * span.perNode);
+    double nodeHit = 1 - getMissChance(copies, experts, perRank * span.perNode);
     load.acrossBytes = token * (k - 1) * nodeHit;
     // The node's own ranks, then the tokens that crossed to this node,
     // each to the ranks of the node its experts are on but the receiver.
-    double forwarded = nodeHit > 0 ? load.acrossBytes * (m - 1) * rankHit /
-                                         nodeHit
-                                   : 0;
+    double forwarded =
+        nodeHit > 0 ? load.acrossBytes * (m - 1) * rankHit / nodeHit : 0;
     load.insideBytes = token * (m - 1) * rankHit + forwarded;
   }
   if (m > 1)
@@ -164,11 +161,9 @@ static ExchangeLoad getExchangeLoad(ExpertExchange mode, double bytes,
   return load;
 }
 
-double stg::getCollectiveMicros(const ProgramNode &node,
-                                const GroupSpan &span,
+double stg::getCollectiveMicros(const ProgramNode &node, const GroupSpan &span,
                                 const SystemSpec &system) {
-  if (node.expertExchange == ExpertExchange::AllToAll ||
-      span.members <= 1)
+  if (node.expertExchange == ExpertExchange::AllToAll || span.members <= 1)
     return getCollectiveMicros(node.commType, double(node.commBytes), span,
                                system);
   ExchangeLoad load =
@@ -260,14 +255,12 @@ void stg::getCollectiveTransfers(CollectiveKind kind, double bytes,
   }
 }
 
-void stg::getCollectiveTransfers(const ProgramNode &node,
-                                 const GroupSpan &span,
+void stg::getCollectiveTransfers(const ProgramNode &node, const GroupSpan &span,
                                  const SystemSpec &system,
                                  llvm::SmallVectorImpl<TierTransfer> &into) {
-  if (node.expertExchange == ExpertExchange::AllToAll ||
-      span.members <= 1) {
-    getCollectiveTransfers(node.commType, double(node.commBytes), span,
-                           system, into);
+  if (node.expertExchange == ExpertExchange::AllToAll || span.members <= 1) {
+    getCollectiveTransfers(node.commType, double(node.commBytes), span, system,
+                           into);
     return;
   }
   // As an all-to-all: the tier that bounds it, counted on that tier alone.

@@ -103,8 +103,8 @@ void Replay::getTransfers(unsigned stage, const ProgramNode &work,
   const StageState &state = states[stage];
   if (work.kind == ProgramNodeKind::Collective) {
     // Priced before: the span is known.
-    getCollectiveTransfers(work, state.spans->find(work.group)->second,
-                           system, transfers);
+    getCollectiveTransfers(work, state.spans->find(work.group)->second, system,
+                           transfers);
   } else if (work.kind == ProgramNodeKind::Send) {
     unsigned peer = programs.getPeerRank(state.rank, work.peerStage);
     getMessageTransfers(double(work.commBytes),

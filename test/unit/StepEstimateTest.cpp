@@ -98,9 +98,9 @@ TEST(StepEstimateTest, DeepEpNormalSendsATokenOnceToANode) {
                    20000.0 + 10.0);
   // Without DeepEP, NCCL's all-to-all (a ring step a tier).
   ProgramNode nccl = makeExpertExchange(ExpertExchange::AllToAll, 4e6, 2, 8);
-  EXPECT_DOUBLE_EQ(getCollectiveMicros(nccl, span, system),
-                   getCollectiveMicros(CollectiveKind::AllToAll, 4e6, span,
-                                       system));
+  EXPECT_DOUBLE_EQ(
+      getCollectiveMicros(nccl, span, system),
+      getCollectiveMicros(CollectiveKind::AllToAll, 4e6, span, system));
   // Inside one node (two ranks of 4 experts), normal kernels send a token
   // once to the other rank if it needs it: 22/28 of the tokens.
   GroupSpan node{2, 1, 2};
@@ -121,20 +121,20 @@ TEST(StepEstimateTest, DeepEpLowLatencyNearItsPublishedTimes) {
   struct Published {
     unsigned ep;
     double dispatch, combine;
-  } published[] = {{32, 155, 273}, {64, 173, 314}, {128, 192, 369},
-                   {256, 194, 360}};
+  } published[] = {
+      {32, 155, 273}, {64, 173, 314}, {128, 192, 369}, {256, 194, 360}};
   for (const Published &row : published) {
     GroupSpan span{row.ep, row.ep / 8, 8};
     double copies = 128.0 * 8;
-    ProgramNode dispatch = makeExpertExchange(
-        ExpertExchange::LowLatency, copies * (7168 + 56 * 4), 8, 256);
+    ProgramNode dispatch = makeExpertExchange(ExpertExchange::LowLatency,
+                                              copies * (7168 + 56 * 4), 8, 256);
     ProgramNode combine = makeExpertExchange(ExpertExchange::LowLatency,
                                              copies * 7168 * 2, 8, 256);
     EXPECT_NEAR(getCollectiveMicros(dispatch, span, *system) / row.dispatch,
                 1.0, 0.22)
         << "dispatch at EP" << row.ep;
-    EXPECT_NEAR(getCollectiveMicros(combine, span, *system) / row.combine,
-                1.0, 0.22)
+    EXPECT_NEAR(getCollectiveMicros(combine, span, *system) / row.combine, 1.0,
+                0.22)
         << "combine at EP" << row.ep;
   }
 }

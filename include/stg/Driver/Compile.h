@@ -84,8 +84,7 @@ struct CompileOptions {
 };
 
 /// `off`, `normal`, `low-latency` or `auto`, as --deepep-mode names them.
-std::optional<CompileOptions::DeepEpMode>
-parseDeepEpMode(llvm::StringRef name);
+std::optional<CompileOptions::DeepEpMode> parseDeepEpMode(llvm::StringRef name);
 
 /// The pass pipeline of a mode, as a `--passes` string.
 std::string getPassPipeline(const CompileOptions &options);
