@@ -88,6 +88,14 @@ appendAssignments(const std::vector<std::string> &sets,
   return std::nullopt;
 }
 
+/// `--deepep-mode` (parseDeepEpMode reads it), as stagec, stage-search and
+/// its --serve take it; each says what it does in its own `help`.
+inline CLI::Option *addDeepEpModeOption(CLI::App &app, std::string &mode,
+                                        const std::string &help) {
+  return app.add_option("--deepep-mode", mode, help)
+      ->check(CLI::IsMember({"off", "normal", "low-latency", "auto"}));
+}
+
 /// `--version`: prints `TOOL VERSION` and exits 0.
 inline void addVersionFlag(CLI::App &app, const std::string &tool) {
   app.set_version_flag("--version", tool + " " + getToolVersion().str(),

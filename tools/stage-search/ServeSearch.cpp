@@ -204,10 +204,9 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
       ->check(CLI::IsMember({"bf16", "fp16", "fp8", "fp32"}))
       ->group(engine);
   std::string deepEpMode = "off";
-  app.add_option("--deepep-mode", deepEpMode,
-                 "the experts' all-to-alls: off (default), normal, "
-                 "low-latency or auto, as for stagec")
-      ->check(CLI::IsMember({"off", "normal", "low-latency", "auto"}))
+  addDeepEpModeOption(app, deepEpMode,
+                      "the experts' all-to-alls: off (default), normal, "
+                      "low-latency or auto, as for stagec")
       ->group(engine);
   app.add_option("--iteration-overhead-us", settings.iterationOverheadMicros,
                  "the engine's own time per iteration (default 1500, as "

@@ -168,10 +168,9 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "on (default) or off, as for stagec")
       ->check(CLI::IsMember({"on", "off"}));
   std::string deepEpMode = "off";
-  app.add_option("--deepep-mode", deepEpMode,
-                 "the experts' all-to-alls: off (default), normal, "
-                 "low-latency or auto, as for stagec")
-      ->check(CLI::IsMember({"off", "normal", "low-latency", "auto"}));
+  addDeepEpModeOption(app, deepEpMode,
+                      "the experts' all-to-alls: off (default), normal, "
+                      "low-latency or auto, as for stagec");
   app.add_option("--cp-comm-type", options.cpExchanges,
                  "context parallelism's exchanges to try for plans with "
                  "cp > 1: p2p (default), all_gather, a2a, as for stagec")

@@ -213,14 +213,13 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "all-to-alls trade the sequence split for a head split)")
       ->check(CLI::IsMember({"p2p", "all_gather", "a2a"}))
       ->group(step);
-  app.add_option("--deepep-mode", options.deepEpMode,
-                 "the experts' all-to-alls as DeepEP runs them: normal (a "
-                 "token crosses once to each node that needs it, then "
-                 "NVLink forwards it), low-latency (each copy straight to "
-                 "its expert's rank), auto (low-latency for decode, normal "
-                 "otherwise, as SGLang's) or off (default: NCCL's "
-                 "all-to-all)")
-      ->check(CLI::IsMember({"off", "normal", "low-latency", "auto"}))
+  addDeepEpModeOption(
+      app, options.deepEpMode,
+      "the experts' all-to-alls as DeepEP runs them: normal (a token "
+      "crosses once to each node that needs it, then NVLink forwards it), "
+      "low-latency (each copy straight to its expert's rank), auto "
+      "(low-latency for decode, normal otherwise, as SGLang's) or off "
+      "(default: NCCL's all-to-all)")
       ->group(step);
   app.add_option("--memory-accounting", options.memoryAccounting,
                  "model state of mixed-precision training: megatron (fp32 "
