@@ -35,6 +35,7 @@ CompileOptions stg::getReferenceOptions(const CompileOptions &plan,
   reference.fsdp = false;
   reference.microbatches = 1;
   reference.virtualStages = 1;
+  reference.schedule = PipelineSchedule::OneFOneB; // One chunk a stage.
   // The plan's split, one chunk a stage: each stage keeps its layers (the
   // embedding and loss counted, or first and last stage counts, divide
   // alike without interleaving; given chunk counts add up by stage).
@@ -42,7 +43,8 @@ CompileOptions stg::getReferenceOptions(const CompileOptions &plan,
   if (!chunkLayers.empty() && stages && chunkLayers.size() > stages) {
     std::vector<unsigned> stageLayers(stages);
     for (size_t chunk = 0; chunk < chunkLayers.size(); ++chunk)
-      stageLayers[chunk % stages] += chunkLayers[chunk];
+      stageLayers[getChunkStage(getChunkPlacement(plan.schedule), chunk,
+                                stages)] += chunkLayers[chunk];
     chunkLayers = std::move(stageLayers);
   }
   reference.gradientBucketMB = 0;

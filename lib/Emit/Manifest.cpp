@@ -495,7 +495,8 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
     if (!split.empty())
       os << "; layers a model chunk: "
          << describeStageChunks(programs.pipelineSplit, summary.stage,
-                                programs.stages.size(), programs.chunkLayers);
+                                programs.stages.size(), programs.chunkLayers,
+                                getChunkPlacement(programs.schedule));
     os << "\n";
     if (programs.stages.size() > 1 || programs.numMicrobatches > 1)
       os << "  schedule: "

@@ -261,7 +261,16 @@ stg::instantiate(const Module &module, const Mesh &mesh,
   unsigned numStages =
       set.pipelineAxis < 0 ? 1 : mesh.getDegree(set.pipelineAxis);
   unsigned numChunks = std::max(1u, options.numVirtualStages);
-  if (numChunks > 1 &&
+  if (options.schedule == PipelineSchedule::ZeroBubbleV &&
+      (numStages < 2 || numChunks != 2)) {
+    diags.error(module.getModelLoc(),
+                "zb-v runs two model chunks a stage in a V: it needs pp > 1 "
+                "and --virtual-stages 2 (" +
+                    llvm::Twine(numStages) + " stages, " +
+                    llvm::Twine(numChunks) + " chunks a stage)");
+    return std::nullopt;
+  }
+  if (numChunks > 1 && options.schedule != PipelineSchedule::ZeroBubbleV &&
       (numStages < 2 || options.schedule != PipelineSchedule::OneFOneB ||
        set.numMicrobatches % numStages)) {
     diags.error(module.getModelLoc(),
@@ -274,8 +283,9 @@ stg::instantiate(const Module &module, const Mesh &mesh,
   }
   set.numVirtualStages = numChunks;
   set.folded = options.foldMicrobatches || options.foldLayers;
-  std::optional<Placement> placement = Placement::create(
-      module, numStages, numChunks, options.pipelineSplit, diags);
+  std::optional<Placement> placement =
+      Placement::create(module, numStages, numChunks, options.pipelineSplit,
+                        getChunkPlacement(options.schedule), diags);
   if (!placement)
     return std::nullopt;
   set.numLayers = placement->getNumLayers();
@@ -304,7 +314,7 @@ stg::instantiate(const Module &module, const Mesh &mesh,
   SharedState shared(module, mesh, *placement, stepOptions, numbers, diags,
                      training,
                      sources && !sources->stages.empty() ? sources : nullptr);
-  if (training && options.schedule == PipelineSchedule::ZeroBubbleH1)
+  if (training && splitsBackward(options.schedule))
     shared.weightGradientOps = findWeightGradientOps(module);
   if (options.expertExchange != ExpertExchange::AllToAll &&
       failed(findExpertRouting(shared)))
@@ -385,7 +395,8 @@ LogicalResult stg::repriceProgramSet(ProgramSet &set,
   if (failed(moveProgramSetToMesh(set, mesh, options.pipelineAxis, diags)))
     return failure();
   std::optional<Placement> placement = Placement::create(
-      module, numStages, set.numVirtualStages, options.pipelineSplit, diags);
+      module, numStages, set.numVirtualStages, options.pipelineSplit,
+      getChunkPlacement(set.schedule), diags);
   if (!placement)
     return failure();
   numbers.setDiagnostics(diags);

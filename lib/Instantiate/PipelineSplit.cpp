@@ -75,7 +75,8 @@ std::string stg::findPipelineSplitConflict(const PipelineSplit &split) {
 /// stage's layers split evenly over its chunks.
 static std::optional<std::vector<unsigned>>
 splitEdgeStages(unsigned numLayers, unsigned numStages, unsigned numChunks,
-                const PipelineSplit &split, std::string &error) {
+                const PipelineSplit &split, ChunkPlacement placement,
+                std::string &error) {
   std::string flags = describeEdgeFlags(split);
   if (numStages < 2) {
     error = flags + " needs pp above 1: it sets the first or the last of "
@@ -123,7 +124,7 @@ splitEdgeStages(unsigned numLayers, unsigned numStages, unsigned numChunks,
   std::vector<unsigned> counts;
   counts.reserve(size_t(numStages) * numChunks);
   for (unsigned chunk = 0; chunk < numStages * numChunks; ++chunk) {
-    unsigned stage = chunk % numStages;
+    unsigned stage = getChunkStage(placement, chunk, numStages);
     unsigned layers = stage == 0 && split.firstStageLayers ? first
                       : stage + 1 == numStages && split.lastStageLayers
                           ? last
@@ -135,7 +136,8 @@ splitEdgeStages(unsigned numLayers, unsigned numStages, unsigned numChunks,
 
 std::optional<std::vector<unsigned>>
 stg::splitLayers(unsigned numLayers, unsigned numStages, unsigned numChunks,
-                 const PipelineSplit &split, std::string &error) {
+                 const PipelineSplit &split, std::string &error,
+                 ChunkPlacement placement) {
   error = findPipelineSplitConflict(split);
   if (!error.empty())
     return std::nullopt;
@@ -161,7 +163,8 @@ stg::splitLayers(unsigned numLayers, unsigned numStages, unsigned numChunks,
     return split.chunkLayers;
   }
   if (split.firstStageLayers || split.lastStageLayers)
-    return splitEdgeStages(numLayers, numStages, numChunks, split, error);
+    return splitEdgeStages(numLayers, numStages, numChunks, split, placement,
+                           error);
   if (split.accountForEmbedding || split.accountForLoss) {
     // Megatron-LM: (L + 1 or 2) / (pp x vp) slots a chunk; the embedding
     // takes one of the first chunk's, the loss one of the last's.
@@ -259,11 +262,14 @@ std::string stg::describePipelineSplit(const PipelineSplit &split,
 
 std::string stg::describeStageChunks(const PipelineSplit &split, unsigned stage,
                                      unsigned numStages,
-                                     llvm::ArrayRef<unsigned> chunkLayers) {
+                                     llvm::ArrayRef<unsigned> chunkLayers,
+                                     ChunkPlacement placement) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  for (size_t chunk = stage; chunk < chunkLayers.size(); chunk += numStages) {
-    if (chunk != stage)
+  unsigned numChunks = chunkLayers.size() / std::max(1u, numStages);
+  for (unsigned index = 0; index < numChunks; ++index) {
+    unsigned chunk = getModelChunk(placement, stage, index, numStages);
+    if (index)
       os << ", ";
     if (chunk == 0 && split.accountForEmbedding)
       os << "embedding + ";

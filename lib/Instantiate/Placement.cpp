@@ -26,9 +26,11 @@ bool stg::isElided(const Op &op) {
 
 std::optional<Placement>
 Placement::create(const Module &module, unsigned numStages, unsigned numChunks,
-                  const PipelineSplit &split, DiagnosticEngine &diags) {
+                  const PipelineSplit &split, ChunkPlacement chunkPlacement,
+                  DiagnosticEngine &diags) {
   Placement placement;
   placement.numStages = numStages;
+  placement.chunkPlacement = chunkPlacement;
   const Graph &model = *module.getModel();
   const Op *firstRepeat = nullptr;
   const Op *previousForward = nullptr;
@@ -95,21 +97,21 @@ Placement::create(const Module &module, unsigned numStages, unsigned numChunks,
   if (!ok)
     return std::nullopt;
   std::string error;
-  std::optional<std::vector<unsigned>> sizes =
-      splitLayers(placement.numLayers, numStages, numChunks, split, error);
+  std::optional<std::vector<unsigned>> sizes = splitLayers(
+      placement.numLayers, numStages, numChunks, split, error, chunkPlacement);
   if (!sizes) {
     diags.error(firstRepeat ? firstRepeat->getLoc() : module.getModelLoc(),
                 error);
     return std::nullopt;
   }
-  // Model chunk c runs on stage c mod numStages as its chunk c / numStages.
   placement.chunkSizes = std::move(*sizes);
   for (unsigned chunk = 0; chunk < placement.chunkSizes.size(); ++chunk) {
     unsigned size = placement.chunkSizes[chunk];
-    placement.layerStages.insert(placement.layerStages.end(), size,
-                                 chunk % numStages);
+    placement.layerStages.insert(
+        placement.layerStages.end(), size,
+        getChunkStage(chunkPlacement, chunk, numStages));
     placement.layerChunks.insert(placement.layerChunks.end(), size,
-                                 chunk / numStages);
+                                 getStageChunkIndex(chunk, numStages));
   }
 
   model.walk([&](Op &op) {
@@ -137,7 +139,8 @@ bool Placement::checkEmptyChunks(const Module &module,
   for (unsigned chunk = 0; chunk < chunkSizes.size(); ++chunk) {
     if (chunkSizes[chunk] || chunkSizes.size() == 1)
       continue;
-    unsigned stage = chunk % numStages, stageChunk = chunk / numStages;
+    unsigned stage = getChunkStage(chunkPlacement, chunk, numStages);
+    unsigned stageChunk = getStageChunkIndex(chunk, numStages);
     bool holdsWork = llvm::any_of(
         module.getModel()->getOps(), [&](const std::unique_ptr<Op> &op) {
           return op->getKind() != OpKind::Repeat && !isFloating(op.get()) &&
@@ -189,8 +192,9 @@ void Placement::assignTopLevelStages(const Graph &model) {
           current = 0;
           currentChunk = 0;
         } else if (!info.backward && layer + 1 == numLayers) {
-          current = (numModelChunks - 1) % numStages;
-          currentChunk = (numModelChunks - 1) / numStages;
+          current =
+              getChunkStage(chunkPlacement, numModelChunks - 1, numStages);
+          currentChunk = getStageChunkIndex(numModelChunks - 1, numStages);
         }
       }
       continue;

@@ -48,12 +48,13 @@ public:
   };
 
   /// Numbers the layers of `module` and splits them into `numStages` x
-  /// `numChunks` model chunks as `split` asks, chunk c on stage c mod
-  /// numStages (Megatron-LM's interleaving; one chunk per stage without
-  /// it). Reports (and returns null for) what cannot be split.
+  /// `numChunks` model chunks as `split` asks, placed on the stages as
+  /// `chunkPlacement` says (PipelineSplit.h). Reports (and returns null for)
+  /// what cannot be split.
   static std::optional<Placement> create(const Module &module,
                                          unsigned numStages, unsigned numChunks,
                                          const PipelineSplit &split,
+                                         ChunkPlacement chunkPlacement,
                                          DiagnosticEngine &diags);
 
   unsigned getNumLayers() const { return numLayers; }
@@ -110,6 +111,7 @@ private:
 
   unsigned numLayers = 0;
   unsigned numStages = 1;
+  ChunkPlacement chunkPlacement = ChunkPlacement::Interleaved;
   std::vector<unsigned> layerStages, layerChunks;
   std::vector<unsigned> chunkSizes;
   llvm::DenseMap<const Op *, RepeatInfo> repeats;

@@ -2,6 +2,7 @@
 
 #include "stg/Instantiate/Schedule.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 
 #include <algorithm>
@@ -15,6 +16,8 @@ std::optional<PipelineSchedule> stg::parsePipelineSchedule(llvm::StringRef name)
     return PipelineSchedule::GPipe;
   if (name == "zb-h1")
     return PipelineSchedule::ZeroBubbleH1;
+  if (name == "zb-v")
+    return PipelineSchedule::ZeroBubbleV;
   return std::nullopt;
 }
 
@@ -26,6 +29,8 @@ llvm::StringRef stg::getPipelineScheduleName(PipelineSchedule schedule) {
     return "gpipe";
   case PipelineSchedule::ZeroBubbleH1:
     return "zb-h1";
+  case PipelineSchedule::ZeroBubbleV:
+    return "zb-v";
   }
   llvm_unreachable("unknown pipeline schedule");
 }
@@ -122,12 +127,70 @@ getZeroBubbleH1Schedule(unsigned stage, unsigned numStages,
   return steps;
 }
 
+/// ZB-V (Schedule.h). Written for max(M, 2P-1) micro-batches, the fewest
+/// that fill the V, then cut to the M there are: the cut keeps each stage's
+/// order, so the stages still agree.
+static std::vector<ScheduleStep>
+getZeroBubbleVSchedule(unsigned stage, unsigned numStages,
+                       unsigned numMicrobatches, bool training) {
+  unsigned full = std::max(numMicrobatches, 2 * numStages - 1);
+  std::vector<ScheduleStep> steps;
+  unsigned forwards[2] = {0, 0}, inputs[2] = {0, 0}, weights[2] = {0, 0};
+  auto forward = [&](unsigned chunk) {
+    steps.push_back({false, forwards[chunk]++, chunk});
+  };
+  auto input = [&](unsigned chunk) {
+    steps.push_back({true, inputs[chunk]++, chunk, BackwardPart::Input});
+  };
+  auto weight = [&](unsigned chunk) {
+    steps.push_back({true, weights[chunk]++, chunk, BackwardPart::Weight});
+  };
+  unsigned fromEnd = numStages - stage;
+  for (unsigned i = 0; i < 2 * fromEnd - 1; ++i)
+    forward(0);
+  for (unsigned i = 0; i < stage; ++i) {
+    forward(1);
+    forward(0);
+  }
+  for (unsigned i = 0; i < fromEnd; ++i) {
+    forward(1);
+    input(1);
+    weight(1);
+  }
+  while (forwards[1] < forwards[0] || forwards[0] < full) {
+    if (forwards[0] < full)
+      forward(0);
+    input(0);
+    weight(0);
+    forward(1);
+    input(1);
+    weight(1);
+  }
+  for (unsigned i = 0; i < stage; ++i) {
+    input(0);
+    input(1);
+  }
+  for (unsigned i = 0; i < fromEnd; ++i) {
+    input(0);
+    weight(0);
+  }
+  for (unsigned chunk : {1u, 0u})
+    while (weights[chunk] < inputs[chunk])
+      weight(chunk);
+  llvm::erase_if(steps, [&](const ScheduleStep &step) {
+    return step.microbatch >= numMicrobatches || (!training && step.backward);
+  });
+  return steps;
+}
+
 std::vector<ScheduleStep> stg::getStageSchedule(PipelineSchedule schedule,
                                                 unsigned stage,
                                                 unsigned numStages,
                                                 unsigned numMicrobatches,
                                                 bool training,
                                                 unsigned numChunks) {
+  if (schedule == PipelineSchedule::ZeroBubbleV)
+    return getZeroBubbleVSchedule(stage, numStages, numMicrobatches, training);
   if (numChunks > 1)
     return getInterleavedSchedule(stage, numStages, numMicrobatches,
                                   numChunks, training);
@@ -156,6 +219,18 @@ double stg::getMaxInFlightMicrobatches(PipelineSchedule schedule,
                                        unsigned stage, unsigned numStages,
                                        unsigned numMicrobatches,
                                        unsigned numChunks) {
+  if (schedule == PipelineSchedule::ZeroBubbleV) {
+    // Counted step by step: a chunk's activations from its F to its W.
+    unsigned held = 0, most = 0;
+    for (const ScheduleStep &step : getZeroBubbleVSchedule(
+             stage, numStages, numMicrobatches, /*training=*/true)) {
+      if (!step.backward)
+        most = std::max(most, ++held);
+      else if (step.part == BackwardPart::Weight)
+        --held;
+    }
+    return most / 2.0;
+  }
   if (numChunks > 1) {
     unsigned units = std::min(getInterleavedWarmup(stage, numStages,
                                                    numMicrobatches, numChunks) +

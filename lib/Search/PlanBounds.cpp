@@ -179,14 +179,15 @@ bool compileOneAndTwoSequences(const CompileOptions &options,
 }
 
 /// Calls `fn(stage, layer)` for each layer of `plan`'s split into `chunks`,
-/// model chunk c running on stage c mod pp.
+/// placed as its schedule places them.
 template <typename Fn>
 void forEachStageLayer(const std::vector<unsigned> &chunks, const Plan &plan,
                        Fn fn) {
   unsigned stages = plan.getDegree("pp"), layer = 0;
-  for (size_t chunk = 0; chunk < chunks.size(); ++chunk)
+  ChunkPlacement placement = getChunkPlacement(plan.schedule);
+  for (unsigned chunk = 0; chunk < chunks.size(); ++chunk)
     for (unsigned end = layer + chunks[chunk]; layer < end; ++layer)
-      fn(unsigned(chunk % stages), layer);
+      fn(getChunkStage(placement, chunk, stages), layer);
 }
 
 /// The activation bytes each layer saves per sequence, from the model split
@@ -393,7 +394,8 @@ std::optional<std::vector<unsigned>> getChunkLayers(unsigned layers,
                                                     const Plan &plan) {
   std::string error;
   return splitLayers(layers, plan.getDegree("pp"), plan.virtualStages,
-                     getPipelineSplit(plan, layers), error);
+                     getPipelineSplit(plan, layers), error,
+                     getChunkPlacement(plan.schedule));
 }
 
 } // namespace
@@ -545,11 +547,12 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
   std::vector<double> stageMicros(stages), chainMicros(chunks->size());
   double layerFlops = 0;
   unsigned layer = 0;
-  for (size_t chunk = 0; chunk < chunks->size(); ++chunk)
+  ChunkPlacement placement = getChunkPlacement(plan.schedule);
+  for (unsigned chunk = 0; chunk < chunks->size(); ++chunk)
     for (unsigned end = layer + (*chunks)[chunk]; layer < end; ++layer) {
       double all = flops->second.layers[layer];
       layerFlops += all;
-      stageMicros[chunk % stages] += all * scale;
+      stageMicros[getChunkStage(placement, chunk, stages)] += all * scale;
       // Recomputation may run before the gradient arrives: the chain
       // counts the forward and backward alone.
       chainMicros[chunk] += std::min(all, plain->second.layers[layer]) * scale;

@@ -209,11 +209,16 @@ static std::vector<unsigned> getDivisors(unsigned n) {
 
 namespace {
 
+const char *const InterleavingMicrobatches =
+    "interleaving needs micro-batches a multiple of pp";
+
 /// The enumeration's state: the options, the plans kept and the counts.
 class Enumerator {
 public:
   Enumerator(const PlanSpaceOptions &options, const ModelShape &shape)
-      : options(options), shape(shape) {
+      : options(options), shape(shape),
+        triesZeroBubbleV(llvm::is_contained(options.schedules,
+                                            PipelineSchedule::ZeroBubbleV)) {
     microBatchSizes = options.microBatchSizes.empty()
                           ? getDivisors(options.globalBatch)
                           : options.microBatchSizes;
@@ -287,6 +292,9 @@ private:
 
   const PlanSpaceOptions &options;
   const ModelShape &shape;
+  /// Whether zb-v is among the schedules, which runs two chunks a stage
+  /// for any micro-batch count.
+  bool triesZeroBubbleV;
   std::vector<unsigned> microBatchSizes, virtualStages;
   /// Chunks a stage to try: those of `virtualStages` with every split
   /// (`even`), then, ascending among them, those only an accounted split
@@ -415,9 +423,8 @@ void Enumerator::enumerateSchedules(Plan &plan) {
                  shape.layers % (uint64_t(pp) * chunks))
           prune("interleaving needs layers a multiple of pp x virtual stages",
                 getStructures(plan));
-        else if (chunks > 1 && plan.microbatches % pp)
-          prune("interleaving needs micro-batches a multiple of pp",
-                getStructures(plan));
+        else if (chunks > 1 && plan.microbatches % pp && !triesZeroBubbleV)
+          prune(InterleavingMicrobatches, getStructures(plan));
         else
           enumerateStructures(plan);
       }
@@ -444,6 +451,12 @@ const char *Enumerator::checkStructure(const Plan &plan) const {
   if (plan.schedule == PipelineSchedule::ZeroBubbleH1 &&
       plan.virtualStages > 1)
     return "zb-h1 runs one model chunk a stage";
+  if (plan.schedule == PipelineSchedule::ZeroBubbleV && plan.virtualStages != 2)
+    return "zb-v runs two model chunks a stage";
+  // Where zb-v is tried, interleaving's rule waits for the schedule.
+  if (plan.schedule == PipelineSchedule::OneFOneB && plan.virtualStages > 1 &&
+      plan.microbatches % plan.getDegree("pp"))
+    return InterleavingMicrobatches;
   return nullptr;
 }
 

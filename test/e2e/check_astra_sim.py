@@ -3,9 +3,9 @@
 #
 # Usage: check_astra_sim.py STAGEC TEMPLATES ASTRA_DIR WORKDIR [--table]
 #
-# Compiles a matrix of small plans (dp, tp, pp, interleaved, zero bubble,
-# Megatron's accounted split, cp, ep, FSDP, distributed optimizer) for a
-# two-tier cluster (two nodes of four GPUs, test/e2e/two-node.yaml) and a
+# Compiles a matrix of small plans (dp, tp, pp, interleaved, zero bubble
+# ZB-H1 and ZB-V, Megatron's accounted split, cp, ep, FSDP, distributed
+# optimizer) for a two-tier cluster (two nodes of four GPUs, test/e2e/two-node.yaml) and a
 # plan on four DGX H100 nodes with `--system`, runs ASTRA-sim's analytical
 # backend on each trace set with the configs stagec wrote (DIR/astra/), and
 # compares ASTRA-sim's step (the last rank to finish) with the manifest's
@@ -44,6 +44,11 @@ PLANS = [
     ("tp2-pp4-zb-h1", "llama3-8b.stg", ["--tp", "2", "--pp", "4",
                                         "--microbatches", "8", "--schedule",
                                         "zb-h1"], 0.10),
+    # Two chunks a stage in a V: the last stage hands its first chunk's
+    # output to its second without a message.
+    ("tp2-pp2-zb-v", "llama3-8b.stg", ["--tp", "2", "--pp", "2",
+                                       "--microbatches", "6", "--schedule",
+                                       "zb-v"], 0.05),
     ("tp2-pp2-vs2", "llama3-8b.stg", ["--tp", "2", "--pp", "2",
                                       "--microbatches", "4",
                                       "--virtual-stages", "2"], 0.05),

@@ -212,7 +212,17 @@ INSTANTIATE_TEST_SUITE_P(
         Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"pp", 4}}, 64, 1, "selective",
              "train", true, PipelineSchedule::ZeroBubbleH1},
         Plan{"mixtral-8x7b.stg", Degrees{{"ep", 4}, {"pp", 2}}, 9, 1, "none",
-             "train", false, PipelineSchedule::ZeroBubbleH1}));
+             "train", false, PipelineSchedule::ZeroBubbleH1},
+        // ZB-V: two chunks a stage in a V, the last stage's two chunks
+        // handing over locally; fewer micro-batches than the V needs, too.
+        Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"tp", 2}, {"pp", 4}}, 12, 2,
+             "none", "train", false, PipelineSchedule::ZeroBubbleV},
+        Plan{"llama3-8b.stg", Degrees{{"tp", 2}, {"pp", 4}}, 5, 2, "none",
+             "train", false, PipelineSchedule::ZeroBubbleV},
+        Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"pp", 2}}, 64, 2, "selective",
+             "train", true, PipelineSchedule::ZeroBubbleV},
+        Plan{"mixtral-8x7b.stg", Degrees{{"ep", 4}, {"pp", 2}}, 9, 2, "none",
+             "train", false, PipelineSchedule::ZeroBubbleV}));
 
 /// A plan of `layers` layers, with its options set by `change`.
 template <typename Change>
@@ -251,6 +261,10 @@ INSTANTIATE_TEST_SUITE_P(
         accounted(Plan{"llama3-8b.stg", Degrees{{"pp", 4}}, 6, 1, "none",
                        "train", false, PipelineSchedule::GPipe},
                   7, true, false),
+        // In a V, stage 0 holds the embedding's chunk and the loss's.
+        accounted(Plan{"llama3-8b.stg", Degrees{{"pp", 4}}, 8, 2, "none",
+                       "train", false, PipelineSchedule::ZeroBubbleV},
+                  14),
         withLayers(Plan{"llama3-8b.stg", Degrees{{"dp", 2}, {"pp", 4}}, 8, 2},
                    16, [](Plan &plan) {
                      plan.pipelineSplit.firstStageLayers = 2;

@@ -25,9 +25,11 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
     PlanSpaceOptions options;
     options.gpus = 16;
     options.globalBatch = 16;
-    // Zero bubble's stages count their work alone (no backward chain).
+    // Zero bubble's stages count their work alone (no backward chain);
+    // ZB-V's stage 0 both the first chunk's and the last's.
     options.schedules = {PipelineSchedule::OneFOneB,
-                         PipelineSchedule::ZeroBubbleH1};
+                         PipelineSchedule::ZeroBubbleH1,
+                         PipelineSchedule::ZeroBubbleV};
     PlanSpace space = enumeratePlans(options, facts.shape);
     ASSERT_GT(space.plans.size(), 100u);
     llvm::Expected<ModelBounds> bounds =

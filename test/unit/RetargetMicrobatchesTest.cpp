@@ -126,6 +126,16 @@ INSTANTIATE_TEST_SUITE_P(
                    [](TemplatePlan &plan) {
                      plan.schedule = PipelineSchedule::ZeroBubbleH1;
                    }),
+        // ZB-V: counts of 2P-1 = 7 or more move among themselves; below,
+        // the cut order reaches the first and the last micro-batch's
+        // steps in another order, so those are built.
+        makeFamily("llama3-8b.stg", {{"tp", 2}, {"pp", 4}},
+                   {8, 16, 7, 12, 3, 2}, 3,
+                   [](TemplatePlan &plan) {
+                     plan.schedule = PipelineSchedule::ZeroBubbleV;
+                     plan.virtualStages = 2;
+                     plan.layers = 16;
+                   }),
         // Interleaved: with one group of pp micro-batches (4 over 4
         // stages) a chunk's last backward runs before the next chunk's
         // first, so that count cannot move to or from two groups or more.

@@ -130,24 +130,34 @@ TEST(ScheduleTest, ZeroBubbleH1DelaysStageSWeightGradientsBySteps) {
             "F0 F1");
 }
 
-/// The makespan of every stage running `schedule` in order, a step taking
-/// `times` (F, B, W; a whole backward B + W) once what it needs is done:
-/// F after the stage before's F, B after the stage after's B (the last
-/// stage's after its own F), W after its B.
-double getMakespan(PipelineSchedule schedule, unsigned numStages,
-                   unsigned numMicrobatches, double forward, double input,
-                   double weight) {
+/// Every stage running `schedule` in order, a step taking `times` (F, B,
+/// W; a whole backward B + W) once what it needs is done: F after the
+/// model chunk before's F, B after the chunk after's B (the last chunk's
+/// after its own F), W after its B; the chunks placed as the schedule
+/// places them.
+struct Replay {
+  double makespan = 0;
+  /// Per stage: the time it idles between its first step and its last.
+  std::vector<double> idle;
+};
+
+Replay replaySchedule(PipelineSchedule schedule, unsigned numStages,
+                      unsigned numMicrobatches, double forward, double input,
+                      double weight, unsigned numChunks = 1) {
+  ChunkPlacement placement = getChunkPlacement(schedule);
+  unsigned numModelChunks = numStages * numChunks;
   std::vector<std::vector<ScheduleStep>> orders;
   for (unsigned stage = 0; stage < numStages; ++stage)
-    orders.push_back(
-        getStageSchedule(schedule, stage, numStages, numMicrobatches, true));
-  // finish[kind][stage][mb]: kind 0 = F, 1 = B (input), 2 = W.
+    orders.push_back(getStageSchedule(schedule, stage, numStages,
+                                      numMicrobatches, true, numChunks));
+  // finish[kind][model chunk][mb]: kind 0 = F, 1 = B (input), 2 = W.
   const double Never = -1;
   std::vector<std::vector<std::vector<double>>> finish(
       3, std::vector<std::vector<double>>(
-             numStages, std::vector<double>(numMicrobatches, Never)));
+             numModelChunks, std::vector<double>(numMicrobatches, Never)));
   std::vector<size_t> next(numStages, 0);
-  std::vector<double> free(numStages, 0);
+  std::vector<double> free(numStages, 0), first(numStages, -1),
+      busy(numStages, 0);
   for (bool progressed = true; progressed;) {
     progressed = false;
     for (unsigned stage = 0; stage < numStages; ++stage) {
@@ -155,32 +165,50 @@ double getMakespan(PipelineSchedule schedule, unsigned numStages,
         continue;
       ScheduleStep step = orders[stage][next[stage]];
       unsigned mb = step.microbatch;
+      unsigned chunk = getModelChunk(placement, stage, step.chunk, numStages);
+      EXPECT_EQ(getChunkStage(placement, chunk, numStages), stage);
       // What the step waits for, where it finishes, and how long it takes.
       double after = 0, *done, duration;
       if (!step.backward) {
-        after = stage > 0 ? finish[0][stage - 1][mb] : 0;
-        done = &finish[0][stage][mb];
+        after = chunk > 0 ? finish[0][chunk - 1][mb] : 0;
+        done = &finish[0][chunk][mb];
         duration = forward;
       } else if (step.part == BackwardPart::Weight) {
-        after = finish[1][stage][mb];
-        done = &finish[2][stage][mb];
+        after = finish[1][chunk][mb];
+        done = &finish[2][chunk][mb];
         duration = weight;
       } else {
-        after = stage + 1 < numStages ? finish[1][stage + 1][mb]
-                                      : finish[0][stage][mb];
-        done = &finish[1][stage][mb];
+        after = chunk + 1 < numModelChunks ? finish[1][chunk + 1][mb]
+                                           : finish[0][chunk][mb];
+        done = &finish[1][chunk][mb];
         duration = step.part == BackwardPart::Whole ? input + weight : input;
       }
       if (after == Never)
         continue;
-      *done = free[stage] = std::max(free[stage], after) + duration;
+      double start = std::max(free[stage], after);
+      if (first[stage] < 0)
+        first[stage] = start;
+      busy[stage] += duration;
+      *done = free[stage] = start + duration;
       ++next[stage];
       progressed = true;
     }
   }
-  for (unsigned stage = 0; stage < numStages; ++stage)
+  Replay replay;
+  for (unsigned stage = 0; stage < numStages; ++stage) {
     EXPECT_EQ(next[stage], orders[stage].size()) << "deadlock on " << stage;
-  return *std::max_element(free.begin(), free.end());
+    replay.makespan = std::max(replay.makespan, free[stage]);
+    replay.idle.push_back(free[stage] - first[stage] - busy[stage]);
+  }
+  return replay;
+}
+
+double getMakespan(PipelineSchedule schedule, unsigned numStages,
+                   unsigned numMicrobatches, double forward, double input,
+                   double weight) {
+  return replaySchedule(schedule, numStages, numMicrobatches, forward, input,
+                        weight)
+      .makespan;
 }
 
 TEST(ScheduleTest, ZeroBubbleH1BubbleIsThePapers) {
@@ -208,6 +236,71 @@ TEST(ScheduleTest, ZeroBubbleH1BubbleIsThePapers) {
                        (stages - 1) *
                            (times.forward + times.input + times.weight));
     }
+}
+
+TEST(ScheduleTest, ZeroBubbleVMatchesPyTorchsConstruction) {
+  // 4 stages, 8 micro-batches: stage 0 (chunks 0 and 7) warms up with 7
+  // forwards of its first chunk, stage 3 (chunks 3 and 4) with one and
+  // three pairs; W follows B in the steady state.
+  auto order = [](unsigned stage, unsigned microbatches = 8) {
+    return describe(getStageSchedule(PipelineSchedule::ZeroBubbleV, stage, 4,
+                                     microbatches, true, 2),
+                    true);
+  };
+  EXPECT_EQ(order(0),
+            "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F6.0 F0.1 B0.1 W0.1 F1.1 B1.1 "
+            "W1.1 F2.1 B2.1 W2.1 F3.1 B3.1 W3.1 F7.0 B0.0 W0.0 F4.1 B4.1 "
+            "W4.1 B1.0 W1.0 F5.1 B5.1 W5.1 B2.0 W2.0 F6.1 B6.1 W6.1 B3.0 "
+            "W3.0 F7.1 B7.1 W7.1 B4.0 W4.0 B5.0 W5.0 B6.0 W6.0 B7.0 W7.0");
+  EXPECT_EQ(order(3).substr(0, 44),
+            "F0.0 F0.1 F1.0 F1.1 F2.0 F2.1 F3.0 F3.1 B0.1");
+  // Fewer micro-batches than the V needs: the same order, cut.
+  EXPECT_EQ(order(3, 2), "F0.0 F0.1 F1.0 F1.1 B0.1 W0.1 B0.0 W0.0 B1.1 W1.1 "
+                         "B1.0 W1.0");
+  // Inference: the forwards alone, in the same order.
+  EXPECT_EQ(describe(getStageSchedule(PipelineSchedule::ZeroBubbleV, 1, 2, 3,
+                                      false, 2),
+                     true),
+            "F0.0 F0.1 F1.0 F1.1 F2.0 F2.1");
+}
+
+TEST(ScheduleTest, ZeroBubbleVIdlesNowhereWithinAStage) {
+  // With F = B = W a chunk and at least 2P-1 micro-batches, no stage idles
+  // between its first step and its last (Qi et al. 2024's bubble
+  // (P-1)(F+B-2W) = 0), the last stage starting P-1 forwards late; 1F1B
+  // over the same stages idles (P-1)(F+B+W) a stage's whole chunk pair.
+  for (auto [stages, microbatches] : {std::pair{2u, 3u},
+                                      {4u, 7u},
+                                      {4u, 8u},
+                                      {4u, 16u},
+                                      {8u, 15u},
+                                      {8u, 32u}}) {
+    Replay v = replaySchedule(PipelineSchedule::ZeroBubbleV, stages,
+                              microbatches, 1, 1, 1, 2);
+    for (unsigned stage = 0; stage < stages; ++stage)
+      EXPECT_EQ(v.idle[stage], 0) << stage << " of " << stages;
+    double work = 2.0 * microbatches * 3;
+    EXPECT_EQ(v.makespan - work, stages - 1) << stages;
+    EXPECT_EQ(
+        getMakespan(PipelineSchedule::OneFOneB, stages, microbatches, 2, 2, 2) -
+            work,
+        (stages - 1) * 6.0);
+  }
+  // Unequal times and fewer micro-batches still run to the end.
+  Replay slow = replaySchedule(PipelineSchedule::ZeroBubbleV, 4, 3, 1, 2, 1, 2);
+  EXPECT_GT(slow.makespan, 3 * 2 * 4);
+}
+
+TEST(ScheduleTest, ZeroBubbleVHoldsWhat1F1BsFirstStageHolds) {
+  // 2P chunks' activations, P micro-batches' worth, on every stage.
+  for (unsigned stage = 0; stage < 4; ++stage)
+    EXPECT_DOUBLE_EQ(getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleV,
+                                                stage, 4, 8, 2),
+                     4);
+  // Fewer micro-batches: what the cut schedule holds, F0.0 F1.0 F0.1.
+  EXPECT_DOUBLE_EQ(
+      getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleV, 0, 4, 2, 2),
+      1.5);
 }
 
 } // namespace

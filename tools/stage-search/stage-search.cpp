@@ -179,9 +179,10 @@ static std::optional<int> parseOptions(int argc, char **argv,
   app.add_option("--schedule", options.schedules,
                  "pipeline schedules to try for plans with pp > 1: 1f1b "
                  "(default; interleaved with virtual stages), zb-h1 (zero "
-                 "bubble, one model chunk a stage), as for stagec")
+                 "bubble, one model chunk a stage), zb-v (zero bubble, two "
+                 "model chunks a stage in a V), as for stagec")
       ->delimiter(',')
-      ->check(CLI::IsMember({"1f1b", "zb-h1"}));
+      ->check(CLI::IsMember({"1f1b", "zb-h1", "zb-v"}));
   app.add_option("--overlap-param-gather", overlapParamGather,
                  "on (default) or off, as for stagec")
       ->check(CLI::IsMember({"on", "off"}));

@@ -136,10 +136,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       ->group(step);
   app.add_option("--schedule", options.schedule,
                  "pipeline schedule: 1f1b (default; interleaved with "
-                 "--virtual-stages), gpipe, or zb-h1 (zero bubble: the "
+                 "--virtual-stages), gpipe, zb-h1 (zero bubble: the "
                  "backward split into input- and weight-gradient steps, "
-                 "weight gradients delayed into the cool-down)")
-      ->check(CLI::IsMember({"1f1b", "gpipe", "zb-h1"}))
+                 "weight gradients delayed into the cool-down), or zb-v "
+                 "(zero bubble over two model chunks a stage placed in a V; "
+                 "implies --virtual-stages 2)")
+      ->check(CLI::IsMember({"1f1b", "gpipe", "zb-h1", "zb-v"}))
       ->group(step);
   app.add_option("--grad-bucket-mb", options.compile.gradientBucketMB,
                  "issue data-parallel gradient reductions in buckets of this "
@@ -442,6 +444,9 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     return 1;
   }
   options.compile.schedule = *parsePipelineSchedule(options.schedule);
+  if (options.compile.schedule == PipelineSchedule::ZeroBubbleV &&
+      !app.count("--virtual-stages"))
+    options.compile.virtualStages = 2;
   options.compile.memoryAccounting =
       *parseMemoryAccounting(options.memoryAccounting);
   options.compile.overlapGradientReduction = options.gradReduce == "overlap";

@@ -2,8 +2,12 @@
 //
 // The pipeline split: the model's L layers (of every forward repeat, in
 // order) divided into pp x virtual-stages model chunks, chunk c on stage
-// c mod pp. By default evenly, the remainder to the first chunks; or as
-// Megatron-LM splits them:
+// c mod pp (interleaved), or with two chunks a stage in a V: chunk c on
+// stage c for c < pp, then back, chunk 2pp-1-c on stage c (ZB-V, DualPipeV),
+// so that the last stage hands its first chunk's output to its second
+// without a message and the first stage holds the embedding and the loss.
+// By default evenly, the remainder to the first chunks; or as Megatron-LM
+// splits them:
 //
 //  - `--pp-layers`: each chunk's count, given;
 //  - the embedding and/or the loss counted as a layer
@@ -28,11 +32,37 @@
 
 #include "llvm/ADT/ArrayRef.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace stg {
+
+/// How the model chunks sit on the stages (above).
+enum class ChunkPlacement : uint8_t { Interleaved, VShape };
+
+/// The stage of model chunk `chunk` of `numStages` x chunks-a-stage.
+inline unsigned getChunkStage(ChunkPlacement placement, unsigned chunk,
+                              unsigned numStages) {
+  if (placement == ChunkPlacement::VShape && chunk >= numStages)
+    return 2 * numStages - 1 - chunk;
+  return chunk % numStages;
+}
+
+/// Which of its stage's chunks (0-based, in the order the forward reaches
+/// them) model chunk `chunk` is.
+inline unsigned getStageChunkIndex(unsigned chunk, unsigned numStages) {
+  return chunk / numStages;
+}
+
+/// The model chunk that is `stage`'s `index`-th.
+inline unsigned getModelChunk(ChunkPlacement placement, unsigned stage,
+                              unsigned index, unsigned numStages) {
+  if (placement == ChunkPlacement::VShape && index % 2)
+    return (index + 1) * numStages - 1 - stage;
+  return index * numStages + stage;
+}
 
 struct PipelineSplit {
   /// The layer count of each model chunk, in chunk order (`--pp-layers`);
@@ -77,7 +107,8 @@ std::string findPipelineSplitConflict(const PipelineSplit &split);
 /// numbers, where the numbers do not split as `split` asks.
 std::optional<std::vector<unsigned>>
 splitLayers(unsigned numLayers, unsigned numStages, unsigned numChunks,
-            const PipelineSplit &split, std::string &error);
+            const PipelineSplit &split, std::string &error,
+            ChunkPlacement placement = ChunkPlacement::Interleaved);
 
 /// One line for the report: how `split` divided `numLayers` into
 /// `chunkLayers` over `numStages` stages (`the embedding and the loss count
@@ -89,9 +120,10 @@ std::string describePipelineSplit(const PipelineSplit &split,
 /// The layer counts of `stage`'s model chunks, its first chunk marked
 /// `embedding + ` and its last ` + loss` where `split` counts them as
 /// layers there: `embedding + 0, 1, 1`.
-std::string describeStageChunks(const PipelineSplit &split, unsigned stage,
-                                unsigned numStages,
-                                llvm::ArrayRef<unsigned> chunkLayers);
+std::string
+describeStageChunks(const PipelineSplit &split, unsigned stage,
+                    unsigned numStages, llvm::ArrayRef<unsigned> chunkLayers,
+                    ChunkPlacement placement = ChunkPlacement::Interleaved);
 
 } // namespace stg
 

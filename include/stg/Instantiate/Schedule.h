@@ -25,6 +25,18 @@
 //           s of its W into the cool-down, where 1F1B's stage idles: with
 //           M >= P the bubble is (P-1)(F+B-W) against 1F1B's (P-1)(F+B+W),
 //           and no stage holds more than P micro-batches (1F1B's first).
+//   zb-v    zero bubble in a V (Qi et al. 2024, ZB-V): two model chunks a
+//           stage placed in a V (PipelineSplit.h), the backward split as
+//           ZB-H1's. Stage s warms up with 2(P-s)-1 forwards of its first
+//           chunk, then s pairs of second- and first-chunk forwards, then
+//           P-s rounds of a second-chunk F, B, W; steady: F, B, W of the
+//           first chunk, then of the second; cool-down: s pairs of B, then
+//           B and W of the first chunk, then the W left. With F = B = W a
+//           chunk, at least 2P-1 micro-batches, no stage idles between
+//           its first step and its last, the makespan is (P-1) F beyond
+//           the work, and a stage holds 2P chunks' activations, P
+//           micro-batches' worth, as 1F1B's first stage (the construction
+//           of PyTorch's ScheduleZBVZeroBubble).
 //
 // Inference runs only the forwards, in order.
 //
@@ -32,6 +44,8 @@
 
 #ifndef STG_INSTANTIATE_SCHEDULE_H
 #define STG_INSTANTIATE_SCHEDULE_H
+
+#include "stg/Instantiate/PipelineSplit.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -42,10 +56,24 @@
 
 namespace stg {
 
-enum class PipelineSchedule { OneFOneB, GPipe, ZeroBubbleH1 };
+enum class PipelineSchedule { OneFOneB, GPipe, ZeroBubbleH1, ZeroBubbleV };
 
 std::optional<PipelineSchedule> parsePipelineSchedule(llvm::StringRef name);
 llvm::StringRef getPipelineScheduleName(PipelineSchedule schedule);
+
+/// Whether the schedule runs each backward as B and W steps.
+inline bool splitsBackward(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::ZeroBubbleH1 ||
+         schedule == PipelineSchedule::ZeroBubbleV;
+}
+
+/// How the schedule places its model chunks: in a V, two a stage, or
+/// interleaved (any count; one without virtual stages).
+inline ChunkPlacement getChunkPlacement(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::ZeroBubbleV
+             ? ChunkPlacement::VShape
+             : ChunkPlacement::Interleaved;
+}
 
 /// The part of a backward a step runs: all of it, or, in a zero-bubble
 /// schedule, its input gradients (B) or its weight gradients (W) alone.
@@ -72,7 +100,7 @@ char getStepLetter(const ScheduleStep &step);
 
 /// The steps of `stage` (0-based, of `numStages`), in order. More than one
 /// chunk needs 1F1B (interleaved) and a micro-batch count that is a
-/// multiple of the stages.
+/// multiple of the stages, or zb-v, which runs two.
 std::vector<ScheduleStep> getStageSchedule(PipelineSchedule schedule,
                                            unsigned stage, unsigned numStages,
                                            unsigned numMicrobatches,

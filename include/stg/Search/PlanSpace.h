@@ -155,7 +155,7 @@ struct PlanSpaceOptions {
   /// Tried for the plans with cp > 1 (the others keep the ring).
   std::vector<CpExchange> cpExchanges = {CpExchange::Ring};
   /// Tried for the plans with pp > 1 (the others run one stage); zb-h1
-  /// only with one model chunk a stage.
+  /// only with one model chunk a stage, zb-v only with two.
   std::vector<PipelineSchedule> schedules = {PipelineSchedule::OneFOneB};
   std::vector<WeightSharding> sharding = {WeightSharding::None,
                                           WeightSharding::DistributedOptimizer,
