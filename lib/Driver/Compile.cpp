@@ -73,8 +73,12 @@ std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
     parseOptions.switches.push_back({"weight_sharded", true});
   // One new token cannot be split over the sequence: decode turns the
   // shipped templates' sequence parallelism off.
-  if (options.mode == "decode")
+  // A model may build its decode step otherwise where it declares
+  // `option decode` (MLA runs absorbed, nn/mla.stg).
+  if (options.mode == "decode") {
     parseOptions.switches.push_back({"sequence_parallel", false});
+    parseOptions.switches.push_back({"decode", true});
+  }
   std::unique_ptr<Module> module;
   if (isModelConfigPath(options.input)) {
     // A Hugging Face config: the importer's STG text goes through the

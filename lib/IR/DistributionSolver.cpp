@@ -116,17 +116,25 @@ IndexSpace Rule::attention() {
   // batch and the queries (PartialSum where those are split). With
   // `cp_comm_type = "a2a"` (Ulysses) an axis that splits the queries splits
   // the heads instead: all-to-alls bring q, k and v whole in the sequence,
-  // and the result back.
+  // and the result back. One key/value head shared by all (MQA, absorbed
+  // MLA) is not split with the queries' heads: every rank holds it, as
+  // Megatron-LM replicates key/value heads fewer than tp.
   unsigned r = rank(0);
   std::string prefix = identity(r >= 3 ? r - 3 : 0);
   std::string heads = r >= 3 ? std::string(1, 'h') : std::string();
+  std::string keyHeads = heads;
+  if (r >= 3 && op.getOperand(1)->getType().getDim(r - 2).is_equal(1) &&
+      !op.getOperand(0)->getType().getDim(r - 2).is_equal(1))
+    keyHeads = "g";
   IndexSpace space;
-  space.operands = {prefix + "s" + heads + "e", prefix + "t" + heads + "e",
-                    prefix + "t" + heads + "f"};
+  space.operands = {prefix + "s" + heads + "e", prefix + "t" + keyHeads + "e",
+                    prefix + "t" + keyHeads + "f"};
   if (op.getOperands().size() > 3)
     space.operands.push_back(heads);
   space.result = prefix + "s" + heads + "f";
   space.whole = "tef";
+  if (keyHeads != heads)
+    space.whole += keyHeads;
   if (!heads.empty() && module.hasContextParallelAllToAll()) {
     space.votesFrom = "st";
     space.votesTo = "hh";

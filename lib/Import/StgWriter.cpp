@@ -361,6 +361,9 @@ std::string Writer::write(const std::string &identifier,
      << "option weight_sharded    = false;\n";
   if (!hfRepo.empty())
     os << "option hf_repo = \"" << hfRepo << "\";\n";
+  // MLA decodes absorbed (nn/mla.stg); stagec sets it for a decode step.
+  if (spec.mla)
+    os << "option decode = false;\n";
   os << "axis sp   = tp if sequence_parallel;\n"
      << "axis fsdp = dp if weight_sharded;\n\n";
   if (spec.mamba) {

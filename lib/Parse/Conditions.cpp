@@ -5,7 +5,9 @@
 // takes the index modulo a number, and the least common multiple of those
 // moduli is the period the repeat builds its body for, once per index. A
 // block's bool attribute parameter (`if rope`) is the same for every
-// layer: it chooses one branch where the block is inlined. Kept apart from
+// layer: it chooses one branch where the block is inlined, and so does a
+// bool option of the module (`if decode`: stagec sets `decode` for a
+// decode step, where DeepSeek's MLA runs absorbed). Kept apart from
 // the statements because it is a small language of its own (periods,
 // evaluation, branches no layer takes).
 //
@@ -131,7 +133,7 @@ bool GraphBuilder::holds(STGParser::IndexCondContext *cond, int64_t index) {
            holds(either->indexCond(1), index);
   // checkFlags checked that the flag is a bool.
   if (auto *flag = dynamic_cast<STGParser::FlagCondContext *>(cond))
-    return exprs.getBlockAttrs()->lookup(flag->ID()->getText())->flag;
+    return getFlag(flag->ID()->getText());
   // findPeriod checked the numbers.
   auto *compare = static_cast<STGParser::CompareCondContext *>(cond);
   int64_t lhs = index % *readSmallInteger(compare->modulus);
@@ -180,6 +182,9 @@ bool GraphBuilder::checkFlags(STGParser::IndexCondContext *cond,
   const BlockAttrValue *value = attrs ? attrs->lookup(name) : nullptr;
   if (value && value->kind == BlockAttrKind::Bool)
     return true;
+  const Option *option = value ? nullptr : module.lookupOption(name);
+  if (option && option->isBool())
+    return true;
   SourceLoc loc = file.loc(flag->ID());
   if (value) {
     diags.error(loc, llvm::Twine("'if ") + name +
@@ -192,9 +197,16 @@ bool GraphBuilder::checkFlags(STGParser::IndexCondContext *cond,
       attrs ? (llvm::Twine("block '") + attrs->block + "'").str() : "a block";
   diags.error(loc, llvm::Twine("'") + name +
                        "' is not a bool attribute parameter of " + owner +
-                       ": an 'if' tests one (`if rope`) or compares a "
-                       "repeat's index (`layer % 2 == 0`)");
+                       " nor a bool option: an 'if' tests one (`if rope`) "
+                       "or compares a repeat's index (`layer % 2 == 0`)");
   return false;
+}
+
+bool GraphBuilder::getFlag(llvm::StringRef name) const {
+  if (const BlockAttrScope *attrs = exprs.getBlockAttrs())
+    if (const BlockAttrValue *value = attrs->lookup(name))
+      return value->flag;
+  return std::get<bool>(module.lookupOption(name)->value);
 }
 
 void GraphBuilder::buildIf(STGParser::IfStmtContext *ctx, Scope &scope) {

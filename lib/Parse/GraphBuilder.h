@@ -110,12 +110,14 @@ private:
                   const SourceFile &file, unsigned &period);
   bool holds(STGParser::IndexCondContext *cond, int64_t index);
   /// Whether `cond` compares a repeat's index and whether it tests a
-  /// block's attribute parameter (`if rope`).
+  /// flag: a block's attribute parameter (`if rope`) or a bool option.
   void classifyCondition(STGParser::IndexCondContext *cond, bool &usesIndex,
                          bool &usesFlags);
-  /// Reports a flag that is not a bool attribute parameter of the block
-  /// being built.
+  /// Reports a flag that is neither a bool attribute parameter of the block
+  /// being built nor a bool option.
   bool checkFlags(STGParser::IndexCondContext *cond, const SourceFile &file);
+  /// The value of a flag checkFlags accepted.
+  bool getFlag(llvm::StringRef name) const;
   /// Reports the branches of `body`'s conditions no index took.
   void checkBranchesTaken(STGParser::BodyContext *body, const SourceFile &file);
   void buildReturn(STGParser::ReturnStmtContext *ctx, Scope &scope);
