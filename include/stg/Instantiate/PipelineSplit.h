@@ -3,9 +3,10 @@
 // The pipeline split: the model's L layers (of every forward repeat, in
 // order) divided into pp x virtual-stages model chunks, chunk c on stage
 // c mod pp (interleaved), or with two chunks a stage in a V: chunk c on
-// stage c for c < pp, then back, chunk 2pp-1-c on stage c (ZB-V, DualPipeV),
-// so that the last stage hands its first chunk's output to its second
-// without a message and the first stage holds the embedding and the loss.
+// stage c for c < pp, then back, chunk 2pp-1-c on stage c (ZB-V's; also
+// DualPipeV's), so that the last stage hands its first chunk's output to
+// its second without a message and the first stage holds the embedding
+// and the loss.
 // By default evenly, the remainder to the first chunks; or as Megatron-LM
 // splits them:
 //
