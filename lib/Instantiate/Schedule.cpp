@@ -219,18 +219,13 @@ double stg::getMaxInFlightMicrobatches(PipelineSchedule schedule,
                                        unsigned stage, unsigned numStages,
                                        unsigned numMicrobatches,
                                        unsigned numChunks) {
-  if (schedule == PipelineSchedule::ZeroBubbleV) {
-    // Counted step by step: a chunk's activations from its F to its W.
-    unsigned held = 0, most = 0;
-    for (const ScheduleStep &step : getZeroBubbleVSchedule(
-             stage, numStages, numMicrobatches, /*training=*/true)) {
-      if (!step.backward)
-        most = std::max(most, ++held);
-      else if (step.part == BackwardPart::Weight)
-        --held;
-    }
-    return most / 2.0;
-  }
+  // ZB-V holds a chunk's activations from its F to its W: stage s runs
+  // 2P-s-1 first-chunk and s+1 second-chunk forwards before its first W,
+  // as many as there are micro-batches, and never more after it.
+  if (schedule == PipelineSchedule::ZeroBubbleV)
+    return (std::min(numMicrobatches, 2 * numStages - stage - 1) +
+            std::min(numMicrobatches, stage + 1)) /
+           2.0;
   if (numChunks > 1) {
     unsigned units = std::min(getInterleavedWarmup(stage, numStages,
                                                    numMicrobatches, numChunks) +

@@ -32,6 +32,19 @@ std::string describe(const std::vector<ScheduleStep> &steps,
   return text;
 }
 
+/// The most steps' activations a zero-bubble stage holds at once, each
+/// from its F to its W.
+unsigned countMostHeld(const std::vector<ScheduleStep> &steps) {
+  unsigned held = 0, most = 0;
+  for (const ScheduleStep &step : steps) {
+    if (!step.backward)
+      most = std::max(most, ++held);
+    else if (step.part == BackwardPart::Weight)
+      --held;
+  }
+  return most;
+}
+
 TEST(ScheduleTest, OneFOneBWarmsUpByStage) {
   auto order = [](unsigned stage) {
     return describe(
@@ -110,18 +123,11 @@ TEST(ScheduleTest, ZeroBubbleH1DelaysStageSWeightGradientsBySteps) {
   for (unsigned stages = 1; stages <= 8; ++stages)
     for (unsigned microbatches = 1; microbatches <= 20; ++microbatches)
       for (unsigned stage = 0; stage < stages; ++stage) {
-        unsigned held = 0, most = 0;
-        for (const ScheduleStep &step :
-             getStageSchedule(PipelineSchedule::ZeroBubbleH1, stage, stages,
-                              microbatches, true)) {
-          if (!step.backward)
-            most = std::max(most, ++held);
-          else if (step.part == BackwardPart::Weight)
-            --held;
-        }
-        EXPECT_EQ(getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleH1,
-                                             stage, stages, microbatches),
-                  most)
+        EXPECT_EQ(
+            getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleH1, stage,
+                                       stages, microbatches),
+            countMostHeld(getStageSchedule(PipelineSchedule::ZeroBubbleH1,
+                                           stage, stages, microbatches, true)))
             << stage << " of " << stages << ", " << microbatches;
       }
   // Inference has no backward to split.
@@ -301,6 +307,18 @@ TEST(ScheduleTest, ZeroBubbleVHoldsWhat1F1BsFirstStageHolds) {
   EXPECT_DOUBLE_EQ(
       getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleV, 0, 4, 2, 2),
       1.5);
+  // The closed form is what the schedules hold, counted step by step.
+  for (unsigned stages = 1; stages <= 8; ++stages)
+    for (unsigned microbatches = 1; microbatches <= 20; ++microbatches)
+      for (unsigned stage = 0; stage < stages; ++stage) {
+        EXPECT_DOUBLE_EQ(
+            getMaxInFlightMicrobatches(PipelineSchedule::ZeroBubbleV, stage,
+                                       stages, microbatches, 2),
+            countMostHeld(getStageSchedule(PipelineSchedule::ZeroBubbleV, stage,
+                                           stages, microbatches, true, 2)) /
+                2.0)
+            << stage << " of " << stages << ", " << microbatches;
+      }
 }
 
 } // namespace
