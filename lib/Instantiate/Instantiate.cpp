@@ -270,7 +270,7 @@ stg::instantiate(const Module &module, const Mesh &mesh,
                     llvm::Twine(numChunks) + " chunks a stage)");
     return std::nullopt;
   }
-  if (numChunks > 1 && options.schedule != PipelineSchedule::ZeroBubbleV &&
+  if (isInterleaved(options.schedule, numChunks) &&
       (numStages < 2 || options.schedule != PipelineSchedule::OneFOneB ||
        set.numMicrobatches % numStages)) {
     diags.error(module.getModelLoc(),

@@ -100,8 +100,7 @@ LogicalResult stg::retargetMicrobatches(ProgramSet &set,
   if (!sources.foldedMicrobatches || sources.stages.size() != numStages ||
       before < 2 || numMicrobatches < 2 || numMicrobatches > MaxMicrobatches ||
       uint64_t(sources.numEdges) * numMicrobatches > INT32_MAX ||
-      (set.numVirtualStages > 1 &&
-       set.schedule != PipelineSchedule::ZeroBubbleV &&
+      (isInterleaved(set.schedule, set.numVirtualStages) &&
        numMicrobatches % numStages))
     return failure();
   std::vector<std::vector<ScheduleStep>> schedules(numStages);

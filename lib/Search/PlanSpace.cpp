@@ -216,9 +216,7 @@ const char *const InterleavingMicrobatches =
 class Enumerator {
 public:
   Enumerator(const PlanSpaceOptions &options, const ModelShape &shape)
-      : options(options), shape(shape),
-        triesZeroBubbleV(llvm::is_contained(options.schedules,
-                                            PipelineSchedule::ZeroBubbleV)) {
+      : options(options), shape(shape) {
     microBatchSizes = options.microBatchSizes.empty()
                           ? getDivisors(options.globalBatch)
                           : options.microBatchSizes;
@@ -292,9 +290,6 @@ private:
 
   const PlanSpaceOptions &options;
   const ModelShape &shape;
-  /// Whether zb-v is among the schedules, which runs two chunks a stage
-  /// for any micro-batch count.
-  bool triesZeroBubbleV;
   std::vector<unsigned> microBatchSizes, virtualStages;
   /// Chunks a stage to try: those of `virtualStages` with every split
   /// (`even`), then, ascending among them, those only an accounted split
@@ -423,7 +418,11 @@ void Enumerator::enumerateSchedules(Plan &plan) {
                  shape.layers % (uint64_t(pp) * chunks))
           prune("interleaving needs layers a multiple of pp x virtual stages",
                 getStructures(plan));
-        else if (chunks > 1 && plan.microbatches % pp && !triesZeroBubbleV)
+        // zb-v takes any count: where it is tried, checkStructure decides
+        // schedule by schedule.
+        else if (chunks > 1 && plan.microbatches % pp &&
+                 !llvm::is_contained(options.schedules,
+                                     PipelineSchedule::ZeroBubbleV))
           prune(InterleavingMicrobatches, getStructures(plan));
         else
           enumerateStructures(plan);
@@ -454,7 +453,7 @@ const char *Enumerator::checkStructure(const Plan &plan) const {
   if (plan.schedule == PipelineSchedule::ZeroBubbleV && plan.virtualStages != 2)
     return "zb-v runs two model chunks a stage";
   // Where zb-v is tried, interleaving's rule waits for the schedule.
-  if (plan.schedule == PipelineSchedule::OneFOneB && plan.virtualStages > 1 &&
+  if (isInterleaved(plan.schedule, plan.virtualStages) &&
       plan.microbatches % plan.getDegree("pp"))
     return InterleavingMicrobatches;
   return nullptr;

@@ -75,6 +75,14 @@ inline ChunkPlacement getChunkPlacement(PipelineSchedule schedule) {
              : ChunkPlacement::Interleaved;
 }
 
+/// Whether `numChunks` chunks a stage run Megatron-LM's interleaved 1F1B,
+/// whose micro-batch count must be a multiple of the stages (zb-v's two
+/// chunks in a V take any).
+inline bool isInterleaved(PipelineSchedule schedule, unsigned numChunks) {
+  return numChunks > 1 &&
+         getChunkPlacement(schedule) == ChunkPlacement::Interleaved;
+}
+
 /// The part of a backward a step runs: all of it, or, in a zero-bubble
 /// schedule, its input gradients (B) or its weight gradients (W) alone.
 enum class BackwardPart : uint8_t { Whole, Input, Weight };
