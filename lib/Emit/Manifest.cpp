@@ -289,13 +289,17 @@ void stg::setManifestMetrics(llvm::json::Value &manifest,
 }
 
 /// `F0 F1 B0 F2 B1 ...` (W0: a weight-gradient step): a stage's schedule
-/// steps, with the model chunk after a dot when stages hold several.
+/// steps, with the model chunk after a dot when stages hold several, and
+/// `&` joining a step to the one it overlaps (`F7.0&B3.1`).
 static std::string describeSchedule(const StageProgram &program,
                                     unsigned numVirtualStages) {
   std::string text;
   llvm::raw_string_ostream os(text);
   for (const ScheduleStep &step : program.schedule) {
-    os << (text.empty() ? "" : " ") << getStepLetter(step) << step.microbatch;
+    os << (text.empty()            ? ""
+           : step.overlapsPrevious ? "&"
+                                   : " ")
+       << getStepLetter(step) << step.microbatch;
     if (numVirtualStages > 1)
       os << '.' << step.chunk;
   }

@@ -261,11 +261,13 @@ stg::instantiate(const Module &module, const Mesh &mesh,
   unsigned numStages =
       set.pipelineAxis < 0 ? 1 : mesh.getDegree(set.pipelineAxis);
   unsigned numChunks = std::max(1u, options.numVirtualStages);
-  if (options.schedule == PipelineSchedule::ZeroBubbleV &&
+  llvm::StringRef scheduleName = getPipelineScheduleName(options.schedule);
+  if (getChunkPlacement(options.schedule) == ChunkPlacement::VShape &&
       (numStages < 2 || numChunks != 2)) {
     diags.error(module.getModelLoc(),
-                "zb-v runs two model chunks a stage in a V: it needs pp > 1 "
-                "and --virtual-stages 2 (" +
+                scheduleName +
+                    " runs two model chunks a stage in a V: it needs pp > 1 "
+                    "and --virtual-stages 2 (" +
                     llvm::Twine(numStages) + " stages, " +
                     llvm::Twine(numChunks) + " chunks a stage)");
     return std::nullopt;
@@ -296,9 +298,23 @@ stg::instantiate(const Module &module, const Mesh &mesh,
   module.getModel()->walk(
       [&](Op &op) { training |= op.getPhase() != Phase::Forward; });
   set.training = training;
+  unsigned fewest = getMinMicrobatches(options.schedule, numStages);
+  if (training && set.numMicrobatches < fewest) {
+    diags.error(module.getModelLoc(),
+                scheduleName + " needs at least " + llvm::Twine(fewest) +
+                    " micro-batches, twice the stages (" +
+                    llvm::Twine(set.numMicrobatches) + " given)");
+    return std::nullopt;
+  }
 
   InstantiateOptions stepOptions = options;
   stepOptions.numMicrobatches = set.numMicrobatches;
+  // Folding replays one micro-batch's step for another's; an overlapped
+  // step runs two, whose distance changes along the schedule.
+  if (training && overlapsSteps(options.schedule)) {
+    stepOptions.foldMicrobatches = stepOptions.foldLayers = false;
+    set.folded = false;
+  }
   std::optional<OpNumberCache> ownNumbers;
   if (cachedNumbers)
     cachedNumbers->setDiagnostics(diags);
@@ -322,7 +338,7 @@ stg::instantiate(const Module &module, const Mesh &mesh,
   if (failed(findStageEdges(shared)))
     return std::nullopt;
   if (sources) {
-    sources->foldedMicrobatches = options.foldMicrobatches;
+    sources->foldedMicrobatches = stepOptions.foldMicrobatches;
     sources->numEdges = shared.numEdges;
   }
   set.stages.resize(numStages);

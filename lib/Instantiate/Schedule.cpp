@@ -6,6 +6,7 @@
 #include "llvm/Support/ErrorHandling.h"
 
 #include <algorithm>
+#include <cassert>
 
 using namespace stg;
 
@@ -18,6 +19,8 @@ std::optional<PipelineSchedule> stg::parsePipelineSchedule(llvm::StringRef name)
     return PipelineSchedule::ZeroBubbleH1;
   if (name == "zb-v")
     return PipelineSchedule::ZeroBubbleV;
+  if (name == "dualpipev")
+    return PipelineSchedule::DualPipeV;
   return std::nullopt;
 }
 
@@ -31,6 +34,8 @@ llvm::StringRef stg::getPipelineScheduleName(PipelineSchedule schedule) {
     return "zb-h1";
   case PipelineSchedule::ZeroBubbleV:
     return "zb-v";
+  case PipelineSchedule::DualPipeV:
+    return "dualpipev";
   }
   llvm_unreachable("unknown pipeline schedule");
 }
@@ -183,14 +188,91 @@ getZeroBubbleVSchedule(unsigned stage, unsigned numStages,
   return steps;
 }
 
+/// DualPipeV (Schedule.h), as DeepSeek's dualpipev.py orders a rank's
+/// chunks: chunk 0 is the V's first half, chunk 1 its second. A backward
+/// runs whole unless split, when its W waits in a queue for a W step.
+static std::vector<ScheduleStep>
+getDualPipeVSchedule(unsigned stage, unsigned numStages,
+                     unsigned numMicrobatches) {
+  assert(numMicrobatches >= 2 * numStages &&
+         "dualpipev needs 2P micro-batches");
+  std::vector<ScheduleStep> steps;
+  unsigned forwards[2] = {0, 0}, backwards[2] = {0, 0};
+  std::vector<ScheduleStep> deferredWeights;
+  size_t nextWeight = 0;
+  auto forward = [&](unsigned chunk) {
+    steps.push_back({false, forwards[chunk]++, chunk});
+  };
+  auto backward = [&](unsigned chunk, bool split = false) {
+    ScheduleStep step{true, backwards[chunk]++, chunk,
+                      split ? BackwardPart::Input : BackwardPart::Whole};
+    steps.push_back(step);
+    if (split)
+      deferredWeights.push_back(
+          {true, step.microbatch, chunk, BackwardPart::Weight});
+  };
+  auto weight = [&] { steps.push_back(deferredWeights[nextWeight++]); };
+  auto forwardBackward = [&](unsigned forwardChunk) {
+    forward(forwardChunk);
+    backward(1 - forwardChunk);
+    steps.back().overlapsPrevious = true;
+  };
+  unsigned toLast = numStages - stage - 1;
+  for (unsigned i = 0; i < 2 * toLast; ++i)
+    forward(0);
+  for (unsigned i = 0; i <= stage; ++i) {
+    forward(0);
+    forward(1);
+  }
+  for (unsigned i = 0; i < toLast; ++i) {
+    backward(1, /*split=*/true);
+    weight();
+    forward(1);
+  }
+  unsigned steady = numMicrobatches - 2 * numStages + stage + 1;
+  for (unsigned i = 0; i < steady; ++i) {
+    // The last stage's first pair runs apart: its backward waits for the
+    // forward it follows, through the loss at the V's bottom.
+    if (i == 0 && toLast == 0) {
+      forward(0);
+      backward(1);
+    } else {
+      forwardBackward(0);
+    }
+    forwardBackward(1);
+  }
+  for (unsigned i = 0; i < toLast; ++i) {
+    backward(1);
+    forwardBackward(1);
+  }
+  // The second half of these backwards is split (from the second-chunk one
+  // on odd stages, the first-chunk one on even stages).
+  unsigned pairs = stage + 1;
+  for (unsigned i = 0; i < pairs; ++i) {
+    bool later = i >= pairs / 2;
+    backward(1, later && (i > pairs / 2 || stage % 2 == 1));
+    backward(0, later);
+  }
+  for (unsigned i = 0; i < toLast; ++i) {
+    weight();
+    backward(0, /*split=*/true);
+  }
+  while (nextWeight < deferredWeights.size())
+    weight();
+  return steps;
+}
+
 std::vector<ScheduleStep> stg::getStageSchedule(PipelineSchedule schedule,
                                                 unsigned stage,
                                                 unsigned numStages,
                                                 unsigned numMicrobatches,
                                                 bool training,
                                                 unsigned numChunks) {
-  if (schedule == PipelineSchedule::ZeroBubbleV)
+  if (schedule == PipelineSchedule::ZeroBubbleV ||
+      (schedule == PipelineSchedule::DualPipeV && !training))
     return getZeroBubbleVSchedule(stage, numStages, numMicrobatches, training);
+  if (schedule == PipelineSchedule::DualPipeV)
+    return getDualPipeVSchedule(stage, numStages, numMicrobatches);
   if (numChunks > 1)
     return getInterleavedSchedule(stage, numStages, numMicrobatches,
                                   numChunks, training);
@@ -222,6 +304,10 @@ double stg::getMaxInFlightMicrobatches(PipelineSchedule schedule,
   // ZB-V holds a chunk's activations from its F to its W: stage s runs
   // 2P-s-1 first-chunk and s+1 second-chunk forwards before its first W,
   // as many as there are micro-batches, and never more after it.
+  // DualPipeV holds 2P chunks before its first W or whole B, and one more
+  // in each F&B step, whose forward runs beside the backward that frees.
+  if (schedule == PipelineSchedule::DualPipeV)
+    return (2 * numStages + 1) / 2.0;
   if (schedule == PipelineSchedule::ZeroBubbleV)
     return (std::min(numMicrobatches, 2 * numStages - stage - 1) +
             std::min(numMicrobatches, stage + 1)) /

@@ -417,35 +417,92 @@ bool StageBuilder::isWeightGather(const Op &op, int layer) const {
   });
 }
 
-void StageBuilder::buildStep(ScheduleStep step, bool lastBackward) {
-  auto runs = [&](const Op &op) {
-    if (!step.backward)
-      return op.getPhase() == Phase::Forward;
-    if (op.getPhase() == Phase::Backward)
-      return step.part == BackwardPart::Whole ||
-             shared.weightGradientOps.count(&op) ==
-                 (step.part == BackwardPart::Weight);
-    return lastBackward && op.getPhase() == Phase::GradientSync &&
-           !deferredSync.count(&op);
-  };
+bool StageBuilder::runsInStep(const Op &op, int layer, ScheduleStep step,
+                              bool lastBackward) const {
+  if (placement.getStage(&op, layer) != stage ||
+      placement.getChunk(&op, layer) != step.chunk)
+    return false;
+  if (!step.backward)
+    return op.getPhase() == Phase::Forward;
+  if (op.getPhase() == Phase::Backward)
+    return step.part == BackwardPart::Whole ||
+           shared.weightGradientOps.count(&op) ==
+               (step.part == BackwardPart::Weight);
+  return lastBackward && op.getPhase() == Phase::GradientSync &&
+         !deferredSync.count(&op);
+}
+
+bool StageBuilder::isLastBackward(ScheduleStep step) const {
+  return runsGradientSync(step) &&
+         step.microbatch + 1 == shared.options.numMicrobatches;
+}
+
+void StageBuilder::buildStep(ScheduleStep step) {
+  bool lastBackward = isLastBackward(step);
   int mb = step.microbatch;
-  auto here = [&](const Op &op, int layer) {
-    return placement.getStage(&op, layer) == stage &&
-           placement.getChunk(&op, layer) == step.chunk;
-  };
   for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
     if (op->getKind() != OpKind::Repeat) {
-      if (here(*op, -1) && runs(*op))
+      if (runsInStep(*op, -1, step, lastBackward))
         buildOp(*op, -1, mb);
       continue;
     }
     if (placement.getRepeat(op.get()).backward != step.backward)
       continue;
     buildRepetitions(*op, step.chunk, mb, [&](const Op &inner, int layer) {
-      return here(inner, layer) && runs(inner);
+      return runsInStep(inner, layer, step, lastBackward);
     });
     if (failed)
       return;
+  }
+}
+
+void StageBuilder::buildOverlappedSteps(ScheduleStep forward,
+                                        ScheduleStep backward) {
+  // Each step's instances in the order buildStep builds them (no layer
+  // folds: instantiation unfolds such schedules), and where its turn
+  // stopped. A turn ends after a collective; the backward's turn is first.
+  struct Part {
+    ScheduleStep step;
+    std::vector<std::pair<const Op *, int>> instances;
+    size_t next = 0;
+    LayerStarts starts;
+  };
+  Part parts[2] = {{backward, {}, 0, {}}, {forward, {}, 0, {}}};
+  for (Part &part : parts) {
+    bool lastBackward = isLastBackward(part.step);
+    for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
+      if (op->getKind() != OpKind::Repeat) {
+        if (runsInStep(*op, -1, part.step, lastBackward))
+          part.instances.push_back({op.get(), -1});
+        continue;
+      }
+      const Placement::RepeatInfo &info = placement.getRepeat(op.get());
+      if (info.backward != part.step.backward)
+        continue;
+      for (unsigned repetition : getRepetitionsInOrder(info, part.step.chunk)) {
+        int layer = info.offset + repetition * info.period;
+        for (const std::unique_ptr<Op> &inner : op->getBody()->getOps())
+          if (inner->getKind() != OpKind::Yield &&
+              runsInStep(*inner, layer, part.step, lastBackward))
+            part.instances.push_back({inner.get(), layer});
+      }
+    }
+  }
+  auto done = [](const Part &part) {
+    return part.next == part.instances.size();
+  };
+  for (unsigned turn = 0; !failed && !(done(parts[0]) && done(parts[1]));
+       turn ^= 1) {
+    Part &part = parts[turn];
+    // The bounds on prefetches and replays follow each step's own layers.
+    std::swap(layerStarts, part.starts);
+    while (!done(part) && !failed) {
+      auto [op, layer] = part.instances[part.next++];
+      buildOp(*op, layer, int(part.step.microbatch));
+      if (op->getInfo().has(Collective))
+        break;
+    }
+    std::swap(layerStarts, part.starts);
   }
 }
 
@@ -623,6 +680,18 @@ bool StageBuilder::build(StageProgram &program) {
       firstOfKind;
   for (size_t index = 0; index < program.schedule.size(); ++index) {
     ScheduleStep step = program.schedule[index];
+    if (index + 1 < program.schedule.size() &&
+        program.schedule[index + 1].overlapsPrevious) {
+      ScheduleStep overlapped = program.schedule[++index];
+      bool forwardFirst = !step.backward;
+      stepMessages.clear();
+      if (!runStep("step" + std::to_string(index - 1), step.microbatch, [&] {
+            buildOverlappedSteps(forwardFirst ? step : overlapped,
+                                 forwardFirst ? overlapped : step);
+          }))
+        return false;
+      continue;
+    }
     auto kind = step.getKind();
     if (shared.options.foldMicrobatches &&
         replaysFirstMicrobatch(step, shared.options.numMicrobatches,
@@ -647,16 +716,13 @@ bool StageBuilder::build(StageProgram &program) {
         built.reset(); // The other chunk's step was empty.
     } else {
       size_t stepsBefore = program.steps.size();
-      bool lastBackward = runsGradientSync(step) &&
-                          step.microbatch + 1 == shared.options.numMicrobatches;
       std::string name = "step" + std::to_string(index);
       stepMessages.clear();
       std::optional<unsigned> gathers;
       if (startsWithParamGathers(step))
         gathers = step.chunk;
       if (!runStep(
-              name, step.microbatch, [&] { buildStep(step, lastBackward); },
-              gathers))
+              name, step.microbatch, [&] { buildStep(step); }, gathers))
         return false;
       if (program.steps.size() > stepsBefore) {
         built = program.steps.back();

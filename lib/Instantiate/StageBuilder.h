@@ -100,7 +100,26 @@ public:
   bool build(StageProgram &program);
 
 private:
-  void buildStep(ScheduleStep step, bool lastBackward);
+  void buildStep(ScheduleStep step);
+  /// Whether `op`, in `layer`, runs in `step` here (`lastBackward`: the
+  /// step reduces the gradients).
+  bool runsInStep(const Op &op, int layer, ScheduleStep step,
+                  bool lastBackward) const;
+  /// Whether `step` is the last micro-batch's that reduces the gradients.
+  bool isLastBackward(ScheduleStep step) const;
+  /// Builds a forward and a backward that overlap (DualPipe's F&B) as one
+  /// step: each cut after its collectives into turns, the turns taken in
+  /// alternation from the backward's, so that each group's collectives
+  /// alternate between the two and run beside the other's compute (the
+  /// compute stream takes the lowest ready id). DualPipe arranges its
+  /// chunks so: the backward's combine beside the forward's attention, the
+  /// forward's dispatch beside the backward's experts, and so on.
+  void buildOverlappedSteps(ScheduleStep forward, ScheduleStep backward);
+  /// The repetitions of a repeat with a layer in `chunk` of this stage, in
+  /// the order they run (a backward repeat's last first).
+  llvm::SmallVector<unsigned, 16>
+  getRepetitionsInOrder(const Placement::RepeatInfo &info,
+                        unsigned chunk) const;
   /// Builds the instances `builds` selects of the repetitions of `repeat`
   /// with a layer in `chunk` (backward repeats last to first), folding the
   /// middle ones where it can.

@@ -19,13 +19,8 @@ void StageBuilder::buildRepetitions(
     const Op &repeat, unsigned chunk, int microbatch,
     llvm::function_ref<bool(const Op &, int)> builds) {
   const Placement::RepeatInfo &info = placement.getRepeat(&repeat);
-  // The repetitions with a layer in this chunk, in the order they run.
-  llvm::SmallVector<unsigned, 16> repetitions;
-  for (unsigned i = 0; i < info.count; ++i) {
-    unsigned repetition = info.backward ? info.count - 1 - i : i;
-    if (placement.hasLayerOn(info, repetition, stage, int(chunk)))
-      repetitions.push_back(repetition);
-  }
+  llvm::SmallVector<unsigned, 16> repetitions =
+      getRepetitionsInOrder(info, chunk);
   uint32_t firstBegin = nodes->size(), templateBegin = firstBegin;
   for (size_t i = 0; i < repetitions.size(); ++i) {
     int layer = info.offset + repetitions[i] * info.period;
@@ -39,6 +34,18 @@ void StageBuilder::buildRepetitions(
       i = repetitions.size() - 2; // On to the last.
   }
   redirect.repeat = nullptr;
+}
+
+llvm::SmallVector<unsigned, 16>
+StageBuilder::getRepetitionsInOrder(const Placement::RepeatInfo &info,
+                                    unsigned chunk) const {
+  llvm::SmallVector<unsigned, 16> repetitions;
+  for (unsigned i = 0; i < info.count; ++i) {
+    unsigned repetition = info.backward ? info.count - 1 - i : i;
+    if (placement.hasLayerOn(info, repetition, stage, int(chunk)))
+      repetitions.push_back(repetition);
+  }
+  return repetitions;
 }
 
 bool StageBuilder::foldLayers(const Op &repeat, llvm::ArrayRef<unsigned> here,

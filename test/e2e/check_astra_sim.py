@@ -4,9 +4,9 @@
 # Usage: check_astra_sim.py STAGEC TEMPLATES ASTRA_DIR WORKDIR [--table]
 #
 # Compiles a matrix of small plans (dp, tp, pp, interleaved, zero bubble
-# ZB-H1 and ZB-V, Megatron's accounted split, cp, ep, FSDP, distributed
-# optimizer) for a two-tier cluster (two nodes of four GPUs, test/e2e/two-node.yaml) and a
-# plan on four DGX H100 nodes with `--system`, runs ASTRA-sim's analytical
+# ZB-H1 and ZB-V, DualPipeV, Megatron's accounted split, cp, ep, FSDP,
+# distributed optimizer) for a two-tier cluster (two nodes of four GPUs,
+# test/e2e/two-node.yaml) and a plan on four DGX H100 nodes with `--system`, runs ASTRA-sim's analytical
 # backend on each trace set with the configs stagec wrote (DIR/astra/), and
 # compares ASTRA-sim's step (the last rank to finish) with the manifest's
 # estimate. Every rank must finish, and the estimate must be within the
@@ -49,6 +49,12 @@ PLANS = [
     ("tp2-pp2-zb-v", "llama3-8b.stg", ["--tp", "2", "--pp", "2",
                                        "--microbatches", "6", "--schedule",
                                        "zb-v"], 0.05),
+    # DualPipeV: in the steady state a forward and a backward of two
+    # micro-batches in one step, each one's expert all-to-alls between the
+    # other's compute.
+    ("ep4-pp2-dualpipev", "mixtral-8x7b.stg",
+     ["--ep", "4", "--pp", "2", "--microbatches", "4", "--schedule",
+      "dualpipev", "--set", "B=16"], 0.05),
     ("tp2-pp2-vs2", "llama3-8b.stg", ["--tp", "2", "--pp", "2",
                                       "--microbatches", "4",
                                       "--virtual-stages", "2"], 0.05),

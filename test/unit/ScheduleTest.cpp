@@ -18,13 +18,14 @@ using namespace stg;
 
 namespace {
 
-/// `F0 F1 B0 ...`, with `.c` for the chunk when there are several.
+/// `F0 F1 B0 ...`, with `.c` for the chunk when there are several, and
+/// `&` joining a step to the one it overlaps.
 std::string describe(const std::vector<ScheduleStep> &steps,
                      bool chunks = false) {
   std::string text;
   for (const ScheduleStep &step : steps) {
     if (!text.empty())
-      text += ' ';
+      text += step.overlapsPrevious ? '&' : ' ';
     text += getStepLetter(step) + std::to_string(step.microbatch);
     if (chunks)
       text += '.' + std::to_string(step.chunk);
@@ -32,14 +33,14 @@ std::string describe(const std::vector<ScheduleStep> &steps,
   return text;
 }
 
-/// The most steps' activations a zero-bubble stage holds at once, each
-/// from its F to its W.
+/// The most steps' activations a stage holds at once, each from its F to
+/// its W or its whole backward.
 unsigned countMostHeld(const std::vector<ScheduleStep> &steps) {
   unsigned held = 0, most = 0;
   for (const ScheduleStep &step : steps) {
     if (!step.backward)
       most = std::max(most, ++held);
-    else if (step.part == BackwardPart::Weight)
+    else if (step.part != BackwardPart::Input)
       --held;
   }
   return most;
@@ -140,7 +141,8 @@ TEST(ScheduleTest, ZeroBubbleH1DelaysStageSWeightGradientsBySteps) {
 /// W; a whole backward B + W) once what it needs is done: F after the
 /// model chunk before's F, B after the chunk after's B (the last chunk's
 /// after its own F), W after its B; the chunks placed as the schedule
-/// places them.
+/// places them. Two overlapped steps start together once both may and
+/// take `overlapped` (DualPipe's F&B) together.
 struct Replay {
   double makespan = 0;
   /// Per stage: the time it idles between its first step and its last.
@@ -149,7 +151,8 @@ struct Replay {
 
 Replay replaySchedule(PipelineSchedule schedule, unsigned numStages,
                       unsigned numMicrobatches, double forward, double input,
-                      double weight, unsigned numChunks = 1) {
+                      double weight, unsigned numChunks = 1,
+                      double overlapped = 0) {
   ChunkPlacement placement = getChunkPlacement(schedule);
   unsigned numModelChunks = numStages * numChunks;
   std::vector<std::vector<ScheduleStep>> orders;
@@ -169,34 +172,49 @@ Replay replaySchedule(PipelineSchedule schedule, unsigned numStages,
     for (unsigned stage = 0; stage < numStages; ++stage) {
       if (next[stage] == orders[stage].size())
         continue;
-      ScheduleStep step = orders[stage][next[stage]];
-      unsigned mb = step.microbatch;
-      unsigned chunk = getModelChunk(placement, stage, step.chunk, numStages);
-      EXPECT_EQ(getChunkStage(placement, chunk, numStages), stage);
-      // What the step waits for, where it finishes, and how long it takes.
-      double after = 0, *done, duration;
-      if (!step.backward) {
-        after = chunk > 0 ? finish[0][chunk - 1][mb] : 0;
-        done = &finish[0][chunk][mb];
-        duration = forward;
-      } else if (step.part == BackwardPart::Weight) {
-        after = finish[1][chunk][mb];
-        done = &finish[2][chunk][mb];
-        duration = weight;
-      } else {
-        after = chunk + 1 < numModelChunks ? finish[1][chunk + 1][mb]
-                                           : finish[0][chunk][mb];
-        done = &finish[1][chunk][mb];
-        duration = step.part == BackwardPart::Whole ? input + weight : input;
+      // The step, and the step it overlaps if any, with what each waits
+      // for, where it finishes and how long it takes.
+      size_t count = next[stage] + 1 < orders[stage].size() &&
+                             orders[stage][next[stage] + 1].overlapsPrevious
+                         ? 2
+                         : 1;
+      double after = 0, duration = 0;
+      double *done[2];
+      for (size_t i = 0; i < count; ++i) {
+        ScheduleStep step = orders[stage][next[stage] + i];
+        unsigned mb = step.microbatch;
+        unsigned chunk = getModelChunk(placement, stage, step.chunk, numStages);
+        EXPECT_EQ(getChunkStage(placement, chunk, numStages), stage);
+        double waits;
+        if (!step.backward) {
+          waits = chunk > 0 ? finish[0][chunk - 1][mb] : 0;
+          done[i] = &finish[0][chunk][mb];
+          duration += forward;
+        } else if (step.part == BackwardPart::Weight) {
+          waits = finish[1][chunk][mb];
+          done[i] = &finish[2][chunk][mb];
+          duration += weight;
+        } else {
+          waits = chunk + 1 < numModelChunks ? finish[1][chunk + 1][mb]
+                                             : finish[0][chunk][mb];
+          done[i] = &finish[1][chunk][mb];
+          duration += step.part == BackwardPart::Whole ? input + weight : input;
+        }
+        after =
+            waits == Never || after == Never ? Never : std::max(after, waits);
       }
       if (after == Never)
         continue;
+      if (count == 2)
+        duration = overlapped;
       double start = std::max(free[stage], after);
       if (first[stage] < 0)
         first[stage] = start;
       busy[stage] += duration;
-      *done = free[stage] = start + duration;
-      ++next[stage];
+      free[stage] = start + duration;
+      for (size_t i = 0; i < count; ++i)
+        *done[i] = free[stage];
+      next[stage] += count;
       progressed = true;
     }
   }
@@ -318,6 +336,92 @@ TEST(ScheduleTest, ZeroBubbleVHoldsWhat1F1BsFirstStageHolds) {
                                            stages, microbatches, true, 2)) /
                 2.0)
             << stage << " of " << stages << ", " << microbatches;
+      }
+}
+
+TEST(ScheduleTest, DualPipeVMatchesDeepSeeksConstruction) {
+  // 4 stages, 8 micro-batches, as DeepSeek's dualpipev.py orders them:
+  // `&` joins a forward to the backward it overlaps. Stage 0 splits the
+  // backwards of its cool-down's first chunk; stage 3 runs its first pair
+  // apart and splits the second half of its last backwards.
+  auto order = [](unsigned stage) {
+    return describe(
+        getStageSchedule(PipelineSchedule::DualPipeV, stage, 4, 8, true, 2),
+        true);
+  };
+  EXPECT_EQ(order(0),
+            "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F6.0 F0.1 B0.1 W0.1 F1.1 B1.1 "
+            "W1.1 F2.1 B2.1 W2.1 F3.1 F7.0&B3.1 F4.1&B0.0 B4.1 F5.1&B1.0 "
+            "B5.1 F6.1&B2.0 B6.1 F7.1&B3.0 B7.1 B4.0 W4.0 B5.0 W5.0 B6.0 "
+            "W6.0 B7.0 W7.0");
+  EXPECT_EQ(order(1),
+            "F0.0 F1.0 F2.0 F3.0 F4.0 F0.1 F5.0 F1.1 B0.1 W0.1 F2.1 B1.1 "
+            "W1.1 F3.1 F6.0&B2.1 F4.1&B0.0 F7.0&B3.1 F5.1&B1.0 B4.1 "
+            "F6.1&B2.0 B5.1 F7.1&B3.0 B6.1 B4.0 B7.1 B5.0 W7.1 B6.0 W5.0 "
+            "B7.0 W6.0 W7.0");
+  EXPECT_EQ(order(3),
+            "F0.0 F0.1 F1.0 F1.1 F2.0 F2.1 F3.0 F3.1 F4.0 B0.1 F4.1&B0.0 "
+            "F5.0&B1.1 F5.1&B1.0 F6.0&B2.1 F6.1&B2.0 F7.0&B3.1 F7.1&B3.0 "
+            "B4.1 B4.0 B5.1 B5.0 B6.1 B6.0 B7.1 B7.0 W6.1 W6.0 W7.1 W7.0");
+  // Inference: zb-v's forwards.
+  EXPECT_EQ(
+      describe(getStageSchedule(PipelineSchedule::DualPipeV, 1, 2, 3, false, 2),
+               true),
+      "F0.0 F0.1 F1.0 F1.1 F2.0 F2.1");
+}
+
+TEST(ScheduleTest, DualPipeVBubbleIsThePapers) {
+  // DualPipe's table gives (PP/2-1)(F&B + B - 3W) for its PP ranks, P/2 a
+  // direction, B a whole backward (here B + W = 2); cut in half, P ranks
+  // make it (P-1)(F&B + B - 3W) beyond the last stage's work, which has
+  // the fewest overlapped steps. Every schedule runs to its end (no stage
+  // waits for another forever).
+  for (double overlapped : {3.0, 2.5, 2.0})
+    for (auto [stages, microbatches] :
+         {std::pair{2u, 4u}, {4u, 8u}, {4u, 13u}, {8u, 16u}, {8u, 32u}}) {
+      Replay replay = replaySchedule(PipelineSchedule::DualPipeV, stages,
+                                     microbatches, 1, 1, 1, 2, overlapped);
+      std::vector<ScheduleStep> last =
+          getStageSchedule(PipelineSchedule::DualPipeV, stages - 1, stages,
+                           microbatches, true, 2);
+      double work = 0;
+      for (size_t i = 0; i < last.size(); ++i) {
+        bool pair = i + 1 < last.size() && last[i + 1].overlapsPrevious;
+        bool whole = last[i].backward && last[i].part == BackwardPart::Whole;
+        work += pair ? overlapped : whole ? 2 : 1;
+        i += pair;
+      }
+      EXPECT_DOUBLE_EQ(replay.makespan - work,
+                       (stages - 1) * (overlapped + 2 - 3))
+          << stages << " stages, " << microbatches << " micro-batches, F&B "
+          << overlapped;
+    }
+}
+
+TEST(ScheduleTest, DualPipeVHoldsOneChunkMoreThanZeroBubbleV) {
+  // 2P+1 chunks: the forward of an F&B step runs beside the backward that
+  // frees one, as DualPipe's table's PP+1.
+  for (unsigned stages = 2; stages <= 8; ++stages)
+    for (unsigned microbatches = 2 * stages; microbatches <= 2 * stages + 9;
+         ++microbatches)
+      for (unsigned stage = 0; stage < stages; ++stage) {
+        std::vector<ScheduleStep> order = getStageSchedule(
+            PipelineSchedule::DualPipeV, stage, stages, microbatches, true, 2);
+        EXPECT_DOUBLE_EQ(getMaxInFlightMicrobatches(PipelineSchedule::DualPipeV,
+                                                    stage, stages, microbatches,
+                                                    2),
+                         countMostHeld(order) / 2.0)
+            << stage << " of " << stages << ", " << microbatches;
+        // Each micro-batch's chunks run F, B and W once each.
+        unsigned forwards = 0, inputs = 0, weights = 0;
+        for (const ScheduleStep &step : order) {
+          forwards += !step.backward;
+          inputs += step.backward && step.part != BackwardPart::Weight;
+          weights += step.backward && step.part != BackwardPart::Input;
+        }
+        EXPECT_EQ(forwards, 2 * microbatches);
+        EXPECT_EQ(inputs, 2 * microbatches);
+        EXPECT_EQ(weights, 2 * microbatches);
       }
 }
 

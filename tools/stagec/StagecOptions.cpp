@@ -138,10 +138,13 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "pipeline schedule: 1f1b (default; interleaved with "
                  "--virtual-stages), gpipe, zb-h1 (zero bubble: the "
                  "backward split into input- and weight-gradient steps, "
-                 "weight gradients delayed into the cool-down), or zb-v "
-                 "(zero bubble over two model chunks a stage placed in a V; "
-                 "implies --virtual-stages 2)")
-      ->check(CLI::IsMember({"1f1b", "gpipe", "zb-h1", "zb-v"}))
+                 "weight gradients delayed into the cool-down), zb-v "
+                 "(zero bubble over two model chunks a stage placed in a V), "
+                 "or dualpipev (DeepSeek's DualPipeV over that V: a forward "
+                 "and a backward of two micro-batches overlapped in each "
+                 "steady step; at least 2 x pp micro-batches); the V "
+                 "schedules imply --virtual-stages 2")
+      ->check(CLI::IsMember({"1f1b", "gpipe", "zb-h1", "zb-v", "dualpipev"}))
       ->group(step);
   app.add_option("--grad-bucket-mb", options.compile.gradientBucketMB,
                  "issue data-parallel gradient reductions in buckets of this "
@@ -444,7 +447,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     return 1;
   }
   options.compile.schedule = *parsePipelineSchedule(options.schedule);
-  if (options.compile.schedule == PipelineSchedule::ZeroBubbleV &&
+  if (getChunkPlacement(options.compile.schedule) == ChunkPlacement::VShape &&
       !app.count("--virtual-stages"))
     options.compile.virtualStages = 2;
   options.compile.memoryAccounting =

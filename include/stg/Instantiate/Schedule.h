@@ -37,6 +37,19 @@
 //           the work, and a stage holds 2P chunks' activations, P
 //           micro-batches' worth, as 1F1B's first stage (the construction
 //           of PyTorch's ScheduleZBVZeroBubble).
+//   dualpipev DeepSeek's DualPipeV (DualPipe cut in half, the V of zb-v):
+//           in the steady state each step runs a forward of one chunk
+//           together with a whole backward of the other, on two
+//           micro-batches, so that each one's communication runs under the
+//           other's compute (DualPipe's F&B). Stage s warms up with
+//           2(P-s-1) first-chunk forwards, s+1 pairs of first- and
+//           second-chunk forwards, then P-s-1 rounds of a second-chunk B,
+//           its W and a forward; then the F&B pairs; the cool-down runs the
+//           backwards left, half of them split so that their W fill its
+//           gaps (the construction of DeepSeek's dualpipev.py). With
+//           M >= 2P, the makespan exceeds the last stage's work by
+//           (P-1)(F&B + B - 3W) (DualPipe's table, for its P/2 ranks a
+//           direction), and a stage holds 2P+1 chunks' activations.
 //
 // Inference runs only the forwards, in order.
 //
@@ -56,7 +69,13 @@
 
 namespace stg {
 
-enum class PipelineSchedule { OneFOneB, GPipe, ZeroBubbleH1, ZeroBubbleV };
+enum class PipelineSchedule {
+  OneFOneB,
+  GPipe,
+  ZeroBubbleH1,
+  ZeroBubbleV,
+  DualPipeV
+};
 
 std::optional<PipelineSchedule> parsePipelineSchedule(llvm::StringRef name);
 llvm::StringRef getPipelineScheduleName(PipelineSchedule schedule);
@@ -64,20 +83,35 @@ llvm::StringRef getPipelineScheduleName(PipelineSchedule schedule);
 /// Whether the schedule runs each backward as B and W steps.
 inline bool splitsBackward(PipelineSchedule schedule) {
   return schedule == PipelineSchedule::ZeroBubbleH1 ||
-         schedule == PipelineSchedule::ZeroBubbleV;
+         schedule == PipelineSchedule::ZeroBubbleV ||
+         schedule == PipelineSchedule::DualPipeV;
+}
+
+/// Whether the schedule runs a forward and a backward in one step
+/// (ScheduleStep::overlapsPrevious).
+inline bool overlapsSteps(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::DualPipeV;
+}
+
+/// The fewest micro-batches the schedule runs with `numStages` stages
+/// (DualPipeV's steady state needs 2P).
+inline unsigned getMinMicrobatches(PipelineSchedule schedule,
+                                   unsigned numStages) {
+  return schedule == PipelineSchedule::DualPipeV ? 2 * numStages : 1;
 }
 
 /// How the schedule places its model chunks: in a V, two a stage, or
 /// interleaved (any count; one without virtual stages).
 inline ChunkPlacement getChunkPlacement(PipelineSchedule schedule) {
-  return schedule == PipelineSchedule::ZeroBubbleV
+  return schedule == PipelineSchedule::ZeroBubbleV ||
+                 schedule == PipelineSchedule::DualPipeV
              ? ChunkPlacement::VShape
              : ChunkPlacement::Interleaved;
 }
 
 /// Whether `numChunks` chunks a stage run Megatron-LM's interleaved 1F1B,
-/// whose micro-batch count must be a multiple of the stages (zb-v's two
-/// chunks in a V take any).
+/// whose micro-batch count must be a multiple of the stages (the V
+/// schedules' two chunks take any).
 inline bool isInterleaved(PipelineSchedule schedule, unsigned numChunks) {
   return numChunks > 1 &&
          getChunkPlacement(schedule) == ChunkPlacement::Interleaved;
@@ -92,13 +126,17 @@ struct ScheduleStep {
   unsigned microbatch;
   unsigned chunk = 0; ///< The stage's model chunk (virtual stage).
   BackwardPart part = BackwardPart::Whole; ///< Of a backward step.
+  /// Runs in one step with the step before it, neither waiting for the
+  /// other: DualPipe's overlapped forward and backward of two micro-batches.
+  bool overlapsPrevious = false;
 
   /// Steps of one kind run the same ops, each for its micro-batch.
   std::tuple<unsigned, bool, BackwardPart> getKind() const {
     return {chunk, backward, part};
   }
   bool operator==(const ScheduleStep &other) const {
-    return getKind() == other.getKind() && microbatch == other.microbatch;
+    return getKind() == other.getKind() && microbatch == other.microbatch &&
+           overlapsPrevious == other.overlapsPrevious;
   }
 };
 
@@ -108,7 +146,8 @@ char getStepLetter(const ScheduleStep &step);
 
 /// The steps of `stage` (0-based, of `numStages`), in order. More than one
 /// chunk needs 1F1B (interleaved) and a micro-batch count that is a
-/// multiple of the stages, or zb-v, which runs two.
+/// multiple of the stages, or zb-v or dualpipev, which run two; dualpipev
+/// needs getMinMicrobatches.
 std::vector<ScheduleStep> getStageSchedule(PipelineSchedule schedule,
                                            unsigned stage, unsigned numStages,
                                            unsigned numMicrobatches,
