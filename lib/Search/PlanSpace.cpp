@@ -418,11 +418,12 @@ void Enumerator::enumerateSchedules(Plan &plan) {
                  shape.layers % (uint64_t(pp) * chunks))
           prune("interleaving needs layers a multiple of pp x virtual stages",
                 getStructures(plan));
-        // zb-v takes any count: where it is tried, checkStructure decides
-        // schedule by schedule.
+        // The V schedules take any count: where one is tried,
+        // checkStructure decides schedule by schedule.
         else if (chunks > 1 && plan.microbatches % pp &&
-                 !llvm::is_contained(options.schedules,
-                                     PipelineSchedule::ZeroBubbleV))
+                 llvm::none_of(options.schedules, [](PipelineSchedule s) {
+                   return getChunkPlacement(s) == ChunkPlacement::VShape;
+                 }))
           prune(InterleavingMicrobatches, getStructures(plan));
         else
           enumerateStructures(plan);
@@ -452,7 +453,13 @@ const char *Enumerator::checkStructure(const Plan &plan) const {
     return "zb-h1 runs one model chunk a stage";
   if (plan.schedule == PipelineSchedule::ZeroBubbleV && plan.virtualStages != 2)
     return "zb-v runs two model chunks a stage";
-  // Where zb-v is tried, interleaving's rule waits for the schedule.
+  if (plan.schedule == PipelineSchedule::DualPipeV && plan.virtualStages != 2)
+    return "dualpipev runs two model chunks a stage";
+  if (plan.microbatches <
+      getMinMicrobatches(plan.schedule, plan.getDegree("pp")))
+    return "dualpipev needs 2 x pp micro-batches";
+  // Where a V schedule is tried, interleaving's rule waits for the
+  // schedule.
   if (isInterleaved(plan.schedule, plan.virtualStages) &&
       plan.microbatches % plan.getDegree("pp"))
     return InterleavingMicrobatches;

@@ -26,10 +26,11 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
     options.gpus = 16;
     options.globalBatch = 16;
     // Zero bubble's stages count their work alone (no backward chain);
-    // ZB-V's stage 0 both the first chunk's and the last's.
-    options.schedules = {PipelineSchedule::OneFOneB,
-                         PipelineSchedule::ZeroBubbleH1,
-                         PipelineSchedule::ZeroBubbleV};
+    // ZB-V's stage 0 both the first chunk's and the last's. DualPipeV's
+    // F&B steps overlap communication, not compute.
+    options.schedules = {
+        PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1,
+        PipelineSchedule::ZeroBubbleV, PipelineSchedule::DualPipeV};
     PlanSpace space = enumeratePlans(options, facts.shape);
     ASSERT_GT(space.plans.size(), 100u);
     llvm::Expected<ModelBounds> bounds =

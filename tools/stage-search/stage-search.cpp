@@ -180,9 +180,10 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "pipeline schedules to try for plans with pp > 1: 1f1b "
                  "(default; interleaved with virtual stages), zb-h1 (zero "
                  "bubble, one model chunk a stage), zb-v (zero bubble, two "
-                 "model chunks a stage in a V), as for stagec")
+                 "model chunks a stage in a V), dualpipev (DualPipeV over "
+                 "that V, at least 2 x pp micro-batches), as for stagec")
       ->delimiter(',')
-      ->check(CLI::IsMember({"1f1b", "zb-h1", "zb-v"}));
+      ->check(CLI::IsMember({"1f1b", "zb-h1", "zb-v", "dualpipev"}));
   app.add_option("--overlap-param-gather", overlapParamGather,
                  "on (default) or off, as for stagec")
       ->check(CLI::IsMember({"on", "off"}));
