@@ -483,6 +483,8 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
   if (programs.stages.size() > 1)
     os << ", " << getPipelineScheduleName(programs.schedule) << " over "
        << programs.stages.size() << " stages";
+  else if (programs.schedule == PipelineSchedule::Combined1F1B)
+    os << ", " << getPipelineScheduleName(programs.schedule); // Pairs steps.
   if (programs.numVirtualStages > 1)
     os << " of " << programs.numVirtualStages << " model chunks";
   os << "\n";

@@ -272,12 +272,25 @@ stg::instantiate(const Module &module, const Mesh &mesh,
                     llvm::Twine(numChunks) + " chunks a stage)");
     return std::nullopt;
   }
+  // An F&B step's forward finishes with its backward: with one chunk a
+  // stage, each hand-off would wait for a whole step.
+  if (options.schedule == PipelineSchedule::Combined1F1B && numStages > 1 &&
+      numChunks == 1) {
+    diags.error(module.getModelLoc(),
+                "combined-1f1b over " + llvm::Twine(numStages) +
+                    " stages needs --virtual-stages above 1, as "
+                    "Megatron-Core requires: a steady step's forward ends "
+                    "with its backward, so one chunk a stage would hand "
+                    "each micro-batch on a whole step late");
+    return std::nullopt;
+  }
   if (isInterleaved(options.schedule, numChunks) &&
-      (numStages < 2 || options.schedule != PipelineSchedule::OneFOneB ||
+      (numStages < 2 || !isOneFOneB(options.schedule) ||
        set.numMicrobatches % numStages)) {
     diags.error(module.getModelLoc(),
                 "virtual stages interleave the 1F1B schedule of a pipeline: "
-                "they need pp > 1, --schedule 1f1b and a micro-batch count "
+                "they need pp > 1, --schedule 1f1b (or combined-1f1b) and a "
+                "micro-batch count "
                 "that is a multiple of pp (" +
                     llvm::Twine(set.numMicrobatches) + " over " +
                     llvm::Twine(numStages) + " stages)");

@@ -21,6 +21,8 @@ std::optional<PipelineSchedule> stg::parsePipelineSchedule(llvm::StringRef name)
     return PipelineSchedule::ZeroBubbleV;
   if (name == "dualpipev")
     return PipelineSchedule::DualPipeV;
+  if (name == "combined-1f1b")
+    return PipelineSchedule::Combined1F1B;
   return std::nullopt;
 }
 
@@ -36,6 +38,8 @@ llvm::StringRef stg::getPipelineScheduleName(PipelineSchedule schedule) {
     return "zb-v";
   case PipelineSchedule::DualPipeV:
     return "dualpipev";
+  case PipelineSchedule::Combined1F1B:
+    return "combined-1f1b";
   }
   llvm_unreachable("unknown pipeline schedule");
 }
@@ -50,19 +54,26 @@ static unsigned getWarmupForwards(PipelineSchedule schedule, unsigned stage,
                                   unsigned numStages, unsigned numMicrobatches) {
   if (schedule == PipelineSchedule::GPipe)
     return numMicrobatches;
+  // Combined 1F1B pairs a steady forward with an older micro-batch's
+  // backward: one forward more.
+  if (schedule == PipelineSchedule::Combined1F1B)
+    return std::min(numStages - stage, numMicrobatches);
   // 1F1B's warm-up, and ZB-H1's.
   return std::min(numStages - stage - 1, numMicrobatches);
 }
 
 /// Forward units before the first backward in the interleaved schedule; all
-/// of them when there are only as many micro-batches as stages.
+/// of them when there are only as many micro-batches as stages. Combined,
+/// one more, so that a steady step's forward and backward are of
+/// different micro-batches (Megatron-Core's combined 1F1B).
 static unsigned getInterleavedWarmup(unsigned stage, unsigned numStages,
                                      unsigned numMicrobatches,
-                                     unsigned numChunks) {
+                                     unsigned numChunks, bool combined) {
   unsigned units = numMicrobatches * numChunks;
   if (numMicrobatches == numStages)
     return units;
-  return std::min((numStages - stage - 1) * 2 + (numChunks - 1) * numStages,
+  return std::min((numStages - stage - 1) * 2 + (numChunks - 1) * numStages +
+                      (combined ? 1 : 0),
                   units);
 }
 
@@ -71,7 +82,7 @@ static unsigned getInterleavedWarmup(unsigned stage, unsigned numStages,
 static std::vector<ScheduleStep>
 getInterleavedSchedule(unsigned stage, unsigned numStages,
                        unsigned numMicrobatches, unsigned numChunks,
-                       bool training) {
+                       bool training, bool combined) {
   unsigned units = numMicrobatches * numChunks;
   auto unit = [&](unsigned k, bool backward) {
     unsigned chunk = k % (numStages * numChunks) / numStages;
@@ -88,12 +99,13 @@ getInterleavedSchedule(unsigned stage, unsigned numStages,
     return steps;
   }
   unsigned warmup = getInterleavedWarmup(stage, numStages, numMicrobatches,
-                                         numChunks);
+                                         numChunks, combined);
   for (unsigned k = 0; k < warmup; ++k)
     steps.push_back(unit(k, false));
   for (unsigned k = warmup; k < units; ++k) {
     steps.push_back(unit(k, false));
     steps.push_back(unit(k - warmup, true));
+    steps.back().overlapsPrevious = combined;
   }
   for (unsigned k = units - warmup; k < units; ++k)
     steps.push_back(unit(k, true));
@@ -274,8 +286,9 @@ std::vector<ScheduleStep> stg::getStageSchedule(PipelineSchedule schedule,
   if (schedule == PipelineSchedule::DualPipeV)
     return getDualPipeVSchedule(stage, numStages, numMicrobatches);
   if (numChunks > 1)
-    return getInterleavedSchedule(stage, numStages, numMicrobatches,
-                                  numChunks, training);
+    return getInterleavedSchedule(stage, numStages, numMicrobatches, numChunks,
+                                  training,
+                                  schedule == PipelineSchedule::Combined1F1B);
   std::vector<ScheduleStep> steps;
   if (!training) {
     for (unsigned mb = 0; mb < numMicrobatches; ++mb)
@@ -291,6 +304,7 @@ std::vector<ScheduleStep> stg::getStageSchedule(PipelineSchedule schedule,
   for (unsigned mb = warmup; mb < numMicrobatches; ++mb) {
     steps.push_back({false, mb});
     steps.push_back({true, mb - warmup});
+    steps.back().overlapsPrevious = schedule == PipelineSchedule::Combined1F1B;
   }
   for (unsigned mb = numMicrobatches - warmup; mb < numMicrobatches; ++mb)
     steps.push_back({true, mb});
@@ -312,15 +326,21 @@ double stg::getMaxInFlightMicrobatches(PipelineSchedule schedule,
     return (std::min(numMicrobatches, 2 * numStages - stage - 1) +
             std::min(numMicrobatches, stage + 1)) /
            2.0;
+  bool combined = schedule == PipelineSchedule::Combined1F1B;
   if (numChunks > 1) {
-    unsigned units = std::min(getInterleavedWarmup(stage, numStages,
-                                                   numMicrobatches, numChunks) +
-                                  1,
-                              numMicrobatches * numChunks);
+    unsigned units =
+        std::min(getInterleavedWarmup(stage, numStages, numMicrobatches,
+                                      numChunks, combined) +
+                     1,
+                 numMicrobatches * numChunks);
     return double(units) / numChunks;
   }
   if (schedule == PipelineSchedule::GPipe)
     return numMicrobatches;
+  // Its warm-up's forwards and the steady step's, beside the backward that
+  // frees one.
+  if (combined)
+    return std::min(numStages - stage + 1, numMicrobatches);
   // ZB-H1 holds a micro-batch from its F to its W: stage s's P-s-1 warm-up
   // forwards, then one more each of its first s+1 steady iterations before
   // the first W, so P, unless the micro-batches run out first.

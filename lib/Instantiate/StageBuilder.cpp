@@ -460,7 +460,8 @@ void StageBuilder::buildOverlappedSteps(ScheduleStep forward,
                                         ScheduleStep backward) {
   // Each step's instances in the order buildStep builds them (no layer
   // folds: instantiation unfolds such schedules), and where its turn
-  // stopped. A turn ends after a collective; the backward's turn is first.
+  // stopped. A turn ends after a collective node; the backward's turn is
+  // first.
   struct Part {
     ScheduleStep step;
     std::vector<std::pair<const Op *, int>> instances;
@@ -498,8 +499,13 @@ void StageBuilder::buildOverlappedSteps(ScheduleStep forward,
     std::swap(layerStarts, part.starts);
     while (!done(part) && !failed) {
       auto [op, layer] = part.instances[part.next++];
+      size_t before = nodes->size();
       buildOp(*op, layer, int(part.step.microbatch));
-      if (op->getInfo().has(Collective))
+      // A collective over one rank makes no node and ends no turn.
+      if (llvm::any_of(llvm::drop_begin(*nodes, before),
+                       [](const ProgramNode &node) {
+                         return node.kind == ProgramNodeKind::Collective;
+                       }))
         break;
     }
     std::swap(layerStarts, part.starts);

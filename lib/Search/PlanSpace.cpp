@@ -217,6 +217,9 @@ class Enumerator {
 public:
   Enumerator(const PlanSpaceOptions &options, const ModelShape &shape)
       : options(options), shape(shape) {
+    singleStageSchedules = {PipelineSchedule::OneFOneB};
+    if (llvm::is_contained(options.schedules, PipelineSchedule::Combined1F1B))
+      singleStageSchedules.push_back(PipelineSchedule::Combined1F1B);
     microBatchSizes = options.microBatchSizes.empty()
                           ? getDivisors(options.globalBatch)
                           : options.microBatchSizes;
@@ -264,10 +267,11 @@ private:
     return plan.getDegree("cp") > 1 ? llvm::ArrayRef(options.cpExchanges)
                                     : llvm::ArrayRef(ring);
   }
+  /// Without pipelining, 1F1B, and combined 1F1B where it is tried (its
+  /// F&B steps need no pipeline).
   llvm::ArrayRef<PipelineSchedule> getSchedules(const Plan &plan) const {
-    static const PipelineSchedule oneFOneB = PipelineSchedule::OneFOneB;
     return plan.getDegree("pp") > 1 ? llvm::ArrayRef(options.schedules)
-                                    : llvm::ArrayRef(oneFOneB);
+                                    : llvm::ArrayRef(singleStageSchedules);
   }
   void prune(const std::string &reason, uint64_t count) {
     if (count)
@@ -290,6 +294,7 @@ private:
 
   const PlanSpaceOptions &options;
   const ModelShape &shape;
+  std::vector<PipelineSchedule> singleStageSchedules;
   std::vector<unsigned> microBatchSizes, virtualStages;
   /// Chunks a stage to try: those of `virtualStages` with every split
   /// (`even`), then, ascending among them, those only an accounted split
@@ -458,6 +463,16 @@ const char *Enumerator::checkStructure(const Plan &plan) const {
   if (plan.microbatches <
       getMinMicrobatches(plan.schedule, plan.getDegree("pp")))
     return "dualpipev needs 2 x pp micro-batches";
+  if (plan.schedule == PipelineSchedule::Combined1F1B) {
+    if (plan.getDegree("ep") == 1)
+      return "combined-1f1b overlaps expert all-to-alls: it needs ep > 1";
+    unsigned pp = plan.getDegree("pp");
+    if (pp > 1 && plan.virtualStages == 1)
+      return "combined-1f1b with pp > 1 needs virtual stages";
+    // Interleaving warms up with all of pp micro-batches' units.
+    if (plan.microbatches <= std::max(pp, 1u))
+      return "same plan: combined-1f1b without a steady step";
+  }
   // Where a V schedule is tried, interleaving's rule waits for the
   // schedule.
   if (isInterleaved(plan.schedule, plan.virtualStages) &&

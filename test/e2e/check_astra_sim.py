@@ -4,7 +4,7 @@
 # Usage: check_astra_sim.py STAGEC TEMPLATES ASTRA_DIR WORKDIR [--table]
 #
 # Compiles a matrix of small plans (dp, tp, pp, interleaved, zero bubble
-# ZB-H1 and ZB-V, DualPipeV, Megatron's accounted split, cp, ep, FSDP,
+# ZB-H1 and ZB-V, DualPipeV and combined 1F1B, Megatron's accounted split, cp, ep, FSDP,
 # distributed optimizer) for a two-tier cluster (two nodes of four GPUs,
 # test/e2e/two-node.yaml) and a plan on four DGX H100 nodes with `--system`, runs ASTRA-sim's analytical
 # backend on each trace set with the configs stagec wrote (DIR/astra/), and
@@ -55,6 +55,11 @@ PLANS = [
     ("ep4-pp2-dualpipev", "mixtral-8x7b.stg",
      ["--ep", "4", "--pp", "2", "--microbatches", "4", "--schedule",
       "dualpipev", "--set", "B=16"], 0.05),
+    # Megatron-Core's combined 1F1B (interleaved, as it requires with pp):
+    # the same F&B steps in 1F1B's order.
+    ("ep2-pp2-vs2-combined", "mixtral-8x7b.stg",
+     ["--ep", "2", "--pp", "2", "--virtual-stages", "2", "--microbatches",
+      "4", "--schedule", "combined-1f1b", "--set", "B=16"], 0.05),
     ("tp2-pp2-vs2", "llama3-8b.stg", ["--tp", "2", "--pp", "2",
                                       "--microbatches", "4",
                                       "--virtual-stages", "2"], 0.05),

@@ -8,6 +8,8 @@
 
 #include "stg/Instantiate/Schedule.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include "gtest/gtest.h"
 
 #include <algorithm>
@@ -423,6 +425,58 @@ TEST(ScheduleTest, DualPipeVHoldsOneChunkMoreThanZeroBubbleV) {
         EXPECT_EQ(inputs, 2 * microbatches);
         EXPECT_EQ(weights, 2 * microbatches);
       }
+}
+
+TEST(ScheduleTest, Combined1F1BPairsTheSteadyStepsOfOneForwardMore) {
+  // Megatron-Core's combined 1F1B: one stage pairs each forward after the
+  // first with the backward of the micro-batch before.
+  EXPECT_EQ(
+      describe(getStageSchedule(PipelineSchedule::Combined1F1B, 0, 1, 4, true)),
+      "F0 F1&B0 F2&B1 F3&B2 B3");
+  // Interleaved: the warm-up of interleaving plus one unit.
+  EXPECT_EQ(describe(getStageSchedule(PipelineSchedule::Combined1F1B, 0, 2, 4,
+                                      true, 2),
+                     true),
+            "F0.0 F1.0 F0.1 F1.1 F2.0 F3.0&B0.1 F2.1&B1.1 F3.1&B0.0 B1.0 "
+            "B2.1 B3.1 B2.0 B3.0");
+  EXPECT_EQ(describe(getStageSchedule(PipelineSchedule::Combined1F1B, 1, 2, 4,
+                                      true, 2),
+                     true),
+            "F0.0 F1.0 F0.1 F1.1&B0.1 F2.0&B1.1 F3.0&B0.0 F2.1&B1.0 "
+            "F3.1&B2.1 B3.1 B2.0 B3.0");
+  // The steps are 1F1B's, but for the warm-up.
+  for (unsigned chunks : {1u, 2u}) {
+    std::vector<ScheduleStep> combined =
+        getStageSchedule(PipelineSchedule::Combined1F1B, 0, 2, 8, true, chunks);
+    std::vector<ScheduleStep> plain =
+        getStageSchedule(PipelineSchedule::OneFOneB, 0, 2, 8, true, chunks);
+    auto key = [](const ScheduleStep &step) {
+      return std::tuple(step.backward, step.microbatch, step.chunk);
+    };
+    llvm::sort(combined, [&](auto &a, auto &b) { return key(a) < key(b); });
+    llvm::sort(plain, [&](auto &a, auto &b) { return key(a) < key(b); });
+    ASSERT_EQ(combined.size(), plain.size());
+    for (size_t i = 0; i < plain.size(); ++i)
+      EXPECT_EQ(key(combined[i]), key(plain[i]));
+  }
+  // One micro-batch (a chunk's, interleaved) more in flight than 1F1B.
+  for (unsigned chunks : {1u, 2u})
+    for (unsigned stages : {1u, 2u, 4u})
+      for (unsigned microbatches = stages; microbatches <= 16;
+           microbatches += stages)
+        for (unsigned stage = 0; stage < stages; ++stage) {
+          if (chunks > 1 && stages == 1)
+            continue;
+          EXPECT_DOUBLE_EQ(
+              getMaxInFlightMicrobatches(PipelineSchedule::Combined1F1B, stage,
+                                         stages, microbatches, chunks),
+              double(countMostHeld(
+                  getStageSchedule(PipelineSchedule::Combined1F1B, stage,
+                                   stages, microbatches, true, chunks))) /
+                  chunks)
+              << stage << " of " << stages << ", " << microbatches << " x "
+              << chunks;
+        }
 }
 
 } // namespace

@@ -142,9 +142,13 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "(zero bubble over two model chunks a stage placed in a V), "
                  "or dualpipev (DeepSeek's DualPipeV over that V: a forward "
                  "and a backward of two micro-batches overlapped in each "
-                 "steady step; at least 2 x pp micro-batches); the V "
-                 "schedules imply --virtual-stages 2")
-      ->check(CLI::IsMember({"1f1b", "gpipe", "zb-h1", "zb-v", "dualpipev"}))
+                 "steady step; at least 2 x pp micro-batches), the V "
+                 "schedules implying --virtual-stages 2; or combined-1f1b "
+                 "(Megatron-Core's EP A2A overlap: 1F1B, plain or "
+                 "interleaved, its steady forward and backward of two "
+                 "micro-batches overlapped)")
+      ->check(CLI::IsMember(
+          {"1f1b", "gpipe", "zb-h1", "zb-v", "dualpipev", "combined-1f1b"}))
       ->group(step);
   app.add_option("--grad-bucket-mb", options.compile.gradientBucketMB,
                  "issue data-parallel gradient reductions in buckets of this "

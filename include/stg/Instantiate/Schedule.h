@@ -50,6 +50,13 @@
 //           M >= 2P, the makespan exceeds the last stage's work by
 //           (P-1)(F&B + B - 3W) (DualPipe's table, for its P/2 ranks a
 //           direction), and a stage holds 2P+1 chunks' activations.
+//   combined-1f1b  Megatron-Core's combined 1F1B (EP A2A overlap,
+//           --overlap-moe-expert-parallel-comm): 1F1B, plain or
+//           interleaved, warmed up one forward further, whose steady steps
+//           each run a forward and the backward of another micro-batch as
+//           one F&B step, so that each one's expert all-to-alls run under
+//           the other's compute. It holds one micro-batch (a chunk's, when
+//           interleaved) more than 1F1B.
 //
 // Inference runs only the forwards, in order.
 //
@@ -74,7 +81,8 @@ enum class PipelineSchedule {
   GPipe,
   ZeroBubbleH1,
   ZeroBubbleV,
-  DualPipeV
+  DualPipeV,
+  Combined1F1B
 };
 
 std::optional<PipelineSchedule> parsePipelineSchedule(llvm::StringRef name);
@@ -90,7 +98,15 @@ inline bool splitsBackward(PipelineSchedule schedule) {
 /// Whether the schedule runs a forward and a backward in one step
 /// (ScheduleStep::overlapsPrevious).
 inline bool overlapsSteps(PipelineSchedule schedule) {
-  return schedule == PipelineSchedule::DualPipeV;
+  return schedule == PipelineSchedule::DualPipeV ||
+         schedule == PipelineSchedule::Combined1F1B;
+}
+
+/// Whether the schedule is 1F1B's order, plain or interleaved with virtual
+/// stages (combined-1f1b pairs its steps).
+inline bool isOneFOneB(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::OneFOneB ||
+         schedule == PipelineSchedule::Combined1F1B;
 }
 
 /// The fewest micro-batches the schedule runs with `numStages` stages
@@ -145,8 +161,8 @@ struct ScheduleStep {
 char getStepLetter(const ScheduleStep &step);
 
 /// The steps of `stage` (0-based, of `numStages`), in order. More than one
-/// chunk needs 1F1B (interleaved) and a micro-batch count that is a
-/// multiple of the stages, or zb-v or dualpipev, which run two; dualpipev
+/// chunk needs 1F1B (interleaved, or combined) and a micro-batch count that is
+/// a multiple of the stages, or zb-v or dualpipev, which run two; dualpipev
 /// needs getMinMicrobatches.
 std::vector<ScheduleStep> getStageSchedule(PipelineSchedule schedule,
                                            unsigned stage, unsigned numStages,
