@@ -297,7 +297,6 @@ stg::instantiate(const Module &module, const Mesh &mesh,
     return std::nullopt;
   }
   set.numVirtualStages = numChunks;
-  set.folded = options.foldMicrobatches || options.foldLayers;
   std::optional<Placement> placement =
       Placement::create(module, numStages, numChunks, options.pipelineSplit,
                         getChunkPlacement(options.schedule), diags);
@@ -324,10 +323,9 @@ stg::instantiate(const Module &module, const Mesh &mesh,
   stepOptions.numMicrobatches = set.numMicrobatches;
   // Folding replays one micro-batch's step for another's; an overlapped
   // step runs two, whose distance changes along the schedule.
-  if (training && overlapsSteps(options.schedule)) {
+  if (training && overlapsSteps(options.schedule))
     stepOptions.foldMicrobatches = stepOptions.foldLayers = false;
-    set.folded = false;
-  }
+  set.folded = stepOptions.foldMicrobatches || stepOptions.foldLayers;
   std::optional<OpNumberCache> ownNumbers;
   if (cachedNumbers)
     cachedNumbers->setDiagnostics(diags);
