@@ -170,6 +170,7 @@ InstantiateOptions stg::getInstantiateOptions(const Mesh &mesh,
   instantiateOptions.tensorParallelOverlap = options.tensorParallelOverlap;
   instantiateOptions.contextParallelRing = options.contextParallelRing;
   instantiateOptions.overlapParamGather = options.overlapParamGather;
+  instantiateOptions.twoBatchOverlap = options.twoBatchOverlap;
   instantiateOptions.foldMicrobatches = options.foldMicrobatches;
   instantiateOptions.foldLayers = options.foldLayers;
   using DeepEpMode = CompileOptions::DeepEpMode;

@@ -183,11 +183,14 @@ computeMemory(const Module &module, const ProgramSet &set,
               const Placement &placement, const InstantiateOptions &options,
               OpNumberCache &numbers, unsigned stage) {
   unsigned numStages = set.stages.size();
+  // Inference holds one micro-batch's working set, or a pair's when they
+  // overlap.
   double inFlight =
       set.training ? getMaxInFlightMicrobatches(options.schedule, stage,
                                                 numStages, set.numMicrobatches,
                                                 set.numVirtualStages)
-                   : 1;
+      : options.twoBatchOverlap ? std::min(set.numMicrobatches, 2u)
+                                : 1;
   std::vector<unsigned> placementName = {numStages, set.numVirtualStages,
                                          stage};
   // An even split is named by its stages and chunks.
@@ -323,7 +326,7 @@ stg::instantiate(const Module &module, const Mesh &mesh,
   stepOptions.numMicrobatches = set.numMicrobatches;
   // Folding replays one micro-batch's step for another's; an overlapped
   // step runs two, whose distance changes along the schedule.
-  if (training && overlapsSteps(options.schedule))
+  if (training ? overlapsSteps(options.schedule) : options.twoBatchOverlap)
     stepOptions.foldMicrobatches = stepOptions.foldLayers = false;
   set.folded = stepOptions.foldMicrobatches || stepOptions.foldLayers;
   std::optional<OpNumberCache> ownNumbers;

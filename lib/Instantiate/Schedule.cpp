@@ -311,6 +311,17 @@ std::vector<ScheduleStep> stg::getStageSchedule(PipelineSchedule schedule,
   return steps;
 }
 
+void stg::overlapForwardPairs(std::vector<ScheduleStep> &steps) {
+  for (size_t index = 1; index < steps.size(); ++index) {
+    const ScheduleStep &previous = steps[index - 1];
+    ScheduleStep &step = steps[index];
+    if (!step.backward && !previous.backward && step.microbatch % 2 &&
+        previous.microbatch + 1 == step.microbatch &&
+        previous.chunk == step.chunk && !previous.overlapsPrevious)
+      step.overlapsPrevious = true;
+  }
+}
+
 double stg::getMaxInFlightMicrobatches(PipelineSchedule schedule,
                                        unsigned stage, unsigned numStages,
                                        unsigned numMicrobatches,

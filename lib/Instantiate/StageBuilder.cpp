@@ -475,6 +475,8 @@ bool StageBuilder::build(StageProgram &program) {
       shared.options.schedule, stage, placement.getNumStages(),
       shared.options.numMicrobatches, shared.training,
       shared.options.numVirtualStages);
+  if (!shared.training && shared.options.twoBatchOverlap)
+    overlapForwardPairs(program.schedule);
   // Each step's first nodes wait for the previous step's last ones, through
   // one barrier node when both are several: linear in the step sizes.
   size_t previousBegin = 0;
@@ -530,13 +532,14 @@ bool StageBuilder::build(StageProgram &program) {
     ScheduleStep step = program.schedule[index];
     if (index + 1 < program.schedule.size() &&
         program.schedule[index + 1].overlapsPrevious) {
-      ScheduleStep overlapped = program.schedule[++index];
-      bool forwardFirst = !step.backward;
+      // An F&B step's backward leads (DualPipe's order); of two forwards,
+      // the earlier micro-batch.
+      ScheduleStep leading = step, trailing = program.schedule[++index];
+      if (trailing.backward && !leading.backward)
+        std::swap(leading, trailing);
       stepMessages.clear();
-      if (!runStep("step" + std::to_string(index - 1), step.microbatch, [&] {
-            buildOverlappedSteps(forwardFirst ? step : overlapped,
-                                 forwardFirst ? overlapped : step);
-          }))
+      if (!runStep("step" + std::to_string(index - 1), step.microbatch,
+                   [&] { buildOverlappedSteps(leading, trailing); }))
         return false;
       continue;
     }

@@ -107,14 +107,15 @@ private:
                   bool lastBackward) const;
   /// Whether `step` is the last micro-batch's that reduces the gradients.
   bool isLastBackward(ScheduleStep step) const;
-  /// Builds a forward and a backward that overlap (DualPipe's F&B) as one
-  /// step: each cut after its collectives into turns, the turns taken in
-  /// alternation from the backward's, so that each group's collectives
-  /// alternate between the two and run beside the other's compute (the
-  /// compute stream takes the lowest ready id). DualPipe arranges its
-  /// chunks so: the backward's combine beside the forward's attention, the
-  /// forward's dispatch beside the backward's experts, and so on.
-  void buildOverlappedSteps(ScheduleStep forward, ScheduleStep backward);
+  /// Builds two steps that overlap (DualPipe's F&B, two-batch overlap's
+  /// pair of forwards) as one step: each cut after its collectives into
+  /// turns, the turns taken in alternation from the leading step's, so
+  /// that each group's collectives alternate between the two and run
+  /// beside the other's compute (the compute stream takes the lowest ready
+  /// id). DualPipe arranges its chunks so, the backward leading: the
+  /// backward's combine beside the forward's attention, the forward's
+  /// dispatch beside the backward's experts, and so on.
+  void buildOverlappedSteps(ScheduleStep leading, ScheduleStep trailing);
   /// The repetitions of a repeat with a layer in `chunk` of this stage, in
   /// the order they run (a backward repeat's last first).
   llvm::SmallVector<unsigned, 16>

@@ -271,10 +271,10 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
 
   // Inference saves nothing for a backward; its activations are the
   // largest working set of one op (its operands and results; a framework
-  // frees the rest as it goes).
+  // frees the rest as it goes), for each micro-batch in flight.
   if (failedWorkingSet)
     return std::nullopt;
-  memory.activations = workingSet;
+  memory.activations = uint64_t(double(workingSet) * inFlightMicrobatches);
   // A sliding window's cache keeps only its last positions, as decode's.
   for (const auto &[key, attention] : producedCache) {
     const TensorType &type = key.first->getType();

@@ -3,8 +3,8 @@
 // The ops a schedule step runs on a stage and the order it builds them in:
 // a forward or (part of) a backward of one model chunk for one micro-batch,
 // two such steps overlapped in turns (DualPipe's and Megatron-Core's F&B
-// steps), and the optimizer step after the schedule with the gradient
-// synchronization deferred to it.
+// steps, two-batch overlap's pairs of forwards), and the optimizer step
+// after the schedule with the gradient synchronization deferred to it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,19 +53,18 @@ void StageBuilder::buildStep(ScheduleStep step) {
   }
 }
 
-void StageBuilder::buildOverlappedSteps(ScheduleStep forward,
-                                        ScheduleStep backward) {
+void StageBuilder::buildOverlappedSteps(ScheduleStep leading,
+                                        ScheduleStep trailing) {
   // Each step's instances in the order buildStep builds them (no layer
   // folds: instantiation unfolds such schedules), and where its turn
-  // stopped. A turn ends after a collective node; the backward's turn is
-  // first.
+  // stopped. A turn ends after a collective node.
   struct Part {
     ScheduleStep step;
     std::vector<std::pair<const Op *, int>> instances;
     size_t next = 0;
     LayerStarts starts;
   };
-  Part parts[2] = {{backward, {}, 0, {}}, {forward, {}, 0, {}}};
+  Part parts[2] = {{leading, {}, 0, {}}, {trailing, {}, 0, {}}};
   for (Part &part : parts) {
     bool lastBackward = isLastBackward(part.step);
     for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {

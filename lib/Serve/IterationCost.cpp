@@ -4,9 +4,10 @@
 // step into its parts (IterationCost.h). The samples are prefills of one
 // sequence of n tokens (n on a grid of 2^k and 3 x 2^k, up to the largest
 // iteration and the longest context) and decode steps of one and of 64
-// sequences at contexts 2^k. Per replica: the template splits
-// the batch over dp and ep (attention data parallelism), so a sample of MB
-// sequences is MB on each replica.
+// sequences at contexts 2^k; with two-batch overlap, the prefills also as
+// two overlapped halves, whose step gives the body. Per replica: the
+// template splits the batch over dp and ep (attention data parallelism), so
+// a sample of MB sequences is MB on each replica.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,7 +72,9 @@ public:
 
   /// Checks what the model declares, once.
   bool inspect();
-  std::optional<Sample> prefill(uint64_t tokens);
+  /// A prefill of one sequence of `tokens`; `overlapped`: as two halves
+  /// of two-batch overlap.
+  std::optional<Sample> prefill(uint64_t tokens, bool overlapped = false);
   std::optional<Sample> decode(uint64_t sequences, uint64_t context);
 
 private:
@@ -107,7 +110,6 @@ std::optional<Sample> Sampler::run(CompileOptions options,
   if (hasSequenceParallel)
     options.overrides.push_back({"sequence_parallel", "false"});
   options.foldLayers = true;
-  options.microbatches = 1;
   std::optional<CompiledModel> compiled = compileModel(options, diags);
   if (!compiled) {
     diags.note({}, "while pricing the serving engine's " + what);
@@ -139,18 +141,27 @@ std::optional<Sample> Sampler::run(CompileOptions options,
   return sample;
 }
 
-std::optional<Sample> Sampler::prefill(uint64_t tokens) {
+std::optional<Sample> Sampler::prefill(uint64_t tokens, bool overlapped) {
   CompileOptions options = base;
   options.mode = "prefill";
   options.overrides.push_back({"MB", "1"});
-  options.overrides.push_back({"S", std::to_string(tokens)});
+  // Two-batch overlap: the tokens in two halves, run overlapped.
+  options.twoBatchOverlap = overlapped;
+  options.microbatches = overlapped ? 2 : 1;
+  uint64_t perMicrobatch = overlapped ? (tokens + 1) / 2 : tokens;
+  options.overrides.push_back({"S", std::to_string(perMicrobatch)});
   return run(options, "prefill of " + llvm::Twine(tokens) +
-                          (tokens == 1 ? " token" : " tokens"));
+                          (tokens == 1 ? " token" : " tokens") +
+                          (overlapped ? " in two overlapped halves" : ""));
 }
 
 std::optional<Sample> Sampler::decode(uint64_t sequences, uint64_t context) {
   CompileOptions options = base;
   options.mode = "decode";
+  // Only attention is read off these: the sum of its kernels, overlapped
+  // or not.
+  options.twoBatchOverlap = false;
+  options.microbatches = 1;
   options.context = unsigned(context);
   options.overrides.push_back({"MB", std::to_string(sequences)});
   return run(options, "decode step of " + llvm::Twine(sequences) +
@@ -185,12 +196,19 @@ IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
     std::optional<Sample> sample = sampler.prefill(tokens);
     if (!sample)
       return std::nullopt;
+    // With two-batch overlap the body is the overlapped halves' (a single
+    // token is not split); attention stays the whole sequence's, whose
+    // second half attends to the first.
+    std::optional<Sample> body = sample;
+    if (base.twoBatchOverlap && tokens > 1)
+      body = sampler.prefill(tokens, /*overlapped=*/true);
+    if (!body)
+      return std::nullopt;
     double n = double(tokens);
     model.prefillAttention.add(n, sample->attentionMicros);
     model.top.add(n, sample->topMicros);
-    model.body.add(n, std::max(0.0, sample->stepMicros -
-                                        sample->attentionMicros -
-                                        sample->topMicros));
+    model.body.add(n, std::max(0.0, body->stepMicros - body->attentionMicros -
+                                        body->topMicros));
     model.weightBytes = sample->weights;
     if (tokens <= limits.maxBatchedTokens)
       activations = std::max(activations, sample->activations);

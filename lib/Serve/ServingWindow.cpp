@@ -70,10 +70,15 @@ const ProgramSet *PieceCompiler::compile(unsigned side,
   // parallelism, one micro-batch, and every node (a trace needs them all).
   if (hasSequenceParallel)
     options.overrides.push_back({"sequence_parallel", "false"});
-  options.microbatches = 1;
+  // Two-batch overlap splits an even count of sequences in two halves (the
+  // estimate also splits a prefill's tokens; a trace keeps sequences
+  // whole).
+  options.twoBatchOverlap &= sequences % 2 == 0;
+  options.microbatches = options.twoBatchOverlap ? 2 : 1;
   options.foldLayers = false;
   options.foldMicrobatches = false;
-  options.overrides.push_back({"MB", std::to_string(sequences)});
+  options.overrides.push_back(
+      {"MB", std::to_string(sequences / options.microbatches)});
   std::string what;
   if (decode) {
     options.mode = "decode";

@@ -39,6 +39,9 @@ CASES = [
     # A lone prefill of this MoE differs as much (stagec 115.3 ms, ASTRA-sim
     # 125.9 ms): the window adds no gap of its own.
     ("ep4-tp2-moe", "mixtral-8x7b.stg", ["--tp", "2", "--ep", "4"], 0.10),
+    # Two-batch overlap: each iteration's two halves in turns.
+    ("ep8-tbo-moe", "mixtral-8x7b.stg", ["--ep", "8", "--two-batch-overlap"],
+     0.10),
     # The pair fills one node: the caches cross NVLink.
     ("pair-tp4", "llama3-8b.stg", ["--prefill-pool", "1xtp4",
                                    "--decode-pool", "1xtp4"], 0.05),

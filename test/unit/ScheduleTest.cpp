@@ -89,6 +89,23 @@ TEST(ScheduleTest, InferenceRunsForwardsInOrder) {
             "F0 F1 F2");
 }
 
+TEST(ScheduleTest, TwoBatchOverlapPairsEachEvenForwardWithTheNext) {
+  auto paired = [](unsigned stage, unsigned numStages, unsigned microbatches,
+                   unsigned chunks = 1) {
+    std::vector<ScheduleStep> steps =
+        getStageSchedule(PipelineSchedule::OneFOneB, stage, numStages,
+                         microbatches, false, chunks);
+    overlapForwardPairs(steps);
+    return describe(steps, chunks > 1);
+  };
+  EXPECT_EQ(paired(0, 1, 2), "F0&F1");
+  // An odd count leaves the last alone.
+  EXPECT_EQ(paired(0, 1, 5), "F0&F1 F2&F3 F4");
+  EXPECT_EQ(paired(1, 2, 4), "F0&F1 F2&F3");
+  // With chunks, only forwards of one chunk pair up.
+  EXPECT_EQ(paired(0, 2, 4, 2), "F0.0&F1.0 F0.1&F1.1 F2.0&F3.0 F2.1&F3.1");
+}
+
 TEST(ScheduleTest, InterleavedMatchesMegatron) {
   // 4 stages, 2 chunks each, 8 micro-batches: stage 0 warms up with
   // (4-0-1)*2 + (2-1)*4 = 10 forward units, groups of 4 micro-batches per

@@ -374,6 +374,8 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
           : llvm::formatv("{0} x {1} (aggregated)", deployment.decode.instances,
                           deployment.decode.plan)
                 .str();
+  if (options.compile.twoBatchOverlap)
+    deploymentText += ", two-batch overlap";
   if (options.report) {
     llvm::outs() << "deployment: " << deploymentText << " on "
                  << system->name << "\n";

@@ -230,6 +230,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       "(low-latency for decode, normal otherwise, as SGLang's) or off "
       "(default: NCCL's all-to-all)")
       ->group(step);
+  app.add_flag("--two-batch-overlap", options.compile.twoBatchOverlap,
+               "prefill, decode and serve: split each step's batch into two "
+               "micro-batches that run overlapped, each one's expert "
+               "all-to-alls and tensor-parallel reductions beside the "
+               "other's compute (SGLang's --enable-two-batch-overlap)")
+      ->group(step);
   app.add_option("--memory-accounting", options.memoryAccounting,
                  "model state of mixed-precision training: megatron (fp32 "
                  "main gradients, 18 bytes a parameter; default) or zero "
@@ -413,6 +419,18 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     }
     options.compile.kvCacheType = parseElementType(kvCacheType);
   }
+  if (options.compile.twoBatchOverlap) {
+    if (options.compile.mode == "train") {
+      std::fprintf(stderr,
+                   "stagec: error: --two-batch-overlap overlaps the forwards "
+                   "of inference; in training, --schedule combined-1f1b "
+                   "overlaps a forward with another micro-batch's backward\n");
+      return 1;
+    }
+    // The step's batch in two.
+    if (!options.compile.microbatches)
+      options.compile.microbatches = 2 * pp;
+  }
   if (options.compile.context && options.compile.mode != "decode") {
     std::fprintf(stderr, "stagec: error: --context needs --mode decode\n");
     return 1;
@@ -513,6 +531,8 @@ StagecOptions::describe() const {
   given.push_back({"cp_comm_type", cpCommType});
   if (deepEpMode != "off")
     given.push_back({"deepep_mode", deepEpMode});
+  if (compile.twoBatchOverlap)
+    given.push_back({"two_batch_overlap", "true"});
   if (compile.distributedOptimizer)
     given.push_back({"overlap_param_gather", overlapParamGather});
   if (compile.distributedOptimizer)

@@ -78,6 +78,9 @@ struct CompileOptions {
   /// other's with the normal ones, as SGLang's `--deepep-mode auto`.
   enum class DeepEpMode { Off, Normal, LowLatency, Auto };
   DeepEpMode deepEpMode = DeepEpMode::Off;
+  /// `--two-batch-overlap`: inference runs its micro-batches in overlapped
+  /// pairs (InstantiateOptions::twoBatchOverlap).
+  bool twoBatchOverlap = false;
   /// Programs for the step estimate only (InstantiateOptions).
   bool foldMicrobatches = false;
   bool foldLayers = false;

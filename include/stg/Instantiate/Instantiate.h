@@ -95,6 +95,11 @@ struct InstantiateOptions {
   /// ParamGatherOverlap.cpp); false keeps them after the optimizer.
   bool overlapParamGather = false;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  /// Outside training, each pair of micro-batches (0 and 1, 2 and 3, ...)
+  /// runs as one overlapped step, each one's collectives beside the other's
+  /// compute (SGLang's two-batch overlap; overlapForwardPairs). Such
+  /// programs are built unfolded.
+  bool twoBatchOverlap = false;
   /// Builds the nodes of the first micro-batch and of the last one's
   /// backward (and, outside training, forward) only, and lets the other
   /// micro-batches' steps replay the first's: every step of one kind

@@ -58,7 +58,8 @@
 //           the other's compute. It holds one micro-batch (a chunk's, when
 //           interleaved) more than 1F1B.
 //
-// Inference runs only the forwards, in order.
+// Inference runs only the forwards, in order; with two-batch overlap, in
+// overlapped pairs (overlapForwardPairs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -169,6 +170,13 @@ std::vector<ScheduleStep> getStageSchedule(PipelineSchedule schedule,
                                            unsigned numMicrobatches,
                                            bool training,
                                            unsigned numChunks = 1);
+
+/// Marks, in an inference schedule, each odd micro-batch's forward that
+/// follows its even partner's forward as overlapping it: SGLang's two-batch
+/// overlap, which splits a serving step's batch in two so that each half's
+/// expert all-to-alls (and tensor-parallel reductions) run beside the
+/// other's compute.
+void overlapForwardPairs(std::vector<ScheduleStep> &steps);
 
 /// The most micro-batches whose activations `stage` holds at once, from a
 /// micro-batch's forward to the end of its backward (its W in a zero-bubble
