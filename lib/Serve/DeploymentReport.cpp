@@ -37,9 +37,11 @@ std::string stg::getDeploymentLabel(const DeploymentTable &table,
   if (deployment.prefill)
     label = getPoolLabel(table, *deployment.prefill) + " -> ";
   label += getPoolLabel(table, deployment.serve);
-  Precision precision = getPlan(table, deployment.serve).precision;
-  if (precision != Precision::BF16)
-    (label += ' ') += getPrecisionName(precision);
+  const InstancePlan &serve = getPlan(table, deployment.serve);
+  if (serve.precision != Precision::BF16)
+    (label += ' ') += getPrecisionName(serve.precision);
+  if (serve.twoBatchOverlap)
+    label += " tbo";
   return label;
 }
 
@@ -75,6 +77,8 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
   }
   if (serve.precision != Precision::BF16)
     os << " --precision " << getPrecisionName(serve.precision);
+  if (serve.twoBatchOverlap)
+    os << " --two-batch-overlap";
   os << " --max-batch " << run.maxBatch;
   // The engine's settings always: stagec's defaults may change.
   const ServingEngineSettings &engine = options.engine;
@@ -128,7 +132,9 @@ static llvm::json::Value getRunJSON(const DeploymentTable &table,
       {"kind", deployment.prefill ? "disaggregated" : "aggregated"},
       {"deployment", getDeploymentLabel(table, deployment)},
       {"gpus", int64_t(run.gpus)},
-      {"precision", getPrecisionName(getPlan(table, deployment.serve).precision)},
+      {"precision",
+       getPrecisionName(getPlan(table, deployment.serve).precision)},
+      {"two_batch_overlap", getPlan(table, deployment.serve).twoBatchOverlap},
       {"max_batch", int64_t(run.maxBatch)},
       {"max_batch_binding", run.maxBatchBinding},
       {"requests", int64_t(run.requests)},
@@ -221,17 +227,17 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
   llvm::json::Array plans;
   for (const InstancePlanResult &result : table.plans) {
     const InstancePlan &plan = result.plan;
-    llvm::json::Object entry{
-        {"plan", plan.getLabel()},
-        {"precision", getPrecisionName(plan.precision)},
-        {"tp", int64_t(plan.tp)},
-        {"pp", int64_t(plan.pp)},
-        {"ep", int64_t(plan.ep)},
-        {"gpus", int64_t(plan.getGPUs())},
-        {"status", result.failed        ? "failed"
-                   : result.fitsDecode  ? "fits"
-                   : result.fitsPrefill ? "prefill-only"
-                                        : "over-memory"}};
+    llvm::json::Object entry{{"plan", plan.getLabel()},
+                             {"precision", getPrecisionName(plan.precision)},
+                             {"two_batch_overlap", plan.twoBatchOverlap},
+                             {"tp", int64_t(plan.tp)},
+                             {"pp", int64_t(plan.pp)},
+                             {"ep", int64_t(plan.ep)},
+                             {"gpus", int64_t(plan.getGPUs())},
+                             {"status", result.failed        ? "failed"
+                                        : result.fitsDecode  ? "fits"
+                                        : result.fitsPrefill ? "prefill-only"
+                                                             : "over-memory"}};
     if (!result.failed) {
       entry["weight_bytes"] = int64_t(result.weightBytes);
       entry["kv_cache_bytes"] = result.kvBudgetBytes;
@@ -298,7 +304,7 @@ static std::string csvCell(llvm::StringRef text) {
 void stg::writeDeploymentsCSV(llvm::raw_ostream &os,
                               const DeploymentTable &table) {
   os << "rank,pareto,status,kind,deployment,gpus,instances,plan,"
-        "prefill_instances,prefill_plan,precision,max_batch,"
+        "prefill_instances,prefill_plan,precision,two_batch_overlap,max_batch,"
         "max_batch_binding,concurrency,request_rate,requests,"
         "ttft_ms_mean,ttft_ms_p50,ttft_ms_p90,ttft_ms_p99,"
         "tpot_ms_mean,tpot_ms_p50,tpot_ms_p90,tpot_ms_p99,e2e_latency_ms_p50,"
@@ -321,9 +327,10 @@ void stg::writeDeploymentsCSV(llvm::raw_ostream &os,
          << getPlan(table, *deployment.prefill).getLabel();
     else
       os << ",";
-    os << "," << getPrecisionName(getPlan(table, deployment.serve).precision)
-       << "," << run.maxBatch << ","
-       << (run.maxBatchBinding ? "true" : "false") << ",";
+    const InstancePlan &serve = getPlan(table, deployment.serve);
+    os << "," << getPrecisionName(serve.precision) << ","
+       << (serve.twoBatchOverlap ? "true" : "false") << "," << run.maxBatch
+       << "," << (run.maxBatchBinding ? "true" : "false") << ",";
     if (run.concurrency)
       os << *run.concurrency << ",";
     else
@@ -381,6 +388,8 @@ void stg::printDeploymentSummary(llvm::raw_ostream &os,
     std::string label = result.plan.getLabel();
     if (result.plan.precision != Precision::BF16)
       (label += ' ') += getPrecisionName(result.plan.precision);
+    if (result.plan.twoBatchOverlap)
+      label += " tbo";
     if (result.fitsDecode || result.fitsPrefill)
       fit += (fit.empty() ? "" : ", ") + label +
              (result.fitsDecode ? "" : " (prefill only)");

@@ -118,6 +118,7 @@ private:
     base.degrees = plan.getDegrees();
     if (plan.precision != Precision::BF16)
       base.precision = plan.precision;
+    base.twoBatchOverlap = plan.twoBatchOverlap;
     // As --precision fp16 does: tensors in fp16 unless --dtype says.
     if (plan.precision == Precision::FP16 && !options.base.elementType)
       base.elementType = ElementType::FP16;
@@ -219,25 +220,27 @@ void Search::addPlans(const ModelInfo &info) {
   if (eps.empty())
     eps = info.hasExperts ? powersOfTwo(budget) : std::vector<unsigned>{1};
   for (Precision precision : options.precisions)
-    for (unsigned ep : eps)
-      for (unsigned tp : tps) {
-        if (uint64_t(tp) * ep > budget)
-          continue;
-        if (!options.pp.empty()) {
-          for (unsigned pp : options.pp)
-            if (uint64_t(tp) * ep * pp <= budget)
-              table.plans.push_back(tryPlan({tp, pp, ep, precision}));
-          continue;
+    for (bool overlap : options.twoBatchOverlap)
+      for (unsigned ep : eps)
+        for (unsigned tp : tps) {
+          if (uint64_t(tp) * ep > budget || (overlap && ep == 1))
+            continue;
+          if (!options.pp.empty()) {
+            for (unsigned pp : options.pp)
+              if (uint64_t(tp) * ep * pp <= budget)
+                table.plans.push_back(
+                    tryPlan({tp, pp, ep, precision, overlap}));
+            continue;
+          }
+          // As deep a pipeline as memory needs: the least pp at which a
+          // whole request fits (a plan the compiler refuses ends the tp).
+          for (unsigned pp = 1;
+               pp <= info.layers && uint64_t(tp) * ep * pp <= budget; pp *= 2) {
+            table.plans.push_back(tryPlan({tp, pp, ep, precision, overlap}));
+            if (table.plans.back().fitsDecode || table.plans.back().failed)
+              break;
+          }
         }
-        // As deep a pipeline as memory needs: the least pp at which a
-        // whole request fits (a plan the compiler refuses ends the tp).
-        for (unsigned pp = 1;
-             pp <= info.layers && uint64_t(tp) * ep * pp <= budget; pp *= 2) {
-          table.plans.push_back(tryPlan({tp, pp, ep, precision}));
-          if (table.plans.back().fitsDecode || table.plans.back().failed)
-            break;
-        }
-      }
 }
 
 const IterationCostModel *Search::getModel(unsigned plan, uint64_t cap) {

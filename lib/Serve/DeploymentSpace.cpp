@@ -130,7 +130,8 @@ stg::enumerateDeployments(llvm::ArrayRef<InstancePlanResult> plans,
       continue;
     for (unsigned d = 0; d < plans.size(); ++d) {
       if (!plans[d].fitsDecode ||
-          plans[d].plan.precision != plans[p].plan.precision)
+          plans[d].plan.precision != plans[p].plan.precision ||
+          plans[d].plan.twoBatchOverlap != plans[p].plan.twoBatchOverlap)
         continue;
       unsigned prefillSize = plans[p].plan.getGPUs();
       unsigned decodeSize = plans[d].plan.getGPUs();

@@ -51,6 +51,7 @@ struct ServeSearchFlags {
   uint64_t inputTokens = 0, outputTokens = 0;
   std::vector<std::string> requestRates;
   std::vector<std::string> precisions{"bf16"};
+  std::vector<std::string> twoBatchOverlap{"off"};
   std::vector<std::string> deployments{"aggregated", "disaggregated"};
   std::string sloStatistic = "p50";
   unsigned top = 10, jobs = 0;
@@ -161,6 +162,13 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "recipes: bf16 (default), fp16, fp8, mxfp8, nvfp4")
       ->delimiter(',')
       ->check(CLI::IsMember({"bf16", "fp16", "fp8", "mxfp8", "nvfp4"}))
+      ->group(space);
+  app.add_option("--two-batch-overlap", flags.twoBatchOverlap,
+                 "off (default), on, or off,on: instances whose iterations "
+                 "run in two overlapped halves (stagec's "
+                 "--two-batch-overlap), tried on plans with ep > 1")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"off", "on"}))
       ->group(space);
   app.add_option("--max-batch", search.maxBatches,
                  "caps on the sequences an attention replica runs at once "
@@ -342,6 +350,10 @@ int stg::runServeSearch(int argc, char **argv) {
     if (!llvm::is_contained(search.precisions, precision))
       search.precisions.push_back(precision);
   }
+  search.twoBatchOverlap.clear();
+  for (bool overlap : {false, true})
+    if (llvm::is_contained(flags.twoBatchOverlap, overlap ? "on" : "off"))
+      search.twoBatchOverlap.push_back(overlap);
   search.jobs = flags.jobs ? flags.jobs
                            : llvm::hardware_concurrency().compute_thread_count();
 

@@ -1,4 +1,5 @@
-//===- DeploymentSearch.h - The best serving deployments ---------*- C++ -*-===//
+//===- DeploymentSearch.h - The best serving deployments ---------*- C++
+//-*-===//
 //
 // `stage-search --serve`: for a model, a cluster, a GPU budget and a
 // workload, every aggregated and disaggregated deployment, run at each
@@ -7,7 +8,8 @@
 // of tokens/s per GPU against tokens/s per user (docs/search.md, "Serving
 // deployments").
 //
-// The space: instance plans (tp, pp, ep, precision; pp only as deep as
+// The space: instance plans (tp, pp, ep, precision, two-batch overlap; pp
+// only as deep as
 // memory needs unless listed), and from them aggregated deployments (as
 // many instances as the budget holds) and disaggregated ones (x prefill
 // and y decode instances that leave fewer GPUs idle than either pool's
@@ -40,6 +42,9 @@ namespace stg {
 struct InstancePlan {
   unsigned tp = 1, pp = 1, ep = 1;
   Precision precision = Precision::BF16;
+  /// Each iteration in two overlapped halves (stagec's
+  /// --two-batch-overlap).
+  bool twoBatchOverlap = false;
 
   unsigned getGPUs() const { return tp * pp * ep; }
   /// `tp4`, `tp2pp2`, `tp1ep8` (as stagec's --prefill-pool spells a plan).
@@ -118,6 +123,9 @@ struct DeploymentSearchOptions {
   /// experts), pp the least power of two at which a request fits.
   std::vector<unsigned> tp, pp, ep;
   std::vector<Precision> precisions = {Precision::BF16};
+  /// Two-batch overlap off, on or both; on is tried only with ep > 1,
+  /// where there are exchanges between ranks to hide.
+  std::vector<bool> twoBatchOverlap = {false};
   std::vector<uint64_t> maxBatches = {256};
   bool aggregated = true, disaggregated = true;
 
@@ -175,7 +183,8 @@ struct DeploymentTable {
 
 /// Every maximal deployment of `plans` on `gpus` GPUs: aggregated ones
 /// from the plans that fit a whole request, disaggregated ones from a
-/// prefill plan and a decode plan of the same precision. In order: the
+/// prefill plan and a decode plan of the same precision and two-batch
+/// overlap (stagec sets both for the whole deployment). In order: the
 /// aggregated by plan, then the disaggregated by prefill plan, decode plan
 /// and prefill instances.
 std::vector<Deployment>

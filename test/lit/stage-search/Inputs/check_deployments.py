@@ -39,8 +39,10 @@ def main():
     assert table["generator"] == "stage-search" and table["search"] == "serve"
     assert len(rows) == len(runs), (len(rows), len(runs))
     budget = table["gpus"]
-    plans = {p["plan"] + " " + p["precision"]: p
-             for p in table["instance_plans"]}
+    def plan_key(plan, run):
+        return (plan, run["precision"], run["two_batch_overlap"])
+
+    plans = {plan_key(p["plan"], p): p for p in table["instance_plans"]}
 
     meets = [r for r in runs if r["status"] == "meets"]
     assert runs[:len(meets)] == meets, "the runs that meet come first"
@@ -57,16 +59,19 @@ def main():
         where = run["deployment"]
         for key in ("status", "deployment", "kind", "precision", "plan"):
             assert row[key] == str(run[key]), (key, row[key], run[key])
+        assert row["two_batch_overlap"] == (
+            "true" if run["two_batch_overlap"] else "false")
+        assert run["two_batch_overlap"] == ("tbo" in where.split()), where
         assert row["pareto"] == ("true" if run["pareto"] else "false")
         assert row["rank"] == str(run.get("rank", ""))
         assert row["max_batch"] == str(run["max_batch"])
         # The deployment: within the budget, nothing more fits.
-        serve = plans[run["plan"] + " " + run["precision"]]
+        serve = plans[plan_key(run["plan"], run)]
         assert serve["status"] == "fits", where
         used = run["instances"] * serve["gpus"]
         sizes = [serve["gpus"]]
         if run["kind"] == "disaggregated":
-            prefill = plans[run["prefill_plan"] + " " + run["precision"]]
+            prefill = plans[plan_key(run["prefill_plan"], run)]
             assert prefill["status"] in ("fits", "prefill-only"), where
             used += run["prefill_instances"] * prefill["gpus"]
             sizes.append(prefill["gpus"])
@@ -137,8 +142,10 @@ def main():
     checked = []
     disaggregated = [r for r in runs if r["kind"] == "disaggregated"
                      and r["status"] != "failed"]
+    overlapped = [r for r in runs if r["two_batch_overlap"]
+                  and r["status"] != "failed"]
     for run in ([runs[0]] if runs[0]["status"] != "failed" else []) \
-            + disaggregated[:1]:
+            + disaggregated[:1] + overlapped[:1]:
         with tempfile.TemporaryDirectory() as scratch:
             report = os.path.join(scratch, "report.json")
             subprocess.run([stagec, model] + shlex.split(run["stagec"])
@@ -154,7 +161,8 @@ def main():
         # A run's requests are those sent; stagec's, those measured.
         assert (serving["requests"] + serving.get("warmup_requests", 0)
                 == run["requests"]), run["deployment"]
-        checked.append(run["kind"])
+        checked.append(run["kind"] + (" tbo" if run["two_batch_overlap"]
+                                      else ""))
     print("stagec agrees:", " ".join(checked))
 
 
