@@ -1,5 +1,4 @@
-//===- DeploymentSearch.h - The best serving deployments ---------*- C++
-//-*-===//
+//===- DeploymentSearch.h - The best serving deployments ---------*- C++ -*-===//
 //
 // `stage-search --serve`: for a model, a cluster, a GPU budget and a
 // workload, every aggregated and disaggregated deployment, run at each
@@ -9,16 +8,16 @@
 // deployments").
 //
 // The space: instance plans (tp, pp, ep, precision, two-batch overlap; pp
-// only as deep as
-// memory needs unless listed), and from them aggregated deployments (as
-// many instances as the budget holds) and disaggregated ones (x prefill
-// and y decode instances that leave fewer GPUs idle than either pool's
-// instance takes), each under every batch cap. An instance's cost model
-// (IterationCostModel::build) depends on its plan and the engine's limits,
-// not on instance counts or the load: it is built once and shared by
-// every deployment and workload point. The runs are continuous-batching
-// simulations (simulateServing), in threads; a run depends on its inputs
-// alone, so the table is the same whatever the number of threads.
+// only as deep as memory needs unless listed), and from them aggregated
+// deployments (as many instances as the budget holds) and disaggregated
+// ones (x prefill and y decode instances that leave fewer GPUs idle than
+// either pool's instance takes), each under every batch cap. An instance's
+// cost model (IterationCostModel::build) depends on its plan and the
+// engine's limits, not on instance counts or the load: it is built once
+// and shared by every deployment and workload point. The runs are
+// continuous-batching simulations (simulateServing), in threads; a run
+// depends on its inputs alone, so the table is the same whatever the
+// number of threads.
 //
 //===----------------------------------------------------------------------===//
 
