@@ -25,6 +25,17 @@ static const InstancePlan &getPlan(const DeploymentTable &table,
   return table.plans[pool.plan].plan;
 }
 
+/// What a label adds after a plan: ` fp8` for a precision other than bf16,
+/// ` tbo` for two-batch overlap.
+static std::string getRecipeSuffix(const InstancePlan &plan) {
+  std::string suffix;
+  if (plan.precision != Precision::BF16)
+    (suffix += ' ') += getPrecisionName(plan.precision);
+  if (plan.twoBatchOverlap)
+    suffix += " tbo";
+  return suffix;
+}
+
 static std::string getPoolLabel(const DeploymentTable &table,
                                 const PoolChoice &pool) {
   return std::to_string(pool.instances) + "x" +
@@ -37,12 +48,7 @@ std::string stg::getDeploymentLabel(const DeploymentTable &table,
   if (deployment.prefill)
     label = getPoolLabel(table, *deployment.prefill) + " -> ";
   label += getPoolLabel(table, deployment.serve);
-  const InstancePlan &serve = getPlan(table, deployment.serve);
-  if (serve.precision != Precision::BF16)
-    (label += ' ') += getPrecisionName(serve.precision);
-  if (serve.twoBatchOverlap)
-    label += " tbo";
-  return label;
+  return label + getRecipeSuffix(getPlan(table, deployment.serve));
 }
 
 std::string stg::getStagecFlags(const DeploymentTable &table,
@@ -126,15 +132,15 @@ static llvm::json::Value getRunJSON(const DeploymentTable &table,
                                     const DeploymentRun &run,
                                     const DeploymentSearchOptions &options) {
   const Deployment &deployment = run.deployment;
+  const InstancePlan &serve = getPlan(table, deployment.serve);
   llvm::json::Object row{
       {"status", getStatusName(run.status)},
       {"pareto", run.pareto},
       {"kind", deployment.prefill ? "disaggregated" : "aggregated"},
       {"deployment", getDeploymentLabel(table, deployment)},
       {"gpus", int64_t(run.gpus)},
-      {"precision",
-       getPrecisionName(getPlan(table, deployment.serve).precision)},
-      {"two_batch_overlap", getPlan(table, deployment.serve).twoBatchOverlap},
+      {"precision", getPrecisionName(serve.precision)},
+      {"two_batch_overlap", serve.twoBatchOverlap},
       {"max_batch", int64_t(run.maxBatch)},
       {"max_batch_binding", run.maxBatchBinding},
       {"requests", int64_t(run.requests)},
@@ -385,11 +391,7 @@ void stg::printDeploymentSummary(llvm::raw_ostream &os,
 
   std::string fit, left;
   for (const InstancePlanResult &result : table.plans) {
-    std::string label = result.plan.getLabel();
-    if (result.plan.precision != Precision::BF16)
-      (label += ' ') += getPrecisionName(result.plan.precision);
-    if (result.plan.twoBatchOverlap)
-      label += " tbo";
+    std::string label = result.plan.getLabel() + getRecipeSuffix(result.plan);
     if (result.fitsDecode || result.fitsPrefill)
       fit += (fit.empty() ? "" : ", ") + label +
              (result.fitsDecode ? "" : " (prefill only)");
