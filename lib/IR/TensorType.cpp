@@ -58,6 +58,11 @@ const Axis *Axis::resolve() const {
   return alias ? alias->resolve() : this;
 }
 
+bool Axis::mayReplicate(const Expr &extent) const {
+  return llvm::any_of(replicatedExtents,
+                      [&](const Expr &e) { return e.is_equal(extent); });
+}
+
 //===----------------------------------------------------------------------===//
 // Distribution
 //===----------------------------------------------------------------------===//
@@ -127,10 +132,16 @@ bool Distribution::operator==(const Distribution &other) const {
 
 Expr TensorType::getLocalDim(unsigned i) const {
   Expr extent = shape[i];
+  bool replicable = false;
   // An alias runs on its target's ranks, so it divides by the target degree.
   for (const Axis *axis : distribution.getPartition(i))
-    if (const Axis *ranks = axis->resolve())
+    if (const Axis *ranks = axis->resolve()) {
       extent = extent / ranks->degree;
+      replicable = replicable || ranks->mayReplicate(shape[i]);
+    }
+  // Four key/value heads over tp = 8 are one a rank, not half of one.
+  if (replicable)
+    extent = *makeFunction("max", {extent, 1});
   return extent;
 }
 

@@ -14,6 +14,9 @@
 //
 // The result is a graph where every value has a layout and every layout
 // change is an explicit `layout` op, which `match-collectives` lowers.
+// Last, each axis that splits grouped-query attention's key/value heads
+// learns their extent: where it outnumbers them, a rank holds one whole
+// head rather than a fraction (Axis::replicatedExtents).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +40,9 @@ private:
   void distributeGraph(Graph &graph);
   void distributeOp(Op &op, Graph &graph);
   void distributeRepeat(Op &op);
+  /// Lets each axis that splits grouped-query attention's key/value heads
+  /// replicate them where it outnumbers them (Axis::replicatedExtents).
+  void markReplicatedKeyHeads(Graph &graph);
   /// Returns `value` in layout `dist`, reusing an earlier conversion.
   Value *relayout(Value *value, const Distribution &dist, Op &consumer,
                   Graph &graph);
@@ -91,7 +97,28 @@ LogicalResult DistributePass::run(Module &m, DiagnosticEngine &d) {
   }
   unsigned errorsBefore = d.getNumErrors();
   distributeGraph(*model);
+  markReplicatedKeyHeads(*model);
   return success(d.getNumErrors() == errorsBefore);
+}
+
+void DistributePass::markReplicatedKeyHeads(Graph &graph) {
+  graph.walk([&](Op &op) {
+    if (op.getKind() != OpKind::Attention)
+      return;
+    const TensorType &queries = op.getOperand(0)->getType();
+    const TensorType &keys = op.getOperand(1)->getType();
+    unsigned rank = queries.getRank();
+    if (rank < 3 || keys.getRank() != rank)
+      return;
+    const Expr &keyHeads = keys.getDim(rank - 2);
+    if (keyHeads.is_equal(queries.getDim(rank - 2)))
+      return; // One key head a query head: they split alike.
+    for (const Axis *axis : keys.getDistribution().getPartition(rank - 2))
+      if (const Axis *ranks = axis->resolve())
+        if (!ranks->mayReplicate(keyHeads))
+          module->lookupAxis(ranks->name)->replicatedExtents.push_back(
+              keyHeads);
+  });
 }
 
 std::optional<Distribution> DistributePass::resolved(const Value *value,

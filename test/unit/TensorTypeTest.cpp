@@ -73,6 +73,27 @@ TEST_F(TensorTypeTest, LocalExtentsDivideByActiveAxesOnly) {
                                                   sym("D") / sym("dp")));
 }
 
+TEST_F(TensorTypeTest, ReplicatedExtentsKeepOneWholeOnARank) {
+  // Key/value heads over tp and over sp (an alias of tp): a rank holds
+  // KVH/tp of them, or one whole where tp outnumbers them; D still divides.
+  module.addDim("KVH", {});
+  Expr heads = sym("KVH");
+  tp->replicatedExtents.push_back(heads);
+  for (Axis *axis : {tp, sp}) {
+    Distribution dist(2);
+    dist.addPartition(0, axis);
+    dist.addPartition(1, axis);
+    TensorType type(ElementType::BF16, {heads, sym("D")}, dist);
+    Expr local = type.getLocalDim(0);
+    GiNaC::exmap fewer{{heads, 4}, {tp->degree, 8}},
+        more{{heads, 16}, {tp->degree, 8}};
+    EXPECT_TRUE(local.subs(fewer).is_equal(1));
+    EXPECT_TRUE(local.subs(more).is_equal(2));
+    EXPECT_TRUE(type.getLocalDim(1).is_equal(sym("D") / tp->degree));
+  }
+  EXPECT_FALSE(dp->mayReplicate(heads));
+}
+
 TEST_F(TensorTypeTest, EqualityComparesShapeAndLayout) {
   EXPECT_EQ(activation(false), activation(false));
   EXPECT_NE(activation(false), activation(true));

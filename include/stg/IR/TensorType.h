@@ -44,9 +44,15 @@ struct Axis {
   /// The degree, once the mesh is known (`--set tp=8`, `stagec --tp 8`);
   /// unset means 1. Aliases take their target's.
   std::optional<long long> size;
+  /// Extents this axis may outnumber, every rank then holding one whole:
+  /// grouped-query attention's key/value heads, replicated where tp exceeds
+  /// them (vLLM; check-divisibility allows it). Set by `distribute`.
+  llvm::SmallVector<Expr, 1> replicatedExtents;
 
   /// The axis whose ranks this one runs on, or null when it is inactive.
   const Axis *resolve() const;
+  /// Whether a rank holds at least one of `extent` when this axis splits it.
+  bool mayReplicate(const Expr &extent) const;
 };
 
 /// The per-axis layout of a tensor.
