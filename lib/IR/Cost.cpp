@@ -227,6 +227,16 @@ Expr stg::getCastBytes(const Op &op) {
   return bytes;
 }
 
+/// Whether `operand` is an attention's values that are a slice of its keys
+/// (kv-cache's shared key cache): read with the keys, not again.
+static bool readsWithKeys(const Op &op, const Value &operand) {
+  if (op.getKind() != OpKind::Attention || &operand != op.getOperand(2))
+    return false;
+  const Op *def = operand.getDefiningOp();
+  return def && def->getKind() == OpKind::Slice &&
+         def->getOperand(0) == op.getOperand(1);
+}
+
 Expr stg::getBytesAccessed(const Op &op) {
   // A custom kernel's bytes are what its author wrote, when written.
   if (op.getKind() == OpKind::Custom && !op.getAttr("bytes")->expr.is_zero())
@@ -245,7 +255,8 @@ Expr stg::getBytesAccessed(const Op &op) {
     bytes = getLocalBytes(*op.getOperand(0)) + getLocalBytes(*op.getResult());
   } else {
     for (const Value *operand : op.getOperands())
-      bytes = bytes + getLocalBytes(*operand);
+      if (!readsWithKeys(op, *operand))
+        bytes = bytes + getLocalBytes(*operand);
   }
   for (const Value *result : op.getResults())
     bytes = bytes + getLocalBytes(*result);

@@ -19,6 +19,11 @@ bool stg::isElided(const Op &op) {
   case OpKind::Shard:
   case OpKind::DropoutMask: // Written by its dropout's kernel.
     return true;
+  case OpKind::Slice: {
+    // Part of a cache is read in place (kv-cache's shared key cache).
+    const Op *def = op.getOperand(0)->getDefiningOp();
+    return def && def->getKind() == OpKind::State;
+  }
   default:
     return false;
   }

@@ -132,7 +132,8 @@ void forEachInstanceOnStage(const Module &module, const Placement &placement,
                             llvm::function_ref<void(const Op &, int)> fn);
 
 /// True for ops that emit no node: declarations, yields, repeats, layouts,
-/// reshapes and local slices (views of data the rank already holds).
+/// reshapes, local slices and slices of a cache (views of data the rank
+/// already holds).
 bool isElided(const Op &op);
 
 } // namespace stg

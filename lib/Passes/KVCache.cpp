@@ -18,7 +18,10 @@
 // values are still computed (they are appended to the cache); the cache is
 // counted as per-rank state memory. The model's option `kv_cache_dtype`
 // (`--kv-cache-dtype fp8`, as serving engines quantize the cache) stores
-// the keys and values in that type; the attention reads them so.
+// the keys and values in that type; the attention reads them so. Where an
+// attention's values are its keys' leading channels (absorbed MLA: keys
+// [latent | RoPE key], values the latent), the values are a slice of the
+// key cache, read in place, as FlashMLA keeps one cache of 576 a token.
 //
 // No decode step needs more keys than the attention has at the full
 // context (its keys with the sequence dim at CTX): a cache larger than
@@ -66,6 +69,12 @@ private:
                    const Expr &positions, llvm::StringRef suffix,
                    std::optional<ElementType> type = std::nullopt);
   Value *makeCache(Op &attention, unsigned operand, const Expr &context);
+  /// Reads the attention's values from the leading channels of its key
+  /// cache `keys`, as FlashMLA does, rather than from a cache of their own.
+  void shareKeyCache(Op &attention, Value &keys);
+  /// Makes `replacement` the attention's operand `operand`, dropping a
+  /// layout change that fed only it.
+  void replaceOperand(Op &attention, unsigned operand, Value *replacement);
   /// Fails, at the attention, if a cache of `positions` would hold more
   /// than its keys at the full context (the sequence dim at `context`);
   /// runs once the sequence dim is 1.
@@ -119,7 +128,14 @@ Value *KVCachePass::makeCache(Op &attention, unsigned operand,
   Value *cache = makeState(attention, *original,
                            getAttentionSequenceDim(original->getType()),
                            context, ".cache", cacheType);
-  attention.setOperand(operand, cache);
+  replaceOperand(attention, operand, cache);
+  return cache;
+}
+
+void KVCachePass::replaceOperand(Op &attention, unsigned operand,
+                                 Value *replacement) {
+  Value *original = attention.getOperand(operand);
+  attention.setOperand(operand, replacement);
   // A layout change that only fed this operand goes with it.
   Op *def = original->getDefiningOp();
   bool used = false;
@@ -129,7 +145,53 @@ Value *KVCachePass::makeCache(Op &attention, unsigned operand,
   });
   if (def && def->getKind() == OpKind::Layout && !used)
     def->getParent()->eraseOp(def);
-  return cache;
+}
+
+/// `value` before any layout change.
+static const Value *skipLayouts(const Value *value) {
+  while (const Op *def = value->getDefiningOp()) {
+    if (def->getKind() != OpKind::Layout)
+      break;
+    value = def->getOperand(0);
+  }
+  return value;
+}
+
+/// Whether the attention's values are the leading channels of its keys:
+/// keys that concatenate the values with more channels along their last
+/// dimension, as absorbed MLA's [latent | RoPE key] keys and latent values.
+static bool valuesLeadKeys(const Op &attention) {
+  const Value *keys = skipLayouts(attention.getOperand(1));
+  const Op *concat = keys->getDefiningOp();
+  if (!concat || concat->getKind() != OpKind::Concat)
+    return false;
+  int64_t dim = getIntegerValue(concat->getAttr("dim")->expr).value_or(-1);
+  unsigned rank = keys->getType().getRank();
+  return (dim == int64_t(rank) - 1 || dim == -1) &&
+         skipLayouts(concat->getOperand(0)) ==
+             skipLayouts(attention.getOperand(2));
+}
+
+void KVCachePass::shareKeyCache(Op &attention, Value &keys) {
+  Value *values = attention.getOperand(2);
+  const TensorType &keyType = keys.getType();
+  unsigned last = keyType.getRank() - 1;
+  Expr channels = values->getType().getDim(last);
+  llvm::SmallVector<Expr, 4> shape(keyType.getShape().begin(),
+                                   keyType.getShape().end());
+  shape[last] = channels;
+  Graph &graph = *attention.getParent();
+  Op *view = graph.createOpBefore(&attention, OpKind::Slice, attention.getLoc());
+  view->addOperand(&keys);
+  view->setAttr("dim", Attribute::getExpr(AttrKind::Int, int(last)));
+  view->setAttr("size", Attribute::getExpr(AttrKind::Expr, channels));
+  view->setAttr("offset", Attribute::getExpr(AttrKind::Expr, 0));
+  const Value *named = skipLayouts(values);
+  Value *cache = graph.createResult(
+      view, module->makeUniqueName(named->getName().str() + ".cache"));
+  cache->setType(TensorType(keyType.getElementType(), shape,
+                            keyType.getDistribution()));
+  replaceOperand(attention, 2, cache);
 }
 
 LogicalResult KVCachePass::checkCacheBound(const Op &attention,
@@ -330,8 +392,12 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
     }
     if (failed(checkCacheBound(*attention, positions, context->symbol, diags)))
       return failure();
-    makeCache(*attention, 1, positions);
-    makeCache(*attention, 2, positions);
+    bool shared = valuesLeadKeys(*attention);
+    Value *keys = makeCache(*attention, 1, positions);
+    if (shared)
+      shareKeyCache(*attention, *keys);
+    else
+      makeCache(*attention, 2, positions);
     attention->setAttr("mask", Attribute::getText(AttrKind::Ident, "none"));
   }
   for (const auto *ops : {&scans, &convs})

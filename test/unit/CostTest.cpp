@@ -205,6 +205,39 @@ TEST(CostTest, UnfusedAttentionMovesItsScores) {
   EXPECT_TRUE(sameExpr(getFlops(*attentions[1]), getFlops(*attentions[0])));
 }
 
+// Absorbed MLA's decode: the values are the keys' leading channels, so the
+// kv-cache pass keeps one cache, the values a slice of it, and the attention
+// reads the cache once (FlashMLA's 576 channels a token, not 576 + 512).
+TEST(CostTest, ValuesSlicedFromTheKeyCacheAreReadWithTheKeys) {
+  auto module = build(R"(
+    dim B = 2, S = 100, H = 4, E = 16, R = 4;
+    model m {
+      q: [B, S, H, E + R] = input();
+      latent: [B, S, 1, E] = input();
+      rope: [B, S, 1, R] = input();
+      k = concat[3](latent, rope);
+      o = attention[causal](q, k, latent);
+    }
+  )", "shape-infer,distribute,kv-cache");
+  ASSERT_TRUE(module);
+  const Op *attention = nullptr;
+  unsigned states = 0;
+  module->getModel()->walk([&](Op &op) {
+    if (op.getKind() == OpKind::Attention)
+      attention = &op;
+    states += op.getKind() == OpKind::State;
+  });
+  ASSERT_TRUE(attention);
+  EXPECT_EQ(states, 1u);
+  const Op *values = attention->getOperand(2)->getDefiningOp();
+  ASSERT_EQ(values->getKind(), OpKind::Slice);
+  EXPECT_EQ(values->getOperand(0), attention->getOperand(1));
+  // bf16: the query (1 x 4 x 20) and the result (1 x 4 x 16) of each
+  // sequence, and its 100 cached positions of 20 channels, once.
+  Expr bytes = module->bindAll(getBytesAccessed(*attention)).value();
+  EXPECT_TRUE(sameExpr(bytes, Expr(2 * 2 * (4 * 20 + 4 * 16 + 100 * 20))));
+}
+
 } // namespace
 
 namespace {
