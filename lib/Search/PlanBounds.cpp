@@ -194,16 +194,22 @@ void forEachStageLayer(const std::vector<unsigned> &chunks, const Plan &plan,
 /// one layer a stage, one micro-batch in flight (GPipe over one): the
 /// first and last layer with the work before and after the layers, as
 /// their stages hold it in any split. Nothing where the split does not
-/// come out one layer a stage or the model is too deep to split so.
+/// come out one layer a stage or the model is too deep to split so. With
+/// `tensorParallel`, over tp 2 without sequence parallelism.
 std::optional<std::vector<double>>
 readLayerActivations(const CompileOptions &base, llvm::StringRef recompute,
-                     unsigned layers) {
+                     unsigned layers, bool tensorParallel = false) {
   if (layers < 2 || layers > 256)
     return std::nullopt;
   CompileOptions options = getOneGPUOptions(base, recompute);
-  for (auto &[axis, degree] : options.degrees)
+  for (auto &[axis, degree] : options.degrees) {
     if (axis == "pp")
       degree = layers;
+    if (axis == "tp" && tensorParallel)
+      degree = 2;
+  }
+  if (tensorParallel)
+    options.overrides.push_back({"sequence_parallel", "false"});
   options.schedule = PipelineSchedule::GPipe;
   std::optional<CompiledModel> compiled[2];
   std::string errors;
@@ -438,8 +444,23 @@ stg::readModelBounds(const CompileOptions &base,
     bounds.activationsPerSequence[mode] = std::max(
         0.0, double(compiled[1]->programs.stages[0].memory.activations) -
                  double(compiled[0]->programs.stages[0].memory.activations));
-    if (std::optional<std::vector<double>> layers =
-            readLayerActivations(base, mode, shape.layers))
+    std::optional<std::vector<double>> layers =
+        readLayerActivations(base, mode, shape.layers);
+    // Without sequence parallelism, a layer's activations are a part tp
+    // splits and a part every tp rank holds whole (a + b / tp): tp 2 gives
+    // a = 2 x (what tp 2 saves) - (what one GPU saves).
+    std::optional<std::vector<double>> halves =
+        layers && shape.hasSequenceParallel
+            ? readLayerActivations(base, mode, shape.layers, true)
+            : std::nullopt;
+    if (halves) {
+      std::vector<double> &whole = bounds.layerReplicatedPerSequence[mode];
+      whole.resize(shape.layers);
+      for (unsigned layer = 0; layer < shape.layers; ++layer)
+        whole[layer] = std::clamp(2 * (*halves)[layer] - (*layers)[layer],
+                                  0.0, (*layers)[layer]);
+    }
+    if (layers)
       bounds.layerActivationsPerSequence[mode] = std::move(*layers);
     if (mode == "none") {
       const Module &module = *compiled[0]->module;
@@ -496,10 +517,17 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
   // layer's activations.
   auto layerActivations =
       bounds.layerActivationsPerSequence.find(plan.recompute);
+  auto replicated = bounds.layerReplicatedPerSequence.find(plan.recompute);
+  bool replicates = !plan.sequenceParallel && plan.getDegree("tp") > 1 &&
+                    replicated != bounds.layerReplicatedPerSequence.end();
   if (layerActivations != bounds.layerActivationsPerSequence.end()) {
     std::vector<double> stageActivations(stages);
     forEachStageLayer(*chunks, plan, [&](unsigned stage, unsigned layer) {
-      stageActivations[stage] += layerActivations->second[layer] * perSequence;
+      double bytes = layerActivations->second[layer] * perSequence;
+      if (replicates) // What tp does not split, over cp alone.
+        bytes += replicated->second[layer] * perSequence *
+                 (plan.getDegree("tp") - 1);
+      stageActivations[stage] += bytes;
     });
     for (unsigned stage = 0; stage < stages; ++stage)
       stageBytes[stage] += uint64_t(

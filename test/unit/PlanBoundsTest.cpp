@@ -36,6 +36,12 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
     llvm::Expected<ModelBounds> bounds =
         readModelBounds(base, options.recompute, facts.shape);
     ASSERT_TRUE(bool(bounds)) << llvm::toString(bounds.takeError());
+    // Without sequence parallelism every tp rank holds the norms' inputs
+    // and the residual stream whole: a part tp does not split.
+    for (const auto &[mode, layers] : bounds->layerReplicatedPerSequence)
+      EXPECT_GT(layers.front(), 0) << mode;
+    EXPECT_EQ(bounds->layerReplicatedPerSequence.size(),
+              bounds->layerActivationsPerSequence.size());
     PlanEvaluator evaluator(base, system, facts, options.globalBatch,
                             72'000'000'000);
     unsigned priced = 0, memoryBounded = 0;

@@ -10,7 +10,9 @@
 //    accounting, 12 bytes per stepped element) for the layers each stage
 //    holds and the embedding and head of the first and last stage, with
 //    each stage's layers' activations times the micro-batches its schedule
-//    holds, and at least the stages' average (bf16 and fp16 recipes);
+//    holds (without sequence parallelism, the part tp does not split
+//    whole on every tp rank), and at least the stages' average (bf16 and
+//    fp16 recipes);
 //    whatever cannot be attributed for certain counts nothing;
 //  - step: each compute node runs no faster than its FLOPs at the device's
 //    best rate (its highest peak of the plan's precisions times its highest
@@ -96,6 +98,9 @@ struct ModelBounds {
   /// first and last layer with what runs before and after the layers), by
   /// the recomputation (empty: none read).
   std::map<std::string, std::vector<double>> layerActivationsPerSequence;
+  /// The part of those that tp splits not without sequence parallelism
+  /// (what every tp rank then holds whole), read at tp 2 (empty: none).
+  std::map<std::string, std::vector<double>> layerReplicatedPerSequence;
   /// The model sets a precision option of its own: any peak may apply.
   bool ownPrecision = false;
 };
