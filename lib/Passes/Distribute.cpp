@@ -116,8 +116,8 @@ void DistributePass::markReplicatedKeyHeads(Graph &graph) {
     for (const Axis *axis : keys.getDistribution().getPartition(rank - 2))
       if (const Axis *ranks = axis->resolve())
         if (!ranks->mayReplicate(keyHeads))
-          module->lookupAxis(ranks->name)->replicatedExtents.push_back(
-              keyHeads);
+          module->lookupAxis(ranks->name)
+              ->replicatedExtents.push_back(keyHeads);
   });
 }
 

@@ -181,7 +181,8 @@ void KVCachePass::shareKeyCache(Op &attention, Value &keys) {
                                    keyType.getShape().end());
   shape[last] = channels;
   Graph &graph = *attention.getParent();
-  Op *view = graph.createOpBefore(&attention, OpKind::Slice, attention.getLoc());
+  Op *view =
+      graph.createOpBefore(&attention, OpKind::Slice, attention.getLoc());
   view->addOperand(&keys);
   view->setAttr("dim", Attribute::getExpr(AttrKind::Int, int(last)));
   view->setAttr("size", Attribute::getExpr(AttrKind::Expr, channels));
@@ -189,8 +190,8 @@ void KVCachePass::shareKeyCache(Op &attention, Value &keys) {
   const Value *named = skipLayouts(values);
   Value *cache = graph.createResult(
       view, module->makeUniqueName(named->getName().str() + ".cache"));
-  cache->setType(TensorType(keyType.getElementType(), shape,
-                            keyType.getDistribution()));
+  cache->setType(
+      TensorType(keyType.getElementType(), shape, keyType.getDistribution()));
   replaceOperand(attention, 2, cache);
 }
 

@@ -457,8 +457,8 @@ stg::readModelBounds(const CompileOptions &base,
       std::vector<double> &whole = bounds.layerReplicatedPerSequence[mode];
       whole.resize(shape.layers);
       for (unsigned layer = 0; layer < shape.layers; ++layer)
-        whole[layer] = std::clamp(2 * (*halves)[layer] - (*layers)[layer],
-                                  0.0, (*layers)[layer]);
+        whole[layer] = std::clamp(2 * (*halves)[layer] - (*layers)[layer], 0.0,
+                                  (*layers)[layer]);
     }
     if (layers)
       bounds.layerActivationsPerSequence[mode] = std::move(*layers);
