@@ -98,8 +98,8 @@ struct ModelBounds {
   /// first and last layer with what runs before and after the layers), by
   /// the recomputation (empty: none read).
   std::map<std::string, std::vector<double>> layerActivationsPerSequence;
-  /// The part of those that tp splits not without sequence parallelism
-  /// (what every tp rank then holds whole), read at tp 2 (empty: none).
+  /// The part of those that tp does not split without sequence
+  /// parallelism (every tp rank holds it whole), read at tp 2 (empty: none).
   std::map<std::string, std::vector<double>> layerReplicatedPerSequence;
   /// The model sets a precision option of its own: any peak may apply.
   bool ownPrecision = false;
