@@ -24,7 +24,7 @@ llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
       ++bounded.pruned[MemoryBoundReason];
       continue;
     }
-    stepBound[index] = getStepLowerBound(bounds, plans[index], options.device);
+    stepBound[index] = getStepLowerBound(bounds, plans[index], options.system);
     order.push_back(index);
   }
   // Ties keep the plans' order: the batches are the same on every run.

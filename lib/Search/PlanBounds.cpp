@@ -15,6 +15,9 @@
 
 #include "stg/IR/Graph.h"
 #include "stg/IR/Module.h"
+#include "stg/Instantiate/Mesh.h"
+#include "stg/Perf/StepEstimate.h"
+#include "stg/Perf/System.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -190,26 +193,35 @@ void forEachStageLayer(const std::vector<unsigned> &chunks, const Plan &plan,
       fn(getChunkStage(placement, chunk, stages), layer);
 }
 
-/// The activation bytes each layer saves per sequence, from the model split
-/// one layer a stage, one micro-batch in flight (GPipe over one): the
-/// first and last layer with the work before and after the layers, as
-/// their stages hold it in any split. Nothing where the split does not
-/// come out one layer a stage or the model is too deep to split so. With
-/// `tensorParallel`, over tp 2 without sequence parallelism.
-std::optional<std::vector<double>>
-readLayerActivations(const CompileOptions &base, llvm::StringRef recompute,
-                     unsigned layers, bool tensorParallel = false) {
+/// What each layer saves and moves per sequence (readLayers).
+struct LayerReading {
+  std::vector<double> activations;
+  /// The bytes of its forward and backward collectives over tp, by kind.
+  std::vector<Bounds::CollectiveBytes> tensorParallelBytes;
+};
+
+/// What each layer saves and moves per sequence, from the model split one
+/// layer a stage, one micro-batch in flight (GPipe over one): the first
+/// and last layer with the work before and after the layers, as their
+/// stages hold it in any split. Nothing where the split does not come out
+/// one layer a stage or the model is too deep to split so. Over `tp`
+/// ranks a stage, with `sequenceParallel` set where given.
+std::optional<LayerReading>
+readLayers(const CompileOptions &base, llvm::StringRef recompute,
+           unsigned layers, unsigned tp = 1,
+           std::optional<bool> sequenceParallel = {}) {
   if (layers < 2 || layers > 256)
     return std::nullopt;
   CompileOptions options = getOneGPUOptions(base, recompute);
   for (auto &[axis, degree] : options.degrees) {
     if (axis == "pp")
       degree = layers;
-    if (axis == "tp" && tensorParallel)
-      degree = 2;
+    if (axis == "tp")
+      degree = tp;
   }
-  if (tensorParallel)
-    options.overrides.push_back({"sequence_parallel", "false"});
+  if (sequenceParallel)
+    options.overrides.push_back(
+        {"sequence_parallel", *sequenceParallel ? "true" : "false"});
   options.schedule = PipelineSchedule::GPipe;
   std::optional<CompiledModel> compiled[2];
   std::string errors;
@@ -217,13 +229,29 @@ readLayerActivations(const CompileOptions &base, llvm::StringRef recompute,
       compiled[0]->programs.stages.size() != layers ||
       compiled[1]->programs.stages.size() != layers)
     return std::nullopt;
-  std::vector<double> perSequence(layers);
-  for (unsigned layer = 0; layer < layers; ++layer)
-    perSequence[layer] = std::max(
-        0.0,
-        double(compiled[1]->programs.stages[layer].memory.activations) -
-            double(compiled[0]->programs.stages[layer].memory.activations));
-  return perSequence;
+  LayerReading reading;
+  reading.activations.resize(layers);
+  reading.tensorParallelBytes.resize(layers);
+  int tpAxis = compiled[0]->programs.mesh.findAxis("tp");
+  for (unsigned layer = 0; layer < layers; ++layer) {
+    const StageProgram *stages[2] = {&compiled[0]->programs.stages[layer],
+                                     &compiled[1]->programs.stages[layer]};
+    reading.activations[layer] =
+        std::max(0.0, double(stages[1]->memory.activations) -
+                          double(stages[0]->memory.activations));
+    if (tpAxis < 0)
+      continue;
+    for (int sequences : {0, 1})
+      for (const ProgramNode &node : stages[sequences]->nodes)
+        if (node.kind == ProgramNodeKind::Collective &&
+            node.group == AxisMask(1u << tpAxis) && node.layer == int(layer) &&
+            (node.phase == Phase::Forward || node.phase == Phase::Backward))
+          reading.tensorParallelBytes[layer][unsigned(node.commType)] +=
+              (sequences ? 1.0 : -1.0) * double(node.commBytes);
+    for (double &bytes : reading.tensorParallelBytes[layer])
+      bytes = std::max(0.0, bytes);
+  }
+  return reading;
 }
 
 /// FLOPs of the forward and backward per layer (and of the rest) of one
@@ -444,24 +472,36 @@ stg::readModelBounds(const CompileOptions &base,
     bounds.activationsPerSequence[mode] = std::max(
         0.0, double(compiled[1]->programs.stages[0].memory.activations) -
                  double(compiled[0]->programs.stages[0].memory.activations));
-    std::optional<std::vector<double>> layers =
-        readLayerActivations(base, mode, shape.layers);
-    // Without sequence parallelism, a layer's activations are a part tp
-    // splits and a part every tp rank holds whole (a + b / tp): tp 2 gives
-    // a = 2 x (what tp 2 saves) - (what one GPU saves).
-    std::optional<std::vector<double>> halves =
-        layers && shape.hasSequenceParallel
-            ? readLayerActivations(base, mode, shape.layers, true)
-            : std::nullopt;
-    if (halves) {
+    std::optional<LayerReading> layers = readLayers(base, mode, shape.layers);
+    if (layers)
+      bounds.layerActivationsPerSequence[mode] = layers->activations;
+    // The split again over tp 2, with sequence parallelism and without
+    // where the model has the switch: the collectives tp adds, and without
+    // sequence parallelism the activations it leaves whole.
+    for (bool sequenceParallel : {true, false}) {
+      std::optional<bool> setting;
+      if (shape.hasSequenceParallel)
+        setting = sequenceParallel;
+      else if (sequenceParallel)
+        continue;
+      std::optional<LayerReading> halves;
+      if (!layers ||
+          !(halves = readLayers(base, mode, shape.layers, 2, setting)))
+        continue;
+      bounds.tensorParallelBytes[{mode, sequenceParallel}] =
+          halves->tensorParallelBytes;
+      if (sequenceParallel || !shape.hasSequenceParallel)
+        continue;
+      // Without sequence parallelism, a layer's activations are a part tp
+      // splits and a part every tp rank holds whole (a + b / tp): tp 2
+      // gives a = 2 x (what tp 2 saves) - (what one GPU saves).
       std::vector<double> &whole = bounds.layerReplicatedPerSequence[mode];
       whole.resize(shape.layers);
       for (unsigned layer = 0; layer < shape.layers; ++layer)
-        whole[layer] = std::clamp(2 * (*halves)[layer] - (*layers)[layer], 0.0,
-                                  (*layers)[layer]);
+        whole[layer] = std::clamp(2 * halves->activations[layer] -
+                                      layers->activations[layer],
+                                  0.0, layers->activations[layer]);
     }
-    if (layers)
-      bounds.layerActivationsPerSequence[mode] = std::move(*layers);
     if (mode == "none") {
       const Module &module = *compiled[0]->module;
       bounds.ownPrecision = module.lookupOption("precision") != nullptr;
@@ -539,8 +579,62 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
   return std::max<uint64_t>(busiest, uint64_t(average));
 }
 
+/// What a stage of `plan` spends at least on its collectives over tp: a
+/// rank's forward and backward collectives run one at a time on their
+/// stream, and each takes at least getCollectiveMicros of its bytes (a sum
+/// of bytes costs no more than its parts: the latency counts once). Plans
+/// whose tp collectives differ from those read at tp 2 count nothing: a
+/// low-precision recipe may gather in FP8, experts and Ulysses change them.
+static double getTensorParallelBound(const Bounds &bounds, const Plan &plan,
+                                     const SystemSpec &system,
+                                     const std::vector<unsigned> &chunks) {
+  unsigned tp = plan.getDegree("tp");
+  auto read =
+      bounds.tensorParallelBytes.find({plan.recompute, plan.sequenceParallel});
+  if (tp < 2 || plan.getDegree("ep") > 1 || isLowPrecision(plan.precision) ||
+      plan.cpExchange == CpExchange::AllToAll ||
+      read == bounds.tensorParallelBytes.end())
+    return 0;
+  // The plan's mesh, as PlanEvaluator lays its ranks out.
+  std::vector<Mesh::AxisInfo> axes;
+  llvm::SmallVector<llvm::StringRef, 8> names;
+  std::string order = plan.getRankOrder();
+  llvm::StringRef(order).split(names, ',');
+  for (llvm::StringRef name : names)
+    axes.push_back({name.str(), plan.getDegree(name)});
+  Mesh mesh(std::move(axes));
+  int tpAxis = mesh.findAxis("tp"), ppAxis = mesh.findAxis("pp");
+  if (tpAxis < 0 || ppAxis < 0)
+    return 0;
+  std::vector<Bounds::CollectiveBytes> stageBytes(plan.getDegree("pp"));
+  forEachStageLayer(chunks, plan, [&](unsigned stage, unsigned layer) {
+    for (size_t kind = 0; kind < stageBytes[stage].size(); ++kind)
+      stageBytes[stage][kind] += read->second[layer][kind];
+  });
+  // Read at tp 2: a gather's input is a rank's shard, 2 / tp of it here.
+  double perSequence = double(plan.microBatchSize) / plan.getDegree("cp");
+  double busiest = 0;
+  for (unsigned stage = 0; stage < stageBytes.size(); ++stage) {
+    unsigned rank = mesh.withCoordinate(0, ppAxis, stage);
+    GroupSpan span =
+        getGroupSpan(mesh, system, rank, AxisMask(1u << unsigned(tpAxis)));
+    double micros = 0;
+    for (size_t kind = 0; kind < stageBytes[stage].size(); ++kind) {
+      double bytes = stageBytes[stage][kind] * perSequence;
+      if (CollectiveKind(kind) == CollectiveKind::AllGather)
+        bytes *= 2.0 / tp;
+      if (bytes > 0)
+        micros +=
+            getCollectiveMicros(CollectiveKind(kind), bytes, span, system);
+    }
+    busiest = std::max(busiest, micros * plan.microbatches);
+  }
+  return busiest;
+}
+
 double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
-                              const DeviceSpec &device) {
+                              const SystemSpec &system) {
+  const DeviceSpec &device = system.device;
   auto flops = bounds.flops.find(plan.recompute);
   auto plain = bounds.flops.find("none");
   if (!bounds.training || flops == bounds.flops.end() ||
@@ -598,7 +692,8 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
   // The busiest rank does at least the average share of all the work.
   double average =
       microbatches * (layerFlops + flops->second.other) * scale / stages;
+  double communication = getTensorParallelBound(bounds, plan, system, *chunks);
   // A margin for the rounding of the sums, far below the microsecond the
   // estimate counts in.
-  return std::max(bound, average) * (1 - 1e-9);
+  return std::max({bound, average, communication}) * (1 - 1e-9);
 }

@@ -42,27 +42,35 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
       EXPECT_GT(layers.front(), 0) << mode;
     EXPECT_EQ(bounds->layerReplicatedPerSequence.size(),
               bounds->layerActivationsPerSequence.size());
+    ModelBounds computeOnly = *bounds;
+    computeOnly.tensorParallelBytes.clear();
+    EXPECT_FALSE(bounds->tensorParallelBytes.empty());
     PlanEvaluator evaluator(base, system, facts, options.globalBatch,
                             72'000'000'000);
-    unsigned priced = 0, memoryBounded = 0;
+    unsigned priced = 0, memoryBounded = 0, communicationBounded = 0;
     for (const Plan &plan : space.plans) {
       PlanResult result = evaluator.evaluate(plan);
       if (result.status == PlanStatus::Failed)
         continue;
       ++priced;
       uint64_t memory = getMemoryLowerBound(*bounds, plan, accounting);
-      double step = getStepLowerBound(*bounds, plan, system.device);
+      double step = getStepLowerBound(*bounds, plan, system);
       EXPECT_LE(memory, result.memory.total()) << plan.getLabel();
       EXPECT_LE(step, result.stepMicros) << plan.getLabel();
       // Not trivially true: the step bound is of the same order (this
       // small model's steps are mostly communication).
       EXPECT_GT(step, 0.01 * result.stepMicros) << plan.getLabel();
       memoryBounded += memory >= result.memory.weights;
+      communicationBounded +=
+          step > getStepLowerBound(computeOnly, plan, system);
     }
     EXPECT_GT(priced, 100u);
     // The weights alone are below the bound for most plans: it counts
     // them, their gradients and the optimizer.
     EXPECT_GT(memoryBounded, priced / 2);
+    // A rank's collectives over tp, one at a time, bound some plans more
+    // than their compute does (tp across nodes here).
+    EXPECT_GT(communicationBounded, priced / 50);
   }
 }
 
@@ -80,7 +88,7 @@ TEST_F(PlanBoundsTest, PruningKeepsTheBestAndEachKeptResult) {
   PlanEvaluator evaluator(base, system, facts, options.globalBatch, limit);
   BoundPruningOptions pruning;
   pruning.memoryLimitBytes = limit;
-  pruning.device = system.device;
+  pruning.system = system;
   pruning.batchSize = 64;
   llvm::Expected<BoundedResults> bounded = evaluatePlansWithinBounds(
       evaluator, space.plans, *bounds, pruning, 1, nullptr);

@@ -623,7 +623,7 @@ int main(int argc, char **argv) {
     BoundPruningOptions pruning;
     pruning.memoryLimitBytes = header.memoryLimitBytes;
     pruning.accounting = options.compile.memoryAccounting;
-    pruning.device = system->device;
+    pruning.system = *system;
     pruning.batchSize = options.pruneBatch;
     llvm::Expected<BoundedResults> bounded = evaluatePlansWithinBounds(
         evaluator, plans.plans, *bounds, pruning, jobs, progress);

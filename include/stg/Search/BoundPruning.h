@@ -31,7 +31,7 @@ inline constexpr const char *StepBoundReason =
 struct BoundPruningOptions {
   uint64_t memoryLimitBytes = 0;
   MemoryAccounting accounting = MemoryAccounting::Megatron;
-  DeviceSpec device;
+  SystemSpec system;
   /// Plans per batch: small enough that the best step found early prunes
   /// most of the space, large enough that a batch keeps every worker busy
   /// and builds each family's programs for several of its plans.

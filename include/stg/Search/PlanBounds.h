@@ -19,10 +19,15 @@
 //    efficiency), a rank runs its compute one node after another, and a
 //    micro-batch crosses the stages in order, so a stage's work waits for
 //    the forward of the chunks before it and, under 1F1B, is followed by
-//    their backward (zero bubble fills that with weight gradients).
+//    their backward (zero bubble fills that with weight gradients); and a
+//    stage takes at least its collectives over tp, which a rank's
+//    collective stream runs one at a time (plans without experts, in the
+//    model's precision, without Ulysses).
 //    The FLOPs per layer and sequence come from the model compiled on one
 //    GPU with micro-batches of one and two sequences, their difference, so
-//    that work that does not grow with the batch is not multiplied.
+//    that work that does not grow with the batch is not multiplied; the
+//    collectives' bytes likewise from the model split a layer a stage
+//    over tp 2.
 //
 // Both are checked against evaluated plans (PlanBoundsTest).
 //
@@ -33,12 +38,14 @@
 
 #include "stg/Driver/Compile.h"
 #include "stg/Perf/DeviceModel.h"
+#include "stg/Perf/System.h"
 #include "stg/Search/PlanSpace.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -101,6 +108,13 @@ struct ModelBounds {
   /// The part of those that tp does not split without sequence
   /// parallelism (every tp rank holds it whole), read at tp 2 (empty: none).
   std::map<std::string, std::vector<double>> layerReplicatedPerSequence;
+  /// Bytes by CollectiveKind.
+  using CollectiveBytes = std::array<double, 4>;
+  /// Per sequence, the bytes of each layer's forward and backward
+  /// collectives over tp, read at tp 2, by the recomputation and whether
+  /// sequence parallelism is on (empty: none read).
+  std::map<std::pair<std::string, bool>, std::vector<CollectiveBytes>>
+      tensorParallelBytes;
   /// The model sets a precision option of its own: any peak may apply.
   bool ownPrecision = false;
 };
@@ -118,9 +132,9 @@ uint64_t getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
                              MemoryAccounting accounting);
 
 /// A lower bound of the step, in microseconds, that PlanEvaluator
-/// estimates for `plan` on `device` (0 where nothing is known).
+/// estimates for `plan` on `system` (0 where nothing is known).
 double getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
-                         const DeviceSpec &device);
+                         const SystemSpec &system);
 
 } // namespace stg
 
