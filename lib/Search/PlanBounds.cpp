@@ -204,12 +204,12 @@ struct LayerReading {
 /// layer a stage, one micro-batch in flight (GPipe over one): the first
 /// and last layer with the work before and after the layers, as their
 /// stages hold it in any split. Nothing where the split does not come out
-/// one layer a stage or the model is too deep to split so. Over `tp`
-/// ranks a stage, with `sequenceParallel` set where given.
+/// one layer a stage or the model is too deep to split so. Over `tp` x
+/// `ep` ranks a stage, with `sequenceParallel` set where given.
 std::optional<LayerReading>
 readLayers(const CompileOptions &base, llvm::StringRef recompute,
            unsigned layers, unsigned tp = 1,
-           std::optional<bool> sequenceParallel = {}) {
+           std::optional<bool> sequenceParallel = {}, unsigned ep = 1) {
   if (layers < 2 || layers > 256)
     return std::nullopt;
   CompileOptions options = getOneGPUOptions(base, recompute);
@@ -218,6 +218,8 @@ readLayers(const CompileOptions &base, llvm::StringRef recompute,
       degree = layers;
     if (axis == "tp")
       degree = tp;
+    if (axis == "ep")
+      degree = ep;
   }
   if (sequenceParallel)
     options.overrides.push_back(
@@ -478,19 +480,23 @@ stg::readModelBounds(const CompileOptions &base,
     // The split again over tp 2, with sequence parallelism and without
     // where the model has the switch: the collectives tp adds, and without
     // sequence parallelism the activations it leaves whole.
-    for (bool sequenceParallel : {true, false}) {
+    for (auto [sequenceParallel, experts] : {std::pair(true, false),
+                                             {false, false},
+                                             {true, true},
+                                             {false, true}}) {
       std::optional<bool> setting;
       if (shape.hasSequenceParallel)
         setting = sequenceParallel;
       else if (sequenceParallel)
         continue;
       std::optional<LayerReading> halves;
-      if (!layers ||
-          !(halves = readLayers(base, mode, shape.layers, 2, setting)))
+      if (!layers || (experts && !shape.splits[4]) || // ep
+          !(halves = readLayers(base, mode, shape.layers, 2, setting,
+                                experts ? 2 : 1)))
         continue;
-      bounds.tensorParallelBytes[{mode, sequenceParallel}] =
+      bounds.tensorParallelBytes[{mode, sequenceParallel, experts}] =
           halves->tensorParallelBytes;
-      if (sequenceParallel || !shape.hasSequenceParallel)
+      if (sequenceParallel || experts || !shape.hasSequenceParallel)
         continue;
       // Without sequence parallelism, a layer's activations are a part tp
       // splits and a part every tp rank holds whole (a + b / tp): tp 2
@@ -583,15 +589,16 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
 /// rank's forward and backward collectives run one at a time on their
 /// stream, and each takes at least getCollectiveMicros of its bytes (a sum
 /// of bytes costs no more than its parts: the latency counts once). Plans
-/// whose tp collectives differ from those read at tp 2 count nothing: a
-/// low-precision recipe may gather in FP8, experts and Ulysses change them.
+/// with ep > 1 count those read at ep 2; plans whose tp collectives differ
+/// from those read count nothing: a low-precision recipe may gather in FP8,
+/// Ulysses trades them for all-to-alls.
 static double getTensorParallelBound(const Bounds &bounds, const Plan &plan,
                                      const SystemSpec &system,
                                      const std::vector<unsigned> &chunks) {
   unsigned tp = plan.getDegree("tp");
-  auto read =
-      bounds.tensorParallelBytes.find({plan.recompute, plan.sequenceParallel});
-  if (tp < 2 || plan.getDegree("ep") > 1 || isLowPrecision(plan.precision) ||
+  auto read = bounds.tensorParallelBytes.find(
+      {plan.recompute, plan.sequenceParallel, plan.getDegree("ep") > 1});
+  if (tp < 2 || isLowPrecision(plan.precision) ||
       plan.cpExchange == CpExchange::AllToAll ||
       read == bounds.tensorParallelBytes.end())
     return 0;

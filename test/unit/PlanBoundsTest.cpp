@@ -74,6 +74,42 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
   }
 }
 
+/// Every plan of a small space of Mixtral 8x7B (4 layers, 16 GPUs, experts
+/// over ep): the step bound, which counts the collectives over tp read at
+/// ep 2 for plans with ep > 1, at most what the evaluator reports.
+TEST_F(PlanBoundsTest, StepBoundIsBelowEveryEvaluatedMoEPlan) {
+  base.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/mixtral-8x7b.stg";
+  llvm::Expected<ModelFacts> read = readModelFacts(base);
+  ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+  facts = std::move(*read);
+  PlanSpaceOptions options;
+  options.gpus = 16;
+  options.globalBatch = 16;
+  options.recompute = {"none"};
+  PlanSpace space = enumeratePlans(options, facts.shape);
+  llvm::Expected<ModelBounds> bounds =
+      readModelBounds(base, options.recompute, facts.shape);
+  ASSERT_TRUE(bool(bounds)) << llvm::toString(bounds.takeError());
+  ModelBounds computeOnly = *bounds;
+  computeOnly.tensorParallelBytes.clear();
+  PlanEvaluator evaluator(base, system, facts, options.globalBatch,
+                          72'000'000'000);
+  unsigned priced = 0, withExperts = 0, communicationBounded = 0;
+  for (const Plan &plan : space.plans) {
+    PlanResult result = evaluator.evaluate(plan);
+    if (result.status == PlanStatus::Failed)
+      continue;
+    ++priced;
+    withExperts += plan.getDegree("ep") > 1;
+    double step = getStepLowerBound(*bounds, plan, system);
+    EXPECT_LE(step, result.stepMicros) << plan.getLabel();
+    communicationBounded += plan.getDegree("ep") > 1 &&
+                            step > getStepLowerBound(computeOnly, plan, system);
+  }
+  EXPECT_GT(withExperts, 50u) << priced;
+  EXPECT_GT(communicationBounded, 0u);
+}
+
 /// Pruning keeps each kept plan's result and drops only plans that could
 /// not rank first.
 TEST_F(PlanBoundsTest, PruningKeepsTheBestAndEachKeptResult) {

@@ -21,13 +21,13 @@
 //    the forward of the chunks before it and, under 1F1B, is followed by
 //    their backward (zero bubble fills that with weight gradients); and a
 //    stage takes at least its collectives over tp, which a rank's
-//    collective stream runs one at a time (plans without experts, in the
-//    model's precision, without Ulysses).
+//    collective stream runs one at a time (plans in the model's
+//    precision, without Ulysses).
 //    The FLOPs per layer and sequence come from the model compiled on one
 //    GPU with micro-batches of one and two sequences, their difference, so
 //    that work that does not grow with the batch is not multiplied; the
 //    collectives' bytes likewise from the model split a layer a stage
-//    over tp 2.
+//    over tp 2 (and ep 2).
 //
 // Both are checked against evaluated plans (PlanBoundsTest).
 //
@@ -48,6 +48,7 @@
 #include <array>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace stg {
@@ -111,10 +112,11 @@ struct ModelBounds {
   /// Bytes by CollectiveKind.
   using CollectiveBytes = std::array<double, 4>;
   /// Per sequence, the bytes of each layer's forward and backward
-  /// collectives over tp, read at tp 2, by the recomputation and whether
-  /// sequence parallelism is on (empty: none read).
-  std::map<std::pair<std::string, bool>, std::vector<CollectiveBytes>>
-      tensorParallelBytes;
+  /// collectives over tp, read at tp 2 (and ep 2 for plans with ep > 1),
+  /// by the recomputation, whether sequence parallelism is on and whether
+  /// ep > 1 (empty: none read).
+  using TensorParallelKey = std::tuple<std::string, bool, bool>;
+  std::map<TensorParallelKey, std::vector<CollectiveBytes>> tensorParallelBytes;
   /// The model sets a precision option of its own: any peak may apply.
   bool ownPrecision = false;
 };
