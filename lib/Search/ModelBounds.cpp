@@ -1,0 +1,452 @@
+//===- ModelBounds.cpp - What the plan bounds read from the model ---------===//
+//
+// readModelBounds compiles the model a few times, once per search: on one
+// GPU with micro-batches of one and two sequences (FLOPs and activations
+// per sequence), split one layer a stage (each layer's activations), and
+// so again over tp 2 (the collectives tp adds; and ep 2 where the model
+// has experts). The memory bound's weights follow StageMemory.cpp's
+// accounting and Placement's numbering (forward repeats in program order,
+// a backward repeat on its forward repeat's layers; the work before the
+// first repeat on the first stage, after the last layer on the last),
+// counting only what is certain: a weight is charged to the one body layer
+// whose op reads it first, an Adam step to its own body layer, a weight
+// outside the layers only for the reads before and after all of them, and
+// a weight whose extents depend on the plan not at all.
+//
+//===----------------------------------------------------------------------===//
+
+#include "stg/Search/PlanBounds.h"
+
+#include "stg/IR/Graph.h"
+#include "stg/IR/Module.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace stg;
+
+namespace {
+
+using Bounds = ModelBounds;
+
+/// As StageMemory.cpp: the `param` ops `value` is a view of.
+void findParams(const Value *value, llvm::SmallVectorImpl<const Op *> &found) {
+  const Op *def = value->getDefiningOp();
+  if (!def)
+    return;
+  switch (def->getKind()) {
+  case OpKind::Param:
+    found.push_back(def);
+    return;
+  case OpKind::Layout:
+  case OpKind::Reshape:
+  case OpKind::Shard:
+  case OpKind::DropoutMask:
+  case OpKind::Yield:
+    for (const Value *operand : def->getOperands())
+      findParams(operand, found);
+    return;
+  default:
+    return;
+  }
+}
+
+/// Whether `expr` reads a degree or the micro-batch, through the dims it
+/// names: such a weight's extents are not those of every plan.
+bool dependsOnPlan(const Module &module, const Expr &expr, unsigned depth = 0) {
+  if (depth > 32)
+    return true;
+  for (const std::string &name : getSymbolNames(expr)) {
+    if (name == "MB" || module.lookupAxis(name))
+      return true;
+    if (const Dim *dim = module.lookupDim(name))
+      if (dim->value && dependsOnPlan(module, *dim->value, depth + 1))
+        return true;
+  }
+  return false;
+}
+
+class Reader {
+public:
+  Reader(const Module &module, const ModelShape &shape)
+      : module(module), shape(shape) {}
+
+  /// `value`'s tensor, or nothing where its size is not certain.
+  std::optional<Bounds::Tensor> getTensor(const Value &value, bool adam) const;
+
+private:
+  std::optional<Bounds::Split> getSplit(const Axis *axis, bool &never) const;
+  const Module &module;
+  const ModelShape &shape;
+};
+
+std::optional<Bounds::Split> Reader::getSplit(const Axis *axis,
+                                              bool &never) const {
+  Bounds::Split split;
+  for (unsigned hops = 0; axis && hops < 16; ++hops) {
+    if (!axis->condition.empty()) {
+      Bounds::Split::Condition condition;
+      if (axis->condition == "weight_sharded" && shape.hasWeightSharding) {
+        condition.kind = Bounds::Split::Switch::WeightSharded;
+        condition.wanted = !axis->negated;
+      } else if (axis->condition == "sequence_parallel" &&
+                 shape.hasSequenceParallel) {
+        condition.kind = Bounds::Split::Switch::SequenceParallel;
+        condition.wanted = !axis->negated;
+      } else if (!axis->active) {
+        never = true; // Off for every plan.
+        return std::nullopt;
+      }
+      if (condition.kind != Bounds::Split::Switch::Fixed)
+        split.conditions.push_back(condition);
+    }
+    if (axis->alias) {
+      axis = axis->alias;
+      continue;
+    }
+    for (unsigned index = 0; index < PlanAxes.size(); ++index)
+      if (axis->name == PlanAxes[index]) {
+        split.axis = index;
+        return split;
+      }
+    return std::nullopt; // An axis the search does not set.
+  }
+  return std::nullopt;
+}
+
+std::optional<Bounds::Tensor> Reader::getTensor(const Value &value,
+                                                bool adam) const {
+  const TensorType &type = value.getType();
+  Bounds::Tensor tensor;
+  tensor.adam = adam;
+  tensor.elementBytes = getElementTypeBytes(type.getElementType());
+  uint64_t elements = 1;
+  for (const Expr &extent : type.getShape()) {
+    if (dependsOnPlan(module, extent))
+      return std::nullopt;
+    std::optional<Expr> bound = module.bindAll(extent);
+    std::optional<long long> number =
+        bound ? getIntegerValue(*bound) : std::nullopt;
+    if (!number || *number < 0 ||
+        (*number && elements > (1ull << 50) / uint64_t(*number)))
+      return std::nullopt;
+    elements *= uint64_t(*number);
+  }
+  tensor.elements = elements;
+  const Distribution &layout = type.getDistribution();
+  for (unsigned dim = 0; dim < layout.getRank(); ++dim)
+    for (const Axis *axis : layout.getPartition(dim)) {
+      bool never = false;
+      std::optional<Bounds::Split> split = getSplit(axis, never);
+      if (split)
+        tensor.splits.push_back(*split);
+      else if (!never)
+        return std::nullopt;
+    }
+  return tensor;
+}
+
+/// Options that compile `base`'s model on one GPU.
+CompileOptions getOneGPUOptions(const CompileOptions &base,
+                                llvm::StringRef recompute) {
+  CompileOptions options = base;
+  options.degrees.clear();
+  for (const char *axis : PlanAxes)
+    options.degrees.push_back({axis, 1});
+  options.microbatches = 1;
+  options.recompute = recompute.str();
+  return options;
+}
+
+/// `options`' model compiled with micro-batches of one and two sequences
+/// (what the second adds is what a sequence costs), into `compiled`; false,
+/// with the diagnostics in `errors`, if either does not compile.
+bool compileOneAndTwoSequences(const CompileOptions &options,
+                               std::optional<CompiledModel> (&compiled)[2],
+                               std::string &errors) {
+  for (unsigned mb : {1u, 2u}) {
+    CompileOptions sized = options;
+    sized.overrides.push_back({"MB", std::to_string(mb)});
+    llvm::raw_string_ostream os(errors);
+    DiagnosticEngine diags(os);
+    diags.setProgramName("stage-search");
+    compiled[mb - 1] = compileModel(sized, diags);
+    if (!compiled[mb - 1])
+      return false;
+  }
+  return true;
+}
+
+/// What each layer saves and moves per sequence (readLayers).
+struct LayerReading {
+  std::vector<double> activations;
+  /// The bytes of its forward and backward collectives over tp, by kind.
+  std::vector<Bounds::CollectiveBytes> tensorParallelBytes;
+};
+
+/// What each layer saves and moves per sequence, from the model split one
+/// layer a stage, one micro-batch in flight (GPipe over one): the first
+/// and last layer with the work before and after the layers, as their
+/// stages hold it in any split. Nothing where the split does not come out
+/// one layer a stage or the model is too deep to split so. Over `tp` x
+/// `ep` ranks a stage, with `sequenceParallel` set where given.
+std::optional<LayerReading>
+readLayers(const CompileOptions &base, llvm::StringRef recompute,
+           unsigned layers, unsigned tp = 1,
+           std::optional<bool> sequenceParallel = {}, unsigned ep = 1) {
+  if (layers < 2 || layers > 256)
+    return std::nullopt;
+  CompileOptions options = getOneGPUOptions(base, recompute);
+  for (auto &[axis, degree] : options.degrees) {
+    if (axis == "pp")
+      degree = layers;
+    if (axis == "tp")
+      degree = tp;
+    if (axis == "ep")
+      degree = ep;
+  }
+  if (sequenceParallel)
+    options.overrides.push_back(
+        {"sequence_parallel", *sequenceParallel ? "true" : "false"});
+  options.schedule = PipelineSchedule::GPipe;
+  std::optional<CompiledModel> compiled[2];
+  std::string errors;
+  if (!compileOneAndTwoSequences(options, compiled, errors) ||
+      compiled[0]->programs.stages.size() != layers ||
+      compiled[1]->programs.stages.size() != layers)
+    return std::nullopt;
+  LayerReading reading;
+  reading.activations.resize(layers);
+  reading.tensorParallelBytes.resize(layers);
+  int tpAxis = compiled[0]->programs.mesh.findAxis("tp");
+  for (unsigned layer = 0; layer < layers; ++layer) {
+    const StageProgram *stages[2] = {&compiled[0]->programs.stages[layer],
+                                     &compiled[1]->programs.stages[layer]};
+    reading.activations[layer] =
+        std::max(0.0, double(stages[1]->memory.activations) -
+                          double(stages[0]->memory.activations));
+    if (tpAxis < 0)
+      continue;
+    for (int sequences : {0, 1})
+      for (const ProgramNode &node : stages[sequences]->nodes)
+        if (node.kind == ProgramNodeKind::Collective &&
+            node.group == AxisMask(1u << tpAxis) && node.layer == int(layer) &&
+            (node.phase == Phase::Forward || node.phase == Phase::Backward))
+          reading.tensorParallelBytes[layer][unsigned(node.commType)] +=
+              (sequences ? 1.0 : -1.0) * double(node.commBytes);
+    for (double &bytes : reading.tensorParallelBytes[layer])
+      bytes = std::max(0.0, bytes);
+  }
+  return reading;
+}
+
+/// FLOPs of the forward and backward per layer (and of the rest) of one
+/// micro-batch of `programs`.
+Bounds::Flops countFlops(const ProgramSet &programs, unsigned layers) {
+  Bounds::Flops flops;
+  flops.layers.assign(layers, 0);
+  for (const StageProgram &stage : programs.stages)
+    for (const ProgramNode &node : stage.nodes) {
+      if (node.kind != ProgramNodeKind::Compute ||
+          (node.phase != Phase::Forward && node.phase != Phase::Backward))
+        continue;
+      if (node.layer >= 0 && unsigned(node.layer) < layers)
+        flops.layers[node.layer] += double(node.numOps);
+      else
+        flops.other += double(node.numOps);
+    }
+  return flops;
+}
+
+/// The layer groups and the weights outside the layers, from the model
+/// compiled on one GPU; leaves `bounds` without them where the numbering
+/// does not come out as Placement's.
+void readMemory(const Module &module, const ModelShape &shape, Bounds &bounds) {
+  const Graph &model = *module.getModel();
+  Reader reader(module, shape);
+  llvm::DenseMap<std::pair<const Op *, unsigned>, uint32_t> groupOf;
+  auto getGroup = [&](const Op *repeat, unsigned bodyLayer) {
+    auto [it, added] =
+        groupOf.try_emplace({repeat, bodyLayer}, bounds.groups.size());
+    if (added)
+      bounds.groups.emplace_back();
+    return it->second;
+  };
+  std::vector<uint32_t> layerGroup;
+  const Op *lastForward = nullptr;
+  llvm::SmallVector<const Op *, 2> found;
+  for (const std::unique_ptr<Op> &op : model.getOps()) {
+    if (op->getKind() != OpKind::Repeat || op->getForwardRepeat())
+      continue;
+    std::optional<Expr> count = module.bindAll(op->getAttr("count")->expr);
+    std::optional<long long> value =
+        count ? getIntegerValue(*count) : std::nullopt;
+    const Graph &body = *op->getBody();
+    unsigned period = std::max(1u, body.getNumLayers());
+    if (!value || *value < 0 || uint64_t(*value) * period > 1000000)
+      return;
+    for (long long repetition = 0; repetition < *value; ++repetition)
+      for (unsigned layer = 0; layer < period; ++layer)
+        layerGroup.push_back(getGroup(op.get(), layer));
+    if (*value)
+      lastForward = op.get();
+    // Each weight of the body, charged to the first body layer that reads
+    // it.
+    llvm::DenseSet<const Op *> charged;
+    for (const std::unique_ptr<Op> &inner : body.getOps()) {
+      if (inner->getKind() == OpKind::Repeat || inner->getBodyLayer() >= period)
+        continue;
+      for (const Value *operand : inner->getOperands()) {
+        found.clear();
+        findParams(operand, found);
+        for (const Op *param : found) {
+          if (param->getParent() != &body || !charged.insert(param).second)
+            continue;
+          if (auto tensor = reader.getTensor(*param->getResult(), false))
+            bounds.groups[getGroup(op.get(), inner->getBodyLayer())].push_back(
+                *tensor);
+        }
+      }
+    }
+  }
+  if (layerGroup.size() != shape.layers || !lastForward) {
+    bounds.groups.clear();
+    return;
+  }
+  bounds.layerGroup = std::move(layerGroup);
+  // The Adam steps of a backward repeat run on its forward repeat's layers.
+  for (const std::unique_ptr<Op> &op : model.getOps()) {
+    const Op *forward = op->getForwardRepeat();
+    if (op->getKind() != OpKind::Repeat || !forward)
+      continue;
+    for (const std::unique_ptr<Op> &inner : op->getBody()->getOps()) {
+      auto group = groupOf.find({forward, inner->getBodyLayer()});
+      if (inner->getKind() != OpKind::Adam || group == groupOf.end())
+        continue;
+      if (auto tensor = reader.getTensor(*inner->getResult(), true))
+        bounds.groups[group->second].push_back(*tensor);
+    }
+  }
+  // Weights read before any repeat (the first stage), and between the last
+  // forward repeat and the next repeat (the last stage).
+  llvm::MapVector<const Op *, Bounds::TopWeight> top;
+  enum { Before, Between, Other } window = Before;
+  for (const std::unique_ptr<Op> &op : model.getOps()) {
+    if (op->getKind() == OpKind::Repeat) {
+      window = op.get() == lastForward ? Between : Other;
+      continue;
+    }
+    if (window == Other || op->getPhase() == Phase::GradientSync ||
+        op->getPhase() == Phase::Optimizer)
+      continue;
+    for (const Value *operand : op->getOperands()) {
+      found.clear();
+      findParams(operand, found);
+      for (const Op *param : found) {
+        if (param->getParent() != &model)
+          continue;
+        auto [it, added] = top.insert({param, Bounds::TopWeight()});
+        if (added) {
+          auto tensor = reader.getTensor(*param->getResult(), false);
+          if (!tensor) {
+            it->second.tensor.elements = 0; // Counts nothing.
+          } else {
+            it->second.tensor = *tensor;
+          }
+        }
+        (window == Before ? it->second.first : it->second.last) = true;
+      }
+    }
+  }
+  for (auto &entry : top)
+    if (entry.second.tensor.elements)
+      bounds.topWeights.push_back(entry.second);
+}
+
+} // namespace
+
+llvm::Expected<ModelBounds>
+stg::readModelBounds(const CompileOptions &base,
+                     llvm::ArrayRef<std::string> recompute,
+                     const ModelShape &shape) {
+  ModelBounds bounds;
+  bounds.layers = shape.layers;
+  bounds.training = base.mode == "train";
+  if (!bounds.training)
+    return bounds;
+  std::vector<std::string> modes{"none"};
+  for (const std::string &mode : recompute)
+    if (!llvm::is_contained(modes, mode))
+      modes.push_back(mode);
+  for (const std::string &mode : modes) {
+    std::optional<CompiledModel> compiled[2];
+    std::string errors;
+    if (!compileOneAndTwoSequences(getOneGPUOptions(base, mode), compiled,
+                                   errors))
+      return llvm::createStringError(std::errc::invalid_argument, "%s",
+                                     errors.c_str());
+    if (compiled[0]->programs.numLayers != shape.layers)
+      continue; // Not numbered as the search's plans: no step bound.
+    // What a micro-batch of one more sequence adds: work that does not grow
+    // with the batch (a gradient accumulated once per micro-batch) is not
+    // counted per sequence.
+    Bounds::Flops one = countFlops(compiled[0]->programs, shape.layers);
+    Bounds::Flops two = countFlops(compiled[1]->programs, shape.layers);
+    Bounds::Flops &perSequence = bounds.flops[mode];
+    perSequence.layers.resize(shape.layers);
+    for (unsigned layer = 0; layer < shape.layers; ++layer)
+      perSequence.layers[layer] =
+          std::max(0.0, two.layers[layer] - one.layers[layer]);
+    perSequence.other = std::max(0.0, two.other - one.other);
+    // Likewise the activations a sequence adds (the first stage's only:
+    // one GPU holds one stage).
+    bounds.activationsPerSequence[mode] = std::max(
+        0.0, double(compiled[1]->programs.stages[0].memory.activations) -
+                 double(compiled[0]->programs.stages[0].memory.activations));
+    std::optional<LayerReading> layers = readLayers(base, mode, shape.layers);
+    if (layers)
+      bounds.layerActivationsPerSequence[mode] = layers->activations;
+    // The split again over tp 2, with sequence parallelism and without
+    // where the model has the switch: the collectives tp adds, and without
+    // sequence parallelism the activations it leaves whole.
+    for (auto [sequenceParallel, experts] : {std::pair(true, false),
+                                             {false, false},
+                                             {true, true},
+                                             {false, true}}) {
+      std::optional<bool> setting;
+      if (shape.hasSequenceParallel)
+        setting = sequenceParallel;
+      else if (sequenceParallel)
+        continue;
+      std::optional<LayerReading> halves;
+      if (!layers || (experts && !shape.splits[4]) || // ep
+          !(halves = readLayers(base, mode, shape.layers, 2, setting,
+                                experts ? 2 : 1)))
+        continue;
+      bounds.tensorParallelBytes[{mode, sequenceParallel, experts}] =
+          halves->tensorParallelBytes;
+      if (sequenceParallel || experts || !shape.hasSequenceParallel)
+        continue;
+      // Without sequence parallelism, a layer's activations are a part tp
+      // splits and a part every tp rank holds whole (a + b / tp): tp 2
+      // gives a = 2 x (what tp 2 saves) - (what one GPU saves).
+      std::vector<double> &whole = bounds.layerReplicatedPerSequence[mode];
+      whole.resize(shape.layers);
+      for (unsigned layer = 0; layer < shape.layers; ++layer)
+        whole[layer] = std::clamp(2 * halves->activations[layer] -
+                                      layers->activations[layer],
+                                  0.0, layers->activations[layer]);
+    }
+    if (mode == "none") {
+      const Module &module = *compiled[0]->module;
+      bounds.ownPrecision = module.lookupOption("precision") != nullptr;
+      readMemory(module, shape, bounds);
+    }
+  }
+  return bounds;
+}
