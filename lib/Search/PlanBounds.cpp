@@ -161,24 +161,10 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
   return std::max<uint64_t>(busiest, uint64_t(average));
 }
 
-/// What a stage of `plan` spends at least on its collectives over tp: a
-/// rank's forward and backward collectives run one at a time on their
-/// stream, and each takes at least getCollectiveMicros of its bytes (a sum
-/// of bytes costs no more than its parts: the latency counts once). Plans
-/// with ep > 1 count those read at ep 2; plans whose tp collectives differ
-/// from those read count nothing: a low-precision recipe may gather in FP8,
-/// Ulysses trades them for all-to-alls.
-static double getTensorParallelBound(const Bounds &bounds, const Plan &plan,
-                                     const SystemSpec &system,
-                                     const std::vector<unsigned> &chunks) {
-  unsigned tp = plan.getDegree("tp");
-  auto read = bounds.tensorParallelBytes.find(
-      {plan.recompute, plan.sequenceParallel, plan.getDegree("ep") > 1});
-  if (tp < 2 || isLowPrecision(plan.precision) ||
-      plan.cpExchange == CpExchange::AllToAll ||
-      read == bounds.tensorParallelBytes.end())
-    return 0;
-  // The plan's mesh, as PlanEvaluator lays its ranks out.
+/// The span of the tp group of each stage's first rank, with the ranks laid
+/// out as PlanEvaluator lays out `plan`'s.
+static std::vector<GroupSpan> getTensorParallelSpans(const Plan &plan,
+                                                     const SystemSpec &system) {
   std::vector<Mesh::AxisInfo> axes;
   llvm::SmallVector<llvm::StringRef, 8> names;
   std::string order = plan.getRankOrder();
@@ -187,32 +173,45 @@ static double getTensorParallelBound(const Bounds &bounds, const Plan &plan,
     axes.push_back({name.str(), plan.getDegree(name)});
   Mesh mesh(std::move(axes));
   int tpAxis = mesh.findAxis("tp"), ppAxis = mesh.findAxis("pp");
+  std::vector<GroupSpan> spans;
   if (tpAxis < 0 || ppAxis < 0)
-    return 0;
-  std::vector<Bounds::CollectiveBytes> stageBytes(plan.getDegree("pp"));
-  forEachStageLayer(chunks, plan, [&](unsigned stage, unsigned layer) {
-    for (size_t kind = 0; kind < stageBytes[stage].size(); ++kind)
-      stageBytes[stage][kind] += read->second[layer][kind];
-  });
-  // Read at tp 2: a gather's input is a rank's shard, 2 / tp of it here.
+    return spans;
+  for (unsigned stage = 0; stage < plan.getDegree("pp"); ++stage)
+    spans.push_back(getGroupSpan(mesh, system,
+                                 mesh.withCoordinate(0, ppAxis, stage),
+                                 AxisMask(1u << unsigned(tpAxis))));
+  return spans;
+}
+
+/// What each model chunk of `plan` spends at least on the collectives over
+/// tp of one micro-batch, forward and backward, whose bytes per layer and
+/// sequence `read` holds (read at tp 2): a rank's collectives run one at a
+/// time on their stream, and each takes at least getCollectiveMicros of
+/// its bytes (a sum of bytes costs no more than its parts: the latency
+/// counts once).
+static void addChunkCollectiveMicros(
+    const std::vector<Bounds::CollectiveBytes> &read, const Plan &plan,
+    const SystemSpec &system, const std::vector<unsigned> &chunks,
+    const std::vector<GroupSpan> &spans, std::vector<double> &micros) {
+  // A gather's input is a rank's shard: 2 / tp of what tp 2's was.
   double perSequence = double(plan.microBatchSize) / plan.getDegree("cp");
-  double busiest = 0;
-  for (unsigned stage = 0; stage < stageBytes.size(); ++stage) {
-    unsigned rank = mesh.withCoordinate(0, ppAxis, stage);
-    GroupSpan span =
-        getGroupSpan(mesh, system, rank, AxisMask(1u << unsigned(tpAxis)));
-    double micros = 0;
-    for (size_t kind = 0; kind < stageBytes[stage].size(); ++kind) {
-      double bytes = stageBytes[stage][kind] * perSequence;
-      if (CollectiveKind(kind) == CollectiveKind::AllGather)
-        bytes *= 2.0 / tp;
-      if (bytes > 0)
-        micros +=
-            getCollectiveMicros(CollectiveKind(kind), bytes, span, system);
+  double gathered = 2.0 / plan.getDegree("tp");
+  unsigned stages = plan.getDegree("pp"), layer = 0;
+  ChunkPlacement placement = getChunkPlacement(plan.schedule);
+  for (unsigned chunk = 0; chunk < chunks.size(); ++chunk) {
+    Bounds::CollectiveBytes bytes = {};
+    for (unsigned end = layer + chunks[chunk]; layer < end; ++layer)
+      for (size_t kind = 0; kind < bytes.size(); ++kind)
+        bytes[kind] += read[layer][kind] * perSequence;
+    const GroupSpan &span = spans[getChunkStage(placement, chunk, stages)];
+    for (size_t kind = 0; kind < bytes.size(); ++kind) {
+      auto type = CollectiveKind(kind);
+      double scaled =
+          bytes[kind] * (type == CollectiveKind::AllGather ? gathered : 1);
+      if (scaled > 0)
+        micros[chunk] += getCollectiveMicros(type, scaled, span, system);
     }
-    busiest = std::max(busiest, micros * plan.microbatches);
   }
-  return busiest;
 }
 
 double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
@@ -262,21 +261,50 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
       // counts the forward and backward alone.
       chainMicros[chunk] += std::min(all, plain->second.layers[layer]) * scale;
     }
+  // A stage's collectives over tp, which its ranks run one at a time, bound
+  // its work as its compute does; a micro-batch's pass through a chunk
+  // waits for both. Plans with ep > 1 count those read at ep 2; plans whose
+  // tp collectives differ from those read count none: a low-precision
+  // recipe may gather in FP8, Ulysses trades them for all-to-alls.
+  std::vector<double> chunkCollectives(chunks->size()),
+      chainCollectives(chunks->size());
+  auto findRead = [&](const std::string &recompute) {
+    return bounds.tensorParallelBytes.find(
+        {recompute, plan.sequenceParallel, plan.getDegree("ep") > 1});
+  };
+  auto read = findRead(plan.recompute), chainRead = findRead("none");
+  if (plan.getDegree("tp") > 1 && !isLowPrecision(plan.precision) &&
+      plan.cpExchange != CpExchange::AllToAll &&
+      read != bounds.tensorParallelBytes.end() &&
+      chainRead != bounds.tensorParallelBytes.end()) {
+    std::vector<GroupSpan> spans = getTensorParallelSpans(plan, system);
+    if (!spans.empty()) {
+      addChunkCollectiveMicros(read->second, plan, system, *chunks, spans,
+                               chunkCollectives);
+      addChunkCollectiveMicros(chainRead->second, plan, system, *chunks, spans,
+                               chainCollectives);
+    }
+  }
+  std::vector<double> stageCollectives(stages);
+  for (unsigned chunk = 0; chunk < chunks->size(); ++chunk)
+    stageCollectives[getChunkStage(placement, chunk, stages)] +=
+        chunkCollectives[chunk];
   double microbatches = plan.microbatches, bound = 0, before = 0;
   for (unsigned stage = 0; stage < stages; ++stage) {
     // The first micro-batch's forward through the chunks before the
     // stage's first, then its work, then the last one's backward back
     // through them. Zero bubble runs weight gradients meanwhile: its
     // stages count their work alone.
-    bound = std::max(bound, microbatches * stageMicros[stage] + before);
+    bound = std::max(bound, microbatches * std::max(stageMicros[stage],
+                                                    stageCollectives[stage]) +
+                                before);
     if (plan.schedule == PipelineSchedule::OneFOneB)
-      before += chainMicros[stage];
+      before += std::max(chainMicros[stage], chainCollectives[stage]);
   }
   // The busiest rank does at least the average share of all the work.
   double average =
       microbatches * (layerFlops + flops->second.other) * scale / stages;
-  double communication = getTensorParallelBound(bounds, plan, system, *chunks);
   // A margin for the rounding of the sums, far below the microsecond the
   // estimate counts in.
-  return std::max({bound, average, communication}) * (1 - 1e-9);
+  return std::max(bound, average) * (1 - 1e-9);
 }
