@@ -19,6 +19,7 @@
 
 #include "stg/IR/Graph.h"
 #include "stg/IR/Module.h"
+#include "stg/Instantiate/Mesh.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -187,6 +188,10 @@ struct LayerReading {
   std::vector<double> activations;
   /// The bytes of its forward and backward collectives over tp, by kind.
   std::vector<Bounds::CollectiveBytes> tensorParallelBytes;
+  /// Those of its expert exchanges, and what they are (none: some differ).
+  std::vector<double> exchangeBytes;
+  std::optional<Bounds::Exchange> exchange;
+  bool mixedExchanges = false;
 };
 
 /// What each layer saves and moves per sequence, from the model split one
@@ -223,24 +228,43 @@ readLayers(const CompileOptions &base, llvm::StringRef recompute,
   LayerReading reading;
   reading.activations.resize(layers);
   reading.tensorParallelBytes.resize(layers);
-  int tpAxis = compiled[0]->programs.mesh.findAxis("tp");
+  reading.exchangeBytes.resize(layers);
+  const Mesh &mesh = compiled[0]->programs.mesh;
+  int tpAxis = mesh.findAxis("tp"), epAxis = mesh.findAxis("ep");
   for (unsigned layer = 0; layer < layers; ++layer) {
     const StageProgram *stages[2] = {&compiled[0]->programs.stages[layer],
                                      &compiled[1]->programs.stages[layer]};
     reading.activations[layer] =
         std::max(0.0, double(stages[1]->memory.activations) -
                           double(stages[0]->memory.activations));
-    if (tpAxis < 0)
-      continue;
     for (int sequences : {0, 1})
-      for (const ProgramNode &node : stages[sequences]->nodes)
-        if (node.kind == ProgramNodeKind::Collective &&
-            node.group == AxisMask(1u << tpAxis) && node.layer == int(layer) &&
-            (node.phase == Phase::Forward || node.phase == Phase::Backward))
+      for (const ProgramNode &node : stages[sequences]->nodes) {
+        if (node.kind != ProgramNodeKind::Collective ||
+            node.layer != int(layer) ||
+            (node.phase != Phase::Forward && node.phase != Phase::Backward))
+          continue;
+        double sign = sequences ? 1.0 : -1.0;
+        if (tpAxis >= 0 && node.group == AxisMask(1u << tpAxis))
           reading.tensorParallelBytes[layer][unsigned(node.commType)] +=
-              (sequences ? 1.0 : -1.0) * double(node.commBytes);
+              sign * double(node.commBytes);
+        if (epAxis < 0 || node.commType != CollectiveKind::AllToAll ||
+            !(node.group & (1u << epAxis)))
+          continue;
+        reading.exchangeBytes[layer] += sign * double(node.commBytes);
+        Bounds::Exchange exchange;
+        for (unsigned axis = 0; axis < mesh.getAxes().size(); ++axis)
+          if (node.group & (1u << axis))
+            exchange.axes.push_back(mesh.getAxes()[axis].name);
+        exchange.mode = node.expertExchange;
+        exchange.tokenCopies = node.tokenCopies;
+        exchange.experts = node.experts;
+        if (!reading.exchange)
+          reading.exchange = exchange;
+        reading.mixedExchanges |= !(*reading.exchange == exchange);
+      }
     for (double &bytes : reading.tensorParallelBytes[layer])
       bytes = std::max(0.0, bytes);
+    reading.exchangeBytes[layer] = std::max(0.0, reading.exchangeBytes[layer]);
   }
   return reading;
 }
@@ -383,6 +407,7 @@ stg::readModelBounds(const CompileOptions &base,
   for (const std::string &mode : recompute)
     if (!llvm::is_contained(modes, mode))
       modes.push_back(mode);
+  bool exchangesDiffer = false;
   for (const std::string &mode : modes) {
     std::optional<CompiledModel> compiled[2];
     std::string errors;
@@ -430,6 +455,14 @@ stg::readModelBounds(const CompileOptions &base,
         continue;
       bounds.tensorParallelBytes[{mode, sequenceParallel, experts}] =
           halves->tensorParallelBytes;
+      // Every reading's exchanges alike, or none counts.
+      if (halves->exchange && !halves->mixedExchanges &&
+          (!bounds.exchange || *bounds.exchange == *halves->exchange)) {
+        bounds.exchange = halves->exchange;
+        bounds.exchangeBytes[{mode, sequenceParallel}] = halves->exchangeBytes;
+      } else if (halves->exchange) {
+        exchangesDiffer = true;
+      }
       if (sequenceParallel || experts || !shape.hasSequenceParallel)
         continue;
       // Without sequence parallelism, a layer's activations are a part tp
@@ -447,6 +480,10 @@ stg::readModelBounds(const CompileOptions &base,
       bounds.ownPrecision = module.lookupOption("precision") != nullptr;
       readMemory(module, shape, bounds);
     }
+  }
+  if (exchangesDiffer) {
+    bounds.exchange.reset();
+    bounds.exchangeBytes.clear();
   }
   return bounds;
 }

@@ -3,7 +3,7 @@
 // The two bounds of a plan, from what readModelBounds read once
 // (ModelBounds.cpp): the memory of the busiest stage, and the step's time
 // as the longest of a stage's compute, a rank's compute share and a
-// stage's collectives over tp. Each is checked against evaluated plans
+// stage's collectives over tp and expert exchanges. Each is checked against evaluated plans
 // (PlanBoundsTest).
 //
 //===----------------------------------------------------------------------===//
@@ -161,26 +161,63 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
   return std::max<uint64_t>(busiest, uint64_t(average));
 }
 
-/// The span of the tp group of each stage's first rank, with the ranks laid
-/// out as PlanEvaluator lays out `plan`'s.
-static std::vector<GroupSpan> getTensorParallelSpans(const Plan &plan,
-                                                     const SystemSpec &system) {
-  std::vector<Mesh::AxisInfo> axes;
+/// The span of the group over `axes` of each stage's first rank, with the
+/// ranks laid out as PlanEvaluator lays out `plan`'s (none: an axis is not
+/// in the mesh).
+static std::vector<GroupSpan> getStageSpans(const Plan &plan,
+                                            const SystemSpec &system,
+                                            llvm::ArrayRef<std::string> axes) {
+  std::vector<Mesh::AxisInfo> meshAxes;
   llvm::SmallVector<llvm::StringRef, 8> names;
   std::string order = plan.getRankOrder();
   llvm::StringRef(order).split(names, ',');
   for (llvm::StringRef name : names)
-    axes.push_back({name.str(), plan.getDegree(name)});
-  Mesh mesh(std::move(axes));
-  int tpAxis = mesh.findAxis("tp"), ppAxis = mesh.findAxis("pp");
+    meshAxes.push_back({name.str(), plan.getDegree(name)});
+  Mesh mesh(std::move(meshAxes));
+  int ppAxis = mesh.findAxis("pp");
+  AxisMask mask = 0;
+  for (const std::string &axis : axes) {
+    int index = mesh.findAxis(axis);
+    if (index < 0 || ppAxis < 0)
+      return {};
+    mask |= 1u << unsigned(index);
+  }
   std::vector<GroupSpan> spans;
-  if (tpAxis < 0 || ppAxis < 0)
-    return spans;
   for (unsigned stage = 0; stage < plan.getDegree("pp"); ++stage)
     spans.push_back(getGroupSpan(mesh, system,
-                                 mesh.withCoordinate(0, ppAxis, stage),
-                                 AxisMask(1u << unsigned(tpAxis))));
+                                 mesh.withCoordinate(0, ppAxis, stage), mask));
   return spans;
+}
+
+/// What each model chunk of `plan` spends at least on the expert exchanges
+/// of one micro-batch, forward and backward, whose bytes per layer and
+/// sequence `read` holds (read at tp 2: tp splits a rank's tokens at most
+/// that much more), run as `exchange` says.
+static void addChunkExchangeMicros(const std::vector<double> &read,
+                                   const Bounds::Exchange &exchange,
+                                   const Plan &plan, const SystemSpec &system,
+                                   const std::vector<unsigned> &chunks,
+                                   const std::vector<GroupSpan> &spans,
+                                   std::vector<double> &micros) {
+  double perSequence = double(plan.microBatchSize) / plan.getDegree("cp") *
+                       std::min(1.0, 2.0 / plan.getDegree("tp"));
+  unsigned stages = plan.getDegree("pp"), layer = 0;
+  ChunkPlacement placement = getChunkPlacement(plan.schedule);
+  ProgramNode node;
+  node.kind = ProgramNodeKind::Collective;
+  node.commType = CollectiveKind::AllToAll;
+  node.expertExchange = exchange.mode;
+  node.tokenCopies = exchange.tokenCopies;
+  node.experts = exchange.experts;
+  for (unsigned chunk = 0; chunk < chunks.size(); ++chunk) {
+    double bytes = 0;
+    for (unsigned end = layer + chunks[chunk]; layer < end; ++layer)
+      bytes += read[layer] * perSequence;
+    node.commBytes = uint64_t(bytes);
+    if (node.commBytes)
+      micros[chunk] += getCollectiveMicros(
+          node, spans[getChunkStage(placement, chunk, stages)], system);
+  }
 }
 
 /// What each model chunk of `plan` spends at least on the collectives over
@@ -277,12 +314,31 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
       plan.cpExchange != CpExchange::AllToAll &&
       read != bounds.tensorParallelBytes.end() &&
       chainRead != bounds.tensorParallelBytes.end()) {
-    std::vector<GroupSpan> spans = getTensorParallelSpans(plan, system);
+    std::vector<GroupSpan> spans = getStageSpans(plan, system, {"tp"});
     if (!spans.empty()) {
       addChunkCollectiveMicros(read->second, plan, system, *chunks, spans,
                                chunkCollectives);
       addChunkCollectiveMicros(chainRead->second, plan, system, *chunks, spans,
                                chainCollectives);
+    }
+  }
+  // Expert exchanges run on that stream too (in the model's precision: a
+  // low-precision recipe may dispatch in FP8).
+  auto exchanged =
+      bounds.exchangeBytes.find({plan.recompute, plan.sequenceParallel});
+  auto chainExchanged =
+      bounds.exchangeBytes.find({"none", plan.sequenceParallel});
+  if (plan.getDegree("ep") > 1 && bounds.exchange &&
+      !isLowPrecision(plan.precision) &&
+      exchanged != bounds.exchangeBytes.end() &&
+      chainExchanged != bounds.exchangeBytes.end()) {
+    std::vector<GroupSpan> spans =
+        getStageSpans(plan, system, bounds.exchange->axes);
+    if (!spans.empty()) {
+      addChunkExchangeMicros(exchanged->second, *bounds.exchange, plan, system,
+                             *chunks, spans, chunkCollectives);
+      addChunkExchangeMicros(chainExchanged->second, *bounds.exchange, plan,
+                             system, *chunks, spans, chainCollectives);
     }
   }
   std::vector<double> stageCollectives(stages);

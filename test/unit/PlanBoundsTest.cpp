@@ -75,8 +75,9 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
 }
 
 /// Every plan of a small space of Mixtral 8x7B (4 layers, 16 GPUs, experts
-/// over ep): the step bound, which counts the collectives over tp read at
-/// ep 2 for plans with ep > 1, at most what the evaluator reports.
+/// over ep): the step bound, which counts the expert exchanges and, for
+/// plans with ep > 1, the collectives over tp read at ep 2, at most what
+/// the evaluator reports.
 TEST_F(PlanBoundsTest, StepBoundIsBelowEveryEvaluatedMoEPlan) {
   base.input = std::string(STG_SOURCE_TEMPLATES_DIR) + "/mixtral-8x7b.stg";
   llvm::Expected<ModelFacts> read = readModelFacts(base);
@@ -90,11 +91,17 @@ TEST_F(PlanBoundsTest, StepBoundIsBelowEveryEvaluatedMoEPlan) {
   llvm::Expected<ModelBounds> bounds =
       readModelBounds(base, options.recompute, facts.shape);
   ASSERT_TRUE(bool(bounds)) << llvm::toString(bounds.takeError());
-  ModelBounds computeOnly = *bounds;
+  ASSERT_TRUE(bounds->exchange);
+  ASSERT_EQ(bounds->exchange->axes.size(), 1u);
+  EXPECT_EQ(bounds->exchange->axes.front(), "ep");
+  ModelBounds computeOnly = *bounds, withoutExchanges = *bounds;
   computeOnly.tensorParallelBytes.clear();
+  computeOnly.exchange.reset();
+  withoutExchanges.exchange.reset();
   PlanEvaluator evaluator(base, system, facts, options.globalBatch,
                           72'000'000'000);
-  unsigned priced = 0, withExperts = 0, communicationBounded = 0;
+  unsigned priced = 0, withExperts = 0, communicationBounded = 0,
+           exchangeBounded = 0;
   for (const Plan &plan : space.plans) {
     PlanResult result = evaluator.evaluate(plan);
     if (result.status == PlanStatus::Failed)
@@ -105,9 +112,11 @@ TEST_F(PlanBoundsTest, StepBoundIsBelowEveryEvaluatedMoEPlan) {
     EXPECT_LE(step, result.stepMicros) << plan.getLabel();
     communicationBounded += plan.getDegree("ep") > 1 &&
                             step > getStepLowerBound(computeOnly, plan, system);
+    exchangeBounded += step > getStepLowerBound(withoutExchanges, plan, system);
   }
   EXPECT_GT(withExperts, 50u) << priced;
   EXPECT_GT(communicationBounded, 0u);
+  EXPECT_GT(exchangeBounded, 0u);
 }
 
 /// Pruning keeps each kept plan's result and drops only plans that could

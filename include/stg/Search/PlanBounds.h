@@ -20,9 +20,9 @@
 //    micro-batch crosses the stages in order, so a stage's work waits for
 //    the forward of the chunks before it and, under 1F1B, is followed by
 //    their backward (zero bubble fills that with weight gradients); and a
-//    stage takes at least its collectives over tp, which a rank's
-//    collective stream runs one at a time (plans in the model's
-//    precision, without Ulysses).
+//    stage takes at least its collectives over tp and its expert
+//    exchanges, which a rank's collective stream runs one at a time (plans
+//    in the model's precision, without Ulysses).
 //    The FLOPs per layer and sequence come from the model compiled on one
 //    GPU with micro-batches of one and two sequences, their difference, so
 //    that work that does not grow with the batch is not multiplied; the
@@ -117,6 +117,23 @@ struct ModelBounds {
   /// ep > 1 (empty: none read).
   using TensorParallelKey = std::tuple<std::string, bool, bool>;
   std::map<TensorParallelKey, std::vector<CollectiveBytes>> tensorParallelBytes;
+  /// The expert exchanges (all-to-alls over ep) as read at tp 2 and ep 2:
+  /// the axes of their group and how their kernels move them, when every
+  /// one is alike; and per sequence the bytes of each layer's, forward and
+  /// backward, by the recomputation and sequence parallelism. They run on
+  /// the stream of the collectives over tp.
+  struct Exchange {
+    llvm::SmallVector<std::string, 2> axes;
+    ExpertExchange mode = ExpertExchange::AllToAll;
+    uint16_t tokenCopies = 0;
+    uint32_t experts = 0;
+    bool operator==(const Exchange &other) const {
+      return axes == other.axes && mode == other.mode &&
+             tokenCopies == other.tokenCopies && experts == other.experts;
+    }
+  };
+  std::optional<Exchange> exchange;
+  std::map<std::pair<std::string, bool>, std::vector<double>> exchangeBytes;
   /// The model sets a precision option of its own: any peak may apply.
   bool ownPrecision = false;
 };
