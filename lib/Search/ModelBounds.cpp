@@ -4,7 +4,7 @@
 // GPU with micro-batches of one and two sequences (FLOPs and activations
 // per sequence), split one layer a stage (each layer's activations), and
 // so again over tp 2 (the collectives tp adds; and ep 2 where the model
-// has experts). The memory bound's weights follow StageMemory.cpp's
+// has experts) and over cp 2 (context parallelism's exchanges). The memory bound's weights follow StageMemory.cpp's
 // accounting and Placement's numbering (forward repeats in program order,
 // a backward repeat on its forward repeat's layers; the work before the
 // first repeat on the first stage, after the last layer on the last),
@@ -183,11 +183,20 @@ bool compileOneAndTwoSequences(const CompileOptions &options,
   return true;
 }
 
+/// How readLayers splits each stage: ranks on tp, ep and cp (2 on the
+/// axis whose collectives it reads), sequence parallelism where set.
+struct SplitToRead {
+  unsigned tp = 1, ep = 1, cp = 1;
+  std::optional<bool> sequenceParallel;
+  llvm::StringRef collectivesOver = "tp";
+};
+
 /// What each layer saves and moves per sequence (readLayers).
 struct LayerReading {
   std::vector<double> activations;
-  /// The bytes of its forward and backward collectives over tp, by kind.
-  std::vector<Bounds::CollectiveBytes> tensorParallelBytes;
+  /// The bytes of its forward and backward collectives over the split's
+  /// axis, by kind.
+  std::vector<Bounds::CollectiveBytes> collectiveBytes;
   /// Those of its expert exchanges, and what they are (none: some differ).
   std::vector<double> exchangeBytes;
   std::optional<Bounds::Exchange> exchange;
@@ -198,12 +207,11 @@ struct LayerReading {
 /// layer a stage, one micro-batch in flight (GPipe over one): the first
 /// and last layer with the work before and after the layers, as their
 /// stages hold it in any split. Nothing where the split does not come out
-/// one layer a stage or the model is too deep to split so. Over `tp` x
-/// `ep` ranks a stage, with `sequenceParallel` set where given.
-std::optional<LayerReading>
-readLayers(const CompileOptions &base, llvm::StringRef recompute,
-           unsigned layers, unsigned tp = 1,
-           std::optional<bool> sequenceParallel = {}, unsigned ep = 1) {
+/// one layer a stage or the model is too deep to split so.
+std::optional<LayerReading> readLayers(const CompileOptions &base,
+                                       llvm::StringRef recompute,
+                                       unsigned layers,
+                                       const SplitToRead &split = {}) {
   if (layers < 2 || layers > 256)
     return std::nullopt;
   CompileOptions options = getOneGPUOptions(base, recompute);
@@ -211,13 +219,15 @@ readLayers(const CompileOptions &base, llvm::StringRef recompute,
     if (axis == "pp")
       degree = layers;
     if (axis == "tp")
-      degree = tp;
+      degree = split.tp;
     if (axis == "ep")
-      degree = ep;
+      degree = split.ep;
+    if (axis == "cp")
+      degree = split.cp;
   }
-  if (sequenceParallel)
+  if (split.sequenceParallel)
     options.overrides.push_back(
-        {"sequence_parallel", *sequenceParallel ? "true" : "false"});
+        {"sequence_parallel", *split.sequenceParallel ? "true" : "false"});
   options.schedule = PipelineSchedule::GPipe;
   std::optional<CompiledModel> compiled[2];
   std::string errors;
@@ -227,10 +237,11 @@ readLayers(const CompileOptions &base, llvm::StringRef recompute,
     return std::nullopt;
   LayerReading reading;
   reading.activations.resize(layers);
-  reading.tensorParallelBytes.resize(layers);
+  reading.collectiveBytes.resize(layers);
   reading.exchangeBytes.resize(layers);
   const Mesh &mesh = compiled[0]->programs.mesh;
-  int tpAxis = mesh.findAxis("tp"), epAxis = mesh.findAxis("ep");
+  int readAxis = mesh.findAxis(split.collectivesOver),
+      epAxis = mesh.findAxis("ep");
   for (unsigned layer = 0; layer < layers; ++layer) {
     const StageProgram *stages[2] = {&compiled[0]->programs.stages[layer],
                                      &compiled[1]->programs.stages[layer]};
@@ -244,8 +255,8 @@ readLayers(const CompileOptions &base, llvm::StringRef recompute,
             (node.phase != Phase::Forward && node.phase != Phase::Backward))
           continue;
         double sign = sequences ? 1.0 : -1.0;
-        if (tpAxis >= 0 && node.group == AxisMask(1u << tpAxis))
-          reading.tensorParallelBytes[layer][unsigned(node.commType)] +=
+        if (readAxis >= 0 && node.group == AxisMask(1u << readAxis))
+          reading.collectiveBytes[layer][unsigned(node.commType)] +=
               sign * double(node.commBytes);
         if (epAxis < 0 || node.commType != CollectiveKind::AllToAll ||
             !(node.group & (1u << epAxis)))
@@ -262,7 +273,7 @@ readLayers(const CompileOptions &base, llvm::StringRef recompute,
           reading.exchange = exchange;
         reading.mixedExchanges |= !(*reading.exchange == exchange);
       }
-    for (double &bytes : reading.tensorParallelBytes[layer])
+    for (double &bytes : reading.collectiveBytes[layer])
       bytes = std::max(0.0, bytes);
     reading.exchangeBytes[layer] = std::max(0.0, reading.exchangeBytes[layer]);
   }
@@ -436,6 +447,14 @@ stg::readModelBounds(const CompileOptions &base,
     std::optional<LayerReading> layers = readLayers(base, mode, shape.layers);
     if (layers)
       bounds.layerActivationsPerSequence[mode] = layers->activations;
+    // Over cp 2: context parallelism's exchanges of keys and values.
+    SplitToRead contextSplit;
+    contextSplit.cp = 2;
+    contextSplit.collectivesOver = "cp";
+    if (layers && shape.splits[3]) // cp
+      if (std::optional<LayerReading> halves =
+              readLayers(base, mode, shape.layers, contextSplit))
+        bounds.contextParallelBytes[mode] = halves->collectiveBytes;
     // The split again over tp 2, with sequence parallelism and without
     // where the model has the switch: the collectives tp adds, and without
     // sequence parallelism the activations it leaves whole.
@@ -448,13 +467,16 @@ stg::readModelBounds(const CompileOptions &base,
         setting = sequenceParallel;
       else if (sequenceParallel)
         continue;
+      SplitToRead split;
+      split.tp = 2;
+      split.ep = experts ? 2 : 1;
+      split.sequenceParallel = setting;
       std::optional<LayerReading> halves;
       if (!layers || (experts && !shape.splits[4]) || // ep
-          !(halves = readLayers(base, mode, shape.layers, 2, setting,
-                                experts ? 2 : 1)))
+          !(halves = readLayers(base, mode, shape.layers, split)))
         continue;
       bounds.tensorParallelBytes[{mode, sequenceParallel, experts}] =
-          halves->tensorParallelBytes;
+          halves->collectiveBytes;
       // Every reading's exchanges alike, or none counts.
       if (halves->exchange && !halves->mixedExchanges &&
           (!bounds.exchange || *bounds.exchange == *halves->exchange)) {

@@ -3,7 +3,7 @@
 // The two bounds of a plan, from what readModelBounds read once
 // (ModelBounds.cpp): the memory of the busiest stage, and the step's time
 // as the longest of a stage's compute, a rank's compute share and a
-// stage's collectives over tp and expert exchanges. Each is checked against evaluated plans
+// stage's collectives over tp and cp and expert exchanges. Each is checked against evaluated plans
 // (PlanBoundsTest).
 //
 //===----------------------------------------------------------------------===//
@@ -220,19 +220,18 @@ static void addChunkExchangeMicros(const std::vector<double> &read,
   }
 }
 
-/// What each model chunk of `plan` spends at least on the collectives over
-/// tp of one micro-batch, forward and backward, whose bytes per layer and
-/// sequence `read` holds (read at tp 2): a rank's collectives run one at a
-/// time on their stream, and each takes at least getCollectiveMicros of
-/// its bytes (a sum of bytes costs no more than its parts: the latency
+/// What each model chunk of `plan` spends at least on the collectives of
+/// one micro-batch, forward and backward, whose bytes per layer and
+/// sequence `read` holds, scaled by `perSequence` (by `gathered` more for
+/// a gather, whose input is a rank's shard): a rank's collectives run one
+/// at a time on their stream, and each takes at least getCollectiveMicros
+/// of its bytes (a sum of bytes costs no more than its parts: the latency
 /// counts once).
 static void addChunkCollectiveMicros(
     const std::vector<Bounds::CollectiveBytes> &read, const Plan &plan,
     const SystemSpec &system, const std::vector<unsigned> &chunks,
-    const std::vector<GroupSpan> &spans, std::vector<double> &micros) {
-  // A gather's input is a rank's shard: 2 / tp of what tp 2's was.
-  double perSequence = double(plan.microBatchSize) / plan.getDegree("cp");
-  double gathered = 2.0 / plan.getDegree("tp");
+    const std::vector<GroupSpan> &spans, double perSequence, double gathered,
+    std::vector<double> &micros) {
   unsigned stages = plan.getDegree("pp"), layer = 0;
   ChunkPlacement placement = getChunkPlacement(plan.schedule);
   for (unsigned chunk = 0; chunk < chunks.size(); ++chunk) {
@@ -314,12 +313,34 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
       plan.cpExchange != CpExchange::AllToAll &&
       read != bounds.tensorParallelBytes.end() &&
       chainRead != bounds.tensorParallelBytes.end()) {
+    // Read at tp 2: a gather's shard is 2 / tp of that.
     std::vector<GroupSpan> spans = getStageSpans(plan, system, {"tp"});
+    double perSequence = double(plan.microBatchSize) / plan.getDegree("cp");
+    double gathered = 2.0 / plan.getDegree("tp");
     if (!spans.empty()) {
       addChunkCollectiveMicros(read->second, plan, system, *chunks, spans,
-                               chunkCollectives);
+                               perSequence, gathered, chunkCollectives);
       addChunkCollectiveMicros(chainRead->second, plan, system, *chunks, spans,
-                               chainCollectives);
+                               perSequence, gathered, chainCollectives);
+    }
+  }
+  // Context parallelism's exchanges of keys and values, read at cp 2 and
+  // tp 1: tp splits the heads they move (a replicated head moves more), a
+  // gather's shard is 2 / cp of that.
+  auto context = bounds.contextParallelBytes.find(plan.recompute),
+       chainContext = bounds.contextParallelBytes.find("none");
+  if (plan.getDegree("cp") > 1 && !isLowPrecision(plan.precision) &&
+      plan.cpExchange != CpExchange::AllToAll &&
+      context != bounds.contextParallelBytes.end() &&
+      chainContext != bounds.contextParallelBytes.end()) {
+    std::vector<GroupSpan> spans = getStageSpans(plan, system, {"cp"});
+    double perSequence = double(plan.microBatchSize) / plan.getDegree("tp");
+    double gathered = 2.0 / plan.getDegree("cp");
+    if (!spans.empty()) {
+      addChunkCollectiveMicros(context->second, plan, system, *chunks, spans,
+                               perSequence, gathered, chunkCollectives);
+      addChunkCollectiveMicros(chainContext->second, plan, system, *chunks,
+                               spans, perSequence, gathered, chainCollectives);
     }
   }
   // Expert exchanges run on that stream too (in the model's precision: a

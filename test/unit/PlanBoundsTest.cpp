@@ -42,12 +42,16 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
       EXPECT_GT(layers.front(), 0) << mode;
     EXPECT_EQ(bounds->layerReplicatedPerSequence.size(),
               bounds->layerActivationsPerSequence.size());
-    ModelBounds computeOnly = *bounds;
+    ModelBounds computeOnly = *bounds, withoutContext = *bounds;
     computeOnly.tensorParallelBytes.clear();
+    computeOnly.contextParallelBytes.clear();
+    withoutContext.contextParallelBytes.clear();
     EXPECT_FALSE(bounds->tensorParallelBytes.empty());
+    EXPECT_FALSE(bounds->contextParallelBytes.empty());
     PlanEvaluator evaluator(base, system, facts, options.globalBatch,
                             72'000'000'000);
-    unsigned priced = 0, memoryBounded = 0, communicationBounded = 0;
+    unsigned priced = 0, memoryBounded = 0, communicationBounded = 0,
+             contextBounded = 0;
     for (const Plan &plan : space.plans) {
       PlanResult result = evaluator.evaluate(plan);
       if (result.status == PlanStatus::Failed)
@@ -63,6 +67,7 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
       memoryBounded += memory >= result.memory.weights;
       communicationBounded +=
           step > getStepLowerBound(computeOnly, plan, system);
+      contextBounded += step > getStepLowerBound(withoutContext, plan, system);
     }
     EXPECT_GT(priced, 100u);
     // The weights alone are below the bound for most plans: it counts
@@ -71,6 +76,7 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
     // A rank's collectives over tp, one at a time, bound some plans more
     // than their compute does (tp across nodes here).
     EXPECT_GT(communicationBounded, priced / 50);
+    EXPECT_GT(contextBounded, 0u);
   }
 }
 
