@@ -250,6 +250,79 @@ static void addChunkCollectiveMicros(
   }
 }
 
+namespace {
+/// Per model chunk, what a micro-batch's collectives take at least under
+/// the plan's recomputation (`work`) and without recomputation (`chain`).
+struct ChunkCommunication {
+  std::vector<double> work, chain;
+};
+} // namespace
+
+/// The value `map` holds for `key`, or null.
+template <typename Map, typename Key>
+static const typename Map::mapped_type *lookup(const Map &map, const Key &key) {
+  auto found = map.find(key);
+  return found == map.end() ? nullptr : &found->second;
+}
+
+/// What each chunk of `plan` spends at least on the collectives of its
+/// forward and backward: over tp (read at tp 2, and ep 2 for plans with
+/// ep > 1), over cp (read at cp 2 and tp 1: tp splits the heads they move,
+/// a replicated head moves more) and the expert exchanges, all on one
+/// stream. Plans whose collectives differ from those read count none: a
+/// low-precision recipe may gather and dispatch in FP8, Ulysses trades the
+/// gathers for all-to-alls.
+static ChunkCommunication
+getChunkCommunication(const Bounds &bounds, const Plan &plan,
+                      const SystemSpec &system,
+                      const std::vector<unsigned> &chunks) {
+  ChunkCommunication micros{std::vector<double>(chunks.size()),
+                            std::vector<double>(chunks.size())};
+  if (isLowPrecision(plan.precision) || plan.cpExchange == CpExchange::AllToAll)
+    return micros;
+  unsigned tp = plan.getDegree("tp"), cp = plan.getDegree("cp");
+  bool experts = plan.getDegree("ep") > 1;
+  // A gather's input is a rank's shard: `gathered` of the one read.
+  auto add = [&](llvm::StringRef axis, const auto *work, const auto *chain,
+                 double perSequence, double gathered) {
+    if (plan.getDegree(axis) < 2 || !work || !chain)
+      return;
+    std::vector<GroupSpan> spans = getStageSpans(plan, system, {axis.str()});
+    if (spans.empty())
+      return;
+    addChunkCollectiveMicros(*work, plan, system, chunks, spans, perSequence,
+                             gathered, micros.work);
+    addChunkCollectiveMicros(*chain, plan, system, chunks, spans, perSequence,
+                             gathered, micros.chain);
+  };
+  add("tp",
+      lookup(bounds.tensorParallelBytes,
+             Bounds::TensorParallelKey{plan.recompute, plan.sequenceParallel,
+                                       experts}),
+      lookup(bounds.tensorParallelBytes,
+             Bounds::TensorParallelKey{"none", plan.sequenceParallel, experts}),
+      double(plan.microBatchSize) / cp, 2.0 / tp);
+  add("cp", lookup(bounds.contextParallelBytes, plan.recompute),
+      lookup(bounds.contextParallelBytes, std::string("none")),
+      double(plan.microBatchSize) / tp, 2.0 / cp);
+  const auto *exchanged = lookup(
+      bounds.exchangeBytes, std::pair(plan.recompute, plan.sequenceParallel));
+  const auto *chainExchanged =
+      lookup(bounds.exchangeBytes,
+             std::pair(std::string("none"), plan.sequenceParallel));
+  if (experts && bounds.exchange && exchanged && chainExchanged) {
+    std::vector<GroupSpan> spans =
+        getStageSpans(plan, system, bounds.exchange->axes);
+    if (!spans.empty()) {
+      addChunkExchangeMicros(*exchanged, *bounds.exchange, plan, system, chunks,
+                             spans, micros.work);
+      addChunkExchangeMicros(*chainExchanged, *bounds.exchange, plan, system,
+                             chunks, spans, micros.chain);
+    }
+  }
+  return micros;
+}
+
 double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
                               const SystemSpec &system) {
   const DeviceSpec &device = system.device;
@@ -297,71 +370,13 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
       // counts the forward and backward alone.
       chainMicros[chunk] += std::min(all, plain->second.layers[layer]) * scale;
     }
-  // A stage's collectives over tp, which its ranks run one at a time, bound
-  // its work as its compute does; a micro-batch's pass through a chunk
-  // waits for both. Plans with ep > 1 count those read at ep 2; plans whose
-  // tp collectives differ from those read count none: a low-precision
-  // recipe may gather in FP8, Ulysses trades them for all-to-alls.
-  std::vector<double> chunkCollectives(chunks->size()),
-      chainCollectives(chunks->size());
-  auto findRead = [&](const std::string &recompute) {
-    return bounds.tensorParallelBytes.find(
-        {recompute, plan.sequenceParallel, plan.getDegree("ep") > 1});
-  };
-  auto read = findRead(plan.recompute), chainRead = findRead("none");
-  if (plan.getDegree("tp") > 1 && !isLowPrecision(plan.precision) &&
-      plan.cpExchange != CpExchange::AllToAll &&
-      read != bounds.tensorParallelBytes.end() &&
-      chainRead != bounds.tensorParallelBytes.end()) {
-    // Read at tp 2: a gather's shard is 2 / tp of that.
-    std::vector<GroupSpan> spans = getStageSpans(plan, system, {"tp"});
-    double perSequence = double(plan.microBatchSize) / plan.getDegree("cp");
-    double gathered = 2.0 / plan.getDegree("tp");
-    if (!spans.empty()) {
-      addChunkCollectiveMicros(read->second, plan, system, *chunks, spans,
-                               perSequence, gathered, chunkCollectives);
-      addChunkCollectiveMicros(chainRead->second, plan, system, *chunks, spans,
-                               perSequence, gathered, chainCollectives);
-    }
-  }
-  // Context parallelism's exchanges of keys and values, read at cp 2 and
-  // tp 1: tp splits the heads they move (a replicated head moves more), a
-  // gather's shard is 2 / cp of that.
-  auto context = bounds.contextParallelBytes.find(plan.recompute),
-       chainContext = bounds.contextParallelBytes.find("none");
-  if (plan.getDegree("cp") > 1 && !isLowPrecision(plan.precision) &&
-      plan.cpExchange != CpExchange::AllToAll &&
-      context != bounds.contextParallelBytes.end() &&
-      chainContext != bounds.contextParallelBytes.end()) {
-    std::vector<GroupSpan> spans = getStageSpans(plan, system, {"cp"});
-    double perSequence = double(plan.microBatchSize) / plan.getDegree("tp");
-    double gathered = 2.0 / plan.getDegree("cp");
-    if (!spans.empty()) {
-      addChunkCollectiveMicros(context->second, plan, system, *chunks, spans,
-                               perSequence, gathered, chunkCollectives);
-      addChunkCollectiveMicros(chainContext->second, plan, system, *chunks,
-                               spans, perSequence, gathered, chainCollectives);
-    }
-  }
-  // Expert exchanges run on that stream too (in the model's precision: a
-  // low-precision recipe may dispatch in FP8).
-  auto exchanged =
-      bounds.exchangeBytes.find({plan.recompute, plan.sequenceParallel});
-  auto chainExchanged =
-      bounds.exchangeBytes.find({"none", plan.sequenceParallel});
-  if (plan.getDegree("ep") > 1 && bounds.exchange &&
-      !isLowPrecision(plan.precision) &&
-      exchanged != bounds.exchangeBytes.end() &&
-      chainExchanged != bounds.exchangeBytes.end()) {
-    std::vector<GroupSpan> spans =
-        getStageSpans(plan, system, bounds.exchange->axes);
-    if (!spans.empty()) {
-      addChunkExchangeMicros(exchanged->second, *bounds.exchange, plan, system,
-                             *chunks, spans, chunkCollectives);
-      addChunkExchangeMicros(chainExchanged->second, *bounds.exchange, plan,
-                             system, *chunks, spans, chainCollectives);
-    }
-  }
+  // A stage's collectives, which its ranks run one at a time, bound its
+  // work as its compute does; a micro-batch's pass through a chunk waits
+  // for both.
+  ChunkCommunication communication =
+      getChunkCommunication(bounds, plan, system, *chunks);
+  const std::vector<double> &chunkCollectives = communication.work,
+                            &chainCollectives = communication.chain;
   std::vector<double> stageCollectives(stages);
   for (unsigned chunk = 0; chunk < chunks->size(); ++chunk)
     stageCollectives[getChunkStage(placement, chunk, stages)] +=
