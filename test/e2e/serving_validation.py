@@ -39,6 +39,9 @@ MODELS = {
     "Llama-2-70B": ("llama3-70b.stg", ["--set", "V=32000"]),
     "Llama-2-7B": ("llama2-7b.stg", []),
     "Mixtral-8x7B": ("mixtral-8x7b.stg", []),
+    "gpt-oss-120b": ("gpt-oss-120b.stg", []),
+    "Qwen3-235B-A22B": ("qwen3-235b-a22b.stg", []),
+    "DeepSeek-R1": ("deepseek-v3.stg", []),
 }
 
 
@@ -49,6 +52,17 @@ UNBOUNDED = {
     ("trtllm-perf-overview-0.19", "Llama-3.1-70B", "1"):
         "70B in FP8 on one 80 GB GPU: the cache is what TensorRT-LLM's "
         "activations leave",
+    # Attention data parallelism with experts over every GPU (TensorRT-LLM's
+    # DEP): stagec balances the experts and the replicas' batches, and
+    # prices no host; docs/serving.md, "MoE at saturation".
+    ("trtllm-perf-overview-dev-03e27c7", "gpt-oss-120b", "4"):
+        "MoE with attention DP (DEP4), above the clock as in training",
+    ("trtllm-perf-overview-dev-03e27c7", "Qwen3-235B-A22B", "8"):
+        "MoE with attention DP (DEP8)",
+    ("trtllm-perf-overview-dev-03e27c7", "DeepSeek-R1", "8"):
+        "MoE with attention DP (DEP8)",
+    ("trtllm-dsr1-bestperf", "e2e_latency_mean_ms"):
+        "MTP speculative decoding (3 draft tokens a step), not modelled",
 }
 
 
@@ -72,6 +86,13 @@ def model_of(name):
     return None
 
 
+def plan_of(row):
+    """The row's plan as the table writes it."""
+    if row["dp_attention"] == "true":
+        return f"dep{row['ep']}"
+    return f"tp{row['tp'] or 1}"
+
+
 def system_flags(gpu):
     if gpu.startswith("H100"):
         return ["--system", os.environ.get("SYS", "dgx-h100")]
@@ -87,7 +108,13 @@ def case_of(row):
     metric = row["metric"]
     if not model or not system or row["deployment"] != "aggregated":
         return None
-    if not row["isl"] or not row["osl"] or row["dp_attention"] == "true":
+    if not row["isl"] or not row["osl"]:
+        return None
+    # Attention data parallelism over the group, experts over it too
+    # (TensorRT-LLM's DEP): the template splits sequences over dp x ep.
+    attention_dp = row["dp_attention"] == "true"
+    if attention_dp and (row["ep"] != row["num_gpus"] or
+                         row["request_rate"] != "inf"):
         return None
     template, sets = MODELS[model]
     flags = [template] + sets + system + ["--mode", "serve",
@@ -95,7 +122,9 @@ def case_of(row):
                                           "--osl", row["osl"]]
     tp = int(row["tp"] or 1)
     instances = int(row["num_gpus"]) // tp
-    if tp > 1:
+    if attention_dp:
+        flags += ["--ep", row["ep"]]
+    elif tp > 1:
         flags += ["--tp", str(tp)]
     if instances > 1:
         flags += ["--instances", str(instances)]
@@ -180,7 +209,7 @@ def main():
             load = (f"{row['concurrency']} clients" if row["concurrency"]
                     else "all at once")
             print(f"| {row['source_id']} | {model_of(row['model'])} | "
-                  f"{row['num_gpus']}, tp{row['tp'] or 1} | {row['precision'].split()[0]} | "
+                  f"{row['num_gpus']}, {plan_of(row)} | {row['precision'].split()[0]} | "
                   f"{row['isl']}/{row['osl']} | {load} | {row['metric']} | "
                   f"{measured:g} | {value:.4g} | {error:+.0%}"
                   + (f" (not bounded: {reason})" if reason else "") + " |")
