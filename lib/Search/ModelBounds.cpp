@@ -4,7 +4,8 @@
 // GPU with micro-batches of one and two sequences (FLOPs and activations
 // per sequence), split one layer a stage (each layer's activations), and
 // so again over tp 2 (the collectives tp adds; and ep 2 where the model
-// has experts) and over cp 2 (context parallelism's exchanges). The memory bound's weights follow StageMemory.cpp's
+// has experts), over cp 2 (context parallelism's exchanges) and over dp 2
+// with FSDP (the weights a micro-batch gathers). The memory bound's weights follow StageMemory.cpp's
 // accounting and Placement's numbering (forward repeats in program order,
 // a backward repeat on its forward repeat's layers; the work before the
 // first repeat on the first stage, after the last layer on the last),
@@ -186,8 +187,9 @@ bool compileOneAndTwoSequences(const CompileOptions &options,
 /// How readLayers splits each stage: ranks on tp, ep and cp (2 on the
 /// axis whose collectives it reads), sequence parallelism where set.
 struct SplitToRead {
-  unsigned tp = 1, ep = 1, cp = 1;
+  unsigned tp = 1, ep = 1, cp = 1, dp = 1;
   std::optional<bool> sequenceParallel;
+  bool fsdp = false;
   llvm::StringRef collectivesOver = "tp";
 };
 
@@ -195,8 +197,9 @@ struct SplitToRead {
 struct LayerReading {
   std::vector<double> activations;
   /// The bytes of its forward and backward collectives over the split's
-  /// axis, by kind.
-  std::vector<Bounds::CollectiveBytes> collectiveBytes;
+  /// axis, by kind; and a micro-batch's that do not grow with its
+  /// sequences (weights gathered for it).
+  std::vector<Bounds::CollectiveBytes> collectiveBytes, fixedCollectiveBytes;
   /// Those of its expert exchanges, and what they are (none: some differ).
   std::vector<double> exchangeBytes;
   std::optional<Bounds::Exchange> exchange;
@@ -224,7 +227,10 @@ std::optional<LayerReading> readLayers(const CompileOptions &base,
       degree = split.ep;
     if (axis == "cp")
       degree = split.cp;
+    if (axis == "dp")
+      degree = split.dp;
   }
+  options.fsdp = split.fsdp;
   if (split.sequenceParallel)
     options.overrides.push_back(
         {"sequence_parallel", *split.sequenceParallel ? "true" : "false"});
@@ -238,6 +244,7 @@ std::optional<LayerReading> readLayers(const CompileOptions &base,
   LayerReading reading;
   reading.activations.resize(layers);
   reading.collectiveBytes.resize(layers);
+  reading.fixedCollectiveBytes.resize(layers);
   reading.exchangeBytes.resize(layers);
   const Mesh &mesh = compiled[0]->programs.mesh;
   int readAxis = mesh.findAxis(split.collectivesOver),
@@ -255,9 +262,14 @@ std::optional<LayerReading> readLayers(const CompileOptions &base,
             (node.phase != Phase::Forward && node.phase != Phase::Backward))
           continue;
         double sign = sequences ? 1.0 : -1.0;
-        if (readAxis >= 0 && node.group == AxisMask(1u << readAxis))
+        if (readAxis >= 0 && node.group == AxisMask(1u << readAxis)) {
+          double bytes = double(node.commBytes);
           reading.collectiveBytes[layer][unsigned(node.commType)] +=
-              sign * double(node.commBytes);
+              sign * bytes;
+          // One sequence's less what a second adds.
+          reading.fixedCollectiveBytes[layer][unsigned(node.commType)] +=
+              sequences ? -bytes : 2 * bytes;
+        }
         if (epAxis < 0 || node.commType != CollectiveKind::AllToAll ||
             !(node.group & (1u << epAxis)))
           continue;
@@ -274,6 +286,8 @@ std::optional<LayerReading> readLayers(const CompileOptions &base,
         reading.mixedExchanges |= !(*reading.exchange == exchange);
       }
     for (double &bytes : reading.collectiveBytes[layer])
+      bytes = std::max(0.0, bytes);
+    for (double &bytes : reading.fixedCollectiveBytes[layer])
       bytes = std::max(0.0, bytes);
     reading.exchangeBytes[layer] = std::max(0.0, reading.exchangeBytes[layer]);
   }
@@ -455,6 +469,15 @@ stg::readModelBounds(const CompileOptions &base,
       if (std::optional<LayerReading> halves =
               readLayers(base, mode, shape.layers, contextSplit))
         bounds.contextParallelBytes[mode] = halves->collectiveBytes;
+    // Over dp 2 with FSDP: the weights each micro-batch gathers.
+    SplitToRead shardedSplit;
+    shardedSplit.dp = 2;
+    shardedSplit.fsdp = true;
+    shardedSplit.collectivesOver = "dp";
+    if (layers && shape.hasWeightSharding)
+      if (std::optional<LayerReading> halves =
+              readLayers(base, mode, shape.layers, shardedSplit))
+        bounds.shardedWeightBytes[mode] = halves->fixedCollectiveBytes;
     // The split again over tp 2, with sequence parallelism and without
     // where the model has the switch: the collectives tp adds, and without
     // sequence parallelism the activations it leaves whole.

@@ -3,7 +3,7 @@
 // The two bounds of a plan, from what readModelBounds read once
 // (ModelBounds.cpp): the memory of the busiest stage, and the step's time
 // as the longest of a stage's compute, a rank's compute share and a
-// stage's collectives over tp and cp and expert exchanges. Each is checked against evaluated plans
+// stage's collectives over tp and cp, expert exchanges and FSDP gathers. Each is checked against evaluated plans
 // (PlanBoundsTest).
 //
 //===----------------------------------------------------------------------===//
@@ -305,6 +305,12 @@ getChunkCommunication(const Bounds &bounds, const Plan &plan,
   add("cp", lookup(bounds.contextParallelBytes, plan.recompute),
       lookup(bounds.contextParallelBytes, std::string("none")),
       double(plan.microBatchSize) / tp, 2.0 / cp);
+  // FSDP gathers each micro-batch's weights over dp, tp splitting them at
+  // most (experts' weights shard otherwise).
+  if (plan.sharding == WeightSharding::FSDP && !experts)
+    add("dp", lookup(bounds.shardedWeightBytes, plan.recompute),
+        lookup(bounds.shardedWeightBytes, std::string("none")), 1.0 / tp,
+        2.0 / plan.getDegree("dp"));
   const auto *exchanged = lookup(
       bounds.exchangeBytes, std::pair(plan.recompute, plan.sequenceParallel));
   const auto *chainExchanged =

@@ -42,16 +42,20 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
       EXPECT_GT(layers.front(), 0) << mode;
     EXPECT_EQ(bounds->layerReplicatedPerSequence.size(),
               bounds->layerActivationsPerSequence.size());
-    ModelBounds computeOnly = *bounds, withoutContext = *bounds;
+    ModelBounds computeOnly = *bounds, withoutContext = *bounds,
+                withoutSharded = *bounds;
     computeOnly.tensorParallelBytes.clear();
     computeOnly.contextParallelBytes.clear();
+    computeOnly.shardedWeightBytes.clear();
     withoutContext.contextParallelBytes.clear();
+    withoutSharded.shardedWeightBytes.clear();
     EXPECT_FALSE(bounds->tensorParallelBytes.empty());
     EXPECT_FALSE(bounds->contextParallelBytes.empty());
+    EXPECT_FALSE(bounds->shardedWeightBytes.empty());
     PlanEvaluator evaluator(base, system, facts, options.globalBatch,
                             72'000'000'000);
     unsigned priced = 0, memoryBounded = 0, communicationBounded = 0,
-             contextBounded = 0;
+             contextBounded = 0, shardedBounded = 0;
     for (const Plan &plan : space.plans) {
       PlanResult result = evaluator.evaluate(plan);
       if (result.status == PlanStatus::Failed)
@@ -68,6 +72,7 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
       communicationBounded +=
           step > getStepLowerBound(computeOnly, plan, system);
       contextBounded += step > getStepLowerBound(withoutContext, plan, system);
+      shardedBounded += step > getStepLowerBound(withoutSharded, plan, system);
     }
     EXPECT_GT(priced, 100u);
     // The weights alone are below the bound for most plans: it counts
@@ -77,6 +82,7 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
     // than their compute does (tp across nodes here).
     EXPECT_GT(communicationBounded, priced / 50);
     EXPECT_GT(contextBounded, 0u);
+    EXPECT_GT(shardedBounded, 0u);
   }
 }
 

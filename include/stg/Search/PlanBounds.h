@@ -20,14 +20,14 @@
 //    micro-batch crosses the stages in order, so a stage's work waits for
 //    the forward of the chunks before it and, under 1F1B, is followed by
 //    their backward (zero bubble fills that with weight gradients); and a
-//    stage takes at least its collectives over tp and cp and its expert
-//    exchanges, which a rank's collective stream runs one at a time (plans
-//    in the model's precision, without Ulysses).
+//    stage takes at least its collectives over tp and cp, its expert
+//    exchanges and its FSDP gathers, which a rank's collective stream runs
+//    one at a time (plans in the model's precision, without Ulysses).
 //    The FLOPs per layer and sequence come from the model compiled on one
 //    GPU with micro-batches of one and two sequences, their difference, so
 //    that work that does not grow with the batch is not multiplied; the
 //    collectives' bytes likewise from the model split a layer a stage
-//    over tp 2 (and ep 2), and over cp 2.
+//    over tp 2 (and ep 2), over cp 2, and over dp 2 with FSDP.
 //
 // Both are checked against evaluated plans (PlanBoundsTest).
 //
@@ -121,6 +121,10 @@ struct ModelBounds {
   /// collectives over cp, read at cp 2, by the recomputation (empty: none
   /// read).
   std::map<std::string, std::vector<CollectiveBytes>> contextParallelBytes;
+  /// Per micro-batch, the bytes of each layer's forward and backward
+  /// collectives over dp under FSDP (its weights' gathers), read at dp 2, by
+  /// the recomputation (empty: none read).
+  std::map<std::string, std::vector<CollectiveBytes>> shardedWeightBytes;
   /// The expert exchanges (all-to-alls over ep) as read at tp 2 and ep 2:
   /// the axes of their group and how their kernels move them, when every
   /// one is alike; and per sequence the bytes of each layer's, forward and
