@@ -11,18 +11,12 @@
 using namespace stg;
 
 std::optional<PipelineSchedule> stg::parsePipelineSchedule(llvm::StringRef name) {
-  if (name == "1f1b")
-    return PipelineSchedule::OneFOneB;
-  if (name == "gpipe")
-    return PipelineSchedule::GPipe;
-  if (name == "zb-h1")
-    return PipelineSchedule::ZeroBubbleH1;
-  if (name == "zb-v")
-    return PipelineSchedule::ZeroBubbleV;
-  if (name == "dualpipev")
-    return PipelineSchedule::DualPipeV;
-  if (name == "combined-1f1b")
-    return PipelineSchedule::Combined1F1B;
+  for (PipelineSchedule schedule :
+       {PipelineSchedule::OneFOneB, PipelineSchedule::GPipe,
+        PipelineSchedule::ZeroBubbleH1, PipelineSchedule::ZeroBubbleV,
+        PipelineSchedule::DualPipeV, PipelineSchedule::Combined1F1B})
+    if (name == getPipelineScheduleName(schedule))
+      return schedule;
   return std::nullopt;
 }
 

@@ -161,19 +161,22 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
   return std::max<uint64_t>(busiest, uint64_t(average));
 }
 
-/// The span of the group over `axes` of each stage's first rank, with the
-/// ranks laid out as PlanEvaluator lays out `plan`'s (none: an axis is not
-/// in the mesh).
-static std::vector<GroupSpan> getStageSpans(const Plan &plan,
-                                            const SystemSpec &system,
-                                            llvm::ArrayRef<std::string> axes) {
-  std::vector<Mesh::AxisInfo> meshAxes;
+/// `plan`'s mesh, its ranks laid out as PlanEvaluator lays them out.
+static Mesh getPlanMesh(const Plan &plan) {
+  std::vector<Mesh::AxisInfo> axes;
   llvm::SmallVector<llvm::StringRef, 8> names;
   std::string order = plan.getRankOrder();
   llvm::StringRef(order).split(names, ',');
   for (llvm::StringRef name : names)
-    meshAxes.push_back({name.str(), plan.getDegree(name)});
-  Mesh mesh(std::move(meshAxes));
+    axes.push_back({name.str(), plan.getDegree(name)});
+  return Mesh(std::move(axes));
+}
+
+/// The span of the group over `axes` of each stage's first rank on `mesh`
+/// (none: an axis is not in the mesh).
+static std::vector<GroupSpan> getStageSpans(const Mesh &mesh,
+                                            const SystemSpec &system,
+                                            llvm::ArrayRef<std::string> axes) {
   int ppAxis = mesh.findAxis("pp");
   AxisMask mask = 0;
   for (const std::string &axis : axes) {
@@ -183,7 +186,7 @@ static std::vector<GroupSpan> getStageSpans(const Plan &plan,
     mask |= 1u << unsigned(index);
   }
   std::vector<GroupSpan> spans;
-  for (unsigned stage = 0; stage < plan.getDegree("pp"); ++stage)
+  for (unsigned stage = 0; stage < mesh.getDegree(ppAxis); ++stage)
     spans.push_back(getGroupSpan(mesh, system,
                                  mesh.withCoordinate(0, ppAxis, stage), mask));
   return spans;
@@ -282,12 +285,19 @@ getChunkCommunication(const Bounds &bounds, const Plan &plan,
     return micros;
   unsigned tp = plan.getDegree("tp"), cp = plan.getDegree("cp");
   bool experts = plan.getDegree("ep") > 1;
+  // Built once, for the first collectives that count.
+  std::optional<Mesh> mesh;
+  auto getSpans = [&](llvm::ArrayRef<std::string> axes) {
+    if (!mesh)
+      mesh = getPlanMesh(plan);
+    return getStageSpans(*mesh, system, axes);
+  };
   // A gather's input is a rank's shard: `gathered` of the one read.
   auto add = [&](llvm::StringRef axis, const auto *work, const auto *chain,
                  double perSequence, double gathered) {
     if (plan.getDegree(axis) < 2 || !work || !chain)
       return;
-    std::vector<GroupSpan> spans = getStageSpans(plan, system, {axis.str()});
+    std::vector<GroupSpan> spans = getSpans({axis.str()});
     if (spans.empty())
       return;
     addChunkCollectiveMicros(*work, plan, system, chunks, spans, perSequence,
@@ -317,8 +327,7 @@ getChunkCommunication(const Bounds &bounds, const Plan &plan,
       lookup(bounds.exchangeBytes,
              std::pair(std::string("none"), plan.sequenceParallel));
   if (experts && bounds.exchange && exchanged && chainExchanged) {
-    std::vector<GroupSpan> spans =
-        getStageSpans(plan, system, bounds.exchange->axes);
+    std::vector<GroupSpan> spans = getSpans(bounds.exchange->axes);
     if (!spans.empty()) {
       addChunkExchangeMicros(*exchanged, *bounds.exchange, plan, system, chunks,
                              spans, micros.work);
