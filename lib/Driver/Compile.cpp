@@ -28,6 +28,43 @@ std::string stg::getPassPipeline(const CompileOptions &options) {
   return pipeline + "check-divisibility";
 }
 
+std::optional<std::string> stg::foldDualPipe(CompileOptions &options) {
+  if (options.schedule != PipelineSchedule::DualPipe)
+    return std::nullopt;
+  InstantiateOptions defaults;
+  unsigned *stages = nullptr, *replicas = nullptr;
+  for (auto &[name, degree] : options.degrees) {
+    if (name == defaults.pipelineAxis)
+      stages = &degree;
+    else if (name == "dp")
+      replicas = &degree;
+  }
+  unsigned numStages = stages ? *stages : 1;
+  if (numStages < 4 || numStages % 2)
+    return "dualpipe feeds a pipeline from both ends, half its stages a "
+           "direction: it needs an even pp of at least 4 (" +
+           std::to_string(numStages) + " given)";
+  if (options.virtualStages != 1)
+    return "dualpipe runs one stage of each of its two model copies a rank; "
+           "--virtual-stages " +
+           std::to_string(options.virtualStages) + " does not apply";
+  unsigned microbatches = options.microbatches ? options.microbatches
+                                               : numStages;
+  if (microbatches % 2 || microbatches < 2 * numStages)
+    return "dualpipe over " + std::to_string(numStages) +
+           " stages needs an even micro-batch count of at least " +
+           std::to_string(2 * numStages) + ", twice the stages, half of them "
+           "fed from each end (" + std::to_string(microbatches) + " given)";
+  *stages /= 2;
+  if (replicas)
+    *replicas *= 2;
+  else
+    options.degrees.push_back({"dp", 2});
+  options.microbatches = microbatches / 2;
+  options.virtualStages = 2;
+  return std::nullopt;
+}
+
 /// Sets the degrees on the module's axes, so that the passes see them.
 static LogicalResult applyMesh(Module &module, const CompileOptions &options,
                                DiagnosticEngine &diags) {
@@ -200,8 +237,14 @@ stg::instantiateModel(const Module &module, const Mesh &mesh,
                      numbers, sources);
 }
 
-std::optional<CompiledModel> stg::compileModel(const CompileOptions &options,
-                                               DiagnosticEngine &diags) {
+std::optional<CompiledModel>
+stg::compileModel(const CompileOptions &givenOptions,
+                  DiagnosticEngine &diags) {
+  CompileOptions options = givenOptions;
+  if (std::optional<std::string> error = foldDualPipe(options)) {
+    diags.error({}, *error);
+    return std::nullopt;
+  }
   std::unique_ptr<Module> module = loadModel(options, diags);
   if (!module)
     return std::nullopt;

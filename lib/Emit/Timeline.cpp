@@ -143,7 +143,7 @@ void TimelineWriter::writeRun(const TimelineEvent &run) {
       case ProgramNodeKind::Send:
       case ProgramNodeKind::Recv:
         json.attribute("bytes", node.commBytes);
-        json.attribute("peer", programs.getPeerRank(rank, node.peerStage));
+        json.attribute("peer", programs.getPeerRank(rank, node));
         json.attribute("peer_stage", node.peerStage);
         json.attribute("tag", node.tag);
         break;

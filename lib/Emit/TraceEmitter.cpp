@@ -127,10 +127,10 @@ void stg::fillRankPart(const ProgramSet &programs, const CommGroups &groups,
     break;
   case ProgramNodeKind::Send:
     *out.add_attr() = commSrcAttr(rank);
-    *out.add_attr() = commDstAttr(programs.getPeerRank(rank, node.peerStage));
+    *out.add_attr() = commDstAttr(programs.getPeerRank(rank, node));
     break;
   case ProgramNodeKind::Recv:
-    *out.add_attr() = commSrcAttr(programs.getPeerRank(rank, node.peerStage));
+    *out.add_attr() = commSrcAttr(programs.getPeerRank(rank, node));
     *out.add_attr() = commDstAttr(rank);
     break;
   }
@@ -183,7 +183,8 @@ private:
 
 llvm::StringRef ChakraStamper::getRankPart(const ProgramNode &node,
                                            unsigned rank) {
-  uint64_t key = uint64_t(node.kind) << 32 |
+  uint64_t key = uint64_t(node.kind) << 33 |
+                 uint64_t(node.acrossHalves) << 32 |
                  (node.kind == ProgramNodeKind::Collective ? node.group
                                                            : node.peerStage);
   auto [it, inserted] = rankParts.try_emplace(key);

@@ -143,6 +143,16 @@ std::vector<AxisMask> ProgramSet::getUsedMasks() const {
 
 /// Finds every data edge whose ends run on different stages and numbers the
 /// edges in program order. Fails if the tags would not fit an int32.
+/// The axis whose upper half mirrors the lower in a folded dualpipe: the
+/// data-parallel one foldDualPipe doubled; -1 for another schedule, or
+/// where the mesh has no such axis.
+static int findMirrorAxis(const Mesh &mesh, PipelineSchedule schedule) {
+  if (schedule != PipelineSchedule::DualPipe)
+    return -1;
+  int axis = mesh.findAxis("dp");
+  return axis >= 0 && mesh.getDegree(axis) % 2 == 0 ? axis : -1;
+}
+
 static LogicalResult findStageEdges(SharedState &shared) {
   const Placement &placement = shared.placement;
   unsigned next = 0;
@@ -150,15 +160,20 @@ static LogicalResult findStageEdges(SharedState &shared) {
     for (const Value *operand : op.getOperands()) {
       ValueInstance source = placement.resolve(operand, layer);
       const Op *def = source.value->getDefiningOp();
-      if (!def || placement.isFloating(def) ||
-          placement.getStage(def, source.layer) == consumerStage)
+      if (!def || placement.isFloating(def))
+        continue;
+      bool acrossHalves = shared.crossesHalves(*def, source.layer, op, layer);
+      if (placement.getStage(def, source.layer) == consumerStage &&
+          !acrossHalves)
         continue;
       auto &edges = shared.edges[{source.value, source.layer}];
       auto edge = llvm::find_if(edges, [&](const StageEdge &candidate) {
-        return candidate.stage == consumerStage;
+        return candidate.stage == consumerStage &&
+               candidate.acrossHalves == acrossHalves;
       });
       if (edge == edges.end())
-        edges.push_back({consumerStage, next++, isOncePerStep(op)});
+        edges.push_back(
+            {consumerStage, next++, isOncePerStep(op), acrossHalves});
       else // Any per-micro-batch consumer needs every micro-batch's value.
         edge->once &= isOncePerStep(op);
     }
@@ -261,6 +276,14 @@ stg::instantiate(const Module &module, const Mesh &mesh,
     return std::nullopt;
   }
   set.schedule = options.schedule;
+  set.mirrorAxis = findMirrorAxis(mesh, options.schedule);
+  if (options.schedule == PipelineSchedule::DualPipe && set.mirrorAxis < 0) {
+    diags.error(module.getModelLoc(),
+                "dualpipe runs as its two mirrored halves (foldDualPipe): it "
+                "needs the mesh's dp axis at an even degree (" +
+                    mesh.describe() + ")");
+    return std::nullopt;
+  }
   unsigned numStages =
       set.pipelineAxis < 0 ? 1 : mesh.getDegree(set.pipelineAxis);
   unsigned numChunks = std::max(1u, options.numVirtualStages);
@@ -407,6 +430,7 @@ LogicalResult stg::moveProgramSetToMesh(ProgramSet &set, const Mesh &mesh,
     }
   set.mesh = mesh;
   set.pipelineAxis = mesh.findAxis(pipelineAxis);
+  set.mirrorAxis = findMirrorAxis(mesh, set.schedule);
   return success();
 }
 

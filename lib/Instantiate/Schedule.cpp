@@ -14,7 +14,8 @@ std::optional<PipelineSchedule> stg::parsePipelineSchedule(llvm::StringRef name)
   for (PipelineSchedule schedule :
        {PipelineSchedule::OneFOneB, PipelineSchedule::GPipe,
         PipelineSchedule::ZeroBubbleH1, PipelineSchedule::ZeroBubbleV,
-        PipelineSchedule::DualPipeV, PipelineSchedule::Combined1F1B})
+        PipelineSchedule::DualPipeV, PipelineSchedule::DualPipe,
+        PipelineSchedule::Combined1F1B})
     if (name == getPipelineScheduleName(schedule))
       return schedule;
   return std::nullopt;
@@ -32,6 +33,8 @@ llvm::StringRef stg::getPipelineScheduleName(PipelineSchedule schedule) {
     return "zb-v";
   case PipelineSchedule::DualPipeV:
     return "dualpipev";
+  case PipelineSchedule::DualPipe:
+    return "dualpipe";
   case PipelineSchedule::Combined1F1B:
     return "combined-1f1b";
   }
@@ -275,9 +278,9 @@ std::vector<ScheduleStep> stg::getStageSchedule(PipelineSchedule schedule,
                                                 bool training,
                                                 unsigned numChunks) {
   if (schedule == PipelineSchedule::ZeroBubbleV ||
-      (schedule == PipelineSchedule::DualPipeV && !training))
+      (runsDualPipeSteps(schedule) && !training))
     return getZeroBubbleVSchedule(stage, numStages, numMicrobatches, training);
-  if (schedule == PipelineSchedule::DualPipeV)
+  if (runsDualPipeSteps(schedule))
     return getDualPipeVSchedule(stage, numStages, numMicrobatches);
   if (numChunks > 1)
     return getInterleavedSchedule(stage, numStages, numMicrobatches, numChunks,
@@ -325,7 +328,7 @@ double stg::getMaxInFlightMicrobatches(PipelineSchedule schedule,
   // as many as there are micro-batches, and never more after it.
   // DualPipeV holds 2P chunks before its first W or whole B, and one more
   // in each F&B step, whose forward runs beside the backward that frees.
-  if (schedule == PipelineSchedule::DualPipeV)
+  if (runsDualPipeSteps(schedule))
     return (2 * numStages + 1) / 2.0;
   if (schedule == PipelineSchedule::ZeroBubbleV)
     return (std::min(numMicrobatches, 2 * numStages - stage - 1) +

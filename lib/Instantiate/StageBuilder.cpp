@@ -143,8 +143,9 @@ bool StageBuilder::isReplayed(const Op &op, int microbatch) const {
                                 shared.training);
 }
 
-void StageBuilder::collectOperand(const Value *operand, int layer,
-                                  int microbatch, bool allMicrobatches,
+void StageBuilder::collectOperand(const Op &consumer, const Value *operand,
+                                  int layer, int microbatch,
+                                  bool allMicrobatches,
                                   llvm::SmallVectorImpl<uint32_t> &deps) {
   ValueInstance source = placement.resolve(operand, layer);
   const Op *def = source.value->getDefiningOp();
@@ -163,12 +164,15 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
   }
   unsigned sourceStage = placement.getStage(def, source.layer);
   InstanceKey key{source.value, source.layer};
+  bool acrossHalves =
+      shared.crossesHalves(*def, source.layer, consumer, layer);
   const StageEdge *edge = nullptr;
-  if (sourceStage != stage) {
+  if (sourceStage != stage || acrossHalves) {
     auto edges = shared.edges.find(key);
     if (edges != shared.edges.end())
       for (const StageEdge &candidate : edges->second)
-        if (candidate.stage == stage)
+        if (candidate.stage == stage &&
+            candidate.acrossHalves == acrossHalves)
           edge = &candidate;
     if (!edge) {
       shared.diags.error(def->getLoc(),
@@ -190,7 +194,14 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
     // A replayed step's values are held by micro-batch 0's nodes, which
     // stand for them as its step stands for the replay.
     int held = isReplayed(*def, mb) ? 0 : mb;
-    auto found = holders.find({key, held});
+    if (acrossHalves) {
+      auto received = mirrorHolders.find({key, mb});
+      if (received != mirrorHolders.end()) {
+        deps.push_back(received->second);
+        continue;
+      }
+    }
+    auto found = acrossHalves ? holders.end() : holders.find({key, held});
     if (found != holders.end()) {
       deps.append(found->second.begin(), found->second.end());
       continue;
@@ -219,12 +230,16 @@ void StageBuilder::collectOperand(const Value *operand, int layer,
     recv.name = getInstanceName(*source.value, source.layer, mb) + ".recv";
     recv.commBytes = *bytes;
     recv.peerStage = sourceStage;
+    recv.acrossHalves = acrossHalves;
     recv.tag = getTag(edge->number, mb);
     recv.phase = def->getPhase();
     recv.layer = getModelLayer(*def, source.layer);
     recv.microbatch = mb;
     uint32_t id = addNode(std::move(recv), nullptr, query);
-    holders[{key, mb}] = {id};
+    if (acrossHalves)
+      mirrorHolders[{key, mb}] = id;
+    else
+      holders[{key, mb}] = {id};
     deps.push_back(id);
     stepMessages.push_back({key, edge->number, stage, edge->once});
   }
@@ -253,6 +268,7 @@ void StageBuilder::sendResult(ValueInstance producer, int microbatch,
                 ".send";
     send.commBytes = *bytes;
     send.peerStage = edge.stage;
+    send.acrossHalves = edge.acrossHalves;
     send.tag = getTag(edge.number, microbatch);
     send.phase = def.getPhase();
     send.layer = getModelLayer(def, producer.layer);
@@ -298,7 +314,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
   int mb = once ? -1 : microbatch;
   llvm::SmallVector<uint32_t, 4> deps;
   for (const Value *operand : op.getOperands())
-    collectOperand(operand, layer, mb, once, deps);
+    collectOperand(op, operand, layer, mb, once, deps);
   if (failed)
     return;
   if (!stepParamGathers.empty() && op.getPhase() == Phase::Forward)

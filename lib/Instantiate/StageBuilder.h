@@ -33,11 +33,14 @@ inline bool isOncePerStep(const Op &op) {
 
 /// A cross-stage edge: the consuming stage and the edge's number. An edge
 /// into once-per-step work (summing a tied weight's gradients) carries the
-/// value once, after the last micro-batch accumulated it.
+/// value once, after the last micro-batch accumulated it. In a folded
+/// dualpipe, an edge from a rank's one model copy to its other crosses to
+/// the other half (SharedState::crossesHalves), also within a stage.
 struct StageEdge {
   unsigned stage;
   unsigned number;
   bool once = false;
+  bool acrossHalves = false;
 };
 
 /// What every stage's builder shares.
@@ -70,6 +73,20 @@ struct SharedState {
   /// With options.expertExchange: the router's top-k and routed experts.
   uint16_t tokenCopies = 0;
   uint32_t experts = 0;
+
+  /// Whether the value `def` makes in `layer`, consumed by `consumer` in
+  /// `consumerLayer`, crosses to the other half of a folded dualpipe: a
+  /// micro-batch's value passed between a stage's two chunks, which on
+  /// DualPipe's ranks are two copies of the model, each run by its
+  /// mirror's for the other direction. A tied weight's gradients, summed
+  /// once a step, stay: both copies' gradients are summed anyway.
+  bool crossesHalves(const Op &def, int layer, const Op &consumer,
+                     int consumerLayer) const {
+    return options.schedule == PipelineSchedule::DualPipe &&
+           !isOncePerStep(def) && !isOncePerStep(consumer) &&
+           placement.getChunk(&def, layer) !=
+               placement.getChunk(&consumer, consumerLayer);
+  }
 };
 
 /// Whether `step`, of the last micro-batch, is the one that reduces the
@@ -192,8 +209,9 @@ private:
   void boundReplay(ProgramNode &compute);
   /// Node ids holding `operand` of an op instance; receives it first if it
   /// comes from another stage.
-  void collectOperand(const Value *operand, int layer, int microbatch,
-                      bool allMicrobatches, llvm::SmallVectorImpl<uint32_t> &deps);
+  void collectOperand(const Op &consumer, const Value *operand, int layer,
+                      int microbatch, bool allMicrobatches,
+                      llvm::SmallVectorImpl<uint32_t> &deps);
   void sendResult(ValueInstance producer, int microbatch,
                   llvm::ArrayRef<uint32_t> deps);
   /// Appends `node`, built for `op` if it is an op's, priced by `query`.
@@ -336,6 +354,9 @@ private:
   /// (instance, micro-batch) -> the nodes that hold it on this stage.
   llvm::DenseMap<std::pair<InstanceKey, int>, llvm::SmallVector<uint32_t, 1>>
       holders;
+  /// Likewise, of the other half of a folded dualpipe: the receives of the
+  /// values its mirror made (SharedState::crossesHalves).
+  llvm::DenseMap<std::pair<InstanceKey, int>, uint32_t> mirrorHolders;
   llvm::DenseMap<AxisMask, uint32_t> lastCollective;
   llvm::DenseSet<const Op *> deferredSync;
   struct Bucket {

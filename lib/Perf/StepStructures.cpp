@@ -88,7 +88,7 @@ double Replay::getMicros(unsigned stage, const ProgramNode &work,
   case ProgramNodeKind::Send:
   case ProgramNodeKind::Recv: {
     // The sender's links carry a message: a receive only waits.
-    unsigned peer = programs.getPeerRank(rank, work.peerStage);
+    unsigned peer = programs.getPeerRank(rank, work);
     bool across = system.getNode(peer) != system.getNode(rank);
     if (work.kind == ProgramNodeKind::Send)
       tiers = 1u << (across ? ScaleOutTier : ScaleUpTier);
@@ -106,7 +106,7 @@ void Replay::getTransfers(unsigned stage, const ProgramNode &work,
     getCollectiveTransfers(work, state.spans->find(work.group)->second, system,
                            transfers);
   } else if (work.kind == ProgramNodeKind::Send) {
-    unsigned peer = programs.getPeerRank(state.rank, work.peerStage);
+    unsigned peer = programs.getPeerRank(state.rank, work);
     getMessageTransfers(double(work.commBytes),
                         system.getNode(peer) != system.getNode(state.rank),
                         system, transfers);

@@ -35,18 +35,21 @@ VariantEstimator::VariantEstimator(const PerturbationSpec &spec,
       if (node.kind == ProgramNodeKind::Collective &&
           node.phase != Phase::GradientSync && node.phase != Phase::Optimizer)
         lockstepAxes |= node.group;
+  numReplicas = programs.mesh.getNumRanks() /
+                programs.mesh.getGroupSize(getReplicaAxes());
+}
+
+AxisMask VariantEstimator::getReplicaAxes() const {
+  // A folded dualpipe's halves send to each other too.
   AxisMask replicaAxes = lockstepAxes;
-  if (programs.pipelineAxis >= 0)
-    replicaAxes |= AxisMask(1) << programs.pipelineAxis;
-  numReplicas =
-      programs.mesh.getNumRanks() / programs.mesh.getGroupSize(replicaAxes);
+  for (int axis : {programs.pipelineAxis, programs.mirrorAxis})
+    if (axis >= 0)
+      replicaAxes |= AxisMask(1) << axis;
+  return replicaAxes;
 }
 
 unsigned VariantEstimator::getReplica(unsigned rank) const {
-  AxisMask replicaAxes = lockstepAxes;
-  if (programs.pipelineAxis >= 0)
-    replicaAxes |= AxisMask(1) << programs.pipelineAxis;
-  return programs.mesh.getGroupIndex(rank, replicaAxes);
+  return programs.mesh.getGroupIndex(rank, getReplicaAxes());
 }
 
 std::vector<ReplicaChanges>

@@ -55,6 +55,12 @@ PLANS = [
     ("ep4-pp2-dualpipev", "mixtral-8x7b.stg",
      ["--ep", "4", "--pp", "2", "--microbatches", "4", "--schedule",
       "dualpipev", "--set", "B=16"], 0.05),
+    # DualPipe: the same steps on two copies of the model fed from both
+    # ends; a rank hands a micro-batch between its copies through its
+    # mirror, the rank holding the other direction's.
+    ("ep2-pp4-dualpipe", "mixtral-8x7b.stg",
+     ["--ep", "2", "--pp", "4", "--microbatches", "8", "--schedule",
+      "dualpipe", "--set", "B=16"], 0.05),
     # Megatron-Core's combined 1F1B (interleaved, as it requires with pp):
     # the same F&B steps in 1F1B's order.
     ("ep2-pp2-vs2-combined", "mixtral-8x7b.stg",

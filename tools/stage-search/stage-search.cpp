@@ -181,13 +181,15 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "(default; interleaved with virtual stages), zb-h1 (zero "
                  "bubble, one model chunk a stage), zb-v (zero bubble, two "
                  "model chunks a stage in a V), dualpipev (DualPipeV over "
-                 "that V, at least 2 x pp micro-batches), combined-1f1b "
-                 "(Megatron-Core's EP A2A overlap, for plans with ep > 1, "
-                 "also without pipelining; with pp > 1 interleaved), as "
-                 "for stagec")
+                 "that V, at least 2 x pp micro-batches), dualpipe "
+                 "(bidirectional DualPipe: an even pp of at least 4, an "
+                 "even count of at least 2 x pp micro-batches), "
+                 "combined-1f1b (Megatron-Core's EP A2A overlap, for plans "
+                 "with ep > 1, also without pipelining; with pp > 1 "
+                 "interleaved), as for stagec")
       ->delimiter(',')
-      ->check(CLI::IsMember(
-          {"1f1b", "zb-h1", "zb-v", "dualpipev", "combined-1f1b"}));
+      ->check(CLI::IsMember({"1f1b", "zb-h1", "zb-v", "dualpipev",
+                             "dualpipe", "combined-1f1b"}));
   app.add_option("--overlap-param-gather", overlapParamGather,
                  "on (default) or off, as for stagec")
       ->check(CLI::IsMember({"on", "off"}));

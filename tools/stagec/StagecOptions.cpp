@@ -143,12 +143,15 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "or dualpipev (DeepSeek's DualPipeV over that V: a forward "
                  "and a backward of two micro-batches overlapped in each "
                  "steady step; at least 2 x pp micro-batches), the V "
-                 "schedules implying --virtual-stages 2; or combined-1f1b "
-                 "(Megatron-Core's EP A2A overlap: 1F1B, plain or "
-                 "interleaved, its steady forward and backward of two "
-                 "micro-batches overlapped)")
-      ->check(CLI::IsMember(
-          {"1f1b", "gpipe", "zb-h1", "zb-v", "dualpipev", "combined-1f1b"}))
+                 "schedules implying --virtual-stages 2; dualpipe "
+                 "(DeepSeek's bidirectional DualPipe: two copies of the "
+                 "model, fed from both ends; an even pp of at least 4, an "
+                 "even count of at least 2 x pp micro-batches); or "
+                 "combined-1f1b (Megatron-Core's EP A2A overlap: 1F1B, "
+                 "plain or interleaved, its steady forward and backward of "
+                 "two micro-batches overlapped)")
+      ->check(CLI::IsMember({"1f1b", "gpipe", "zb-h1", "zb-v", "dualpipev",
+                             "dualpipe", "combined-1f1b"}))
       ->group(step);
   app.add_option("--grad-bucket-mb", options.compile.gradientBucketMB,
                  "issue data-parallel gradient reductions in buckets of this "
@@ -469,7 +472,9 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     return 1;
   }
   options.compile.schedule = *parsePipelineSchedule(options.schedule);
+  // dualpipe's two chunks a rank are its two copies' (foldDualPipe).
   if (getChunkPlacement(options.compile.schedule) == ChunkPlacement::VShape &&
+      options.compile.schedule != PipelineSchedule::DualPipe &&
       !app.count("--virtual-stages"))
     options.compile.virtualStages = 2;
   options.compile.memoryAccounting =

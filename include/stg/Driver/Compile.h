@@ -89,6 +89,16 @@ struct CompileOptions {
 /// `off`, `normal`, `low-latency` or `auto`, as --deepep-mode names them.
 std::optional<CompileOptions::DeepEpMode> parseDeepEpMode(llvm::StringRef name);
 
+/// Rewrites a dualpipe plan as instantiation runs it (Schedule.h): its
+/// `pp` = 2P stages and `dp` = D replicas become DualPipeV's V over P
+/// stages, two chunks each, with data parallelism 2D, whose upper half runs
+/// the second direction, and half the micro-batches (DeepSeek's num_chunks,
+/// both directions', an even count of at least twice the stages). Returns
+/// why the plan cannot run so, in the flags' terms, or nothing; does
+/// nothing to another schedule's plan. compileModel folds the options it
+/// is given; callers of its parts fold them first.
+std::optional<std::string> foldDualPipe(CompileOptions &options);
+
 /// The pass pipeline of a mode, as a `--passes` string.
 std::string getPassPipeline(const CompileOptions &options);
 

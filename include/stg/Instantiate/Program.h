@@ -90,6 +90,9 @@ struct ProgramNode {
   uint16_t tokenCopies = 0;
   uint32_t experts = 0;
   unsigned peerStage = 0; ///< Send: destination stage; recv: source stage.
+  /// Send/recv of a folded dualpipe: the peer is in the other half of the
+  /// mirror axis (ProgramSet::mirrorAxis), the other direction's copy.
+  bool acrossHalves = false;
   int32_t tag = 0;        ///< Send/recv: equal on both ends.
   uint64_t durationMicros = 0; ///< Compute, with a device model.
   GemmShape gemm;              ///< Compute: an einsum's matrix shape.
@@ -185,6 +188,10 @@ void forEachExecutedNode(const StageProgram &program,
 struct ProgramSet {
   Mesh mesh;
   int pipelineAxis = -1; ///< Mesh axis whose coordinate is the stage, or -1.
+  /// A folded dualpipe's (foldDualPipe): the data-parallel axis whose upper
+  /// half of coordinates runs the pipeline's second direction, each rank
+  /// the mirror of the rank of its lower half; -1 otherwise.
+  int mirrorAxis = -1;
   unsigned numMicrobatches = 1;
   unsigned numVirtualStages = 1; ///< Model chunks per stage (interleaving).
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
@@ -204,10 +211,23 @@ struct ProgramSet {
   unsigned getStageOfRank(unsigned rank) const {
     return pipelineAxis < 0 ? 0 : mesh.getCoordinate(rank, pipelineAxis);
   }
-  /// The rank of stage `stage` with `rank`'s other coordinates.
-  unsigned getPeerRank(unsigned rank, unsigned stage) const {
-    return pipelineAxis < 0 ? rank
-                            : mesh.withCoordinate(rank, pipelineAxis, stage);
+  /// The rank of stage `stage` with `rank`'s other coordinates, in the
+  /// other half of the mirror axis if `acrossHalves`.
+  unsigned getPeerRank(unsigned rank, unsigned stage,
+                       bool acrossHalves = false) const {
+    unsigned peer = pipelineAxis < 0
+                        ? rank
+                        : mesh.withCoordinate(rank, pipelineAxis, stage);
+    if (!acrossHalves || mirrorAxis < 0)
+      return peer;
+    unsigned degree = mesh.getDegree(mirrorAxis);
+    unsigned mirrored =
+        (mesh.getCoordinate(peer, mirrorAxis) + degree / 2) % degree;
+    return mesh.withCoordinate(peer, mirrorAxis, mirrored);
+  }
+  /// The peer rank of send or recv `node` run by `rank`.
+  unsigned getPeerRank(unsigned rank, const ProgramNode &node) const {
+    return getPeerRank(rank, node.peerStage, node.acrossHalves);
   }
   /// Every group mask some collective uses.
   std::vector<AxisMask> getUsedMasks() const;

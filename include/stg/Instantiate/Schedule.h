@@ -50,6 +50,17 @@
 //           M >= 2P, the makespan exceeds the last stage's work by
 //           (P-1)(F&B + B - 3W) (DualPipe's table, for its P/2 ranks a
 //           direction), and a stage holds 2P+1 chunks' activations.
+//   dualpipe DeepSeek's DualPipe (bidirectional): 2P stages, each rank
+//           holding a stage of two copies of the model, one fed from each
+//           end, half the micro-batches each. Rank s's copies hold the
+//           layers of stages s and 2P-1-s, and so does its mirror, rank
+//           2P-1-s, in the other direction: the pair is DualPipeV's stage
+//           min(s, 2P-1-s) twice, and dualpipe.py orders a rank's steps as
+//           dualpipev.py orders that stage's with half the micro-batches.
+//           Instantiation runs it so (foldDualPipe, Compile.h): P stages in
+//           a V, data parallelism doubled, its upper half the second
+//           direction (ProgramSet::mirrorAxis), and each hand-off between a
+//           rank's two copies a message to the other half.
 //   combined-1f1b  Megatron-Core's combined 1F1B (EP A2A overlap,
 //           --overlap-moe-expert-parallel-comm): 1F1B, plain or
 //           interleaved, warmed up one forward further, whose steady steps
@@ -83,23 +94,31 @@ enum class PipelineSchedule {
   ZeroBubbleH1,
   ZeroBubbleV,
   DualPipeV,
+  DualPipe,
   Combined1F1B
 };
 
 std::optional<PipelineSchedule> parsePipelineSchedule(llvm::StringRef name);
 llvm::StringRef getPipelineScheduleName(PipelineSchedule schedule);
 
+/// Whether the schedule runs DualPipeV's steps: dualpipev, or dualpipe
+/// folded into its mirrored halves.
+inline bool runsDualPipeSteps(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::DualPipeV ||
+         schedule == PipelineSchedule::DualPipe;
+}
+
 /// Whether the schedule runs each backward as B and W steps.
 inline bool splitsBackward(PipelineSchedule schedule) {
   return schedule == PipelineSchedule::ZeroBubbleH1 ||
          schedule == PipelineSchedule::ZeroBubbleV ||
-         schedule == PipelineSchedule::DualPipeV;
+         runsDualPipeSteps(schedule);
 }
 
 /// Whether the schedule runs a forward and a backward in one step
 /// (ScheduleStep::overlapsPrevious).
 inline bool overlapsSteps(PipelineSchedule schedule) {
-  return schedule == PipelineSchedule::DualPipeV ||
+  return runsDualPipeSteps(schedule) ||
          schedule == PipelineSchedule::Combined1F1B;
 }
 
@@ -111,17 +130,18 @@ inline bool isOneFOneB(PipelineSchedule schedule) {
 }
 
 /// The fewest micro-batches the schedule runs with `numStages` stages
-/// (DualPipeV's steady state needs 2P).
+/// (DualPipeV's steady state needs 2P; folded DualPipe's stages and
+/// micro-batches are its halves').
 inline unsigned getMinMicrobatches(PipelineSchedule schedule,
                                    unsigned numStages) {
-  return schedule == PipelineSchedule::DualPipeV ? 2 * numStages : 1;
+  return runsDualPipeSteps(schedule) ? 2 * numStages : 1;
 }
 
 /// How the schedule places its model chunks: in a V, two a stage, or
 /// interleaved (any count; one without virtual stages).
 inline ChunkPlacement getChunkPlacement(PipelineSchedule schedule) {
   return schedule == PipelineSchedule::ZeroBubbleV ||
-                 schedule == PipelineSchedule::DualPipeV
+                 runsDualPipeSteps(schedule)
              ? ChunkPlacement::VShape
              : ChunkPlacement::Interleaved;
 }
@@ -163,8 +183,8 @@ char getStepLetter(const ScheduleStep &step);
 
 /// The steps of `stage` (0-based, of `numStages`), in order. More than one
 /// chunk needs 1F1B (interleaved, or combined) and a micro-batch count that is
-/// a multiple of the stages, or zb-v or dualpipev, which run two; dualpipev
-/// needs getMinMicrobatches.
+/// a multiple of the stages, or zb-v or dualpipe(v), which run two;
+/// dualpipe(v) needs getMinMicrobatches. Folded dualpipe's are dualpipev's.
 std::vector<ScheduleStep> getStageSchedule(PipelineSchedule schedule,
                                            unsigned stage, unsigned numStages,
                                            unsigned numMicrobatches,

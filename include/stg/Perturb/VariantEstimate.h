@@ -74,6 +74,8 @@ public:
 
   /// The mesh axes of the collectives of the forward and backward passes.
   AxisMask getLockstepAxes() const { return lockstepAxes; }
+  /// The axes of a replica: the lockstep ones and those stages send along.
+  AxisMask getReplicaAxes() const;
   unsigned getNumReplicas() const { return numReplicas; }
   /// The replica of `rank`: its group over the lockstep and pipeline axes.
   unsigned getReplica(unsigned rank) const;
