@@ -132,6 +132,17 @@ llvm::json::Value stg::buildManifest(const Module &module,
         {"step_micros", int64_t(std::llround(estimate->stepMicros))},
         {"stages", std::move(stages)}};
   }
+  llvm::json::Object pipeline{
+      {"stages", int64_t(programs.stages.size())},
+      {"layers", int64_t(programs.numLayers)},
+      {"virtual_stages", int64_t(programs.numVirtualStages)},
+      {"chunk_layers", llvm::json::Array(programs.chunkLayers)},
+      {"microbatches", int64_t(programs.numMicrobatches)},
+      {"schedule", getPipelineScheduleName(programs.schedule)},
+      {"training", programs.training}};
+  // A folded dualpipe's second direction (ProgramSet::mirrorAxis).
+  if (programs.mirrorAxis >= 0)
+    pipeline["mirror_axis"] = mesh.getAxes()[programs.mirrorAxis].name;
   return llvm::json::Object{
       {"step_estimate", std::move(step)},
       {"generator", "stagec"},
@@ -149,15 +160,7 @@ llvm::json::Value stg::buildManifest(const Module &module,
       {"mesh", llvm::json::Object{{"axes", std::move(axes)},
                                   {"rank_order", std::move(order)},
                                   {"ranks", int64_t(mesh.getNumRanks())}}},
-      {"pipeline",
-       llvm::json::Object{
-           {"stages", int64_t(programs.stages.size())},
-           {"layers", int64_t(programs.numLayers)},
-           {"virtual_stages", int64_t(programs.numVirtualStages)},
-           {"chunk_layers", llvm::json::Array(programs.chunkLayers)},
-           {"microbatches", int64_t(programs.numMicrobatches)},
-           {"schedule", getPipelineScheduleName(programs.schedule)},
-           {"training", programs.training}}},
+      {"pipeline", std::move(pipeline)},
       {"comm_groups", inputs.commGroupsFile},
       {"files", llvm::json::Array()},
       {"rank_classes", std::move(classes)},
@@ -487,6 +490,16 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
     os << ", " << getPipelineScheduleName(programs.schedule); // Pairs steps.
   if (programs.numVirtualStages > 1)
     os << " of " << programs.numVirtualStages << " model chunks";
+  if (programs.mirrorAxis >= 0) {
+    unsigned pairs = programs.stages.size();
+    os << "\n  (DualPipe over " << 2 * pairs << " stages, "
+       << 2 * programs.numMicrobatches << " micro-batches, as " << pairs
+       << " stages in a V twice: "
+       << programs.mesh.getAxes()[programs.mirrorAxis].name
+       << "'s upper half runs the second direction, stage s there is "
+          "DualPipe's "
+       << 2 * pairs - 1 << "-s)";
+  }
   os << "\n";
   std::string split =
       describePipelineSplit(programs.pipelineSplit, programs.numLayers,

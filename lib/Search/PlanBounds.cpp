@@ -91,10 +91,21 @@ std::optional<std::vector<unsigned>> getChunkLayers(unsigned layers,
                      getChunkPlacement(plan.schedule));
 }
 
+/// A dualpipe plan's bounds are those of the DualPipeV plan it folds into
+/// (foldDualPipePlan): the same programs but for the messages between its
+/// halves, which only add time.
+Plan getBoundedPlan(const Plan &plan) {
+  Plan folded = foldDualPipePlan(plan);
+  folded.schedule = PipelineSchedule::DualPipeV;
+  return folded;
+}
+
 } // namespace
 
 uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
                                   MemoryAccounting accounting) {
+  if (plan.schedule == PipelineSchedule::DualPipe)
+    return getMemoryLowerBound(bounds, getBoundedPlan(plan), accounting);
   if (!bounds.training || bounds.layerGroup.empty())
     return 0;
   std::optional<std::vector<unsigned>> chunks =
@@ -340,6 +351,8 @@ getChunkCommunication(const Bounds &bounds, const Plan &plan,
 
 double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
                               const SystemSpec &system) {
+  if (plan.schedule == PipelineSchedule::DualPipe)
+    return getStepLowerBound(bounds, getBoundedPlan(plan), system);
   const DeviceSpec &device = system.device;
   auto flops = bounds.flops.find(plan.recompute);
   auto plain = bounds.flops.find("none");

@@ -241,9 +241,11 @@ PlanEvaluator::findStructure(llvm::StringRef familyKey) {
   return structures.front().get();
 }
 
-PlanResult PlanEvaluator::evaluate(const Plan &plan) {
+PlanResult PlanEvaluator::evaluate(const Plan &given) {
   PlanResult result;
-  result.plan = plan;
+  result.plan = given;
+  // The plan as it runs (foldDualPipePlan); its row is the one given.
+  Plan plan = foldDualPipePlan(given);
   CompileOptions options = getCompileOptions(plan);
   options.foldMicrobatches = true;
   options.foldLayers = true;

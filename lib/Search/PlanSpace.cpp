@@ -118,6 +118,22 @@ unsigned Plan::getDegree(llvm::StringRef axis) const {
   return 1;
 }
 
+Plan stg::foldDualPipePlan(const Plan &plan) {
+  if (plan.schedule != PipelineSchedule::DualPipe)
+    return plan;
+  Plan folded = plan;
+  for (size_t index = 0; index < PlanAxes.size(); ++index) {
+    llvm::StringRef axis = PlanAxes[index];
+    if (axis == "pp")
+      folded.degrees[index] /= 2;
+    else if (axis == "dp")
+      folded.degrees[index] *= 2;
+  }
+  folded.microbatches /= 2;
+  folded.virtualStages = 2;
+  return folded;
+}
+
 unsigned Plan::getGPUs() const {
   unsigned gpus = 1;
   for (unsigned degree : degrees)
@@ -460,9 +476,24 @@ const char *Enumerator::checkStructure(const Plan &plan) const {
     return "zb-v runs two model chunks a stage";
   if (plan.schedule == PipelineSchedule::DualPipeV && plan.virtualStages != 2)
     return "dualpipev runs two model chunks a stage";
+  if (plan.schedule == PipelineSchedule::DualPipe) {
+    unsigned pp = plan.getDegree("pp");
+    if (pp % 2 || pp < 4)
+      return "dualpipe needs an even pp of at least 4";
+    if (plan.virtualStages != 1)
+      return "dualpipe runs a stage of each of its two model copies a rank";
+    if (plan.microbatches % 2)
+      return "dualpipe needs an even micro-batch count";
+    // Megatron's splits name first and last stages, which a folded
+    // dualpipe's V places otherwise.
+    if (plan.layerSplit != LayerSplit::Even)
+      return "dualpipe splits its layers evenly";
+  }
   if (plan.microbatches <
       getMinMicrobatches(plan.schedule, plan.getDegree("pp")))
-    return "dualpipev needs 2 x pp micro-batches";
+    return plan.schedule == PipelineSchedule::DualPipe
+               ? "dualpipe needs 2 x pp micro-batches"
+               : "dualpipev needs 2 x pp micro-batches";
   if (plan.schedule == PipelineSchedule::Combined1F1B) {
     if (plan.getDegree("ep") == 1)
       return "combined-1f1b overlaps expert all-to-alls: it needs ep > 1";

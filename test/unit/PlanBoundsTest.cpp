@@ -27,10 +27,12 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
     options.globalBatch = 16;
     // Zero bubble's stages count their work alone (no backward chain);
     // ZB-V's stage 0 both the first chunk's and the last's. DualPipeV's
-    // F&B steps overlap communication, not compute.
+    // F&B steps overlap communication, not compute; DualPipe is bounded as
+    // the DualPipeV it folds into.
     options.schedules = {
         PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1,
-        PipelineSchedule::ZeroBubbleV, PipelineSchedule::DualPipeV};
+        PipelineSchedule::ZeroBubbleV, PipelineSchedule::DualPipeV,
+        PipelineSchedule::DualPipe};
     PlanSpace space = enumeratePlans(options, facts.shape);
     ASSERT_GT(space.plans.size(), 100u);
     llvm::Expected<ModelBounds> bounds =

@@ -420,6 +420,36 @@ TEST(ScheduleTest, DualPipeVBubbleIsThePapers) {
     }
 }
 
+TEST(ScheduleTest, DualPipeRunsDualPipeVsStepsOnItsHalves) {
+  // dualpipe.py orders rank s of PP as dualpipev.py orders stage
+  // min(s, PP-1-s) of PP/2 with half the micro-batches: instantiation runs
+  // the folded plan (foldDualPipe), whose bubble is DeepSeek's table's
+  // (PP/2-1)(F&B + B - 3W) for DualPipe.
+  for (auto [stages, microbatches] : {std::pair{2u, 4u}, {4u, 8u}, {4u, 9u}})
+    for (unsigned stage = 0; stage < stages; ++stage)
+      EXPECT_EQ(getStageSchedule(PipelineSchedule::DualPipe, stage, stages,
+                                 microbatches, true, 2),
+                getStageSchedule(PipelineSchedule::DualPipeV, stage, stages,
+                                 microbatches, true, 2));
+  for (unsigned pipeline : {4u, 8u}) {
+    // 2 x PP micro-batches, PP a direction: the halves' V of PP/2 stages.
+    unsigned half = pipeline / 2;
+    Replay replay = replaySchedule(PipelineSchedule::DualPipe, half, pipeline,
+                                   1, 1, 1, 2, 3.0);
+    std::vector<ScheduleStep> last = getStageSchedule(
+        PipelineSchedule::DualPipe, half - 1, half, pipeline, true, 2);
+    double work = 0;
+    for (size_t i = 0; i < last.size(); ++i) {
+      bool pair = i + 1 < last.size() && last[i + 1].overlapsPrevious;
+      bool whole = last[i].backward && last[i].part == BackwardPart::Whole;
+      work += pair ? 3.0 : whole ? 2 : 1;
+      i += pair;
+    }
+    EXPECT_DOUBLE_EQ(replay.makespan - work, (pipeline / 2 - 1) * (3 + 2 - 3))
+        << pipeline << " stages";
+  }
+}
+
 TEST(ScheduleTest, DualPipeVHoldsOneChunkMoreThanZeroBubbleV) {
   // 2P+1 chunks: the forward of an F&B step runs beside the backward that
   // frees one, as DualPipe's table's PP+1.

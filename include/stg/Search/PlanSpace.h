@@ -130,6 +130,11 @@ struct Plan {
   std::string getFamilyKey() const;
 };
 
+/// The plan as instantiation runs it: a dualpipe plan folded into its
+/// mirrored halves, as foldDualPipe (Compile.h) folds its options; any
+/// other plan as it is.
+Plan foldDualPipePlan(const Plan &plan);
+
 /// What the model offers the search, read once from it.
 struct ModelShape {
   unsigned layers = 1;           ///< Repetitions the pipeline splits.
