@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 using namespace stg;
@@ -18,6 +19,7 @@ llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
   BoundedResults bounded;
   std::vector<double> stepBound(plans.size());
   std::vector<size_t> order;
+  std::optional<llvm::TimeRegion> bounding(options.boundTimer);
   for (size_t index = 0; index < plans.size(); ++index) {
     if (getMemoryLowerBound(bounds, plans[index], options.accounting) >
         options.memoryLimitBytes) {
@@ -31,16 +33,20 @@ llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
   llvm::sort(order, [&](size_t a, size_t b) {
     return std::tie(stepBound[a], a) < std::tie(stepBound[b], b);
   });
+  bounding.reset();
+  llvm::TimeRegion evaluating(options.evaluationTimer);
   size_t done = plans.size() - order.size();
   if (progress && done)
     progress(done, plans.size());
   double best = std::numeric_limits<double>::infinity();
   size_t batchSize = std::max<size_t>(1, options.batchSize);
+  // One set of workers for every batch: each keeps what it built.
+  PlanWorkerPool workers(evaluator, plans, jobs);
   for (size_t begin = 0; begin < order.size();) {
     // A plan is dropped only if it is slower than the best by a nanosecond
     // or more: the ranking counts whole nanoseconds, and a plan that ties
     // the best there could rank above it.
-    std::vector<Plan> batch;
+    std::vector<size_t> batch;
     size_t end = begin;
     bool rest = false;
     for (; end < order.size(); ++end) {
@@ -51,7 +57,7 @@ llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
         rest = true;
         break;
       }
-      batch.push_back(plans[index]);
+      batch.push_back(index);
     }
     if (batch.empty())
       break;
@@ -61,7 +67,7 @@ llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
         progress(done + batchDone, plans.size());
       };
     llvm::Expected<std::vector<PlanResult>> results =
-        evaluatePlans(evaluator, batch, jobs, batchProgress);
+        workers.evaluate(batch, batchProgress);
     if (!results)
       return results.takeError();
     done += batch.size();

@@ -476,8 +476,16 @@ stg::readModelBounds(const CompileOptions &base,
     shardedSplit.collectivesOver = "dp";
     if (layers && shape.hasWeightSharding)
       if (std::optional<LayerReading> halves =
-              readLayers(base, mode, shape.layers, shardedSplit))
+              readLayers(base, mode, shape.layers, shardedSplit)) {
         bounds.shardedWeightBytes[mode] = halves->fixedCollectiveBytes;
+        // And at ep 2, where experts split: what ep divides.
+        shardedSplit.ep = 2;
+        if (shape.splits[4]) // ep
+          if (std::optional<LayerReading> experts =
+                  readLayers(base, mode, shape.layers, shardedSplit))
+            bounds.shardedExpertSplitBytes[mode] =
+                experts->fixedCollectiveBytes;
+      }
     // The split again over tp 2, with sequence parallelism and without
     // where the model has the switch: the collectives tp adds, and without
     // sequence parallelism the activations it leaves whole.

@@ -264,6 +264,26 @@ static void addChunkCollectiveMicros(
   }
 }
 
+/// The bytes `atOne` (read at ep 1) and `atTwo` (at ep 2) give for `ep`:
+/// a layer's B(ep) = D + E / ep, the experts' part E what ep divides, so
+/// D = 2 B(2) - B(1) and E = 2 (B(1) - B(2)); into `split`. Null where
+/// either was not read.
+static const std::vector<Bounds::CollectiveBytes> *
+splitExpertWeights(const std::vector<Bounds::CollectiveBytes> *atOne,
+                   const std::vector<Bounds::CollectiveBytes> *atTwo,
+                   unsigned ep, std::vector<Bounds::CollectiveBytes> &split) {
+  if (!atOne || !atTwo || atOne->size() != atTwo->size())
+    return nullptr;
+  split.resize(atOne->size());
+  for (size_t layer = 0; layer < split.size(); ++layer)
+    for (size_t kind = 0; kind < split[layer].size(); ++kind) {
+      double one = (*atOne)[layer][kind], two = (*atTwo)[layer][kind];
+      double experts = std::max(0.0, 2 * (one - two));
+      split[layer][kind] = std::max(0.0, 2 * two - one) + experts / ep;
+    }
+  return &split;
+}
+
 namespace {
 /// Per model chunk, what a micro-batch's collectives take at least under
 /// the plan's recomputation (`work`) and without recomputation (`chain`).
@@ -327,11 +347,24 @@ getChunkCommunication(const Bounds &bounds, const Plan &plan,
       lookup(bounds.contextParallelBytes, std::string("none")),
       double(plan.microBatchSize) / tp, 2.0 / cp);
   // FSDP gathers each micro-batch's weights over dp, tp splitting them at
-  // most (experts' weights shard otherwise).
-  if (plan.sharding == WeightSharding::FSDP && !experts)
-    add("dp", lookup(bounds.shardedWeightBytes, plan.recompute),
-        lookup(bounds.shardedWeightBytes, std::string("none")), 1.0 / tp,
-        2.0 / plan.getDegree("dp"));
+  // most, ep the experts'.
+  if (plan.sharding == WeightSharding::FSDP) {
+    const auto *work = lookup(bounds.shardedWeightBytes, plan.recompute);
+    const auto *chain =
+        lookup(bounds.shardedWeightBytes, std::string("none"));
+    std::vector<Bounds::CollectiveBytes> splitWork, splitChain;
+    if (experts) {
+      unsigned ep = plan.getDegree("ep");
+      work = splitExpertWeights(
+          work, lookup(bounds.shardedExpertSplitBytes, plan.recompute), ep,
+          splitWork);
+      chain = splitExpertWeights(
+          chain,
+          lookup(bounds.shardedExpertSplitBytes, std::string("none")), ep,
+          splitChain);
+    }
+    add("dp", work, chain, 1.0 / tp, 2.0 / plan.getDegree("dp"));
+  }
   const auto *exchanged = lookup(
       bounds.exchangeBytes, std::pair(plan.recompute, plan.sequenceParallel));
   const auto *chainExchanged =

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,32 +112,12 @@ static EvaluationOrder getEvaluationOrder(llvm::ArrayRef<Plan> plans) {
   return evaluation;
 }
 
-[[noreturn]] static void runWorker(PlanEvaluator &evaluator,
-                                   llvm::ArrayRef<Plan> plans,
-                                   const EvaluationOrder &evaluation,
-                                   std::atomic<size_t> &next, int fd) {
-  // A batch's records go out in one write: a write per plan woke the
-  // parent, which shares the cores, 179,000 times on a large space.
-  std::string records;
-  for (;;) {
-    size_t batch = next.fetch_add(1);
-    if (batch >= evaluation.getNumBatches())
-      _exit(0);
-    records.clear();
-    for (size_t position = evaluation.batchBegin[batch];
-         position < evaluation.batchBegin[batch + 1]; ++position) {
-      size_t index = evaluation.order[position];
-      records += encode(index, evaluator.evaluate(plans[index]));
-    }
-    if (!writeAll(fd, records))
-      _exit(1);
-  }
-}
-
-/// Reads the worker's records at the front of `bytes` into `results`;
-/// the bytes read, or an error. A record cut short stays for the next read.
+/// Reads the worker's records at the front of `bytes` into `results`, each
+/// plan's at its position in the round; the bytes read, or an error. A
+/// record cut short stays for the next read.
 static llvm::Expected<size_t> decode(llvm::StringRef bytes,
                                      llvm::ArrayRef<Plan> plans,
+                                     llvm::ArrayRef<uint32_t> positions,
                                      std::vector<PlanResult> &results,
                                      std::vector<bool> &returned,
                                      size_t &count) {
@@ -144,14 +125,17 @@ static llvm::Expected<size_t> decode(llvm::StringRef bytes,
   while (bytes.size() - used >= sizeof(ResultRecord)) {
     ResultRecord record;
     std::memcpy(&record, bytes.data() + used, sizeof record);
-    if (record.index >= results.size() || returned[record.index] ||
+    if (record.index >= positions.size() ||
+        positions[record.index] >= results.size() ||
+        returned[positions[record.index]] ||
         record.status > uint8_t(PlanStatus::Failed) ||
         record.reasonSize > MaxReasonSize)
       return llvm::createStringError(std::errc::protocol_error,
                                      "a search worker sent a malformed result");
     if (bytes.size() - used - sizeof record < record.reasonSize)
       break;
-    PlanResult &result = results[record.index];
+    size_t position = positions[record.index];
+    PlanResult &result = results[position];
     result.plan = plans[record.index];
     result.status = PlanStatus(record.status);
     result.prunedByModel = record.prunedByModel;
@@ -169,52 +153,98 @@ static llvm::Expected<size_t> decode(llvm::StringRef bytes,
     result.bubbleFraction = record.numbers[3];
     result.mfu = record.numbers[4];
     result.tokensPerSecondPerGPU = record.numbers[5];
-    returned[record.index] = true;
+    returned[position] = true;
     used += sizeof record + record.reasonSize;
     ++count;
   }
   return used;
 }
 
-llvm::Expected<std::vector<PlanResult>>
-stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
-                   unsigned jobs, const SearchProgress &progress) {
-  std::vector<PlanResult> results(plans.size());
-  EvaluationOrder evaluation = getEvaluationOrder(plans);
-  const std::vector<size_t> &order = evaluation.order;
-  jobs = std::max(1u,
-                  unsigned(std::min<size_t>(jobs, evaluation.getNumBatches())));
-  if (jobs == 1) {
-    for (size_t position = 0; position < plans.size(); ++position) {
-      size_t index = order[position];
-      results[index] = evaluator.evaluate(plans[index]);
-      if (progress)
-        progress(position + 1, plans.size());
-    }
-    return results;
-  }
+/// What the parent and its workers share: the round's evaluation order and
+/// the counter of its batches workers take, then the order's plan indices
+/// and batch beginnings (room for every plan of the pool).
+struct PlanWorkerPool::SharedRound {
+  std::atomic<size_t> next{0};
+  size_t numBatches = 0;
 
-  void *shared = mmap(nullptr, sizeof(std::atomic<size_t>),
+  size_t *getOrder() { return reinterpret_cast<size_t *>(this + 1); }
+  size_t *getBatchBegin(size_t numPlans) { return getOrder() + numPlans; }
+  static size_t getBytes(size_t numPlans) {
+    return sizeof(SharedRound) + sizeof(size_t) * (2 * numPlans + 1);
+  }
+};
+
+PlanWorkerPool::PlanWorkerPool(PlanEvaluator &evaluator,
+                               llvm::ArrayRef<Plan> plans, unsigned jobs)
+    : evaluator(evaluator), plans(plans), jobs(std::max(1u, jobs)),
+      positions(plans.size(), ~0u) {}
+
+PlanWorkerPool::~PlanWorkerPool() {
+  // A worker reads the end of its socket as the word to leave.
+  for (int fd : sockets)
+    close(fd);
+  for (pid_t pid : workers)
+    waitpid(pid, nullptr, 0);
+  if (shared)
+    munmap(shared, SharedRound::getBytes(plans.size()));
+}
+
+[[noreturn]] void PlanWorkerPool::runWorker(int fd) {
+  // A round's records go out a batch at a time, in one write: a write per
+  // plan woke the parent, which shares the cores, 179,000 times on a large
+  // space. Each round starts with a byte from the parent; the end of the
+  // socket ends the worker.
+  std::string records;
+  size_t *order = shared->getOrder();
+  size_t *batchBegin = shared->getBatchBegin(plans.size());
+  for (;;) {
+    char command;
+    ssize_t got = read(fd, &command, 1);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      _exit(0);
+    for (;;) {
+      size_t batch = shared->next.fetch_add(1);
+      if (batch >= shared->numBatches)
+        break;
+      records.clear();
+      for (size_t position = batchBegin[batch];
+           position < batchBegin[batch + 1]; ++position) {
+        size_t index = order[position];
+        records += encode(index, evaluator.evaluate(plans[index]));
+      }
+      if (!writeAll(fd, records))
+        _exit(1);
+    }
+  }
+}
+
+llvm::Error PlanWorkerPool::start() {
+  if (!workers.empty() || broken)
+    return broken ? llvm::createStringError(std::errc::io_error,
+                                            "the search workers stopped")
+                  : llvm::Error::success();
+  void *memory = mmap(nullptr, SharedRound::getBytes(plans.size()),
                       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
                       0);
-  if (shared == MAP_FAILED)
-    return llvm::createStringError(std::error_code(errno, std::generic_category()),
-                                   "cannot share the plan counter");
-  auto *next = new (shared) std::atomic<size_t>(0);
+  if (memory == MAP_FAILED)
+    return llvm::createStringError(
+        std::error_code(errno, std::generic_category()),
+        "cannot share the plans' order with the search workers");
+  shared = new (memory) SharedRound();
   llvm::outs().flush();
   llvm::errs().flush();
-  std::vector<pid_t> workers;
-  std::vector<pollfd> pipes;
   for (unsigned job = 0; job < jobs; ++job) {
     int fds[2];
-    if (pipe(fds) != 0)
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0)
       break;
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
-      for (const pollfd &other : pipes)
-        close(other.fd);
-      runWorker(evaluator, plans, evaluation, *next, fds[1]);
+      for (int other : sockets)
+        close(other);
+      runWorker(fds[1]);
     }
     close(fds[1]);
     if (pid < 0) {
@@ -222,79 +252,135 @@ stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
       break;
     }
     workers.push_back(pid);
-    pipes.push_back({fds[0], POLLIN, 0});
+    sockets.push_back(fds[0]);
+  }
+  if (workers.empty()) {
+    broken = true;
+    return llvm::createStringError(std::errc::resource_unavailable_try_again,
+                                   "cannot start search workers");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<PlanResult>>
+PlanWorkerPool::evaluate(llvm::ArrayRef<size_t> indices,
+                         const SearchProgress &progress) {
+  std::vector<PlanResult> results(indices.size());
+  std::vector<Plan> round;
+  round.reserve(indices.size());
+  for (size_t index : indices)
+    round.push_back(plans[index]);
+  EvaluationOrder evaluation = getEvaluationOrder(round);
+  if (jobs == 1) {
+    for (size_t position = 0; position < round.size(); ++position) {
+      size_t at = evaluation.order[position];
+      results[at] = evaluator.evaluate(round[at]);
+      if (progress)
+        progress(position + 1, round.size());
+    }
+    return results;
+  }
+  if (round.empty())
+    return results;
+  if (llvm::Error error = start())
+    return error;
+  for (size_t at = 0; at < indices.size(); ++at)
+    positions[indices[at]] = at;
+  size_t *order = shared->getOrder();
+  for (size_t position = 0; position < round.size(); ++position)
+    order[position] = indices[evaluation.order[position]];
+  std::copy(evaluation.batchBegin.begin(), evaluation.batchBegin.end(),
+            shared->getBatchBegin(plans.size()));
+  shared->numBatches = evaluation.getNumBatches();
+  shared->next.store(0);
+  // Workers past the batches there are wait for the next round at once.
+  std::vector<pollfd> pipes;
+  for (int fd : sockets) {
+    char command = 'r';
+    if (send(fd, &command, 1, MSG_NOSIGNAL) != 1)
+      broken = true;
+    pipes.push_back({fd, POLLIN, 0});
   }
 
   llvm::Error error = llvm::Error::success();
-  if (workers.empty())
-    error = llvm::createStringError(std::errc::resource_unavailable_try_again,
-                                    "cannot start search workers");
   std::vector<std::string> pending(pipes.size());
-  std::vector<bool> returned(plans.size());
-  size_t done = 0, open = pipes.size();
-  while (open) {
+  std::vector<bool> returned(round.size());
+  size_t done = 0;
+  while (done < round.size() && !broken) {
     if (poll(pipes.data(), pipes.size(), -1) < 0) {
       if (errno == EINTR)
         continue;
+      broken = true;
       break;
     }
     for (size_t i = 0; i < pipes.size(); ++i) {
-      if (pipes[i].fd < 0 || !(pipes[i].revents & (POLLIN | POLLHUP)))
+      if (!(pipes[i].revents & (POLLIN | POLLHUP)))
         continue;
       char buffer[65536];
       ssize_t got = read(pipes[i].fd, buffer, sizeof buffer);
       if (got < 0 && errno == EINTR)
         continue;
       if (got <= 0) {
-        close(pipes[i].fd);
-        pipes[i].fd = -1;
-        --open;
-        continue;
+        broken = true; // A worker left in the middle of a round.
+        break;
       }
-      if (error)
-        continue; // Drained, not kept: the search fails anyway.
       pending[i].append(buffer, got);
       size_t before = done;
       llvm::Expected<size_t> used =
-          decode(pending[i], plans, results, returned, done);
+          decode(pending[i], plans, positions, results, returned, done);
       if (!used) {
         error = used.takeError();
-        continue;
+        broken = true;
+        break;
       }
       pending[i].erase(0, *used);
       if (progress && done != before)
-        progress(done, plans.size());
+        progress(done, round.size());
     }
   }
+  for (size_t index : indices)
+    positions[index] = ~0u;
+  if (error)
+    return error;
+  if (broken)
+    return stopWorkers(round, returned);
+  return results;
+}
+
+llvm::Error PlanWorkerPool::stopWorkers(llvm::ArrayRef<Plan> round,
+                                        const std::vector<bool> &returned) {
   // A worker that dies (the kernel's out-of-memory killer, say) leaves
   // plans without a result; the first of them begins the batch (a
   // family's plans, or MaxBatch of them) that likely killed it.
-  auto firstMissing = [&] {
-    auto missing = llvm::find(returned, false);
-    return missing == returned.end()
-               ? std::string()
-               : "; the first plan without a result: " +
-                     plans[missing - returned.begin()].getLabel();
-  };
+  auto missing = llvm::find(returned, false);
+  std::string first =
+      missing == returned.end()
+          ? std::string()
+          : "; the first plan without a result: " +
+                round[missing - returned.begin()].getLabel();
+  for (int fd : sockets)
+    close(fd);
+  sockets.clear();
+  std::string how = "failed";
   for (pid_t pid : workers) {
     int status = 0;
     waitpid(pid, &status, 0);
-    if (error || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
-      continue;
-    std::string how = WIFSIGNALED(status)
-                          ? "was killed by signal " +
-                                std::to_string(WTERMSIG(status))
-                          : "failed";
-    error = llvm::createStringError(
-        std::errc::io_error, "a search worker %s before its plans were done%s",
-        how.c_str(), firstMissing().c_str());
+    if (WIFSIGNALED(status))
+      how = "was killed by signal " + std::to_string(WTERMSIG(status));
+    else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+      how = "failed";
   }
-  munmap(shared, sizeof(std::atomic<size_t>));
-  if (error)
-    return error;
-  if (done != plans.size())
-    return llvm::createStringError(std::errc::io_error,
-                                   "search workers returned %zu of %zu plans",
-                                   done, plans.size());
-  return results;
+  workers.clear();
+  return llvm::createStringError(
+      std::errc::io_error, "a search worker %s before its plans were done%s",
+      how.c_str(), first.c_str());
+}
+
+llvm::Expected<std::vector<PlanResult>>
+stg::evaluatePlans(PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
+                   unsigned jobs, const SearchProgress &progress) {
+  PlanWorkerPool pool(evaluator, plans, jobs);
+  std::vector<size_t> indices(plans.size());
+  std::iota(indices.begin(), indices.end(), 0);
+  return pool.evaluate(indices, progress);
 }

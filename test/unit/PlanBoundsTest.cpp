@@ -108,14 +108,17 @@ TEST_F(PlanBoundsTest, StepBoundIsBelowEveryEvaluatedMoEPlan) {
   ASSERT_TRUE(bounds->exchange);
   ASSERT_EQ(bounds->exchange->axes.size(), 1u);
   EXPECT_EQ(bounds->exchange->axes.front(), "ep");
-  ModelBounds computeOnly = *bounds, withoutExchanges = *bounds;
+  EXPECT_FALSE(bounds->shardedExpertSplitBytes.empty());
+  ModelBounds computeOnly = *bounds, withoutExchanges = *bounds,
+              withoutExpertSplit = *bounds;
   computeOnly.tensorParallelBytes.clear();
   computeOnly.exchange.reset();
   withoutExchanges.exchange.reset();
+  withoutExpertSplit.shardedExpertSplitBytes.clear();
   PlanEvaluator evaluator(base, system, facts, options.globalBatch,
                           72'000'000'000);
   unsigned priced = 0, withExperts = 0, communicationBounded = 0,
-           exchangeBounded = 0;
+           exchangeBounded = 0, shardedExpertsBounded = 0;
   for (const Plan &plan : space.plans) {
     PlanResult result = evaluator.evaluate(plan);
     if (result.status == PlanStatus::Failed)
@@ -127,10 +130,14 @@ TEST_F(PlanBoundsTest, StepBoundIsBelowEveryEvaluatedMoEPlan) {
     communicationBounded += plan.getDegree("ep") > 1 &&
                             step > getStepLowerBound(computeOnly, plan, system);
     exchangeBounded += step > getStepLowerBound(withoutExchanges, plan, system);
+    // FSDP's gathers of weights ep splits, read at ep 1 and 2.
+    shardedExpertsBounded +=
+        step > getStepLowerBound(withoutExpertSplit, plan, system);
   }
   EXPECT_GT(withExperts, 50u) << priced;
   EXPECT_GT(communicationBounded, 0u);
   EXPECT_GT(exchangeBounded, 0u);
+  EXPECT_GT(shardedExpertsBounded, 0u);
 }
 
 /// Pruning keeps each kept plan's result and drops only plans that could
@@ -175,6 +182,17 @@ TEST_F(PlanBoundsTest, PruningKeepsTheBestAndEachKeptResult) {
       bestKept = std::min(bestKept, kept.stepMicros);
   }
   EXPECT_EQ(best, bestKept);
+  // Two workers kept from batch to batch give the same results.
+  PlanEvaluator pooled(base, system, facts, options.globalBatch, limit);
+  llvm::Expected<BoundedResults> workers = evaluatePlansWithinBounds(
+      pooled, space.plans, *bounds, pruning, 2, nullptr);
+  ASSERT_TRUE(bool(workers)) << llvm::toString(workers.takeError());
+  ASSERT_EQ(workers->results.size(), bounded->results.size());
+  for (const PlanResult &kept : workers->results) {
+    const PlanResult &again = all.at(kept.plan.getLabel());
+    EXPECT_EQ(kept.stepMicros, again.stepMicros) << kept.plan.getLabel();
+    EXPECT_EQ(kept.memory.total(), again.memory.total());
+  }
 }
 
 } // namespace

@@ -29,6 +29,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Timer.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
@@ -83,6 +84,7 @@ struct SearchOptions {
   /// --prune-bounds: skip the plans whose bounds rule them out.
   bool pruneBounds = true;
   unsigned pruneBatch = 4096;
+  bool timePhases = false;
   unsigned shardIndex = 0, shardCount = 1;
 };
 
@@ -295,6 +297,11 @@ static std::optional<int> parseOptions(int argc, char **argv,
       ->check(wholeNumber(1, 1u << 24))
       ->group(output);
   app.add_flag("-q,--quiet", options.quiet, "no progress bar")->group(output);
+  app.add_flag("--time-phases", options.timePhases,
+               "print to stderr the time each phase of the search took "
+               "(reading the model and its bounds, enumerating, bounding, "
+               "evaluating, writing)")
+      ->group(output);
   addVersionFlag(app, "stage-search");
   if (std::optional<int> status =
           parseCommandLine(app, "stage-search", argc, argv))
@@ -516,6 +523,20 @@ static int runMerge(int argc, char **argv) {
   return writeOutputs(*merged, options, nullptr, nullptr);
 }
 
+/// --time-phases: a timer a phase of the search, reported on stderr as
+/// LLVM's -time-passes reports its passes, when the search ends.
+struct PhaseTimers {
+  llvm::TimerGroup group{"stage-search", "The search's phases"};
+  llvm::Timer model{"model", "Reading the model", group};
+  llvm::Timer enumerate{"enumerate", "Enumerating the plans", group};
+  llvm::Timer bounds{"bounds", "Reading the bounds (the model's splits)",
+                     group};
+  llvm::Timer bounding{"bounding", "Bounding each plan", group};
+  llvm::Timer evaluate{"evaluate", "Evaluating the plans (workers' wall time)",
+                       group};
+  llvm::Timer write{"write", "Ranking and writing", group};
+};
+
 int main(int argc, char **argv) {
   if (argc > 1 && llvm::StringRef(argv[1]) == "merge")
     return runMerge(argc - 1, argv + 1);
@@ -541,7 +562,16 @@ int main(int argc, char **argv) {
   if (!memory)
     return fail("the accelerator '" + system->device.name +
                 "' does not say its memory: give --max-memory");
+  std::optional<PhaseTimers> timers;
+  if (options.timePhases)
+    timers.emplace();
+  auto timer = [&](llvm::Timer PhaseTimers::*phase) {
+    return timers ? &(*timers.*phase) : nullptr;
+  };
+  std::optional<llvm::TimeRegion> phase;
+  phase.emplace(timer(&PhaseTimers::model));
   llvm::Expected<ModelFacts> facts = readModelFacts(options.compile);
+  phase.reset();
   if (!facts) {
     llvm::errs() << llvm::toString(facts.takeError());
     return 1;
@@ -581,7 +611,9 @@ int main(int argc, char **argv) {
     space.tpInNode.push_back(value == "node");
   space.shardIndex = options.shardIndex;
   space.shardCount = options.shardCount;
+  phase.emplace(timer(&PhaseTimers::enumerate));
   PlanSpace plans = enumeratePlans(space, facts->shape);
+  phase.reset();
   if (plans.truncated)
     return fail("the search has " + llvm::Twine(plans.kept) +
                 " plans to compile, more than " + llvm::Twine(space.maxPlans) +
@@ -619,7 +651,9 @@ int main(int argc, char **argv) {
   llvm::Expected<std::vector<PlanResult>> results = std::vector<PlanResult>();
   if (options.pruneBounds) {
     llvm::Expected<ModelBounds> bounds =
-        readModelBounds(options.compile, space.recompute, facts->shape);
+        (phase.emplace(timer(&PhaseTimers::bounds)),
+         readModelBounds(options.compile, space.recompute, facts->shape));
+    phase.reset();
     if (!bounds)
       return fail(llvm::toString(bounds.takeError()));
     BoundPruningOptions pruning;
@@ -627,6 +661,8 @@ int main(int argc, char **argv) {
     pruning.accounting = options.compile.memoryAccounting;
     pruning.system = *system;
     pruning.batchSize = options.pruneBatch;
+    pruning.boundTimer = timer(&PhaseTimers::bounding);
+    pruning.evaluationTimer = timer(&PhaseTimers::evaluate);
     llvm::Expected<BoundedResults> bounded = evaluatePlansWithinBounds(
         evaluator, plans.plans, *bounds, pruning, jobs, progress);
     if (!bounded)
@@ -637,6 +673,7 @@ int main(int argc, char **argv) {
       table.prunedByBounds[reason] += count;
     *results = std::move(bounded->results);
   } else {
+    llvm::TimeRegion evaluating(timer(&PhaseTimers::evaluate));
     results = evaluatePlans(evaluator, plans.plans, jobs, progress);
   }
   if (!results)
@@ -651,5 +688,6 @@ int main(int argc, char **argv) {
   printSearchSummary(llvm::outs(), table, options.top);
   if (options.outputDir.empty())
     return 0;
+  llvm::TimeRegion writing(timer(&PhaseTimers::write));
   return writeOutputs(table, options, &evaluator, &*system);
 }

@@ -17,6 +17,8 @@
 #include "stg/Search/PlanBounds.h"
 #include "stg/Search/PlanWorkers.h"
 
+#include "llvm/Support/Timer.h"
+
 #include <map>
 #include <string>
 
@@ -36,6 +38,9 @@ struct BoundPruningOptions {
   /// most of the space, large enough that a batch keeps every worker busy
   /// and builds each family's programs for several of its plans.
   size_t batchSize = 4096;
+  /// If set, the time spent bounding the plans, and evaluating them
+  /// (stage-search --time-phases).
+  llvm::Timer *boundTimer = nullptr, *evaluationTimer = nullptr;
 };
 
 struct BoundedResults {

@@ -125,6 +125,9 @@ struct ModelBounds {
   /// collectives over dp under FSDP (its weights' gathers), read at dp 2, by
   /// the recomputation (empty: none read).
   std::map<std::string, std::vector<CollectiveBytes>> shardedWeightBytes;
+  /// The same read at ep 2 too, for plans with ep > 1 (empty: none read):
+  /// the experts' weights, split over ep, gather half of theirs there.
+  std::map<std::string, std::vector<CollectiveBytes>> shardedExpertSplitBytes;
   /// The expert exchanges (all-to-alls over ep) as read at tp 2 and ep 2:
   /// the axes of their group and how their kernels move them, when every
   /// one is alike; and per sequence the bytes of each layer's, forward and
