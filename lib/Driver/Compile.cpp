@@ -6,6 +6,7 @@
 
 #include "stg/Parse/Parser.h"
 #include "stg/Passes/Pass.h"
+#include "stg/Passes/Passes.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
@@ -158,6 +159,30 @@ std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
     setOption(*module, "kv_cache_dtype",
               getElementTypeName(*options.kvCacheType).str());
   return module;
+}
+
+PreparedModel stg::prepareModel(const CompileOptions &options,
+                                llvm::StringRef programName) {
+  PreparedModel prepared;
+  prepared.logText = std::make_unique<std::string>();
+  prepared.log = std::make_unique<llvm::raw_string_ostream>(*prepared.logText);
+  prepared.sources = std::make_unique<DiagnosticEngine>(*prepared.log);
+  prepared.sources->setProgramName(programName);
+  DiagnosticEngine &sources = *prepared.sources;
+  prepared.module = loadModel(options, sources);
+  if (!prepared.module)
+    return prepared;
+  std::string pipeline = getPassPipeline(options);
+  llvm::StringRef passesForAnyDegrees =
+      llvm::StringRef(pipeline).rsplit(',').first;
+  bool sharded = passesForAnyDegrees.consume_back(",shard-optimizer");
+  PassManager passes;
+  bool added = succeeded(passes.addPipeline(passesForAnyDegrees, sources));
+  if (added && sharded)
+    passes.addPass(createShardOptimizerPassForAnyDegrees());
+  if (!added || failed(passes.run(*prepared.module, sources)))
+    prepared.module.reset();
+  return prepared;
 }
 
 std::optional<Mesh> stg::bindPlan(Module &module,

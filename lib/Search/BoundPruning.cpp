@@ -3,30 +3,95 @@
 #include "stg/Search/BoundPruning.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <tuple>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace stg;
+
+/// The step lower bound of plans [begin, end) into `steps`, NaN for a
+/// plan whose memory lower bound exceeds the limit.
+static void boundPlans(const ModelBounds &bounds, llvm::ArrayRef<Plan> plans,
+                       const BoundPruningOptions &options, size_t begin,
+                       size_t end, double *steps) {
+  for (size_t index = begin; index < end; ++index) {
+    if (getMemoryLowerBound(bounds, plans[index], options.accounting) >
+        options.memoryLimitBytes) {
+      steps[index] = std::nan("");
+      continue;
+    }
+    double step = getStepLowerBound(bounds, plans[index], options.system);
+    steps[index] = std::isnan(step) ? 0 : step;
+  }
+}
+
+/// boundPlans of every plan, a share each in `jobs` processes (forked, as
+/// the workers: GiNaC is not thread-safe) that write into memory they
+/// share; the same numbers whatever the count. A share whose process
+/// fails is bounded here.
+static std::vector<double> computeStepBounds(const ModelBounds &bounds,
+                                             llvm::ArrayRef<Plan> plans,
+                                             const BoundPruningOptions &options,
+                                             unsigned jobs) {
+  size_t count = plans.size();
+  std::vector<double> steps(count);
+  size_t bytes = std::max<size_t>(1, count) * sizeof(double);
+  void *memory = jobs > 1 && count > 1
+                     ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_ANONYMOUS, -1, 0)
+                     : MAP_FAILED;
+  if (memory == MAP_FAILED) {
+    boundPlans(bounds, plans, options, 0, count, steps.data());
+    return steps;
+  }
+  auto *shared = static_cast<double *>(memory);
+  auto share = [&](unsigned job) { return count * job / jobs; };
+  std::vector<std::pair<pid_t, unsigned>> children;
+  llvm::outs().flush();
+  llvm::errs().flush();
+  for (unsigned job = 1; job < jobs; ++job) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      boundPlans(bounds, plans, options, share(job), share(job + 1), shared);
+      _exit(0);
+    }
+    if (pid > 0)
+      children.push_back({pid, job});
+    else
+      boundPlans(bounds, plans, options, share(job), share(job + 1), shared);
+  }
+  boundPlans(bounds, plans, options, 0, share(1), shared);
+  for (auto [pid, job] : children) {
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0)
+      boundPlans(bounds, plans, options, share(job), share(job + 1), shared);
+  }
+  std::copy(shared, shared + count, steps.begin());
+  munmap(memory, bytes);
+  return steps;
+}
 
 llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
     PlanEvaluator &evaluator, llvm::ArrayRef<Plan> plans,
     const ModelBounds &bounds, const BoundPruningOptions &options,
     unsigned jobs, const SearchProgress &progress) {
   BoundedResults bounded;
-  std::vector<double> stepBound(plans.size());
-  std::vector<size_t> order;
   std::optional<llvm::TimeRegion> bounding(options.boundTimer);
+  std::vector<double> stepBound = computeStepBounds(bounds, plans, options, jobs);
+  std::vector<size_t> order;
   for (size_t index = 0; index < plans.size(); ++index) {
-    if (getMemoryLowerBound(bounds, plans[index], options.accounting) >
-        options.memoryLimitBytes) {
+    if (std::isnan(stepBound[index])) {
       ++bounded.pruned[MemoryBoundReason];
       continue;
     }
-    stepBound[index] = getStepLowerBound(bounds, plans[index], options.system);
     order.push_back(index);
   }
   // Ties keep the plans' order: the batches are the same on every run.

@@ -21,6 +21,7 @@
 #include "stg/IR/Graph.h"
 #include "stg/IR/Module.h"
 #include "stg/Instantiate/Mesh.h"
+#include "stg/Passes/DivisibilityCheck.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -28,6 +29,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 using namespace stg;
@@ -165,24 +167,53 @@ CompileOptions getOneGPUOptions(const CompileOptions &base,
   return options;
 }
 
-/// `options`' model compiled with micro-batches of one and two sequences
-/// (what the second adds is what a sequence costs), into `compiled`; false,
-/// with the diagnostics in `errors`, if either does not compile.
-bool compileOneAndTwoSequences(const CompileOptions &options,
-                               std::optional<CompiledModel> (&compiled)[2],
-                               std::string &errors) {
-  for (unsigned mb : {1u, 2u}) {
-    CompileOptions sized = options;
-    sized.overrides.push_back({"MB", std::to_string(mb)});
+/// Compiles the model as compileModel would, but parses it and runs the
+/// passes once for each recomputation, weight sharding and sequence
+/// parallelism asked for (prepareModel), binding that module for each
+/// split and micro-batch size: the readings compile the model some fifty
+/// times, of a few modules.
+class SplitCompiler {
+public:
+  /// `options`' model compiled with micro-batches of one and two sequences
+  /// (what the second adds is what a sequence costs), into `programs`; the
+  /// module, left bound as the first's, or null, with the diagnostics in
+  /// `errors`, if either does not compile.
+  Module *compileOneAndTwoSequences(const CompileOptions &options,
+                                    std::optional<ProgramSet> (&programs)[2],
+                                    std::string &errors) {
+    std::string key = options.recompute + (options.fsdp ? " fsdp" : "");
+    for (const auto &[name, value] : options.overrides)
+      key += " " + name + "=" + value;
+    auto [found, fresh] = modules.try_emplace(key);
+    if (fresh) {
+      CompileOptions sized = options;
+      sized.overrides.push_back({"MB", "1"});
+      found->second = prepareModel(sized, "stage-search");
+    }
+    PreparedModel &prepared = found->second;
+    if (!prepared.module) {
+      errors = prepared.log->str();
+      return nullptr;
+    }
+    Module &module = *prepared.module;
     llvm::raw_string_ostream os(errors);
     DiagnosticEngine diags(os);
     diags.setProgramName("stage-search");
-    compiled[mb - 1] = compileModel(sized, diags);
-    if (!compiled[mb - 1])
-      return false;
+    for (unsigned mb : {2u, 1u}) {
+      module.lookupDim("MB")->value = Expr(mb);
+      std::optional<Mesh> mesh = bindPlan(module, options, diags);
+      if (!mesh || failed(DivisibilityCheck(module).check(diags)))
+        return nullptr;
+      programs[mb - 1] = instantiateModel(module, *mesh, options, diags);
+      if (!programs[mb - 1])
+        return nullptr;
+    }
+    return &module;
   }
-  return true;
-}
+
+private:
+  std::map<std::string, PreparedModel> modules;
+};
 
 /// How readLayers splits each stage: ranks on tp, ep and cp (2 on the
 /// axis whose collectives it reads), sequence parallelism where set.
@@ -211,7 +242,8 @@ struct LayerReading {
 /// and last layer with the work before and after the layers, as their
 /// stages hold it in any split. Nothing where the split does not come out
 /// one layer a stage or the model is too deep to split so.
-std::optional<LayerReading> readLayers(const CompileOptions &base,
+std::optional<LayerReading> readLayers(SplitCompiler &compiler,
+                                       const CompileOptions &base,
                                        llvm::StringRef recompute,
                                        unsigned layers,
                                        const SplitToRead &split = {}) {
@@ -235,23 +267,23 @@ std::optional<LayerReading> readLayers(const CompileOptions &base,
     options.overrides.push_back(
         {"sequence_parallel", *split.sequenceParallel ? "true" : "false"});
   options.schedule = PipelineSchedule::GPipe;
-  std::optional<CompiledModel> compiled[2];
+  std::optional<ProgramSet> compiled[2];
   std::string errors;
-  if (!compileOneAndTwoSequences(options, compiled, errors) ||
-      compiled[0]->programs.stages.size() != layers ||
-      compiled[1]->programs.stages.size() != layers)
+  if (!compiler.compileOneAndTwoSequences(options, compiled, errors) ||
+      compiled[0]->stages.size() != layers ||
+      compiled[1]->stages.size() != layers)
     return std::nullopt;
   LayerReading reading;
   reading.activations.resize(layers);
   reading.collectiveBytes.resize(layers);
   reading.fixedCollectiveBytes.resize(layers);
   reading.exchangeBytes.resize(layers);
-  const Mesh &mesh = compiled[0]->programs.mesh;
+  const Mesh &mesh = compiled[0]->mesh;
   int readAxis = mesh.findAxis(split.collectivesOver),
       epAxis = mesh.findAxis("ep");
   for (unsigned layer = 0; layer < layers; ++layer) {
-    const StageProgram *stages[2] = {&compiled[0]->programs.stages[layer],
-                                     &compiled[1]->programs.stages[layer]};
+    const StageProgram *stages[2] = {&compiled[0]->stages[layer],
+                                     &compiled[1]->stages[layer]};
     reading.activations[layer] =
         std::max(0.0, double(stages[1]->memory.activations) -
                           double(stages[0]->memory.activations));
@@ -433,20 +465,27 @@ stg::readModelBounds(const CompileOptions &base,
     if (!llvm::is_contained(modes, mode))
       modes.push_back(mode);
   bool exchangesDiffer = false;
+  SplitCompiler compiler;
   for (const std::string &mode : modes) {
-    std::optional<CompiledModel> compiled[2];
+    std::optional<ProgramSet> compiled[2];
     std::string errors;
-    if (!compileOneAndTwoSequences(getOneGPUOptions(base, mode), compiled,
-                                   errors))
+    const Module *oneGPU = compiler.compileOneAndTwoSequences(
+        getOneGPUOptions(base, mode), compiled, errors);
+    if (!oneGPU)
       return llvm::createStringError(std::errc::invalid_argument, "%s",
                                      errors.c_str());
-    if (compiled[0]->programs.numLayers != shape.layers)
+    // The weights, while the module is bound as on one GPU.
+    if (mode == "none") {
+      bounds.ownPrecision = oneGPU->lookupOption("precision") != nullptr;
+      readMemory(*oneGPU, shape, bounds);
+    }
+    if (compiled[0]->numLayers != shape.layers)
       continue; // Not numbered as the search's plans: no step bound.
     // What a micro-batch of one more sequence adds: work that does not grow
     // with the batch (a gradient accumulated once per micro-batch) is not
     // counted per sequence.
-    Bounds::Flops one = countFlops(compiled[0]->programs, shape.layers);
-    Bounds::Flops two = countFlops(compiled[1]->programs, shape.layers);
+    Bounds::Flops one = countFlops(*compiled[0], shape.layers);
+    Bounds::Flops two = countFlops(*compiled[1], shape.layers);
     Bounds::Flops &perSequence = bounds.flops[mode];
     perSequence.layers.resize(shape.layers);
     for (unsigned layer = 0; layer < shape.layers; ++layer)
@@ -456,9 +495,9 @@ stg::readModelBounds(const CompileOptions &base,
     // Likewise the activations a sequence adds (the first stage's only:
     // one GPU holds one stage).
     bounds.activationsPerSequence[mode] = std::max(
-        0.0, double(compiled[1]->programs.stages[0].memory.activations) -
-                 double(compiled[0]->programs.stages[0].memory.activations));
-    std::optional<LayerReading> layers = readLayers(base, mode, shape.layers);
+        0.0, double(compiled[1]->stages[0].memory.activations) -
+                 double(compiled[0]->stages[0].memory.activations));
+    std::optional<LayerReading> layers = readLayers(compiler, base, mode, shape.layers);
     if (layers)
       bounds.layerActivationsPerSequence[mode] = layers->activations;
     // Over cp 2: context parallelism's exchanges of keys and values.
@@ -467,7 +506,7 @@ stg::readModelBounds(const CompileOptions &base,
     contextSplit.collectivesOver = "cp";
     if (layers && shape.splits[3]) // cp
       if (std::optional<LayerReading> halves =
-              readLayers(base, mode, shape.layers, contextSplit))
+              readLayers(compiler, base, mode, shape.layers, contextSplit))
         bounds.contextParallelBytes[mode] = halves->collectiveBytes;
     // Over dp 2 with FSDP: the weights each micro-batch gathers.
     SplitToRead shardedSplit;
@@ -476,13 +515,13 @@ stg::readModelBounds(const CompileOptions &base,
     shardedSplit.collectivesOver = "dp";
     if (layers && shape.hasWeightSharding)
       if (std::optional<LayerReading> halves =
-              readLayers(base, mode, shape.layers, shardedSplit)) {
+              readLayers(compiler, base, mode, shape.layers, shardedSplit)) {
         bounds.shardedWeightBytes[mode] = halves->fixedCollectiveBytes;
         // And at ep 2, where experts split: what ep divides.
         shardedSplit.ep = 2;
         if (shape.splits[4]) // ep
           if (std::optional<LayerReading> experts =
-                  readLayers(base, mode, shape.layers, shardedSplit))
+                  readLayers(compiler, base, mode, shape.layers, shardedSplit))
             bounds.shardedExpertSplitBytes[mode] =
                 experts->fixedCollectiveBytes;
       }
@@ -504,7 +543,7 @@ stg::readModelBounds(const CompileOptions &base,
       split.sequenceParallel = setting;
       std::optional<LayerReading> halves;
       if (!layers || (experts && !shape.splits[4]) || // ep
-          !(halves = readLayers(base, mode, shape.layers, split)))
+          !(halves = readLayers(compiler, base, mode, shape.layers, split)))
         continue;
       bounds.tensorParallelBytes[{mode, sequenceParallel, experts}] =
           halves->collectiveBytes;
@@ -527,11 +566,6 @@ stg::readModelBounds(const CompileOptions &base,
         whole[layer] = std::clamp(2 * halves->activations[layer] -
                                       layers->activations[layer],
                                   0.0, layers->activations[layer]);
-    }
-    if (mode == "none") {
-      const Module &module = *compiled[0]->module;
-      bounds.ownPrecision = module.lookupOption("precision") != nullptr;
-      readMemory(module, shape, bounds);
     }
   }
   if (exchangesDiffer) {

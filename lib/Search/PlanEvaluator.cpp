@@ -133,28 +133,11 @@ PlanEvaluator::getModule(const Plan &plan, const CompileOptions &options,
   auto found = modules.find(key);
   if (found != modules.end())
     return &found->second;
-  // The module's locations point into the engine that parsed it: it lives
-  // as long as the module. Its messages go to the plan's engine.
+  // The module's messages go to the plan's engine.
   CachedModule loaded;
-  loaded.logText = std::make_unique<std::string>();
-  loaded.log = std::make_unique<llvm::raw_string_ostream>(*loaded.logText);
-  loaded.sources = std::make_unique<DiagnosticEngine>(*loaded.log);
-  loaded.sources->setProgramName("stage-search");
-  DiagnosticEngine &sources = *loaded.sources;
-  loaded.module = loadModel(options, sources);
-  // Each plan runs check-divisibility with its degrees; shard-optimizer
-  // pads shards for any degrees.
-  std::string pipeline = getPassPipeline(options);
-  llvm::StringRef passesForAnyDegrees =
-      llvm::StringRef(pipeline).rsplit(',').first;
-  bool sharded = passesForAnyDegrees.consume_back(",shard-optimizer");
-  PassManager passes;
-  bool added = loaded.module &&
-               succeeded(passes.addPipeline(passesForAnyDegrees, sources));
-  if (added && sharded)
-    passes.addPass(createShardOptimizerPassForAnyDegrees());
-  if (!added || failed(passes.run(*loaded.module, sources))) {
-    diags.error({}, getFirstError(loaded.log->str()));
+  loaded.prepared = prepareModel(options, "stage-search");
+  if (!loaded.prepared.module) {
+    diags.error({}, getFirstError(loaded.prepared.log->str()));
     return nullptr;
   }
   return &(modules[key] = std::move(loaded));
@@ -198,7 +181,7 @@ PlanEvaluator::getPrograms(const Plan &plan, CachedModule &cached,
   if (reusable) {
     structure->pricedFor.clear();
     if (failed(repriceProgramSet(structure->programs, structure->sources,
-                                 *cached.module, mesh, instantiateOptions,
+                                 *cached.prepared.module, mesh, instantiateOptions,
                                  *cached.numbers, diags))) {
       // The cache keeps a failed op as null without its message: the next
       // plan evaluates afresh, so that it reports why.
@@ -210,7 +193,7 @@ PlanEvaluator::getPrograms(const Plan &plan, CachedModule &cached,
       structures.erase(structures.begin());
     auto built = std::make_unique<CachedStructure>();
     std::optional<ProgramSet> programs =
-        instantiateModel(*cached.module, mesh, options, diags,
+        instantiateModel(*cached.prepared.module, mesh, options, diags,
                          cached.numbers.get(), &built->sources);
     if (!programs) {
       cached.bound.clear();
@@ -260,7 +243,7 @@ PlanResult PlanEvaluator::evaluate(const Plan &given) {
   CachedModule *cached = getModule(plan, options, diags);
   if (!cached)
     return fail();
-  Module *module = cached->module.get();
+  Module *module = cached->prepared.module.get();
   module->lookupDim("MB")->value = Expr(plan.microBatchSize);
   std::optional<Mesh> mesh = bindPlan(*module, options, diags);
   if (!mesh)

@@ -120,6 +120,21 @@ std::optional<CompiledModel> compileModel(const CompileOptions &options,
 /// Parses the model with the options' overrides and switches.
 std::unique_ptr<Module> loadModel(const CompileOptions &options,
                                   DiagnosticEngine &diags);
+
+/// A model parsed with `options` and run through the passes of their
+/// pipeline that do not read the degrees (all but check-divisibility, and
+/// shard-optimizer for any degrees): one module serves every compile that
+/// differs from `options` in the degrees and the dims' values alone
+/// (bindPlan, DivisibilityCheck, instantiateModel). It keeps the engine
+/// that parsed it, where its locations point, and that engine's messages.
+struct PreparedModel {
+  std::unique_ptr<std::string> logText; ///< Heap-held: the struct moves.
+  std::unique_ptr<llvm::raw_string_ostream> log;
+  std::unique_ptr<DiagnosticEngine> sources;
+  std::unique_ptr<Module> module; ///< Null if parsing or a pass failed.
+};
+PreparedModel prepareModel(const CompileOptions &options,
+                           llvm::StringRef programName);
 /// Sets the options' degrees (and decode context) on the module and builds
 /// the mesh of the run.
 std::optional<Mesh> bindPlan(Module &module, const CompileOptions &options,

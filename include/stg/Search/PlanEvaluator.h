@@ -106,10 +106,7 @@ private:
   /// interleaving or rank order) share its check, and the ops' numbers of
   /// the last such binding.
   struct CachedModule {
-    std::unique_ptr<std::string> logText; ///< Heap-held: entries move.
-    std::unique_ptr<llvm::raw_string_ostream> log;
-    std::unique_ptr<DiagnosticEngine> sources; ///< Parsed the module.
-    std::unique_ptr<Module> module;
+    PreparedModel prepared;
     std::string bound; ///< Degrees and micro-batch size, last bound.
     /// check-divisibility's extents, collected at the first check.
     std::unique_ptr<DivisibilityCheck> divisibility;
