@@ -19,13 +19,17 @@ const AttrSpec kNoAttrs[] = {{nullptr, K::Int}};
 const AttrSpec kEinsum[] = {{"spec", K::Einsum}};
 // `window` (positions a query sees, itself included, for sliding; the chunk
 // size for chunked) is set with those masks only, 0 otherwise; `softcap` 0
-// means no logit soft-capping.
+// means no logit soft-capping. `cache`: the channels a position keeps in a
+// serving cache where the keys and values are rebuilt from a smaller
+// latent (MLA's prefill: KVL + DHR, one head on every rank); 0: the keys
+// and values themselves.
 const AttrSpec kAttention[] = {
     {"mask", K::Ident, "none", "causal|none|sliding|chunked"},
     {"kernel", K::Ident, "fused", "fused|unfused"},
     {"dropout", K::Expr, "0"},
     {"window", K::Expr, "0"},
-    {"softcap", K::Expr, "0"}};
+    {"softcap", K::Expr, "0"},
+    {"cache", K::Expr, "0"}};
 const AttrSpec kSoftmax[] = {{"dim", K::Int, "-1"}};
 const AttrSpec kReduce[] = {{"kind", K::Ident, nullptr, "sum|max|mean"},
                             {"dim", K::Int, "-1"}};

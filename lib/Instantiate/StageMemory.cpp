@@ -215,8 +215,12 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
         failedWorkingSet |= !bytes;
         recurrentState += bytes.value_or(0);
       }
+      // An attention whose cache is a latent (its `cache` channels) makes
+      // one entry, by its keys' positions.
       if (op.getKind() == OpKind::Attention)
         for (unsigned index : {1u, 2u}) {
+          if (index == 2 && !op.getAttr("cache")->expr.is_zero())
+            break;
           ValueInstance source = placement.resolve(op.getOperand(index), layer);
           found.clear();
           findDeclarations(source.value, found);
@@ -279,10 +283,17 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
   for (const auto &[key, attention] : producedCache) {
     const TensorType &type = key.first->getType();
     Expr positions = type.getLocalDim(getAttentionSequenceDim(type));
-    std::optional<int64_t> bytes =
-        numbers.evaluate(getLocalBytes(*key.first) / positions *
-                             getCachedPositions(*attention, positions),
-                         attention->getLoc(), "KV cache of 'attention'");
+    Expr perPosition = getLocalBytes(*key.first) / positions;
+    // A latent cache: one head of `cache` channels, whole on every rank.
+    const Expr &latent = attention->getAttr("cache")->expr;
+    unsigned rank = type.getRank();
+    if (!latent.is_zero() && rank >= 2)
+      perPosition = perPosition /
+                    (type.getLocalDim(rank - 2) * type.getLocalDim(rank - 1)) *
+                    latent;
+    std::optional<int64_t> bytes = numbers.evaluate(
+        perPosition * getCachedPositions(*attention, positions),
+        attention->getLoc(), "KV cache of 'attention'");
     if (!bytes)
       return std::nullopt;
     memory.state += *bytes;

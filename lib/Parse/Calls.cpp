@@ -175,6 +175,23 @@ static LogicalResult checkAttentionAttrs(llvm::ArrayRef<NamedAttribute> attrs,
       return failure();
     }
   }
+  const Expr &cache = find("cache").expr;
+  for (const std::string &name : getSymbolNames(cache))
+    if (module.lookupAxis(name)) {
+      diags.error(loc, "attention cache=" + printer.str(cache) +
+                           " uses the axis degree '" + name +
+                           "'; the channels a position caches are an "
+                           "expression over dims");
+      return failure();
+    }
+  if (GiNaC::is_a<GiNaC::numeric>(cache) &&
+      (!getIntegerValue(cache) || *getIntegerValue(cache) < 0)) {
+    diags.error(loc, "attention cache=" + printer.str(cache) +
+                         " must be the channels a position caches, a "
+                         "non-negative integer or an expression over dims "
+                         "(0: the keys and values)");
+    return failure();
+  }
   const Expr &cap = find("softcap").expr;
   if (!GiNaC::is_a<GiNaC::numeric>(cap) ||
       GiNaC::ex_to<GiNaC::numeric>(cap).is_negative()) {
