@@ -4,13 +4,14 @@
 // an unset axis has degree 1) and checks what instantiation needs: each dim
 // has a value and is an integer (a derived `DH = D / NH` divides exactly),
 // and each partitioned dimension of each value splits evenly over its axes.
-// One exception, from grouped-query attention: an extent that some weight
-// partitions (KV heads) or a constant (MQA's single KV head), smaller than
-// its partition degree that divides it (8 KV heads over tp = 16), is
-// replicated, each rank holding one slice, as Megatron-LM does with KV
-// heads. A data extent (a batch of 1 over dp = 8), or one an all-to-all
-// splits (the heads of all-to-all context parallelism), gets no such
-// leniency: it is an error. Errors name the dim, the axes and the values, at the op or
+// One exception, from grouped-query attention: the key heads an attention
+// splits over an axis (`distribute` marks them, Axis::replicatedExtents) or
+// a constant (MQA's single KV head), smaller than its partition degree that
+// divides it (8 KV heads over tp = 16), is replicated, each rank holding
+// one slice, as Megatron-LM and vLLM do with KV heads. Any other extent
+// (query heads, experts, a batch of 1 over dp = 8, the heads an all-to-all
+// splits) gets no such leniency: it is an error, as those frameworks
+// refuse it. Errors name the dim, the axes and the values, at the op or
 // declaration at fault.
 //
 // Thousands of values share a few dozen extents, so the check collects the
@@ -34,7 +35,6 @@ DivisibilityCheck::DivisibilityCheck(const Module &module) : module(module) {
   if (!model)
     return;
   ExprPrinter printer = module.getPrinter();
-  std::set<std::string> partitionedByWeights;
   countsRepeats.assign(module.getDims().size(), false);
   model->walk([&](Op &op) {
     if (op.getKind() == OpKind::Slice && op.getOperand(0)->hasType())
@@ -43,13 +43,18 @@ DivisibilityCheck::DivisibilityCheck(const Module &module) : module(module) {
       for (size_t index = 0; index < countsRepeats.size(); ++index)
         if (op.getAttr("count")->expr.is_equal(module.getDims()[index]->symbol))
           countsRepeats[index] = true;
-    if (op.getKind() != OpKind::Param || !op.getResult()->hasType())
-      return;
-    const TensorType &type = op.getResult()->getType();
-    for (unsigned d = 0; d < type.getRank(); ++d)
-      if (!type.getDistribution().getPartition(d).empty())
-        partitionedByWeights.insert(printer.str(type.getDim(d)));
   });
+  // Only what `distribute` lets its axes replicate (grouped-query
+  // attention's key heads, Axis::replicatedExtents) may be fewer than the
+  // ranks, as vLLM and Megatron-LM allow: fewer query heads or experts than
+  // ranks is an error there too.
+  auto mayReplicate = [](const Expr &extent,
+                         llvm::ArrayRef<const Axis *> axes) {
+    return llvm::any_of(axes, [&](const Axis *axis) {
+      const Axis *ranks = axis->resolve();
+      return ranks && ranks->mayReplicate(extent);
+    });
+  };
   using Key = std::pair<Expr, llvm::SmallVector<const Axis *, 2>>;
   auto less = [](const Key &a, const Key &b) {
     if (!a.first.is_equal(b.first))
@@ -83,7 +88,7 @@ DivisibilityCheck::DivisibilityCheck(const Module &module) : module(module) {
         continue;
       std::string text = printer.str(key.first);
       bool constant = GiNaC::is_a<GiNaC::numeric>(key.first);
-      bool replicable = (constant || partitionedByWeights.count(text)) &&
+      bool replicable = (constant || mayReplicate(key.first, key.second)) &&
                         !exchanged.count(key);
       extents.push_back({key.first, std::move(text), std::move(key.second), d,
                          value, def ? def->getLoc() : module.getModelLoc(),
