@@ -21,6 +21,7 @@
 
 #include <map>
 #include <tuple>
+#include <utility>
 
 using namespace stg;
 
@@ -39,16 +40,21 @@ std::optional<CompiledModel> compile(PipelineSchedule schedule,
   return compileForTest(getCompileOptions(plan));
 }
 
+/// DualPipe over 4 stages, 8 micro-batches, and the DualPipeV plan it
+/// folds into: 2 stages, data parallelism 2, 4 micro-batches.
+std::pair<std::optional<CompiledModel>, std::optional<CompiledModel>>
+compileDualPipeAndItsHalves() {
+  return {compile(PipelineSchedule::DualPipe, 4, 1, 8),
+          compile(PipelineSchedule::DualPipeV, 2, 2, 4)};
+}
+
 bool isMessage(const ProgramNode &node) {
   return node.kind == ProgramNodeKind::Send ||
          node.kind == ProgramNodeKind::Recv;
 }
 
 TEST(DualPipeTest, RunsDualPipeVsNodesButForTheMirrorMessages) {
-  std::optional<CompiledModel> dual =
-      compile(PipelineSchedule::DualPipe, 4, 1, 8);
-  std::optional<CompiledModel> halves =
-      compile(PipelineSchedule::DualPipeV, 2, 2, 4);
+  auto [dual, halves] = compileDualPipeAndItsHalves();
   ASSERT_TRUE(dual && halves);
   const ProgramSet &folded = dual->programs, &plain = halves->programs;
   EXPECT_EQ(folded.mesh.describe(), plain.mesh.describe());
@@ -144,10 +150,7 @@ TEST(DualPipeTest, ARankHoldsTwoStagesWeights) {
 TEST(DualPipeTest, TheHandOffsBetweenCopiesOnlyAddTime) {
   llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
   ASSERT_TRUE(bool(system)) << llvm::toString(system.takeError());
-  std::optional<CompiledModel> dual =
-      compile(PipelineSchedule::DualPipe, 4, 1, 8);
-  std::optional<CompiledModel> halves =
-      compile(PipelineSchedule::DualPipeV, 2, 2, 4);
+  auto [dual, halves] = compileDualPipeAndItsHalves();
   ASSERT_TRUE(dual && halves);
   applyDeviceModel(dual->programs, system->device, nullptr);
   applyDeviceModel(halves->programs, system->device, nullptr);
