@@ -49,13 +49,14 @@ std::optional<std::string> stg::foldDualPipe(CompileOptions &options) {
     return "dualpipe runs one stage of each of its two model copies a rank; "
            "--virtual-stages " +
            std::to_string(options.virtualStages) + " does not apply";
-  unsigned microbatches = options.microbatches ? options.microbatches
-                                               : numStages;
+  unsigned microbatches =
+      options.microbatches ? options.microbatches : numStages;
   if (microbatches % 2 || microbatches < 2 * numStages)
     return "dualpipe over " + std::to_string(numStages) +
            " stages needs an even micro-batch count of at least " +
-           std::to_string(2 * numStages) + ", twice the stages, half of them "
-           "fed from each end (" + std::to_string(microbatches) + " given)";
+           std::to_string(2 * numStages) +
+           ", twice the stages, half of them fed from each end (" +
+           std::to_string(microbatches) + " given)";
   *stages /= 2;
   if (replicas)
     *replicas *= 2;
@@ -263,8 +264,7 @@ stg::instantiateModel(const Module &module, const Mesh &mesh,
 }
 
 std::optional<CompiledModel>
-stg::compileModel(const CompileOptions &givenOptions,
-                  DiagnosticEngine &diags) {
+stg::compileModel(const CompileOptions &givenOptions, DiagnosticEngine &diags) {
   CompileOptions options = givenOptions;
   if (std::optional<std::string> error = foldDualPipe(options)) {
     diags.error({}, *error);

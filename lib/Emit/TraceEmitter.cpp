@@ -183,10 +183,9 @@ private:
 
 llvm::StringRef ChakraStamper::getRankPart(const ProgramNode &node,
                                            unsigned rank) {
-  uint64_t key = uint64_t(node.kind) << 33 |
-                 uint64_t(node.acrossHalves) << 32 |
-                 (node.kind == ProgramNodeKind::Collective ? node.group
-                                                           : node.peerStage);
+  uint64_t key =
+      uint64_t(node.kind) << 33 | uint64_t(node.acrossHalves) << 32 |
+      (node.kind == ProgramNodeKind::Collective ? node.group : node.peerStage);
   auto [it, inserted] = rankParts.try_emplace(key);
   if (inserted) {
     scratch.Clear();

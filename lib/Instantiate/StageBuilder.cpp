@@ -164,15 +164,13 @@ void StageBuilder::collectOperand(const Op &consumer, const Value *operand,
   }
   unsigned sourceStage = placement.getStage(def, source.layer);
   InstanceKey key{source.value, source.layer};
-  bool acrossHalves =
-      shared.crossesHalves(*def, source.layer, consumer, layer);
+  bool acrossHalves = shared.crossesHalves(*def, source.layer, consumer, layer);
   const StageEdge *edge = nullptr;
   if (sourceStage != stage || acrossHalves) {
     auto edges = shared.edges.find(key);
     if (edges != shared.edges.end())
       for (const StageEdge &candidate : edges->second)
-        if (candidate.stage == stage &&
-            candidate.acrossHalves == acrossHalves)
+        if (candidate.stage == stage && candidate.acrossHalves == acrossHalves)
           edge = &candidate;
     if (!edge) {
       shared.diags.error(def->getLoc(),

@@ -9,9 +9,9 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <tuple>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <tuple>
 #include <unistd.h>
 
 using namespace stg;
@@ -85,7 +85,8 @@ llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
     unsigned jobs, const SearchProgress &progress) {
   BoundedResults bounded;
   std::optional<llvm::TimeRegion> bounding(options.boundTimer);
-  std::vector<double> stepBound = computeStepBounds(bounds, plans, options, jobs);
+  std::vector<double> stepBound =
+      computeStepBounds(bounds, plans, options, jobs);
   std::vector<size_t> order;
   for (size_t index = 0; index < plans.size(); ++index) {
     if (std::isnan(stepBound[index])) {

@@ -494,10 +494,11 @@ stg::readModelBounds(const CompileOptions &base,
     perSequence.other = std::max(0.0, two.other - one.other);
     // Likewise the activations a sequence adds (the first stage's only:
     // one GPU holds one stage).
-    bounds.activationsPerSequence[mode] = std::max(
-        0.0, double(compiled[1]->stages[0].memory.activations) -
-                 double(compiled[0]->stages[0].memory.activations));
-    std::optional<LayerReading> layers = readLayers(compiler, base, mode, shape.layers);
+    bounds.activationsPerSequence[mode] =
+        std::max(0.0, double(compiled[1]->stages[0].memory.activations) -
+                          double(compiled[0]->stages[0].memory.activations));
+    std::optional<LayerReading> layers =
+        readLayers(compiler, base, mode, shape.layers);
     if (layers)
       bounds.layerActivationsPerSequence[mode] = layers->activations;
     // Over cp 2: context parallelism's exchanges of keys and values.

@@ -350,8 +350,7 @@ getChunkCommunication(const Bounds &bounds, const Plan &plan,
   // most, ep the experts'.
   if (plan.sharding == WeightSharding::FSDP) {
     const auto *work = lookup(bounds.shardedWeightBytes, plan.recompute);
-    const auto *chain =
-        lookup(bounds.shardedWeightBytes, std::string("none"));
+    const auto *chain = lookup(bounds.shardedWeightBytes, std::string("none"));
     std::vector<Bounds::CollectiveBytes> splitWork, splitChain;
     if (experts) {
       unsigned ep = plan.getDegree("ep");
@@ -359,9 +358,8 @@ getChunkCommunication(const Bounds &bounds, const Plan &plan,
           work, lookup(bounds.shardedExpertSplitBytes, plan.recompute), ep,
           splitWork);
       chain = splitExpertWeights(
-          chain,
-          lookup(bounds.shardedExpertSplitBytes, std::string("none")), ep,
-          splitChain);
+          chain, lookup(bounds.shardedExpertSplitBytes, std::string("none")),
+          ep, splitChain);
     }
     add("dp", work, chain, 1.0 / tp, 2.0 / plan.getDegree("dp"));
   }

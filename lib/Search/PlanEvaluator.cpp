@@ -181,8 +181,8 @@ PlanEvaluator::getPrograms(const Plan &plan, CachedModule &cached,
   if (reusable) {
     structure->pricedFor.clear();
     if (failed(repriceProgramSet(structure->programs, structure->sources,
-                                 *cached.prepared.module, mesh, instantiateOptions,
-                                 *cached.numbers, diags))) {
+                                 *cached.prepared.module, mesh,
+                                 instantiateOptions, *cached.numbers, diags))) {
       // The cache keeps a failed op as null without its message: the next
       // plan evaluates afresh, so that it reports why.
       cached.bound.clear();

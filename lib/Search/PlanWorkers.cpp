@@ -115,12 +115,10 @@ static EvaluationOrder getEvaluationOrder(llvm::ArrayRef<Plan> plans) {
 /// Reads the worker's records at the front of `bytes` into `results`, each
 /// plan's at its position in the round; the bytes read, or an error. A
 /// record cut short stays for the next read.
-static llvm::Expected<size_t> decode(llvm::StringRef bytes,
-                                     llvm::ArrayRef<Plan> plans,
-                                     llvm::ArrayRef<uint32_t> positions,
-                                     std::vector<PlanResult> &results,
-                                     std::vector<bool> &returned,
-                                     size_t &count) {
+static llvm::Expected<size_t>
+decode(llvm::StringRef bytes, llvm::ArrayRef<Plan> plans,
+       llvm::ArrayRef<uint32_t> positions, std::vector<PlanResult> &results,
+       std::vector<bool> &returned, size_t &count) {
   size_t used = 0;
   while (bytes.size() - used >= sizeof(ResultRecord)) {
     ResultRecord record;
@@ -225,9 +223,9 @@ llvm::Error PlanWorkerPool::start() {
     return broken ? llvm::createStringError(std::errc::io_error,
                                             "the search workers stopped")
                   : llvm::Error::success();
-  void *memory = mmap(nullptr, SharedRound::getBytes(plans.size()),
-                      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
-                      0);
+  void *memory =
+      mmap(nullptr, SharedRound::getBytes(plans.size()), PROT_READ | PROT_WRITE,
+           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED)
     return llvm::createStringError(
         std::error_code(errno, std::generic_category()),
@@ -353,11 +351,10 @@ llvm::Error PlanWorkerPool::stopWorkers(llvm::ArrayRef<Plan> round,
   // plans without a result; the first of them begins the batch (a
   // family's plans, or MaxBatch of them) that likely killed it.
   auto missing = llvm::find(returned, false);
-  std::string first =
-      missing == returned.end()
-          ? std::string()
-          : "; the first plan without a result: " +
-                round[missing - returned.begin()].getLabel();
+  std::string first = missing == returned.end()
+                          ? std::string()
+                          : "; the first plan without a result: " +
+                                round[missing - returned.begin()].getLabel();
   for (int fd : sockets)
     close(fd);
   sockets.clear();

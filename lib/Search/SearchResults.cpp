@@ -370,9 +370,10 @@ static PlanResult readPlan(const llvm::json::Object *object,
   read.optional("cp_comm_type", plan.cpExchange,
                 std::optional(CpExchange::Ring), parseCpExchange,
                 "all_gather or a2a");
-  read.optional(
-      "schedule", plan.schedule, std::optional(PipelineSchedule::OneFOneB),
-      parsePipelineSchedule, "1f1b, zb-h1, zb-v, dualpipev, dualpipe or combined-1f1b");
+  read.optional("schedule", plan.schedule,
+                std::optional(PipelineSchedule::OneFOneB),
+                parsePipelineSchedule,
+                "1f1b, zb-h1, zb-v, dualpipev, dualpipe or combined-1f1b");
   read.optional<Precision>("precision", plan.precision, std::nullopt,
                            parseRecipe, "bf16, fp16, fp8, mxfp8 or nvfp4");
   std::string sharding = read.string("weight_sharding");

@@ -106,8 +106,7 @@ TEST(DualPipeTest, MirrorMessagesGoToTheOtherDirectionsRank) {
       messages;
   unsigned across = 0;
   for (unsigned rank = 0; rank < mesh.getNumRanks(); ++rank) {
-    const StageProgram &stage =
-        programs.stages[programs.getStageOfRank(rank)];
+    const StageProgram &stage = programs.stages[programs.getStageOfRank(rank)];
     for (const ProgramNode &node : stage.nodes) {
       if (!isMessage(node))
         continue;

@@ -29,9 +29,9 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
-#include "llvm/Support/Timer.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/Threading.h"
+#include "llvm/Support/Timer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
@@ -190,8 +190,8 @@ static std::optional<int> parseOptions(int argc, char **argv,
                  "with ep > 1, also without pipelining; with pp > 1 "
                  "interleaved), as for stagec")
       ->delimiter(',')
-      ->check(CLI::IsMember({"1f1b", "zb-h1", "zb-v", "dualpipev",
-                             "dualpipe", "combined-1f1b"}));
+      ->check(CLI::IsMember(
+          {"1f1b", "zb-h1", "zb-v", "dualpipev", "dualpipe", "combined-1f1b"}));
   app.add_option("--overlap-param-gather", overlapParamGather,
                  "on (default) or off, as for stagec")
       ->check(CLI::IsMember({"on", "off"}));
