@@ -141,8 +141,6 @@ std::vector<AxisMask> ProgramSet::getUsedMasks() const {
   return masks;
 }
 
-/// Finds every data edge whose ends run on different stages and numbers the
-/// edges in program order. Fails if the tags would not fit an int32.
 /// The axis whose upper half mirrors the lower in a folded dualpipe: the
 /// data-parallel one foldDualPipe doubled; -1 for another schedule, or
 /// where the mesh has no such axis.
@@ -153,6 +151,9 @@ static int findMirrorAxis(const Mesh &mesh, PipelineSchedule schedule) {
   return axis >= 0 && mesh.getDegree(axis) % 2 == 0 ? axis : -1;
 }
 
+/// Finds every data edge whose ends run on different stages (or, in a
+/// folded dualpipe, on the two halves) and numbers the edges in program
+/// order. Fails if the tags would not fit an int32.
 static LogicalResult findStageEdges(SharedState &shared) {
   const Placement &placement = shared.placement;
   unsigned next = 0;

@@ -135,6 +135,7 @@ struct PreparedModel {
 };
 PreparedModel prepareModel(const CompileOptions &options,
                            llvm::StringRef programName);
+
 /// Sets the options' degrees (and decode context) on the module and builds
 /// the mesh of the run.
 std::optional<Mesh> bindPlan(Module &module, const CompileOptions &options,
