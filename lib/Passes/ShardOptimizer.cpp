@@ -16,11 +16,15 @@
 //   %w.next.shard = adam(%w.shard, %w.grad.reducescatter)
 //   %w.next = allgather[dim=0, axes=A](%w.next.shard)
 //
-// splitting the weight's first dimension over the all-reduce's axes A (on
-// top of any tensor-parallel split). Steps whose gradient is already sharded
+// splitting the weight's largest dimension (the first of equals; the
+// first where the sizes are not bound) over the all-reduce's axes A (on
+// top of any tensor-parallel split). Megatron-LM shards a flat buffer of
+// the elements; the largest dimension stands for it, where dimension 0
+// could be smaller than the ranks (an MoE layer's one local expert over
+// dp = 2 would not shard at all). Steps whose gradient is already sharded
 // (FSDP) or never reduced (one data-parallel rank) are left alone.
 //
-// When the bound numbers do not divide (a first dimension of 4096 over 48
+// When the bound numbers do not divide (a dimension of 4096 over 48
 // data-parallel ranks), the shards pad it up to the next multiple, as
 // Megatron-LM pads its gradient buffer: every rank holds ceil(4096/48) = 86
 // rows, the reduce-scatter and all-gather move the padded buffer, and the
@@ -56,36 +60,55 @@ private:
 
 } // namespace
 
-/// `type` with dimension 0 also split over `axes`, and padded to `extent`
-/// if given.
-static TensorType splitFirstDim(const TensorType &type,
-                                llvm::ArrayRef<const Axis *> axes,
-                                std::optional<Expr> extent = std::nullopt) {
+/// The dimension of `type` the step shards: its largest by the bound
+/// sizes, the first of equals; 0 where a size is not bound.
+static unsigned getShardDim(const Module &module, const TensorType &type) {
+  unsigned best = 0;
+  long long largest = 0;
+  for (unsigned d = 0; d < type.getRank(); ++d) {
+    std::optional<Expr> extent = module.bindAll(type.getDim(d));
+    std::optional<long long> size =
+        extent ? getIntegerValue(*extent) : std::nullopt;
+    if (!size)
+      return 0;
+    if (*size > largest) {
+      largest = *size;
+      best = d;
+    }
+  }
+  return best;
+}
+
+/// `type` with dimension `dim` also split over `axes`, and padded to
+/// `extent` if given.
+static TensorType splitDim(const TensorType &type, unsigned dim,
+                           llvm::ArrayRef<const Axis *> axes,
+                           std::optional<Expr> extent = std::nullopt) {
   Distribution layout(type.getRank());
   const Distribution &from = type.getDistribution();
   for (unsigned d = 0; d < type.getRank(); ++d)
     for (const Axis *axis : from.getPartition(d))
       layout.addPartition(d, axis);
   for (const Axis *axis : axes)
-    layout.addPartition(0, axis);
+    layout.addPartition(dim, axis);
   for (const Axis *axis : from.getPartialSum())
     layout.addPartialSum(axis);
   llvm::SmallVector<Expr, 4> shape(type.getShape().begin(),
                                    type.getShape().end());
   if (extent)
-    shape[0] = *extent;
+    shape[dim] = *extent;
   return TensorType(type.getElementType(), std::move(shape), layout);
 }
 
-/// Dimension 0 of `type` rounded up to a multiple of its existing split
+/// Dimension `dim` of `type` rounded up to a multiple of its existing split
 /// times the degrees of `axes`, when the numbers are bound and do not
 /// divide; nothing when they divide or are symbolic. For any degrees: the
 /// rounding as an expression of theirs, when the rows are bound.
-static std::optional<Expr> getPaddedFirstDim(const Module &module,
-                                             const TensorType &type,
-                                             llvm::ArrayRef<const Axis *> axes,
-                                             bool forAnyDegrees) {
-  std::optional<Expr> extent = module.bindAll(type.getDim(0));
+static std::optional<Expr> getPaddedDim(const Module &module,
+                                        const TensorType &type, unsigned dim,
+                                        llvm::ArrayRef<const Axis *> axes,
+                                        bool forAnyDegrees) {
+  std::optional<Expr> extent = module.bindAll(type.getDim(dim));
   std::optional<long long> rows = extent ? getIntegerValue(*extent)
                                          : std::nullopt;
   long long degree = 1;
@@ -96,7 +119,7 @@ static std::optional<Expr> getPaddedFirstDim(const Module &module,
       degrees *= ranks->degree;
     }
   };
-  llvm::for_each(type.getDistribution().getPartition(0), multiply);
+  llvm::for_each(type.getDistribution().getPartition(dim), multiply);
   llvm::for_each(axes, multiply);
   if (!rows || *rows <= 0)
     return std::nullopt;
@@ -113,8 +136,9 @@ void ShardOptimizerPass::shard(Op &step, Op &allReduce) {
   llvm::SmallVector<const Axis *, 2> axes(allReduce.getAttr("axes")->axes);
   Value *weight = step.getOperand(0);
   Value *partial = allReduce.getOperand(0);
+  unsigned dim = getShardDim(*module, weight->getType());
   auto setCollectiveAttrs = [&](Op &op, const TensorType &input) {
-    op.setAttr("dim", Attribute::getExpr(AttrKind::Int, 0));
+    op.setAttr("dim", Attribute::getExpr(AttrKind::Int, dim));
     op.setAttr("axes", Attribute::getAxes(axes));
     op.setAttr("bytes", Attribute::getExpr(AttrKind::Expr, input.getLocalBytes()));
   };
@@ -122,10 +146,10 @@ void ShardOptimizerPass::shard(Op &step, Op &allReduce) {
   // The gradient: reduce-scattered where it was all-reduced, from a buffer
   // padded to split evenly.
   std::optional<Expr> padded =
-      getPaddedFirstDim(*module, weight->getType(), axes, forAnyDegrees);
+      getPaddedDim(*module, weight->getType(), dim, axes, forAnyDegrees);
   TensorType scattered = partial->getType();
   if (padded)
-    scattered = splitFirstDim(scattered, {}, padded);
+    scattered = splitDim(scattered, dim, {}, padded);
   Op *scatter = graph.createOpBefore(&allReduce, OpKind::ReduceScatter,
                                      allReduce.getLoc());
   scatter->setPhase(allReduce.getPhase());
@@ -135,17 +159,17 @@ void ShardOptimizerPass::shard(Op &step, Op &allReduce) {
       scatter, module->makeUniqueName(partial->getName().str() +
                                       ".reducescatter"));
   gradShard->setType(
-      splitFirstDim(allReduce.getResult()->getType(), axes, padded));
+      splitDim(allReduce.getResult()->getType(), dim, axes, padded));
 
   // The step on the local shard, then the updated shards gathered.
   Op *view = graph.createOpBefore(&step, OpKind::Shard, loc);
   view->setPhase(Phase::Optimizer);
   view->addOperand(weight);
-  view->setAttr("dim", Attribute::getExpr(AttrKind::Int, 0));
+  view->setAttr("dim", Attribute::getExpr(AttrKind::Int, dim));
   view->setAttr("axes", Attribute::getAxes(axes));
   Value *weightShard = graph.createResult(
       view, module->makeUniqueName(weight->getName().str() + ".shard"));
-  weightShard->setType(splitFirstDim(weight->getType(), axes, padded));
+  weightShard->setType(splitDim(weight->getType(), dim, axes, padded));
 
   Op *shardStep = graph.createOpBefore(&step, OpKind::Adam, loc);
   shardStep->setPhase(Phase::Optimizer);

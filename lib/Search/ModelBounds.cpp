@@ -82,6 +82,10 @@ public:
 
   /// `value`'s tensor, or nothing where its size is not certain.
   std::optional<Bounds::Tensor> getTensor(const Value &value, bool adam) const;
+  /// The axes of `step`'s gradient all-reduce, each as a split, or nothing
+  /// where its gradient comes otherwise or an axis is not the search's.
+  std::optional<llvm::SmallVector<Bounds::Split, 4>>
+  getReducedAxes(const Op &step) const;
 
 private:
   std::optional<Bounds::Split> getSplit(const Axis *axis, bool &never) const;
@@ -153,6 +157,25 @@ std::optional<Bounds::Tensor> Reader::getTensor(const Value &value,
         return std::nullopt;
     }
   return tensor;
+}
+
+std::optional<llvm::SmallVector<Bounds::Split, 4>>
+Reader::getReducedAxes(const Op &step) const {
+  const Op *reduce = step.getOperands().size() > 1
+                         ? step.getOperand(1)->getDefiningOp()
+                         : nullptr;
+  if (!reduce || reduce->getKind() != OpKind::AllReduce)
+    return std::nullopt;
+  llvm::SmallVector<Bounds::Split, 4> splits;
+  for (const Axis *axis : reduce->getAttr("axes")->axes) {
+    bool never = false;
+    std::optional<Bounds::Split> split = getSplit(axis, never);
+    if (split)
+      splits.push_back(*split);
+    else if (!never)
+      return std::nullopt;
+  }
+  return splits;
 }
 
 /// Options that compile `base`'s model on one GPU.
@@ -409,8 +432,10 @@ void readMemory(const Module &module, const ModelShape &shape, Bounds &bounds) {
       auto group = groupOf.find({forward, inner->getBodyLayer()});
       if (inner->getKind() != OpKind::Adam || group == groupOf.end())
         continue;
-      if (auto tensor = reader.getTensor(*inner->getResult(), true))
+      if (auto tensor = reader.getTensor(*inner->getResult(), true)) {
+        tensor->reducedOver = reader.getReducedAxes(*inner);
         bounds.groups[group->second].push_back(*tensor);
+      }
     }
   }
   // Weights read before any repeat (the first stage), and between the last

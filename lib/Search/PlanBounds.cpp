@@ -36,13 +36,13 @@ void forEachStageLayer(const std::vector<unsigned> &chunks, const Plan &plan,
       fn(getChunkStage(placement, chunk, stages), layer);
 }
 
-/// The product of the degrees `tensor` is split over in `plan`, and which
-/// axes split it.
-uint64_t getDivisor(const Bounds::Tensor &tensor, const Plan &plan,
+/// The product of the degrees `splits` split over in `plan`, and which
+/// axes split (a split an alias's conditions turn off counts nothing).
+uint64_t getDivisor(llvm::ArrayRef<Bounds::Split> splits, const Plan &plan,
                     unsigned &axes) {
   uint64_t divisor = 1;
   axes = 0;
-  for (const Bounds::Split &split : tensor.splits) {
+  for (const Bounds::Split &split : splits) {
     bool active = llvm::all_of(split.conditions, [&](const auto &condition) {
       switch (condition.kind) {
       case Bounds::Split::Switch::WeightSharded:
@@ -66,14 +66,22 @@ uint64_t getDivisor(const Bounds::Tensor &tensor, const Plan &plan,
 uint64_t getTensorBytes(const Bounds::Tensor &tensor, const Plan &plan,
                         MemoryAccounting accounting) {
   unsigned axes = 0;
-  uint64_t divisor = getDivisor(tensor, plan, axes);
+  uint64_t divisor = getDivisor(tensor.splits, plan, axes);
   if (tensor.adam) {
     // A distributed optimizer slices the step over the axes its gradient
-    // is reduced over: at most all those that do not split it already.
-    if (plan.sharding == WeightSharding::DistributedOptimizer)
-      for (unsigned index = 0; index < PlanAxes.size(); ++index)
-        if (!(axes & (1u << index)))
-          divisor *= plan.degrees[index];
+    // is all-reduced over (padding the slices up): where those were read,
+    // them; else at most every axis that does not split it already.
+    if (plan.sharding == WeightSharding::DistributedOptimizer) {
+      unsigned reduced = 0;
+      uint64_t shards =
+          tensor.reducedOver ? getDivisor(*tensor.reducedOver, plan, reduced)
+                             : 1;
+      if (!tensor.reducedOver)
+        for (unsigned index = 0; index < PlanAxes.size(); ++index)
+          if (!(axes & (1u << index)))
+            shards *= plan.degrees[index];
+      divisor *= shards;
+    }
     return 12 * (tensor.elements / divisor);
   }
   uint64_t bytes = tensor.elements * tensor.elementBytes / divisor;

@@ -75,6 +75,10 @@ struct ModelBounds {
     unsigned elementBytes = 2;
     bool adam = false; ///< An optimizer step: 12 bytes per local element.
     llvm::SmallVector<Split, 3> splits;
+    /// An optimizer step's: the axes its gradient is all-reduced over,
+    /// which a distributed optimizer shards it over (ShardOptimizer.cpp),
+    /// if read; else every axis that does not split it bounds them.
+    std::optional<llvm::SmallVector<Split, 4>> reducedOver;
   };
 
   unsigned layers = 0;
