@@ -73,9 +73,9 @@ uint64_t getTensorBytes(const Bounds::Tensor &tensor, const Plan &plan,
     // them; else at most every axis that does not split it already.
     if (plan.sharding == WeightSharding::DistributedOptimizer) {
       unsigned reduced = 0;
-      uint64_t shards =
-          tensor.reducedOver ? getDivisor(*tensor.reducedOver, plan, reduced)
-                             : 1;
+      uint64_t shards = tensor.reducedOver
+                            ? getDivisor(*tensor.reducedOver, plan, reduced)
+                            : 1;
       if (!tensor.reducedOver)
         for (unsigned index = 0; index < PlanAxes.size(); ++index)
           if (!(axes & (1u << index)))
