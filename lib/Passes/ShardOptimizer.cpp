@@ -11,12 +11,12 @@
 // Runs after `optimizer`: each Adam step whose gradient comes from an
 // all-reduce (the gradient synchronization) is rewritten to
 //
-//   %w.grad.reducescatter = reducescatter[dim=0, axes=A](%w.grad)
-//   %w.shard = shard[dim=0, axes=A](%w)          // a view of the local part
+//   %w.grad.reducescatter = reducescatter[dim=k, axes=A](%w.grad)
+//   %w.shard = shard[dim=k, axes=A](%w)          // a view of the local part
 //   %w.next.shard = adam(%w.shard, %w.grad.reducescatter)
-//   %w.next = allgather[dim=0, axes=A](%w.next.shard)
+//   %w.next = allgather[dim=k, axes=A](%w.next.shard)
 //
-// splitting the weight's largest dimension (the first of equals; the
+// splitting the weight's largest dimension k (the first of equals; the
 // first where the sizes are not bound) over the all-reduce's axes A (on
 // top of any tensor-parallel split). Megatron-LM shards a flat buffer of
 // the elements; the largest dimension stands for it, where dimension 0
