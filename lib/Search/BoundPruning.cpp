@@ -117,7 +117,9 @@ llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
     bool rest = false;
     for (; end < order.size(); ++end) {
       size_t index = order[end];
-      if (batch.size() >= batchSize)
+      // The first batch is a quarter: the best step it finds prunes the
+      // rest, whose larger batches cost fewer rounds.
+      if (batch.size() >= (begin ? batchSize : (batchSize + 3) / 4))
         break;
       if (stepBound[index] > best + 1e-3) {
         rest = true;

@@ -35,6 +35,10 @@ struct ResultRecord {
   uint8_t prunedByModel;
 };
 
+/// A record with this index ends a worker's round: it takes no batch of it
+/// any more, so the next round's order may be written.
+static constexpr uint64_t EndOfRound = ~uint64_t(0);
+
 /// The longest reason a record may carry: a diagnostic's first line.
 static constexpr uint32_t MaxReasonSize = 1 << 20;
 
@@ -113,16 +117,22 @@ static EvaluationOrder getEvaluationOrder(llvm::ArrayRef<Plan> plans) {
 }
 
 /// Reads the worker's records at the front of `bytes` into `results`, each
-/// plan's at its position in the round; the bytes read, or an error. A
-/// record cut short stays for the next read.
+/// plan's at its position in the round, counting in `ended` the end of its
+/// round; the bytes read, or an error. A record cut short stays for the
+/// next read.
 static llvm::Expected<size_t>
 decode(llvm::StringRef bytes, llvm::ArrayRef<Plan> plans,
        llvm::ArrayRef<uint32_t> positions, std::vector<PlanResult> &results,
-       std::vector<bool> &returned, size_t &count) {
+       std::vector<bool> &returned, size_t &count, size_t &ended) {
   size_t used = 0;
   while (bytes.size() - used >= sizeof(ResultRecord)) {
     ResultRecord record;
     std::memcpy(&record, bytes.data() + used, sizeof record);
+    if (record.index == EndOfRound && record.reasonSize == 0) {
+      ++ended;
+      used += sizeof record;
+      continue;
+    }
     if (record.index >= positions.size() ||
         positions[record.index] >= results.size() ||
         returned[positions[record.index]] ||
@@ -215,6 +225,12 @@ PlanWorkerPool::~PlanWorkerPool() {
       if (!writeAll(fd, records))
         _exit(1);
     }
+    // Past the last batch: the parent may now reset the counter.
+    ResultRecord end{};
+    end.index = EndOfRound;
+    if (!writeAll(fd, llvm::StringRef(reinterpret_cast<const char *>(&end),
+                                      sizeof end)))
+      _exit(1);
   }
 }
 
@@ -303,8 +319,10 @@ PlanWorkerPool::evaluate(llvm::ArrayRef<size_t> indices,
   llvm::Error error = llvm::Error::success();
   std::vector<std::string> pending(pipes.size());
   std::vector<bool> returned(round.size());
-  size_t done = 0;
-  while (done < round.size() && !broken) {
+  // Every result, and every worker past its last batch: a worker still
+  // taking one would take the next round's with this round's count.
+  size_t done = 0, ended = 0;
+  while ((done < round.size() || ended < pipes.size()) && !broken) {
     if (poll(pipes.data(), pipes.size(), -1) < 0) {
       if (errno == EINTR)
         continue;
@@ -325,7 +343,7 @@ PlanWorkerPool::evaluate(llvm::ArrayRef<size_t> indices,
       pending[i].append(buffer, got);
       size_t before = done;
       llvm::Expected<size_t> used =
-          decode(pending[i], plans, positions, results, returned, done);
+          decode(pending[i], plans, positions, results, returned, done, ended);
       if (!used) {
         error = used.takeError();
         broken = true;

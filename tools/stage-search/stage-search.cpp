@@ -83,7 +83,7 @@ struct SearchOptions {
   bool quiet = false;
   /// --prune-bounds: skip the plans whose bounds rule them out.
   bool pruneBounds = true;
-  unsigned pruneBatch = 2048;
+  unsigned pruneBatch = 4096;
   bool timePhases = false;
   unsigned shardIndex = 0, shardCount = 1;
 };
@@ -292,8 +292,9 @@ static std::optional<int> parseOptions(int argc, char **argv,
       ->check(CLI::IsMember({"on", "off"}))
       ->group(output);
   app.add_option("--prune-batch", options.pruneBatch,
-                 "plans per batch of --prune-bounds (default 2048): the best "
-                 "step prunes the next batches; any -j gives the same plans")
+                 "plans per batch of --prune-bounds (default 4096, the first "
+                 "batch a quarter of it): the best step prunes the next "
+                 "batches; any -j gives the same plans")
       ->check(wholeNumber(1, 1u << 24))
       ->group(output);
   app.add_flag("-q,--quiet", options.quiet, "no progress bar")->group(output);

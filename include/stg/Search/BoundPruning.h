@@ -34,10 +34,11 @@ struct BoundPruningOptions {
   uint64_t memoryLimitBytes = 0;
   MemoryAccounting accounting = MemoryAccounting::Megatron;
   SystemSpec system;
-  /// Plans per batch: small enough that the best step found early prunes
-  /// most of the space, large enough that a batch keeps every worker busy
-  /// and builds each family's programs for several of its plans.
-  size_t batchSize = 2048;
+  /// Plans per batch, the first a quarter: small enough that the best step
+  /// found early prunes most of the space, large enough that a batch keeps
+  /// every worker busy and builds each family's programs for several of
+  /// its plans.
+  size_t batchSize = 4096;
   /// If set, the time spent bounding the plans, and evaluating them
   /// (stage-search --time-phases).
   llvm::Timer *boundTimer = nullptr, *evaluationTimer = nullptr;
