@@ -491,14 +491,14 @@ void stg::printReport(llvm::raw_ostream &os, const Module &module,
   if (programs.numVirtualStages > 1)
     os << " of " << programs.numVirtualStages << " model chunks";
   if (programs.mirrorAxis >= 0) {
-    unsigned pairs = programs.stages.size();
-    os << "\n  (DualPipe over " << 2 * pairs << " stages, "
-       << 2 * programs.numMicrobatches << " micro-batches, as " << pairs
-       << " stages in a V twice: "
+    unsigned stages = programs.getGivenDegree(programs.pipelineAxis);
+    os << "\n  (DualPipe over " << stages << " stages, "
+       << programs.getGivenMicrobatches() << " micro-batches, as "
+       << programs.stages.size() << " stages in a V twice: "
        << programs.mesh.getAxes()[programs.mirrorAxis].name
        << "'s upper half runs the second direction, stage s there is "
           "DualPipe's "
-       << 2 * pairs - 1 << "-s)";
+       << stages - 1 << "-s)";
   }
   os << "\n";
   std::string split =

@@ -67,16 +67,9 @@ void stg::writeWorkloadCard(llvm::raw_ostream &os, const Module &module,
                             const WorkloadCardInputs &inputs,
                             const SystemSpec *system) {
   const Mesh &mesh = programs.mesh;
-  // A folded dualpipe's card is the plan as given: its mirror axis holds
-  // the second direction's stages (ProgramSet::mirrorAxis).
+  // The plan as given (a folded dualpipe's unfolded).
   auto degree = [&](llvm::StringRef axis) -> long long {
-    int index = mesh.findAxis(axis);
-    long long value = index < 0 ? 1 : mesh.getDegree(index);
-    if (programs.mirrorAxis >= 0 && index == programs.mirrorAxis)
-      return value / 2;
-    if (programs.mirrorAxis >= 0 && index == programs.pipelineAxis)
-      return value * 2;
-    return value;
+    return programs.getGivenDegree(mesh.findAxis(axis));
   };
   bool training = inputs.mode == "train";
   bool decode = inputs.mode == "decode";
@@ -223,8 +216,7 @@ void stg::writeWorkloadCard(llvm::raw_ostream &os, const Module &module,
   // how many micro-batches a step runs is stagec's own field.
   out << YAML::Key << "pp_mb" << YAML::Value << orNull(module.getDimValue("MB"));
   out << YAML::Key << "microbatches" << YAML::Value
-      << (long long)programs.numMicrobatches *
-             (programs.mirrorAxis >= 0 ? 2 : 1);
+      << (long long)programs.getGivenMicrobatches();
   out << YAML::EndMap;
   out << YAML::Key << "communication_library" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << YAML::Null;

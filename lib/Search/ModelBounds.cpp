@@ -208,24 +208,28 @@ public:
     for (const auto &[name, value] : options.overrides)
       key += " " + name + "=" + value;
     auto [found, fresh] = modules.try_emplace(key);
+    Split &split = found->second;
     if (fresh) {
       CompileOptions sized = options;
       sized.overrides.push_back({"MB", "1"});
-      found->second = prepareModel(sized, "stage-search");
+      split.prepared = prepareModel(sized, "stage-search");
+      // Its extents, collected once for every binding (as the evaluator).
+      if (split.prepared.module)
+        split.divisibility =
+            std::make_unique<DivisibilityCheck>(*split.prepared.module);
     }
-    PreparedModel &prepared = found->second;
-    if (!prepared.module) {
-      errors = prepared.log->str();
+    if (!split.prepared.module) {
+      errors = split.prepared.log->str();
       return nullptr;
     }
-    Module &module = *prepared.module;
+    Module &module = *split.prepared.module;
     llvm::raw_string_ostream os(errors);
     DiagnosticEngine diags(os);
     diags.setProgramName("stage-search");
     for (unsigned mb : {2u, 1u}) {
       module.lookupDim("MB")->value = Expr(mb);
       std::optional<Mesh> mesh = bindPlan(module, options, diags);
-      if (!mesh || failed(DivisibilityCheck(module).check(diags)))
+      if (!mesh || failed(split.divisibility->check(diags)))
         return nullptr;
       programs[mb - 1] = instantiateModel(module, *mesh, options, diags);
       if (!programs[mb - 1])
@@ -235,7 +239,11 @@ public:
   }
 
 private:
-  std::map<std::string, PreparedModel> modules;
+  struct Split {
+    PreparedModel prepared;
+    std::unique_ptr<DivisibilityCheck> divisibility;
+  };
+  std::map<std::string, Split> modules;
 };
 
 /// How readLayers splits each stage: ranks on tp, ep and cp (2 on the

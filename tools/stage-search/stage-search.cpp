@@ -651,9 +651,9 @@ int main(int argc, char **argv) {
     progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
   llvm::Expected<std::vector<PlanResult>> results = std::vector<PlanResult>();
   if (options.pruneBounds) {
+    phase.emplace(timer(&PhaseTimers::bounds));
     llvm::Expected<ModelBounds> bounds =
-        (phase.emplace(timer(&PhaseTimers::bounds)),
-         readModelBounds(options.compile, space.recompute, facts->shape));
+        readModelBounds(options.compile, space.recompute, facts->shape);
     phase.reset();
     if (!bounds)
       return fail(llvm::toString(bounds.takeError()));

@@ -229,6 +229,21 @@ struct ProgramSet {
   unsigned getPeerRank(unsigned rank, const ProgramNode &node) const {
     return getPeerRank(rank, node.peerStage, node.acrossHalves);
   }
+  /// The degree of mesh axis `axis` (-1: 1) and the micro-batches as the
+  /// plan gave them: a folded dualpipe's pipeline has twice the stages and
+  /// micro-batches, and its mirror axis half the replicas (foldDualPipe
+  /// undone).
+  unsigned getGivenDegree(int axis) const {
+    unsigned degree = axis < 0 ? 1 : mesh.getDegree(axis);
+    if (mirrorAxis < 0)
+      return degree;
+    return axis == mirrorAxis     ? degree / 2
+           : axis == pipelineAxis ? degree * 2
+                                  : degree;
+  }
+  unsigned getGivenMicrobatches() const {
+    return numMicrobatches * (mirrorAxis < 0 ? 1 : 2);
+  }
   /// Every group mask some collective uses.
   std::vector<AxisMask> getUsedMasks() const;
   /// The stage whose ranks hold the most memory (the first of equals), or
