@@ -116,20 +116,37 @@ uint64_t DeviceSpec::getSequentialKernelsMicros(int64_t flops,
   return toKernelMicros(micros);
 }
 
-uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node,
-                                   unsigned attentionPasses) const {
+NodeKernel stg::getNodeKernel(const ProgramNode &node) {
   llvm::StringRef opType = node.opType;
   // Unfused attention is several kernels, one after another.
   if (opType.startswith("attention_unfused"))
-    return getSequentialKernelsMicros(node.numOps, node.tensorBytes);
+    return NodeKernel::Sequential;
   if (node.gemm.isGemm())
+    return NodeKernel::Gemm;
+  if (opType.startswith("attention"))
+    return opType.endswith("_backward") ? NodeKernel::AttentionBackward
+                                        : NodeKernel::Attention;
+  return NodeKernel::Other;
+}
+
+uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node,
+                                   unsigned attentionPasses) const {
+  NodeKernel kernel = getNodeKernel(node);
+  switch (kernel) {
+  case NodeKernel::Sequential:
+    return getSequentialKernelsMicros(node.numOps, node.tensorBytes);
+  case NodeKernel::Gemm:
     return getGemmMicros(node.numOps, node.tensorBytes, node.gemm,
                          node.precision, node.castBytes);
-  if (opType.startswith("attention"))
-    return getAttentionMicros(
-        node.numOps, node.tensorBytes,
-        double(node.attentionRows) * attentionPasses,
-        opType.endswith("_backward"), node.precision);
+  case NodeKernel::Attention:
+  case NodeKernel::AttentionBackward:
+    return getAttentionMicros(node.numOps, node.tensorBytes,
+                              double(node.attentionRows) * attentionPasses,
+                              kernel == NodeKernel::AttentionBackward,
+                              node.precision);
+  case NodeKernel::Other:
+    break;
+  }
   return getKernelMicros(node.numOps, node.tensorBytes, node.precision,
                          KernelKind::Other);
 }

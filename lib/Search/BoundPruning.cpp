@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <queue>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <tuple>
@@ -104,14 +105,22 @@ llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
   size_t done = plans.size() - order.size();
   if (progress && done)
     progress(done, plans.size());
-  double best = std::numeric_limits<double>::infinity();
+  // The `keep` best fitting steps found, the slowest on top: a plan whose
+  // bound exceeds it cannot rank among them.
+  std::priority_queue<double> kept;
+  size_t keep = std::max<size_t>(1, options.keep);
+  auto getThreshold = [&] {
+    return kept.size() < keep ? std::numeric_limits<double>::infinity()
+                              : kept.top();
+  };
   size_t batchSize = std::max<size_t>(1, options.batchSize);
   // One set of workers for every batch: each keeps what it built.
   PlanWorkerPool workers(evaluator, plans, jobs);
   for (size_t begin = 0; begin < order.size();) {
-    // A plan is dropped only if it is slower than the best by a nanosecond
-    // or more: the ranking counts whole nanoseconds, and a plan that ties
-    // the best there could rank above it.
+    // A plan is dropped only if it is slower than the keep-th best by a
+    // nanosecond or more: the ranking counts whole nanoseconds, and a plan
+    // that ties it there could rank above it.
+    double threshold = getThreshold();
     std::vector<size_t> batch;
     size_t end = begin;
     bool rest = false;
@@ -121,7 +130,7 @@ llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
       // rest, whose larger batches cost fewer rounds.
       if (batch.size() >= (begin ? batchSize : (batchSize + 3) / 4))
         break;
-      if (stepBound[index] > best + 1e-3) {
+      if (stepBound[index] > threshold + 1e-3) {
         rest = true;
         break;
       }
@@ -140,12 +149,16 @@ llvm::Expected<BoundedResults> stg::evaluatePlansWithinBounds(
       return results.takeError();
     done += batch.size();
     for (PlanResult &result : *results) {
-      if (result.status == PlanStatus::Fits && std::isfinite(result.stepMicros))
-        best = std::min(best, result.stepMicros);
+      if (result.status == PlanStatus::Fits &&
+          std::isfinite(result.stepMicros)) {
+        kept.push(result.stepMicros);
+        if (kept.size() > keep)
+          kept.pop();
+      }
       bounded.results.push_back(std::move(result));
     }
     begin = end;
-    // The bounds ascend: once one exceeds the best, all the rest do.
+    // The bounds ascend: once one exceeds the threshold, all the rest do.
     if (rest)
       break;
   }

@@ -1,18 +1,18 @@
 //===- ModelBounds.cpp - What the plan bounds read from the model ---------===//
 //
 // readModelBounds compiles the model a few times, once per search: on one
-// GPU with micro-batches of one and two sequences (FLOPs and activations
-// per sequence), split one layer a stage (each layer's activations), and
-// so again over tp 2 (the collectives tp adds; and ep 2 where the model
-// has experts), over cp 2 (context parallelism's exchanges) and over dp 2
-// with FSDP (the weights a micro-batch gathers). The memory bound's weights follow StageMemory.cpp's
-// accounting and Placement's numbering (forward repeats in program order,
-// a backward repeat on its forward repeat's layers; the work before the
-// first repeat on the first stage, after the last layer on the last),
-// counting only what is certain: a weight is charged to the one body layer
-// whose op reads it first, an Adam step to its own body layer, a weight
-// outside the layers only for the reads before and after all of them, and
-// a weight whose extents depend on the plan not at all.
+// GPU with micro-batches of one and two sequences (work by kind of kernel
+// and activations per sequence), split one layer a stage (each layer's
+// activations), and so again over tp 2 (the collectives tp adds; and ep 2 where
+// the model has experts), over cp 2 (context parallelism's exchanges) and over
+// dp 2 with FSDP (the weights a micro-batch gathers). The memory bound's
+// weights follow StageMemory.cpp's accounting and Placement's numbering
+// (forward repeats in program order, a backward repeat on its forward repeat's
+// layers; the work before the first repeat on the first stage, after the last
+// layer on the last), counting only what is certain: a weight is charged to the
+// one body layer whose op reads it first, an Adam step to its own body layer, a
+// weight outside the layers only for the reads before and after all of them,
+// and a weight whose extents depend on the plan not at all.
 //
 //===----------------------------------------------------------------------===//
 
@@ -246,6 +246,53 @@ private:
   std::map<std::string, Split> modules;
 };
 
+/// The work of a compute node, by the kind of kernel that prices it.
+Bounds::Work getNodeWork(const ProgramNode &node) {
+  Bounds::Work work;
+  auto flops = double(node.numOps);
+  work.kernels = node.numOps > 0 || node.tensorBytes > 0;
+  switch (getNodeKernel(node)) {
+  case NodeKernel::Sequential:
+    work.gemmFlops = flops;
+    work.otherBytes = double(node.tensorBytes);
+    break;
+  case NodeKernel::Gemm:
+    work.gemmFlops = flops;
+    break;
+  case NodeKernel::Attention:
+    work.attentionFlops = flops;
+    work.forwardRows = double(node.attentionRows);
+    break;
+  case NodeKernel::AttentionBackward:
+    work.attentionFlops = flops;
+    work.backwardRows = double(node.attentionRows);
+    break;
+  case NodeKernel::Other:
+    work.otherFlops = flops;
+    work.otherBytes = double(node.tensorBytes);
+    break;
+  }
+  return work;
+}
+
+/// The work of the forward and backward per layer (and of the rest) of
+/// one micro-batch of `programs`.
+Bounds::ModelWork countWork(const ProgramSet &programs, unsigned layers) {
+  Bounds::ModelWork work;
+  work.layers.assign(layers, {});
+  for (const StageProgram &stage : programs.stages)
+    for (const ProgramNode &node : stage.nodes) {
+      if (node.kind != ProgramNodeKind::Compute ||
+          (node.phase != Phase::Forward && node.phase != Phase::Backward))
+        continue;
+      if (node.layer >= 0 && unsigned(node.layer) < layers)
+        work.layers[node.layer] += getNodeWork(node);
+      else
+        work.other += getNodeWork(node);
+    }
+  return work;
+}
+
 /// How readLayers splits each stage: ranks on tp, ep and cp (2 on the
 /// axis whose collectives it reads), sequence parallelism where set.
 struct SplitToRead {
@@ -266,7 +313,21 @@ struct LayerReading {
   std::vector<double> exchangeBytes;
   std::optional<Bounds::Exchange> exchange;
   bool mixedExchanges = false;
+  /// The work outside the layers on the first stage and on the last.
+  Bounds::Work beforeLayers, afterLayers;
 };
+
+/// The work of the compute nodes of `stage` outside the layers.
+Bounds::Work countWorkOutsideLayers(const StageProgram &stage,
+                                    unsigned layers) {
+  Bounds::Work work;
+  for (const ProgramNode &node : stage.nodes)
+    if (node.kind == ProgramNodeKind::Compute &&
+        (node.phase == Phase::Forward || node.phase == Phase::Backward) &&
+        (node.layer < 0 || unsigned(node.layer) >= layers))
+      work += getNodeWork(node);
+  return work;
+}
 
 /// What each layer saves and moves per sequence, from the model split one
 /// layer a stage, one micro-batch in flight (GPipe over one): the first
@@ -309,6 +370,13 @@ std::optional<LayerReading> readLayers(SplitCompiler &compiler,
   reading.collectiveBytes.resize(layers);
   reading.fixedCollectiveBytes.resize(layers);
   reading.exchangeBytes.resize(layers);
+  auto outside = [&](unsigned stage) {
+    return countWorkOutsideLayers(compiled[1]->stages[stage], layers)
+        .getGrowthOver(
+            countWorkOutsideLayers(compiled[0]->stages[stage], layers));
+  };
+  reading.beforeLayers = outside(0);
+  reading.afterLayers = outside(layers - 1);
   const Mesh &mesh = compiled[0]->mesh;
   int readAxis = mesh.findAxis(split.collectivesOver),
       epAxis = mesh.findAxis("ep");
@@ -355,24 +423,6 @@ std::optional<LayerReading> readLayers(SplitCompiler &compiler,
     reading.exchangeBytes[layer] = std::max(0.0, reading.exchangeBytes[layer]);
   }
   return reading;
-}
-
-/// FLOPs of the forward and backward per layer (and of the rest) of one
-/// micro-batch of `programs`.
-Bounds::Flops countFlops(const ProgramSet &programs, unsigned layers) {
-  Bounds::Flops flops;
-  flops.layers.assign(layers, 0);
-  for (const StageProgram &stage : programs.stages)
-    for (const ProgramNode &node : stage.nodes) {
-      if (node.kind != ProgramNodeKind::Compute ||
-          (node.phase != Phase::Forward && node.phase != Phase::Backward))
-        continue;
-      if (node.layer >= 0 && unsigned(node.layer) < layers)
-        flops.layers[node.layer] += double(node.numOps);
-      else
-        flops.other += double(node.numOps);
-    }
-  return flops;
 }
 
 /// The layer groups and the weights outside the layers, from the model
@@ -484,6 +534,30 @@ void readMemory(const Module &module, const ModelShape &shape, Bounds &bounds) {
 
 } // namespace
 
+ModelBounds::Work &ModelBounds::Work::operator+=(const Work &other) {
+  gemmFlops += other.gemmFlops;
+  attentionFlops += other.attentionFlops;
+  forwardRows += other.forwardRows;
+  backwardRows += other.backwardRows;
+  otherFlops += other.otherFlops;
+  otherBytes += other.otherBytes;
+  kernels += other.kernels;
+  return *this;
+}
+
+ModelBounds::Work ModelBounds::Work::getGrowthOver(const Work &other) const {
+  auto grow = [](double to, double from) { return std::max(0.0, to - from); };
+  Work growth;
+  growth.gemmFlops = grow(gemmFlops, other.gemmFlops);
+  growth.attentionFlops = grow(attentionFlops, other.attentionFlops);
+  growth.forwardRows = grow(forwardRows, other.forwardRows);
+  growth.backwardRows = grow(backwardRows, other.backwardRows);
+  growth.otherFlops = grow(otherFlops, other.otherFlops);
+  growth.otherBytes = grow(otherBytes, other.otherBytes);
+  growth.kernels = std::min(kernels, other.kernels);
+  return growth;
+}
+
 llvm::Expected<ModelBounds>
 stg::readModelBounds(const CompileOptions &base,
                      llvm::ArrayRef<std::string> recompute,
@@ -517,14 +591,14 @@ stg::readModelBounds(const CompileOptions &base,
     // What a micro-batch of one more sequence adds: work that does not grow
     // with the batch (a gradient accumulated once per micro-batch) is not
     // counted per sequence.
-    Bounds::Flops one = countFlops(*compiled[0], shape.layers);
-    Bounds::Flops two = countFlops(*compiled[1], shape.layers);
-    Bounds::Flops &perSequence = bounds.flops[mode];
+    Bounds::ModelWork one = countWork(*compiled[0], shape.layers);
+    Bounds::ModelWork two = countWork(*compiled[1], shape.layers);
+    Bounds::ModelWork &perSequence = bounds.work[mode];
     perSequence.layers.resize(shape.layers);
     for (unsigned layer = 0; layer < shape.layers; ++layer)
       perSequence.layers[layer] =
-          std::max(0.0, two.layers[layer] - one.layers[layer]);
-    perSequence.other = std::max(0.0, two.other - one.other);
+          two.layers[layer].getGrowthOver(one.layers[layer]);
+    perSequence.other = two.other.getGrowthOver(one.other);
     // Likewise the activations a sequence adds (the first stage's only:
     // one GPU holds one stage).
     bounds.activationsPerSequence[mode] =
@@ -532,8 +606,11 @@ stg::readModelBounds(const CompileOptions &base,
                           double(compiled[0]->stages[0].memory.activations));
     std::optional<LayerReading> layers =
         readLayers(compiler, base, mode, shape.layers);
-    if (layers)
+    if (layers) {
       bounds.layerActivationsPerSequence[mode] = layers->activations;
+      perSequence.beforeLayers = layers->beforeLayers;
+      perSequence.afterLayers = layers->afterLayers;
+    }
     // Over cp 2: context parallelism's exchanges of keys and values.
     SplitToRead contextSplit;
     contextSplit.cp = 2;

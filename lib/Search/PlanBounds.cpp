@@ -388,55 +388,95 @@ getChunkCommunication(const Bounds &bounds, const Plan &plan,
   return micros;
 }
 
+namespace {
+
+/// The fastest each kind of kernel can run in any precision `plan` may
+/// give it.
+struct KernelRates {
+  double gemm = 0, attention = 0, other = 0; ///< FLOP/s.
+  double bandwidth = 0;                      ///< Bytes/s.
+  double forwardRowFlops = 0, backwardRowFlops = 0;
+  double launchMicros = 0;
+
+  KernelRates(const ModelBounds &bounds, const Plan &plan,
+              const DeviceSpec &device)
+      : bandwidth(device.memoryBandwidth * device.memoryEfficiency),
+        forwardRowFlops(device.attentionRowFlops),
+        backwardRowFlops(device.attentionBackwardRowFlops),
+        launchMicros(device.launchMicros) {
+    using Kind = DeviceSpec::KernelKind;
+    for (unsigned index = 0; index < NumPrecisions; ++index) {
+      auto precision = Precision(index);
+      if (!bounds.ownPrecision && precision != plan.precision &&
+          isLowPrecision(precision))
+        continue;
+      gemm = std::max(gemm, device.getAchievableFlops(precision, Kind::Gemm));
+      attention = std::max(
+          attention, device.getAchievableFlops(precision, Kind::Attention));
+      other =
+          std::max(other, device.getAchievableFlops(precision, Kind::Other));
+    }
+  }
+  bool isKnown() const { return gemm > 0 && attention > 0 && other > 0; }
+
+  /// Microseconds that a micro-batch of `sequences` takes at least with
+  /// `work` a sequence, one kernel after another.
+  double getMicros(const ModelBounds::Work &work, double sequences) const {
+    double attentionWork = work.attentionFlops +
+                           work.forwardRows * forwardRowFlops +
+                           work.backwardRows * backwardRowFlops;
+    double others = work.otherFlops / other;
+    if (bandwidth > 0)
+      others = std::max(others, work.otherBytes / bandwidth);
+    return (work.gemmFlops / gemm + attentionWork / attention + others) * 1e6 *
+               sequences +
+           work.kernels * launchMicros;
+  }
+};
+
+} // namespace
+
 double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
                               const SystemSpec &system) {
   if (plan.schedule == PipelineSchedule::DualPipe)
     return getStepLowerBound(bounds, getBoundedPlan(plan), system);
-  const DeviceSpec &device = system.device;
-  auto flops = bounds.flops.find(plan.recompute);
-  auto plain = bounds.flops.find("none");
-  if (!bounds.training || flops == bounds.flops.end() ||
-      plain == bounds.flops.end())
+  auto work = bounds.work.find(plan.recompute);
+  auto plain = bounds.work.find("none");
+  if (!bounds.training || work == bounds.work.end() ||
+      plain == bounds.work.end())
     return 0;
   std::optional<std::vector<unsigned>> chunks =
       getChunkLayers(bounds.layers, plan);
   if (!chunks)
     return 0;
-  // The fastest any node can run: the highest peak among the precisions
-  // its nodes may take, at the highest efficiency of any kind of kernel.
-  double peak = device.peakFlops;
-  for (unsigned index = 0; index < NumPrecisions; ++index) {
-    auto precision = Precision(index);
-    bool possible = bounds.ownPrecision || precision == plan.precision ||
-                    !isLowPrecision(precision);
-    if (possible)
-      peak = std::max(peak, device.getPeakFlops(precision));
-  }
-  double efficiency =
-      std::max({device.computeEfficiency, device.attentionEfficiency,
-                device.lowPrecisionEfficiency});
-  double rate = peak * efficiency;
-  if (!(rate > 0))
+  KernelRates rates(bounds, plan, system.device);
+  if (!rates.isKnown())
     return 0;
-  // Microseconds per FLOP of a sequence on one rank: its micro-batch's
-  // work is split over tp x cp ranks at best.
-  double scale = double(plan.microBatchSize) /
-                 (double(plan.getDegree("tp")) * plan.getDegree("cp")) / rate *
-                 1e6;
+  // The sequences of a micro-batch on one rank: its work is split over
+  // tp x cp ranks at best.
+  double sequences = double(plan.microBatchSize) /
+                     (double(plan.getDegree("tp")) * plan.getDegree("cp"));
   unsigned stages = plan.getDegree("pp");
   std::vector<double> stageMicros(stages), chainMicros(chunks->size());
-  double layerFlops = 0;
+  double layerMicros = 0;
   unsigned layer = 0;
   ChunkPlacement placement = getChunkPlacement(plan.schedule);
   for (unsigned chunk = 0; chunk < chunks->size(); ++chunk)
     for (unsigned end = layer + (*chunks)[chunk]; layer < end; ++layer) {
-      double all = flops->second.layers[layer];
-      layerFlops += all;
-      stageMicros[getChunkStage(placement, chunk, stages)] += all * scale;
+      double all = rates.getMicros(work->second.layers[layer], sequences);
+      layerMicros += all;
+      stageMicros[getChunkStage(placement, chunk, stages)] += all;
       // Recomputation may run before the gradient arrives: the chain
       // counts the forward and backward alone.
-      chainMicros[chunk] += std::min(all, plain->second.layers[layer]) * scale;
+      chainMicros[chunk] += std::min(
+          all, rates.getMicros(plain->second.layers[layer], sequences));
     }
+  // The embedding on the stage of the first chunk, the head and the loss
+  // on that of the last.
+  stageMicros[getChunkStage(placement, 0, stages)] +=
+      rates.getMicros(work->second.beforeLayers, sequences);
+  stageMicros[getChunkStage(placement, chunks->size() - 1, stages)] +=
+      rates.getMicros(work->second.afterLayers, sequences);
   // A stage's collectives, which its ranks run one at a time, bound its
   // work as its compute does; a micro-batch's pass through a chunk waits
   // for both.
@@ -462,7 +502,8 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
   }
   // The busiest rank does at least the average share of all the work.
   double average =
-      microbatches * (layerFlops + flops->second.other) * scale / stages;
+      microbatches *
+      (layerMicros + rates.getMicros(work->second.other, sequences)) / stages;
   // A margin for the rounding of the sums, far below the microsecond the
   // estimate counts in.
   return std::max(bound, average) * (1 - 1e-9);

@@ -51,13 +51,22 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
     computeOnly.shardedWeightBytes.clear();
     withoutContext.contextParallelBytes.clear();
     withoutSharded.shardedWeightBytes.clear();
+    // The work outside the layers on the first and last stage; the FLOPs
+    // alone, without the other kernels' bytes and every kernel's launch.
+    ModelBounds withoutEnds = *bounds, flopsOnly = *bounds;
+    for (auto &[mode, work] : withoutEnds.work)
+      work.beforeLayers = work.afterLayers = {};
+    for (auto &[mode, work] : flopsOnly.work)
+      for (ModelBounds::Work &layer : work.layers)
+        layer.otherBytes = layer.kernels = 0;
     EXPECT_FALSE(bounds->tensorParallelBytes.empty());
     EXPECT_FALSE(bounds->contextParallelBytes.empty());
     EXPECT_FALSE(bounds->shardedWeightBytes.empty());
     PlanEvaluator evaluator(base, system, facts, options.globalBatch,
                             72'000'000'000);
     unsigned priced = 0, memoryBounded = 0, communicationBounded = 0,
-             contextBounded = 0, shardedBounded = 0;
+             contextBounded = 0, shardedBounded = 0, endsBounded = 0,
+             kernelsBounded = 0;
     for (const Plan &plan : space.plans) {
       PlanResult result = evaluator.evaluate(plan);
       if (result.status == PlanStatus::Failed)
@@ -75,6 +84,8 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
           step > getStepLowerBound(computeOnly, plan, system);
       contextBounded += step > getStepLowerBound(withoutContext, plan, system);
       shardedBounded += step > getStepLowerBound(withoutSharded, plan, system);
+      endsBounded += step > getStepLowerBound(withoutEnds, plan, system);
+      kernelsBounded += step > getStepLowerBound(flopsOnly, plan, system);
     }
     EXPECT_GT(priced, 100u);
     // The weights alone are below the bound for most plans: it counts
@@ -85,6 +96,10 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
     EXPECT_GT(communicationBounded, priced / 50);
     EXPECT_GT(contextBounded, 0u);
     EXPECT_GT(shardedBounded, 0u);
+    // The embedding and the head weigh on their stages; the norms, the
+    // activations and the launches on every plan.
+    EXPECT_GT(endsBounded, priced / 4);
+    EXPECT_GT(kernelsBounded, priced / 2);
   }
 }
 
@@ -193,6 +208,29 @@ TEST_F(PlanBoundsTest, PruningKeepsTheBestAndEachKeptResult) {
     EXPECT_EQ(kept.stepMicros, again.stepMicros) << kept.plan.getLabel();
     EXPECT_EQ(kept.memory.total(), again.memory.total());
   }
+  // Keeping the best eight: each of the eight fastest fitting plans of the
+  // whole space is evaluated, at more cost than keeping the best.
+  auto getFastest = [](auto &&results, size_t count) {
+    std::vector<std::pair<double, std::string>> steps;
+    for (const PlanResult &result : results)
+      if (result.status == PlanStatus::Fits)
+        steps.push_back({result.stepMicros, result.plan.getLabel()});
+    llvm::sort(steps);
+    steps.resize(std::min(count, steps.size()));
+    return steps;
+  };
+  std::vector<PlanResult> every;
+  for (auto &entry : all)
+    every.push_back(entry.second);
+  pruning.keep = 8;
+  PlanEvaluator eight(base, system, facts, options.globalBatch, limit);
+  llvm::Expected<BoundedResults> kept = evaluatePlansWithinBounds(
+      eight, space.plans, *bounds, pruning, 1, nullptr);
+  ASSERT_TRUE(bool(kept)) << llvm::toString(kept.takeError());
+  EXPECT_GT(kept->results.size(), bounded->results.size());
+  EXPECT_GT(kept->pruned[StepBoundReason], 0u);
+  ASSERT_EQ(getFastest(every, 8).size(), 8u);
+  EXPECT_EQ(getFastest(kept->results, 8), getFastest(every, 8));
 }
 
 } // namespace

@@ -662,6 +662,7 @@ int main(int argc, char **argv) {
     pruning.accounting = options.compile.memoryAccounting;
     pruning.system = *system;
     pruning.batchSize = options.pruneBatch;
+    pruning.keep = std::max({1u, options.top, options.emitTop});
     pruning.boundTimer = timer(&PhaseTimers::bounding);
     pruning.evaluationTimer = timer(&PhaseTimers::evaluate);
     llvm::Expected<BoundedResults> bounded = evaluatePlansWithinBounds(

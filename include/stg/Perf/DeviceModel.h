@@ -147,6 +147,13 @@ private:
                              Precision precision, KernelKind kind) const;
 };
 
+/// How DeviceSpec::getNodeMicros prices a compute node: unfused attention
+/// as kernels one after another (getSequentialKernelsMicros), a GEMM
+/// (getGemmMicros), a fused attention's forward or backward
+/// (getAttentionMicros) or another kernel (getKernelMicros).
+enum class NodeKernel { Sequential, Gemm, Attention, AttentionBackward, Other };
+NodeKernel getNodeKernel(const ProgramNode &node);
+
 /// The built-in devices, by name.
 llvm::ArrayRef<DeviceSpec> getBuiltinDevices();
 const DeviceSpec *lookupBuiltinDevice(llvm::StringRef name);

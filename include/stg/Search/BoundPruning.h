@@ -39,6 +39,10 @@ struct BoundPruningOptions {
   /// every worker busy and builds each family's programs for several of
   /// its plans.
   size_t batchSize = 4096;
+  /// The best plans that rank as they would without pruning: a plan is
+  /// dropped once its step bound exceeds the keep-th best fitting step
+  /// found (the plans the search prints, emits and verifies).
+  size_t keep = 1;
   /// If set, the time spent bounding the plans, and evaluating them
   /// (stage-search --time-phases).
   llvm::Timer *boundTimer = nullptr, *evaluationTimer = nullptr;

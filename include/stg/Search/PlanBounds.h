@@ -14,18 +14,22 @@
 //    whole on every tp rank), and at least the stages' average (bf16 and
 //    fp16 recipes);
 //    whatever cannot be attributed for certain counts nothing;
-//  - step: each compute node runs no faster than its FLOPs at the device's
-//    best rate (its highest peak of the plan's precisions times its highest
-//    efficiency), a rank runs its compute one node after another, and a
-//    micro-batch crosses the stages in order, so a stage's work waits for
+//  - step: each compute node runs no faster than its FLOPs at the best
+//    rate of its kind of kernel (GEMM, fused attention with its work per
+//    query row, other) in any of the plan's precisions, and the other
+//    kernels no faster than their bytes at the memory's bandwidth, each
+//    after its launch gap; a rank runs its compute one node after another,
+//    and a micro-batch crosses the stages in order, so a stage's work waits for
 //    the forward of the chunks before it and, under 1F1B, is followed by
 //    their backward (zero bubble fills that with weight gradients); and a
 //    stage takes at least its collectives over tp and cp, its expert
 //    exchanges and its FSDP gathers, which a rank's collective stream runs
 //    one at a time (plans in the model's precision, without Ulysses).
-//    The FLOPs per layer and sequence come from the model compiled on one
+//    The work per layer and sequence comes from the model compiled on one
 //    GPU with micro-batches of one and two sequences, their difference, so
-//    that work that does not grow with the batch is not multiplied; the
+//    that work that does not grow with the batch (a weight's bytes) is not
+//    multiplied; a plan's split over tp x cp divides it at best (a split
+//    kernel reaches no higher rate, a replicated one moves more bytes); the
 //    collectives' bytes likewise from the model split a layer a stage
 //    over tp 2 (and ep 2), over cp 2, and over dp 2 with FSDP.
 //
@@ -95,14 +99,36 @@ struct ModelBounds {
   std::vector<TopWeight> topWeights;
   bool training = true;
 
-  /// FLOPs per sequence of each layer's forward and backward, by the
-  /// recomputation (`none`, `selective`, `full`); the layers' and the rest
-  /// of the model's, as read (empty: no step bound for it).
-  struct Flops {
-    std::vector<double> layers;
-    double other = 0;
+  /// The work per sequence of a forward and backward, by the kind of
+  /// kernel that does it, as DeviceSpec::getNodeMicros prices them: each
+  /// term alone is a lower bound of its kernels' time.
+  struct Work {
+    double gemmFlops = 0;      ///< GEMMs, and unfused attention's products.
+    double attentionFlops = 0; ///< Fused attention's products,
+    double forwardRows = 0;    ///< its query rows in the forward
+    double backwardRows = 0;   ///< and in the backward.
+    double otherFlops = 0;     ///< The other kernels' FLOPs
+    double otherBytes = 0;     ///< and bytes (unfused attention's too).
+    /// The kernels a micro-batch launches, whatever its size: each pays
+    /// the device's launch gap.
+    double kernels = 0;
+    Work &operator+=(const Work &other);
+    /// What a larger micro-batch (`this`) adds to `other`'s work, each term
+    /// at least 0, and the kernels both launch.
+    Work getGrowthOver(const Work &other) const;
   };
-  std::map<std::string, Flops> flops;
+  /// The work of each layer's forward and backward, by the recomputation
+  /// (`none`, `selective`, `full`); the layers' and the rest of the
+  /// model's, as read (empty: no step bound for it).
+  struct ModelWork {
+    std::vector<Work> layers;
+    Work other;
+    /// Of `other`, what the first stage runs before the layers (the
+    /// embedding) and the last after them (the head and the loss), as
+    /// read from the model split one layer a stage (none where not read).
+    Work beforeLayers, afterLayers;
+  };
+  std::map<std::string, ModelWork> work;
   /// Saved activation bytes per sequence of the whole model on one GPU, by
   /// the recomputation, in the model's own precision (empty: none read).
   std::map<std::string, double> activationsPerSequence;
