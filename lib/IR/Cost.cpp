@@ -27,6 +27,7 @@
 #include "stg/IR/Cost.h"
 #include "stg/IR/GradOp.h"
 
+#include <cmath>
 #include <map>
 
 using namespace stg;
@@ -237,6 +238,12 @@ static bool readsWithKeys(const Op &op, const Value &operand) {
          def->getOperand(0) == op.getOperand(1);
 }
 
+/// The bytes a low-precision GEMM reads of an operand: its quantized copy.
+static Expr getQuantizedBytes(const Value &operand, Precision precision) {
+  return operand.getType().getLocalNumElements() *
+         getExactPrecisionBytes(precision);
+}
+
 Expr stg::getBytesAccessed(const Op &op) {
   // A custom kernel's bytes are what its author wrote, when written.
   if (op.getKind() == OpKind::Custom && !op.getAttr("bytes")->expr.is_zero())
@@ -247,8 +254,7 @@ Expr stg::getBytesAccessed(const Op &op) {
     // A low-precision GEMM reads its operands' quantized copies, and its
     // casts read and write theirs.
     for (const Value *operand : op.getOperands())
-      bytes = bytes + operand->getType().getLocalNumElements() *
-                          getExactPrecisionBytes(*precision);
+      bytes = bytes + getQuantizedBytes(*operand, *precision);
     bytes = bytes + getCastBytes(op);
   } else if (op.getKind() == OpKind::Embedding) {
     // A lookup reads the ids and the rows it returns, not the whole table.
@@ -270,6 +276,62 @@ Expr stg::getBytesAccessed(const Op &op) {
     bytes = bytes + 2 * unfusedScoreBytes(forward.get());
   }
   return bytes;
+}
+
+/// The dispatch whose slots `value` carries: its producer, or through the
+/// ops between (collectives, the experts' other GEMMs and activations),
+/// each followed by its first operand.
+static const Op *findDispatch(const Value &value) {
+  const Value *slots = &value;
+  for (unsigned depth = 0; depth < 8; ++depth) {
+    const Op *def = slots->getDefiningOp();
+    if (!def || def->getOperands().empty())
+      return nullptr;
+    if (def->getKind() == OpKind::Dispatch)
+      return def;
+    slots = def->getOperand(0);
+  }
+  return nullptr;
+}
+
+std::optional<ExpertWeightReads> stg::getExpertWeightReads(const Op &op) {
+  if (op.getKind() != OpKind::Einsum || op.getOperands().size() != 2)
+    return std::nullopt;
+  // [e, c, ...] x [e, ...]: the expert index first in both and in the
+  // result, the slots one the weight does not have.
+  const EinsumSpec &spec = op.getAttr("spec")->einsum;
+  const std::string &slotsSpec = spec.inputs[0], &weightSpec = spec.inputs[1];
+  if (slotsSpec.size() < 2 || weightSpec.empty() || spec.output.empty() ||
+      slotsSpec[0] != weightSpec[0] || spec.output[0] != slotsSpec[0] ||
+      weightSpec.find(slotsSpec[1]) != std::string::npos ||
+      spec.output.find(slotsSpec[1]) == std::string::npos)
+    return std::nullopt;
+  const Op *dispatch = findDispatch(*op.getOperand(0));
+  if (!dispatch || dispatch->getOperands().size() < 2)
+    return std::nullopt;
+  const Op *route = dispatch->getOperand(1)->getDefiningOp();
+  if (!route || route->getKind() != OpKind::Route)
+    return std::nullopt;
+  // The tokens dispatched, over the ranks among which the slots here are a
+  // share (data-parallel replicas of the experts, context parallelism).
+  const TensorType &input = dispatch->getOperand(0)->getType();
+  const TensorType &slots = op.getOperand(0)->getType();
+  Expr tokens = input.getNumElementsLogical() /
+                input.getDim(input.getRank() - 1) * slots.getLocalDim(1) /
+                slots.getDim(1);
+  const Value &weight = *op.getOperand(1);
+  std::optional<Precision> precision = getLowPrecision(op);
+  Expr weightBytes =
+      precision ? getQuantizedBytes(weight, *precision) : getLocalBytes(weight);
+  return ExpertWeightReads{weightBytes, tokens, route->getAttr("topk")->expr,
+                           route->getAttr("experts")->expr};
+}
+
+double stg::getActiveExpertFraction(double tokens, double topk,
+                                    double experts) {
+  if (!(experts > 0) || !(tokens > 0) || topk >= experts)
+    return 1;
+  return 1 - std::pow(1 - topk / experts, tokens);
 }
 
 namespace {

@@ -198,8 +198,35 @@ OpNumberCache::Formulas &OpNumberCache::getFormulas(const Op &op) {
     costs.attentionRows = collective ? Expr(0) : getAttentionQueryRows(op);
     costs.attentionRowsProgram =
         CompiledExpr::compile(costs.attentionRows, slots);
+    costs.expertReads = getExpertWeightReads(op);
+    if (costs.expertReads) {
+      const ExpertWeightReads &reads = *costs.expertReads;
+      const Expr *parts[] = {&reads.weightBytes, &reads.tokens, &reads.topk,
+                             &reads.experts};
+      for (unsigned index = 0; index < 4; ++index)
+        costs.expertPrograms[index] =
+            CompiledExpr::compile(*parts[index], slots);
+    }
   }
   return costs;
+}
+
+uint64_t OpNumberCache::getUnreadExpertBytes(const Formulas &costs) {
+  if (!costs.expertReads)
+    return 0;
+  double values[4];
+  for (unsigned index = 0; index < 4; ++index) {
+    std::optional<Rational> value = tryCompiled(costs.expertPrograms[index]);
+    if (!value || value->den <= 0)
+      return 0;
+    values[index] = double(value->num) / double(value->den);
+  }
+  auto [weightBytes, tokens, topk, experts] = values;
+  double unread =
+      weightBytes * (1 - getActiveExpertFraction(tokens, topk, experts));
+  // Whole bytes, and none where the experts all get tokens (a training
+  // step's): the estimate is the same as before for those.
+  return unread >= 1 && std::isfinite(unread) ? uint64_t(unread) : 0;
 }
 
 /// The precision of an op the `precision` pass left alone: its result's
@@ -261,6 +288,9 @@ const OpNumbers *OpNumberCache::get(const Op &op) {
       return nullptr;
     numbers.flops = *flops;
     numbers.bytesAccessed = *bytes;
+    // A grouped GEMM reads only the experts that got tokens.
+    numbers.bytesAccessed -=
+        std::min(numbers.bytesAccessed, getUnreadExpertBytes(costs));
     if (op.getKind() == OpKind::Einsum)
       numbers.gemm = getGemmShape(op);
     if (isAttention(op)) {

@@ -593,4 +593,15 @@ TEST(CostTest, LowPrecisionGemmsReadQuantizedOperandsAndPayTheirCasts) {
   }
 }
 
+/// n tokens each routed to k of E experts leave (1 - k/E)^n of them
+/// without one; k >= E, or no tokens to go by, reads them all.
+TEST(Cost, ActiveExpertsAreThoseThatGetATokenInExpectation) {
+  EXPECT_DOUBLE_EQ(getActiveExpertFraction(1, 2, 8), 0.25);
+  EXPECT_DOUBLE_EQ(getActiveExpertFraction(4, 2, 8), 175.0 / 256);
+  EXPECT_DOUBLE_EQ(getActiveExpertFraction(1, 8, 256), 8.0 / 256);
+  EXPECT_GT(getActiveExpertFraction(4096, 8, 256), 1 - 1e-12);
+  EXPECT_DOUBLE_EQ(getActiveExpertFraction(3, 8, 8), 1);
+  EXPECT_DOUBLE_EQ(getActiveExpertFraction(0, 2, 8), 1);
+}
+
 } // namespace

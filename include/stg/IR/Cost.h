@@ -45,6 +45,23 @@ Expr getCastBytes(const Op &op);
 /// Bytes of `value` on one rank.
 Expr getLocalBytes(const Value &value);
 
+/// What decides how much of an experts' GEMM's weights a step reads: a
+/// grouped GEMM reads the weights of the experts that got tokens, and with
+/// few tokens (a decode step's) most get none. For an einsum over the
+/// slots of `dispatch` (through the collectives and ops that carry them)
+/// and a weight indexed by expert first: the weight's bytes as
+/// getBytesAccessed counts them, the tokens routed to this rank's copy of
+/// the experts, and the route's top-k and expert count. Nothing for any
+/// other op.
+struct ExpertWeightReads {
+  Expr weightBytes, tokens, topk, experts;
+};
+std::optional<ExpertWeightReads> getExpertWeightReads(const Op &op);
+
+/// The expected fraction of E experts that get at least one of `tokens`
+/// tokens, each routed to k of them uniformly at random: 1 - (1 - k/E)^n.
+double getActiveExpertFraction(double tokens, double topk, double experts);
+
 /// Entries of an attention op's score matrix on one rank: batch x heads x
 /// queries x keys.
 Expr getAttentionScores(const Op &attention);

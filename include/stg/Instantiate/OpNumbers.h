@@ -24,6 +24,7 @@
 #define STG_INSTANTIATE_OPNUMBERS_H
 
 #include "stg/IR/CompiledExpr.h"
+#include "stg/IR/Cost.h"
 #include "stg/IR/Module.h"
 #include "stg/IR/Precision.h"
 #include "stg/Instantiate/Program.h"
@@ -128,7 +129,15 @@ private:
         attentionRowsProgram;
     /// An einsum's local operand dims, operand by operand.
     std::vector<CompiledExpr> gemmDims;
+    /// An experts' GEMM's: its weight's bytes, the tokens routed, top-k
+    /// and the expert count (getExpertWeightReads).
+    std::optional<ExpertWeightReads> expertReads;
+    CompiledExpr expertPrograms[4];
   };
+  /// How many of `op`'s bytes an experts' GEMM leaves unread: the weights
+  /// of the experts that get no token (0 for any other op, or where the
+  /// numbers do not evaluate).
+  uint64_t getUnreadExpertBytes(const Formulas &costs);
   Formulas &getFormulas(const Op &op);
 
   const Module &module;
