@@ -2,6 +2,8 @@
 
 #include "stg/Emit/Manifest.h"
 
+#include "ManifestParts.h"
+
 #include "stg/IR/ParamCount.h"
 
 #include "stg/Emit/OutputDirectory.h"
@@ -14,17 +16,14 @@
 
 using namespace stg;
 
-/// The model's parameter count (or that of one token, `active`), if its
-/// dims are bound.
-static std::optional<long long> getParameterCount(const Module &module,
-                                                  bool active = false) {
+std::optional<long long> stg::getParameterCount(const Module &module,
+                                                bool active) {
   std::optional<Expr> count = module.bindDims(
       active ? countActiveParameters(module) : countParameters(module));
   return count ? getIntegerValue(*count) : std::nullopt;
 }
 
-/// `0..4` for layers 0-3, `0..2, 4..6` for interleaved chunks (half-open).
-static std::string describeLayers(llvm::ArrayRef<unsigned> layers) {
+std::string stg::describeLayers(llvm::ArrayRef<unsigned> layers) {
   if (layers.empty())
     return "none";
   std::string text;
@@ -202,8 +201,7 @@ static std::optional<double> scaled(std::optional<double> value,
   return *value * factor;
 }
 
-/// The `bw_*` key of a collective kind, as CCL-Bench names it.
-static const char *getBandwidthKey(CollectiveKind kind) {
+const char *stg::getBandwidthKey(CollectiveKind kind) {
   switch (kind) {
   case CollectiveKind::AllReduce:
     return "bw_allreduce";
@@ -217,9 +215,12 @@ static const char *getBandwidthKey(CollectiveKind kind) {
   return "bw_allreduce";
 }
 
-static const CollectiveKind AllCollectiveKinds[] = {
-    CollectiveKind::AllReduce, CollectiveKind::AllGather,
-    CollectiveKind::ReduceScatter, CollectiveKind::AllToAll};
+llvm::ArrayRef<CollectiveKind> stg::getCollectiveKinds() {
+  static const CollectiveKind kinds[] = {
+      CollectiveKind::AllReduce, CollectiveKind::AllGather,
+      CollectiveKind::ReduceScatter, CollectiveKind::AllToAll};
+  return kinds;
+}
 
 llvm::json::Value stg::describeMetrics(const MetricsReport &report) {
   const StepMetrics &metrics = report.metrics;
@@ -242,7 +243,7 @@ llvm::json::Value stg::describeMetrics(const MetricsReport &report) {
       {"scale_up_bw_utility", number(100 * utility.scaleUpBandwidth)},
       {"scale_out_bw_utility", number(100 * utility.scaleOutBandwidth)},
       {"scale_up_domain_utility", number(100 * utility.scaleUpDomain)}};
-  for (CollectiveKind kind : AllCollectiveKinds)
+  for (CollectiveKind kind : getCollectiveKinds())
     object[getBandwidthKey(kind)] = number(
         scaled(metrics.collectives[unsigned(kind)].getBusBandwidth(), 1e-9));
   return object;
@@ -265,14 +266,14 @@ llvm::json::Value stg::describeMetricUnits() {
                            {"scale_up_bw_utility", "%"},
                            {"scale_out_bw_utility", "%"},
                            {"scale_up_domain_utility", "%"}};
-  for (CollectiveKind kind : AllCollectiveKinds)
+  for (CollectiveKind kind : getCollectiveKinds())
     units[getBandwidthKey(kind)] = "GB/s";
   return units;
 }
 
 llvm::json::Value stg::describeCollectiveTraffic(const StepMetrics &metrics) {
   llvm::json::Object traffic;
-  for (CollectiveKind kind : AllCollectiveKinds) {
+  for (CollectiveKind kind : getCollectiveKinds()) {
     const CollectiveTraffic &each = metrics.collectives[unsigned(kind)];
     traffic[getCollectiveName(kind)] =
         llvm::json::Object{{"count", int64_t(each.count)},
@@ -291,11 +292,8 @@ void stg::setManifestMetrics(llvm::json::Value &manifest,
     (*step)["collectives"] = describeCollectiveTraffic(report.metrics);
 }
 
-/// `F0 F1 B0 F2 B1 ...` (W0: a weight-gradient step): a stage's schedule
-/// steps, with the model chunk after a dot when stages hold several, and
-/// `&` joining a step to the one it overlaps (`F7.0&B3.1`).
-static std::string describeSchedule(const StageProgram &program,
-                                    unsigned numVirtualStages) {
+std::string stg::describeSchedule(const StageProgram &program,
+                                  unsigned numVirtualStages) {
   std::string text;
   llvm::raw_string_ostream os(text);
   for (const ScheduleStep &step : program.schedule) {
@@ -363,302 +361,9 @@ llvm::Error stg::writeTraceSet(llvm::StringRef directory,
                        });
 }
 
-/// `1.23 T` style: three significant digits and an SI prefix.
-static std::string human(double value, llvm::StringRef unit) {
-  const char *prefixes[] = {"", "K", "M", "G", "T", "P", "E"};
-  unsigned index = 0;
-  while (value >= 1000 && index < 6) {
-    value /= 1000;
-    ++index;
-  }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::format(value < 10 ? "%.2f" : value < 100 ? "%.1f" : "%.0f",
-                     value)
-     << ' ' << prefixes[index] << unit;
-  return text;
-}
-
-/// `812 us`, `4.10 ms`, `1.23 s`.
-static std::string duration(double micros) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (micros < 1e3)
-    os << llvm::format("%.0f us", micros);
-  else if (micros < 1e6)
-    os << llvm::format("%.2f ms", micros / 1e3);
-  else
-    os << llvm::format("%.2f s", micros / 1e6);
-  return text;
-}
-
-/// `41.2 %`.
-static std::string percent(double fraction) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::format("%.1f %%", 100 * fraction);
-  return text;
-}
-
-/// The metrics part of the report: one line per metric, its CCL-Bench key
-/// first.
-static void printMetrics(llvm::raw_ostream &os, const MetricsReport &report) {
-  const StepMetrics &metrics = report.metrics;
-  const SystemSpec &system = report.system;
-  auto line = [&](llvm::StringRef key) -> llvm::raw_ostream & {
-    return os << "  " << llvm::left_justify(key, 26) << ' ';
-  };
-  os << "\nmetrics (CCL-Bench's keys; docs/metrics.md):\n";
-  line("avg_step_time") << duration(metrics.stepMicros) << "\n";
-  line("mfu") << percent(metrics.mfu) << " (model "
-              << human(metrics.modelFlops, "FLOP") << " a step over "
-              << human(system.device.peakFlops, "FLOP/s") << " x "
-              << metrics.gpus << (metrics.gpus == 1 ? " GPU)\n" : " GPUs)\n");
-  line("hfu") << percent(metrics.hfu) << " (executed "
-              << human(metrics.hardwareFlops, "FLOP")
-              << ": recomputation and repeated work included)\n";
-  if (metrics.tokensPerSecondPerGPU)
-    line("tokens/s per GPU")
-        << llvm::format("%.1f", *metrics.tokensPerSecondPerGPU) << "\n";
-  line("communication_fraction")
-      << percent(metrics.communicationFraction) << " of busy time\n";
-  line("total_communication_time")
-      << duration(metrics.exposedCommunicationMicros) << " exposed per rank\n";
-  if (metrics.computeCommOverlap)
-    line("compute_comm_overlap") << percent(*metrics.computeCommOverlap)
-                                 << " of communication hidden by compute\n";
-  line("pipeline bubble") << percent(metrics.bubbleFraction)
-                          << " of the step\n";
-  if (metrics.loadImbalanceRatio)
-    line("load_imbalance_ratio")
-        << llvm::format("%.3f", *metrics.loadImbalanceRatio)
-        << " (busiest stage over idlest)\n";
-  for (CollectiveKind kind : AllCollectiveKinds) {
-    const CollectiveTraffic &traffic = metrics.collectives[unsigned(kind)];
-    if (std::optional<double> bandwidth = traffic.getBusBandwidth())
-      line(getBandwidthKey(kind))
-          << human(*bandwidth, "B/s") << " bus bandwidth (" << traffic.count
-          << " per rank, " << human(traffic.busBytes, "B") << " in "
-          << duration(traffic.micros) << ")\n";
-  }
-  if (metrics.ttftMicros)
-    line("ttft") << duration(*metrics.ttftMicros) << " (the prefill step)\n";
-  if (metrics.tpotMicros)
-    line("tpot") << duration(*metrics.tpotMicros) << " (one decode step)\n";
-
-  const ResourceUtility &utility = report.utility;
-  os << "utility of doubling a resource (step time saved, CCL-Bench 4.2):\n";
-  line("scale_up_bw_utility")
-      << percent(utility.scaleUpBandwidth) << " (scale-up "
-      << human(system.scaleUp.bandwidth, "B/s") << " -> "
-      << human(2 * system.scaleUp.bandwidth, "B/s")
-      << " a GPU: " << duration(utility.scaleUpBandwidthMicros) << ")\n";
-  line("scale_out_bw_utility")
-      << percent(utility.scaleOutBandwidth) << " (scale-out "
-      << human(system.scaleOut.bandwidth, "B/s") << " -> "
-      << human(2 * system.scaleOut.bandwidth, "B/s")
-      << " a GPU: " << duration(utility.scaleOutBandwidthMicros) << ")\n";
-  line("scale_up_domain_utility")
-      << percent(utility.scaleUpDomain) << " (" << system.gpusPerNode << " -> "
-      << doubleResource(system, ClusterResource::ScaleUpDomain).gpusPerNode
-      << " GPUs a node: " << duration(utility.scaleUpDomainMicros) << ")\n";
-}
-
-void stg::printReport(llvm::raw_ostream &os, const Module &module,
-                      const ProgramSet &programs,
-                      llvm::ArrayRef<StageSummary> summaries,
-                      const StepEstimate *estimate,
-                      const MetricsReport *metrics) {
-  os << "model: " << module.getModel()->getName();
-  if (std::optional<long long> parameters = getParameterCount(module)) {
-    os << ", " << *parameters << " parameters ("
-       << llvm::format("%.2f", *parameters / 1e9) << " B)";
-    std::optional<long long> active = getParameterCount(module, true);
-    if (active && *active != *parameters)
-      os << ", " << *active << " active per token ("
-         << llvm::format("%.2f", *active / 1e9) << " B)";
-  }
-  os << "\nmesh: " << programs.mesh.describe() << " ("
-     << programs.mesh.getNumRanks() << " ranks); "
-     << (programs.training ? "training" : "inference") << ", "
-     << programs.numMicrobatches << " micro-batch"
-     << (programs.numMicrobatches == 1 ? "" : "es");
-  if (programs.stages.size() > 1)
-    os << ", " << getPipelineScheduleName(programs.schedule) << " over "
-       << programs.stages.size() << " stages";
-  else if (programs.schedule == PipelineSchedule::Combined1F1B)
-    os << ", " << getPipelineScheduleName(programs.schedule); // Pairs steps.
-  if (programs.numVirtualStages > 1)
-    os << " of " << programs.numVirtualStages << " model chunks";
-  if (programs.mirrorAxis >= 0) {
-    unsigned stages = programs.getGivenDegree(programs.pipelineAxis);
-    os << "\n  (DualPipe over " << stages << " stages, "
-       << programs.getGivenMicrobatches() << " micro-batches, as "
-       << programs.stages.size() << " stages in a V twice: "
-       << programs.mesh.getAxes()[programs.mirrorAxis].name
-       << "'s upper half runs the second direction, stage s there is "
-          "DualPipe's "
-       << stages - 1 << "-s)";
-  }
-  os << "\n";
-  std::string split =
-      describePipelineSplit(programs.pipelineSplit, programs.numLayers,
-                            programs.stages.size(), programs.chunkLayers);
-  if (!split.empty())
-    os << "pipeline split: " << split << "\n";
-  for (const StageSummary &summary : summaries) {
-    const StageMemory &memory = programs.stages[summary.stage].memory;
-    os << "\nstage " << summary.stage << ": " << summary.numRanks
-       << " ranks, layers " << describeLayers(summary.layers);
-    // A split of its own says what each of the stage's chunks holds.
-    if (!split.empty())
-      os << "; layers a model chunk: "
-         << describeStageChunks(programs.pipelineSplit, summary.stage,
-                                programs.stages.size(), programs.chunkLayers,
-                                getChunkPlacement(programs.schedule));
-    os << "\n";
-    if (programs.stages.size() > 1 || programs.numMicrobatches > 1)
-      os << "  schedule: "
-         << describeSchedule(programs.stages[summary.stage],
-                             programs.numVirtualStages)
-         << "\n";
-    os << "  nodes:";
-    for (const auto &[type, count] : summary.nodesByType)
-      os << "  " << type << " " << count;
-    os << "\n  compute: " << human(summary.flops, "FLOP") << ", "
-       << human(summary.tensorBytes, "B") << " accessed";
-    if (summary.computeMicros)
-      os << ", " << duration(summary.computeMicros) << " modelled";
-    os << "\n";
-    for (const auto &[what, bytes] : summary.commBytes)
-      os << "  " << what << ": " << human(bytes, "B") << "\n";
-    if (summary.sendBytes || summary.recvBytes)
-      os << "  pipeline: send " << human(summary.sendBytes, "B") << ", recv "
-         << human(summary.recvBytes, "B") << "\n";
-    os << "  memory per rank: " << human(memory.total(), "B") << " (weights "
-       << human(memory.weights, "B") << ", gradients "
-       << human(memory.gradients, "B") << ", optimizer "
-       << human(memory.optimizer, "B") << ", activations "
-       << human(memory.activations, "B") << " for "
-       << llvm::format(memory.inFlightMicrobatches ==
-                               std::floor(memory.inFlightMicrobatches)
-                           ? "%.0f"
-                           : "%.2f",
-                       memory.inFlightMicrobatches)
-       << " in flight, state "
-       << human(memory.state, "B") << ")\n";
-  }
-  if (!estimate)
-    return;
-  os << "\nestimated step: " << duration(estimate->stepMicros)
-     << " (streams per rank: compute, forward/backward collectives, "
-        "gradient collectives, pipeline sends; alpha-beta collectives by "
-        "where each group sits)\n";
-  for (unsigned stage = 0; stage < estimate->stages.size(); ++stage) {
-    const StageTime &time = estimate->stages[stage];
-    double idle = estimate->stepMicros - time.computeMicros;
-    os << "  stage " << stage << ": compute " << duration(time.computeMicros)
-       << ", communication " << duration(time.communicationMicros)
-       << ", compute idle " << duration(std::max(0.0, idle)) << " ("
-       << llvm::format("%.0f", 100 * std::max(0.0, idle) /
-                                   std::max(1.0, estimate->stepMicros))
-       << " %)\n";
-  }
-  if (metrics)
-    printMetrics(os, *metrics);
-}
-
-/// `1.23`, `12.3`, `123`: three significant digits without an exponent;
-/// `0` for what would print as zero.
-static std::string significant(double value) {
-  if (std::fabs(value) < 5e-4)
-    return "0";
-  double magnitude = std::fabs(value);
-  const char *format = magnitude >= 100  ? "%.0f"
-                       : magnitude >= 10 ? "%.1f"
-                       : magnitude >= 1  ? "%.2f"
-                                         : "%.3f";
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::format(format, value);
-  return text;
-}
-
-/// `1.23 GPU-s`, `4.10 GPU-ms`, `812 GPU-us`: GPU time as `duration`
-/// writes time.
-static std::string gpuTime(double micros) {
-  std::string text = duration(micros);
-  size_t unit = text.rfind(' ');
-  return text.substr(0, unit + 1) + "GPU-" + text.substr(unit + 1);
-}
-
-/// The relative slowdown of each variant and the GPU-seconds each wastes.
-static void getVariantLosses(const VariantSteps &steps,
-                             std::vector<double> &slowdowns,
-                             std::vector<double> &wastedGpuSeconds) {
-  for (double micros : steps.variantMicros) {
-    double lost = micros - steps.cleanMicros;
-    slowdowns.push_back(steps.cleanMicros > 0 ? lost / steps.cleanMicros : 0.0);
-    wastedGpuSeconds.push_back(steps.gpus * lost / 1e6);
-  }
-}
-
-/// The share of the variants' GPU time spent waiting: all lost time over
-/// all step time.
-static double getWastedFraction(const VariantSteps &steps) {
-  double lost = 0, total = 0;
-  for (double micros : steps.variantMicros) {
-    lost += micros - steps.cleanMicros;
-    total += micros;
-  }
-  return total > 0 ? lost / total : 0.0;
-}
-
-void stg::printVariantReport(llvm::raw_ostream &os, const VariantSteps &steps) {
-  if (steps.variantMicros.empty())
-    return;
-  std::vector<double> slowdowns, wasted;
-  getVariantLosses(steps, slowdowns, wasted);
-  auto line = [&](llvm::StringRef key) -> llvm::raw_ostream & {
-    return os << "  " << llvm::left_justify(key, 26) << ' ';
-  };
-  auto spread = [&](const Percentiles &p,
-                    llvm::function_ref<std::string(double)> show) {
-    os << "min " << show(p.min) << ", median " << show(p.median) << ", p90 "
-       << show(p.p90) << ", p99 " << show(p.p99) << ", max " << show(p.max);
-  };
-  size_t count = steps.variantMicros.size();
-  os << "\nwhat-if: " << count << " variant" << (count == 1 ? "" : "s")
-     << " of " << steps.spec << ", seed " << steps.seed
-     << ", estimated (nearest-rank percentiles; docs/perturbation.md):\n";
-  line("clean step") << duration(steps.cleanMicros);
-  if (steps.scale != 1.0)
-    os << " (scaled by the spec's scale, " << llvm::format("%g", steps.scale)
-       << ")";
-  os << "\n";
-  line("step time");
-  spread(getPercentiles(steps.variantMicros), duration);
-  os << "\n";
-  line("slowdown");
-  spread(getPercentiles(slowdowns),
-         [](double fraction) { return significant(100 * fraction) + " %"; });
-  os << "\n";
-  Percentiles lost = getPercentiles(wasted);
-  line("GPU time wasted waiting")
-      << "median " << gpuTime(1e6 * lost.median) << " a step, p99 "
-      << gpuTime(1e6 * lost.p99) << ", mean " << gpuTime(1e6 * lost.mean)
-      << " (" << steps.gpus << (steps.gpus == 1 ? " GPU" : " GPUs")
-      << " x (variant - clean step)); "
-      << significant(100 * getWastedFraction(steps)) << " % of the GPU time\n";
-  unsigned perReplica = steps.replicas ? steps.gpus / steps.replicas : 0;
-  line("replicas") << steps.replicas << " of " << perReplica << " GPU"
-                   << (perReplica == 1 ? "" : "s")
-                   << " (each runs in step; the step waits for the slowest)\n";
-}
-
 llvm::json::Value stg::describeVariants(const VariantSteps &steps) {
-  std::vector<double> slowdowns, wasted;
-  getVariantLosses(steps, slowdowns, wasted);
+  std::vector<double> slowdowns = steps.getSlowdowns(),
+                      wasted = steps.getWastedGpuSeconds();
   auto spread = [](llvm::ArrayRef<double> values, double factor) {
     if (values.empty())
       return llvm::json::Value(nullptr);
@@ -692,7 +397,7 @@ llvm::json::Value stg::describeVariants(const VariantSteps &steps) {
       {"step_time", spread(stepSeconds, 1)},
       {"slowdown", spread(slowdowns, 100)},
       {"gpu_time_wasted", spread(wasted, 1)},
-      {"gpu_time_wasted_fraction", number(100 * getWastedFraction(steps))},
+      {"gpu_time_wasted_fraction", number(100 * steps.getWastedFraction())},
       {"units", llvm::json::Object{{"clean_step_time", "s"},
                                    {"step_time", "s"},
                                    {"slowdown", "%"},

@@ -295,3 +295,27 @@ Percentiles stg::getPercentiles(llvm::ArrayRef<double> values) {
   result.mean = sum / n;
   return result;
 }
+
+std::vector<double> VariantSteps::getSlowdowns() const {
+  std::vector<double> slowdowns;
+  for (double micros : variantMicros)
+    slowdowns.push_back(cleanMicros > 0 ? (micros - cleanMicros) / cleanMicros
+                                        : 0.0);
+  return slowdowns;
+}
+
+std::vector<double> VariantSteps::getWastedGpuSeconds() const {
+  std::vector<double> wasted;
+  for (double micros : variantMicros)
+    wasted.push_back(gpus * (micros - cleanMicros) / 1e6);
+  return wasted;
+}
+
+double VariantSteps::getWastedFraction() const {
+  double lost = 0, total = 0;
+  for (double micros : variantMicros) {
+    lost += micros - cleanMicros;
+    total += micros;
+  }
+  return total > 0 ? lost / total : 0.0;
+}

@@ -108,6 +108,14 @@ struct VariantSteps {
   unsigned replicas = 0;             ///< VariantEstimator::getNumReplicas.
   double cleanMicros = 0;            ///< The clean (scaled) programs' step.
   std::vector<double> variantMicros; ///< By variant index.
+
+  /// Each variant's slowdown relative to the clean step.
+  std::vector<double> getSlowdowns() const;
+  /// The GPU-seconds each variant wastes against the clean step.
+  std::vector<double> getWastedGpuSeconds() const;
+  /// The share of the variants' GPU time spent waiting: all lost time over
+  /// all step time.
+  double getWastedFraction() const;
 };
 
 struct VariantEstimateOptions {
