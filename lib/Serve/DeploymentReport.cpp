@@ -93,6 +93,11 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
      << formatShortest(engine.limits.memoryFraction) << " --kv-block-tokens "
      << engine.blockTokens << " --iteration-overhead-us "
      << formatShortest(engine.iterationOverheadMicros);
+  if (const SpeculativeDecoding &speculation = engine.speculation;
+      speculation.draftTokens)
+    os << " --speculative-tokens " << speculation.draftTokens
+       << " --acceptance-rate " << formatShortest(speculation.acceptance)
+       << " --draft-layers " << speculation.draftLayers;
   if (run.concurrency)
     os << " --concurrency " << *run.concurrency;
   else
@@ -222,6 +227,12 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
        options.base.kvCacheType
            ? llvm::json::Value(getElementTypeName(*options.base.kvCacheType))
            : llvm::json::Value("the model's")}};
+  if (const SpeculativeDecoding &speculation = settings.speculation;
+      speculation.draftTokens)
+    engine["speculative_decoding"] =
+        llvm::json::Object{{"draft_tokens", int64_t(speculation.draftTokens)},
+                           {"acceptance_rate", speculation.acceptance},
+                           {"draft_layers", int64_t(speculation.draftLayers)}};
 
   llvm::json::Object slo{
       {"statistic", getSLOStatisticName(options.sloStatistic)}};

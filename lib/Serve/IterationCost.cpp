@@ -25,7 +25,7 @@
 using namespace stg;
 
 uint64_t IterationWork::getTokens() const {
-  uint64_t tokens = decodeSequences;
+  uint64_t tokens = decodeSequences * (1 + uint64_t(draftTokens));
   for (const PrefillChunk &chunk : prefill)
     tokens += chunk.tokens;
   return tokens;
@@ -49,6 +49,7 @@ namespace {
 struct Sample {
   double stepMicros = 0, attentionMicros = 0, topMicros = 0;
   uint64_t weights = 0, activations = 0, state = 0;
+  unsigned layers = 0;
 };
 
 /// Points 1, 2, 3, 4, 6, 8, 12, ... up to `last`, with `last` itself.
@@ -125,6 +126,7 @@ std::optional<Sample> Sampler::run(CompileOptions options,
   }
   Sample sample;
   sample.stepMicros = estimate->stepMicros;
+  sample.layers = compiled->programs.numLayers;
   for (const StageProgram &stage : compiled->programs.stages) {
     forEachExecutedNode(stage, [&](const ProgramNode &node) {
       if (node.kind != ProgramNodeKind::Compute)
@@ -210,6 +212,7 @@ IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
     model.body.add(n, std::max(0.0, body->stepMicros - body->attentionMicros -
                                         body->topMicros));
     model.weightBytes = sample->weights;
+    model.layers = std::max(1u, sample->layers);
     if (tokens <= limits.maxBatchedTokens)
       activations = std::max(activations, sample->activations);
   }
@@ -242,7 +245,10 @@ double IterationCostModel::getMicros(const IterationWork &work) const {
   uint64_t tokens = work.getTokens();
   if (!tokens)
     return 0;
-  double micros = body(double(tokens)) + top(double(work.sampled));
+  // A speculative step verifies each decode sequence's drafts with its
+  // own token: their logits too.
+  uint64_t drafts = work.decodeSequences * uint64_t(work.draftTokens);
+  double micros = body(double(tokens)) + top(double(work.sampled + drafts));
   for (const PrefillChunk &chunk : work.prefill) {
     double before = double(chunk.context);
     double after = before + double(chunk.tokens);
@@ -252,9 +258,17 @@ double IterationCostModel::getMicros(const IterationWork &work) const {
                             : prefillAttention(after);
   }
   if (uint64_t b = work.decodeSequences) {
+    // The verified tokens read the cache once, as one decode token does.
     double mean = double(work.decodeContext) / double(b);
     double one = decodeOne(mean), many = decodeMany(mean);
-    micros += one + (many - one) * double(b - 1) / double(manyBatch - 1);
+    double attention =
+        one + (many - one) * double(b - 1) / double(manyBatch - 1);
+    micros += attention;
+    // Each draft token: the draft's layers over the batch, then its LM
+    // head, before the next one.
+    double draft =
+        work.draftShare * (body(double(b)) + attention) + top(double(b));
+    micros += double(work.draftTokens) * draft;
   }
   return micros;
 }

@@ -80,7 +80,7 @@ public:
              const ServingEngineSettings &settings,
              const ServingWorkload &workload, DiagnosticEngine &diags)
       : deployment(deployment), settings(settings), workload(workload),
-        diags(diags) {}
+        diags(diags), acceptances(workload.seed ^ 0x5eed'acce'97ed'0001ull) {}
 
   std::optional<ServingResult> run();
 
@@ -119,6 +119,11 @@ private:
   std::vector<SequenceState> sequences;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   uint64_t nextOrder = 0, issued = 0, finished = 0;
+  /// Draws the accepted drafts of each speculative step, from the seed.
+  std::mt19937_64 acceptances;
+  /// The tokens a speculative decode step yields: its own and the accepted
+  /// prefix of its drafts.
+  uint64_t drawStepTokens();
 };
 
 } // namespace
@@ -253,6 +258,11 @@ void Simulation::startIteration(unsigned index, double now) {
       ++tokens;
     }
     work.sampled = work.decodeSequences;
+    if (work.decodeSequences && settings.speculation.draftTokens) {
+      work.draftTokens = settings.speculation.draftTokens;
+      work.draftShare = double(settings.speculation.draftLayers) /
+                        double(engine.cost->layers);
+    }
     for (uint32_t request : replica.running) {
       const SequenceState &sequence = sequences[request];
       const RequestRecord &record = result.requests[request];
@@ -291,6 +301,18 @@ void Simulation::startIteration(unsigned index, double now) {
   push(now + record.micros, EventKind::IterationEnd, index);
 }
 
+uint64_t Simulation::drawStepTokens() {
+  const SpeculativeDecoding &speculation = settings.speculation;
+  uint64_t tokens = 1;
+  for (unsigned draft = 0; draft < speculation.draftTokens; ++draft) {
+    double uniform = double(acceptances() >> 11) * 0x1.0p-53;
+    if (uniform >= speculation.acceptance)
+      break;
+    ++tokens;
+  }
+  return tokens;
+}
+
 double Simulation::getTransferMicros(uint32_t request) const {
   const IterationCostModel &from = *deployment.prefill->cost;
   const IterationCostModel &to = *deployment.decode.cost;
@@ -327,7 +349,9 @@ void Simulation::endIteration(unsigned index, double now) {
         done = record.output == 1 || !engine.decode;
       }
     } else {
-      done = ++sequence.generated == record.output;
+      sequence.generated =
+          std::min(record.output, sequence.generated + drawStepTokens());
+      done = sequence.generated == record.output;
     }
     if (!done)
       continue;

@@ -216,3 +216,44 @@ TEST(ServeTest, AnIterationAddsItsPartsAtItsOwnSizes) {
   EXPECT_DOUBLE_EQ(model.getMicros(work), expected);
   EXPECT_DOUBLE_EQ(model.getMicros(IterationWork()), 0);
 }
+
+TEST(ServeTest, ASpeculativeStepYieldsItsTokenAndTheAcceptedDrafts) {
+  ServingRun run;
+  run.clock.layers = 10;
+  run.workload.lengths = {{100, 7}};
+  run.settings.speculation.draftTokens = 2;
+  run.settings.speculation.draftLayers = 1;
+  // A step verifies 3 tokens (1000 + 30 us) after two drafts of a tenth
+  // of the layers over the one sequence (2 x 101 us).
+  IterationWork step;
+  step.decodeSequences = 1;
+  step.sampled = 1;
+  step.draftTokens = 2;
+  step.draftShare = 0.1;
+  EXPECT_EQ(step.getTokens(), 3u);
+  EXPECT_DOUBLE_EQ(run.clock.getMicros(step), 1030 + 2 * 101);
+
+  // Every draft accepted: 3 tokens a step, the 6 after the first in 2.
+  run.settings.speculation.acceptance = 1;
+  std::optional<ServingResult> all = run.simulate();
+  ASSERT_TRUE(all) << run.errors;
+  EXPECT_DOUBLE_EQ(all->requests[0].firstToken, 2000);
+  EXPECT_DOUBLE_EQ(all->requests[0].finish, 2000 + 2 * 1232);
+  EXPECT_EQ(all->iterations.size(), 3u);
+  // None: one token a step, each step paying for the drafts.
+  run.settings.speculation.acceptance = 0;
+  std::optional<ServingResult> none = run.simulate();
+  ASSERT_TRUE(none) << run.errors;
+  EXPECT_DOUBLE_EQ(none->requests[0].finish, 2000 + 6 * 1232);
+
+  // Half: a step yields (1 - 0.5^3) / 0.5 = 1.75 tokens on average, drawn
+  // from the seed: the same run twice, and about 2000 / 1.75 steps.
+  run.settings.speculation.acceptance = 0.5;
+  run.workload.lengths = {{100, 2001}};
+  std::optional<ServingResult> half = run.simulate();
+  std::optional<ServingResult> again = run.simulate();
+  ASSERT_TRUE(half && again) << run.errors;
+  EXPECT_EQ(half->requests[0].finish, again->requests[0].finish);
+  double steps = double(half->iterations.size() - 1);
+  EXPECT_NEAR(steps, 2000 / 1.75, 0.05 * 2000 / 1.75);
+}

@@ -11,6 +11,7 @@
 #include "CommandLine.h"
 #include "PrecisionFlags.h"
 #include "ProgressBar.h"
+#include "SpeculationFlags.h"
 
 #include "stg/Emit/OutputDirectory.h"
 #include "stg/Serve/DeploymentSearch.h"
@@ -221,6 +222,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "stagec)")
       ->check(finiteNumber(0, 1e6))
       ->group(engine);
+  addSpeculationOptions(app, settings.speculation, engine);
 
   const char *slo = "Service-level objectives";
   std::optional<double> ttft, tpot;
@@ -266,6 +268,9 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
           applyPrecisionFlags(dtype, "", search.base))
     return fail(*error);
 
+  if (std::optional<std::string> error =
+          checkSpeculationOptions(app, settings.speculation))
+    return fail(*error);
   bool fixed = app.count("--isl") || app.count("--osl");
   if (fixed == !search.lengthsFile.empty())
     return fail("--serve needs the requests' lengths: --isl and --osl, or "

@@ -5,6 +5,7 @@
 
 #include "CommandLine.h"
 #include "SideFiles.h"
+#include "SpeculationFlags.h"
 
 #include "stg/Emit/Manifest.h"
 #include "stg/Emit/Timeline.h"
@@ -130,6 +131,7 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
                  "sampling (default 1500, fitted: docs/serving.md)")
       ->check(finiteNumber(0, 1e6))
       ->group(group);
+  addSpeculationOptions(app, flags.speculation, group);
   app.add_option("--instances", flags.instances,
                  "copies of the plan (--tp, --pp, --ep, --dp), each serving "
                  "both phases")
@@ -153,11 +155,25 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                                 const StagecOptions &options) {
   const ServeFlags &flags = options.serve;
   bool serve = options.compile.mode == "serve";
-  static const char *const serveOnly[] = {
-      "--isl", "--osl", "--lengths", "--concurrency", "--request-rate",
-      "--requests", "--warmup-requests", "--max-batch", "--max-batched-tokens",
-      "--kv-memory-fraction", "--kv-block-tokens", "--iteration-overhead-us",
-      "--instances", "--prefill-pool", "--decode-pool", "--window"};
+  static const char *const serveOnly[] = {"--isl",
+                                          "--osl",
+                                          "--lengths",
+                                          "--concurrency",
+                                          "--request-rate",
+                                          "--requests",
+                                          "--warmup-requests",
+                                          "--max-batch",
+                                          "--max-batched-tokens",
+                                          "--kv-memory-fraction",
+                                          "--kv-block-tokens",
+                                          "--iteration-overhead-us",
+                                          "--speculative-tokens",
+                                          "--acceptance-rate",
+                                          "--draft-layers",
+                                          "--instances",
+                                          "--prefill-pool",
+                                          "--decode-pool",
+                                          "--window"};
   if (!serve) {
     for (const char *flag : serveOnly)
       if (app.count(flag))
@@ -188,6 +204,13 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
     return std::string("--window needs -o DIR: it sizes the traces written");
   if (!options.perturb.empty())
     return std::string("--perturb does not apply to --mode serve");
+  if (std::optional<std::string> error =
+          checkSpeculationOptions(app, flags.speculation))
+    return error;
+  if (flags.speculation.draftTokens && !options.outputDir.empty())
+    return std::string("-o: the serving window's traces run plain decode "
+                       "steps; speculative decoding is estimated only "
+                       "(--report, --report-json)");
   bool pools = !flags.prefillPool.empty() || !flags.decodePool.empty();
   if (pools) {
     if (flags.prefillPool.empty() || flags.decodePool.empty())
@@ -324,6 +347,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
         std::max(limits.maxContext, lengths.input + lengths.output);
   settings.blockTokens = flags.kvBlockTokens;
   settings.iterationOverheadMicros = flags.iterationOverheadMicros;
+  settings.speculation = flags.speculation;
 
   std::vector<std::unique_ptr<IterationCostModel>> models;
   std::vector<CompileOptions> bases; // Each pool's, for the traces (-o).
@@ -376,6 +400,17 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
                 .str();
   if (options.compile.twoBatchOverlap)
     deploymentText += ", two-batch overlap";
+  if (const SpeculativeDecoding &speculation = settings.speculation;
+      speculation.draftTokens) {
+    double p = speculation.acceptance;
+    unsigned n = speculation.draftTokens;
+    double expected = p < 1 ? (1 - std::pow(p, n + 1)) / (1 - p) : n + 1.0;
+    deploymentText += llvm::formatv(
+        ", speculative decoding: {0} draft tokens of {1} layer{2} a step, "
+        "accepted at {3}: {4:f2} tokens a step on average",
+        n, speculation.draftLayers, speculation.draftLayers == 1 ? "" : "s", p,
+        expected);
+  }
   if (options.report) {
     llvm::outs() << "deployment: " << deploymentText << " on "
                  << system->name << "\n";

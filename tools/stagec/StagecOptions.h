@@ -35,6 +35,8 @@ struct ServeFlags {
   unsigned instances = 1;
   std::string prefillPool, decodePool; ///< `COUNTxPLAN`: `2xtp4`.
   unsigned window = 8; ///< `--window`: iterations of the traces (-o).
+  /// `--speculative-tokens`, `--acceptance-rate`, `--draft-layers`.
+  SpeculativeDecoding speculation;
 };
 
 struct StagecOptions {

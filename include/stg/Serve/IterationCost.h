@@ -56,6 +56,11 @@ struct IterationWork {
   llvm::SmallVector<PrefillChunk, 4> prefill;
   /// Sequences whose next token is sampled: decodes and finished prefills.
   uint64_t sampled = 0;
+  /// Speculative decoding: the draft tokens each decode sequence verifies
+  /// besides its own (0: plain decoding), each drafted by `draftShare` of
+  /// the model's layers and its LM head, one after another.
+  unsigned draftTokens = 0;
+  double draftShare = 0;
 
   uint64_t getTokens() const;
 };
@@ -102,6 +107,8 @@ struct IterationCostModel {
   /// Attention replicas (the plan's dp x ep: each holds its own sequences
   /// and their caches), pipeline stages, and GPUs of the instance.
   unsigned replicas = 1, stages = 1, gpus = 1;
+  /// The model's layers (a draft's share of them prices it).
+  unsigned layers = 1;
 };
 
 } // namespace stg

@@ -75,8 +75,22 @@ inline uint64_t getDefaultRequests(std::optional<uint64_t> concurrency) {
   return concurrency ? std::max<uint64_t>(100, 10 * *concurrency) : 1000;
 }
 
+/// Speculative decoding (a draft proposes tokens that one step of the
+/// model verifies): an MTP module, EAGLE's head or a small draft model.
+struct SpeculativeDecoding {
+  unsigned draftTokens = 0; ///< Proposed a decode step; 0: none.
+  /// The chance each draft token is accepted, given that those before it
+  /// were: a step yields 1 + the accepted prefix, (1 - p^(n+1)) / (1 - p)
+  /// tokens on average.
+  double acceptance = 0;
+  /// The decoder layers a draft token runs (with the LM head): 1 for an
+  /// MTP module or EAGLE.
+  unsigned draftLayers = 1;
+};
+
 struct ServingEngineSettings {
   ServingLimits limits;
+  SpeculativeDecoding speculation;
   unsigned blockTokens = 16; ///< KV cache page (vLLM's block_size).
   /// The engine's own time per iteration: scheduling, input preparation,
   /// sampling (docs/serving.md has the figure and its source).
