@@ -280,15 +280,19 @@ Bounds::Work getNodeWork(const ProgramNode &node) {
 Bounds::ModelWork countWork(const ProgramSet &programs, unsigned layers) {
   Bounds::ModelWork work;
   work.layers.assign(layers, {});
+  work.forwardLayers.assign(layers, {});
   for (const StageProgram &stage : programs.stages)
     for (const ProgramNode &node : stage.nodes) {
       if (node.kind != ProgramNodeKind::Compute ||
           (node.phase != Phase::Forward && node.phase != Phase::Backward))
         continue;
-      if (node.layer >= 0 && unsigned(node.layer) < layers)
-        work.layers[node.layer] += getNodeWork(node);
-      else
+      if (node.layer < 0 || unsigned(node.layer) >= layers) {
         work.other += getNodeWork(node);
+        continue;
+      }
+      work.layers[node.layer] += getNodeWork(node);
+      if (node.phase == Phase::Forward)
+        work.forwardLayers[node.layer] += getNodeWork(node);
     }
   return work;
 }
@@ -585,6 +589,14 @@ stg::readModelBounds(const CompileOptions &base,
     if (mode == "none") {
       bounds.ownPrecision = oneGPU->lookupOption("precision") != nullptr;
       readMemory(*oneGPU, shape, bounds);
+      unsigned widest = 0;
+      for (const std::vector<Bounds::Tensor> &group : bounds.groups)
+        for (const Bounds::Tensor &tensor : group)
+          widest = std::max(widest, tensor.elementBytes);
+      for (const Bounds::TopWeight &weight : bounds.topWeights)
+        widest = std::max(widest, weight.tensor.elementBytes);
+      if (widest)
+        bounds.elementBytes = widest;
     }
     if (compiled[0]->numLayers != shape.layers)
       continue; // Not numbered as the search's plans: no step bound.
@@ -595,9 +607,13 @@ stg::readModelBounds(const CompileOptions &base,
     Bounds::ModelWork two = countWork(*compiled[1], shape.layers);
     Bounds::ModelWork &perSequence = bounds.work[mode];
     perSequence.layers.resize(shape.layers);
-    for (unsigned layer = 0; layer < shape.layers; ++layer)
+    perSequence.forwardLayers.resize(shape.layers);
+    for (unsigned layer = 0; layer < shape.layers; ++layer) {
       perSequence.layers[layer] =
           two.layers[layer].getGrowthOver(one.layers[layer]);
+      perSequence.forwardLayers[layer] =
+          two.forwardLayers[layer].getGrowthOver(one.forwardLayers[layer]);
+    }
     perSequence.other = two.other.getGrowthOver(one.other);
     // Likewise the activations a sequence adds (the first stage's only:
     // one GPU holds one stage).

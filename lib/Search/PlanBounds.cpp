@@ -110,6 +110,16 @@ Plan getBoundedPlan(const Plan &plan) {
 
 } // namespace
 
+/// The share of the bytes read in the model's precision that `plan`'s
+/// values and collectives may come to: its low-precision format's, which
+/// saves and moves some of them narrower; 1 otherwise.
+static double getNarrowedShare(const ModelBounds &bounds, const Plan &plan) {
+  if (!isLowPrecision(plan.precision))
+    return 1;
+  return std::min(1.0, getPrecisionBytes(plan.precision) /
+                           std::max(1u, bounds.elementBytes));
+}
+
 uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
                                   MemoryAccounting accounting) {
   if (plan.schedule == PipelineSchedule::DualPipe)
@@ -137,15 +147,15 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
       stageBytes.back() += bytes;
   }
   // Activations, a micro-batch's over tp x cp at best (ep and dp move
-  // tokens, not their count). A low-precision recipe may save them smaller
-  // than the model's precision the numbers were read in: it counts the
-  // weights alone. A tenth is left for the values a pipeline split saves
+  // tokens, not their count). A low-precision recipe may save them in its
+  // format, no narrower, where the numbers were read in the model's
+  // precision. A tenth is left for the values a pipeline split saves
   // differently.
   auto activations = bounds.activationsPerSequence.find(plan.recompute);
-  if (activations == bounds.activationsPerSequence.end() ||
-      isLowPrecision(plan.precision))
+  if (activations == bounds.activationsPerSequence.end())
     return *std::max_element(stageBytes.begin(), stageBytes.end());
-  double perSequence = 0.9 * plan.microBatchSize /
+  double narrowed = getNarrowedShare(bounds, plan);
+  double perSequence = 0.9 * narrowed * plan.microBatchSize /
                        (double(plan.getDegree("tp")) * plan.getDegree("cp"));
   // The busiest rank holds at least the stages' average, and every stage
   // at least one micro-batch's activations of its layers: together, at
@@ -220,9 +230,10 @@ static void addChunkExchangeMicros(const std::vector<double> &read,
                                    const Plan &plan, const SystemSpec &system,
                                    const std::vector<unsigned> &chunks,
                                    const std::vector<GroupSpan> &spans,
+                                   double narrowed,
                                    std::vector<double> &micros) {
   double perSequence = double(plan.microBatchSize) / plan.getDegree("cp") *
-                       std::min(1.0, 2.0 / plan.getDegree("tp"));
+                       std::min(1.0, 2.0 / plan.getDegree("tp")) * narrowed;
   unsigned stages = plan.getDegree("pp"), layer = 0;
   ChunkPlacement placement = getChunkPlacement(plan.schedule);
   ProgramNode node;
@@ -311,17 +322,18 @@ static const typename Map::mapped_type *lookup(const Map &map, const Key &key) {
 /// forward and backward: over tp (read at tp 2, and ep 2 for plans with
 /// ep > 1), over cp (read at cp 2 and tp 1: tp splits the heads they move,
 /// a replicated head moves more) and the expert exchanges, all on one
-/// stream. Plans whose collectives differ from those read count none: a
-/// low-precision recipe may gather and dispatch in FP8, Ulysses trades the
-/// gathers for all-to-alls.
+/// stream. A low-precision recipe may gather and dispatch in its format:
+/// its collectives count that share of the bytes read. Ulysses plans,
+/// which trade the gathers for all-to-alls, count none.
 static ChunkCommunication
 getChunkCommunication(const Bounds &bounds, const Plan &plan,
                       const SystemSpec &system,
                       const std::vector<unsigned> &chunks) {
   ChunkCommunication micros{std::vector<double>(chunks.size()),
                             std::vector<double>(chunks.size())};
-  if (isLowPrecision(plan.precision) || plan.cpExchange == CpExchange::AllToAll)
+  if (plan.cpExchange == CpExchange::AllToAll)
     return micros;
+  double narrowed = getNarrowedShare(bounds, plan);
   unsigned tp = plan.getDegree("tp"), cp = plan.getDegree("cp");
   bool experts = plan.getDegree("ep") > 1;
   // Built once, for the first collectives that count.
@@ -339,10 +351,10 @@ getChunkCommunication(const Bounds &bounds, const Plan &plan,
     std::vector<GroupSpan> spans = getSpans({axis.str()});
     if (spans.empty())
       return;
-    addChunkCollectiveMicros(*work, plan, system, chunks, spans, perSequence,
-                             gathered, micros.work);
-    addChunkCollectiveMicros(*chain, plan, system, chunks, spans, perSequence,
-                             gathered, micros.chain);
+    addChunkCollectiveMicros(*work, plan, system, chunks, spans,
+                             perSequence * narrowed, gathered, micros.work);
+    addChunkCollectiveMicros(*chain, plan, system, chunks, spans,
+                             perSequence * narrowed, gathered, micros.chain);
   };
   add("tp",
       lookup(bounds.tensorParallelBytes,
@@ -380,9 +392,9 @@ getChunkCommunication(const Bounds &bounds, const Plan &plan,
     std::vector<GroupSpan> spans = getSpans(bounds.exchange->axes);
     if (!spans.empty()) {
       addChunkExchangeMicros(*exchanged, *bounds.exchange, plan, system, chunks,
-                             spans, micros.work);
+                             spans, narrowed, micros.work);
       addChunkExchangeMicros(*chainExchanged, *bounds.exchange, plan, system,
-                             chunks, spans, micros.chain);
+                             chunks, spans, narrowed, micros.chain);
     }
   }
   return micros;
@@ -457,7 +469,9 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
   double sequences = double(plan.microBatchSize) /
                      (double(plan.getDegree("tp")) * plan.getDegree("cp"));
   unsigned stages = plan.getDegree("pp");
-  std::vector<double> stageMicros(stages), chainMicros(chunks->size());
+  std::vector<double> stageMicros(stages), chainMicros(chunks->size()),
+      fillMicros(chunks->size());
+  bool forwardRead = plain->second.forwardLayers.size() == bounds.layers;
   double layerMicros = 0;
   unsigned layer = 0;
   ChunkPlacement placement = getChunkPlacement(plan.schedule);
@@ -470,6 +484,9 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
       // counts the forward and backward alone.
       chainMicros[chunk] += std::min(
           all, rates.getMicros(plain->second.layers[layer], sequences));
+      if (forwardRead)
+        fillMicros[chunk] +=
+            rates.getMicros(plain->second.forwardLayers[layer], sequences);
     }
   // The embedding on the stage of the first chunk, the head and the loss
   // on that of the last.
@@ -491,14 +508,16 @@ double stg::getStepLowerBound(const ModelBounds &bounds, const Plan &plan,
   double microbatches = plan.microbatches, bound = 0, before = 0;
   for (unsigned stage = 0; stage < stages; ++stage) {
     // The first micro-batch's forward through the chunks before the
-    // stage's first, then its work, then the last one's backward back
-    // through them. Zero bubble runs weight gradients meanwhile: its
-    // stages count their work alone.
+    // stage's first, then its work, then under 1F1B the last one's
+    // backward back through them. The other schedules may run work of
+    // their own meanwhile (zero bubble's weight gradients, the V's second
+    // chunk): their stages count the forward before them alone.
     bound = std::max(bound, microbatches * std::max(stageMicros[stage],
                                                     stageCollectives[stage]) +
                                 before);
-    if (plan.schedule == PipelineSchedule::OneFOneB)
-      before += std::max(chainMicros[stage], chainCollectives[stage]);
+    before += plan.schedule == PipelineSchedule::OneFOneB
+                  ? std::max(chainMicros[stage], chainCollectives[stage])
+                  : fillMicros[stage];
   }
   // The busiest rank does at least the average share of all the work.
   double average =

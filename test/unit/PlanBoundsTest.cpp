@@ -33,6 +33,8 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
         PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1,
         PipelineSchedule::ZeroBubbleV, PipelineSchedule::DualPipeV,
         PipelineSchedule::DualPipe};
+    // FP8 plans count their collectives at FP8's share of the bytes.
+    options.precisions = {Precision::BF16, Precision::FP8};
     PlanSpace space = enumeratePlans(options, facts.shape);
     ASSERT_GT(space.plans.size(), 100u);
     llvm::Expected<ModelBounds> bounds =
@@ -116,11 +118,13 @@ TEST_F(PlanBoundsTest, StepBoundIsBelowEveryEvaluatedMoEPlan) {
   options.gpus = 16;
   options.globalBatch = 16;
   options.recompute = {"none"};
+  options.precisions = {Precision::BF16, Precision::FP8};
   PlanSpace space = enumeratePlans(options, facts.shape);
   llvm::Expected<ModelBounds> bounds =
       readModelBounds(base, options.recompute, facts.shape);
   ASSERT_TRUE(bool(bounds)) << llvm::toString(bounds.takeError());
   ASSERT_TRUE(bounds->exchange);
+  EXPECT_EQ(bounds->elementBytes, 2u);
   ASSERT_EQ(bounds->exchange->axes.size(), 1u);
   EXPECT_EQ(bounds->exchange->axes.front(), "ep");
   EXPECT_FALSE(bounds->shardedExpertSplitBytes.empty());
@@ -133,7 +137,8 @@ TEST_F(PlanBoundsTest, StepBoundIsBelowEveryEvaluatedMoEPlan) {
   PlanEvaluator evaluator(base, system, facts, options.globalBatch,
                           72'000'000'000);
   unsigned priced = 0, withExperts = 0, communicationBounded = 0,
-           exchangeBounded = 0, shardedExpertsBounded = 0;
+           exchangeBounded = 0, shardedExpertsBounded = 0,
+           lowPrecisionBounded = 0;
   for (const Plan &plan : space.plans) {
     PlanResult result = evaluator.evaluate(plan);
     if (result.status == PlanStatus::Failed)
@@ -144,6 +149,8 @@ TEST_F(PlanBoundsTest, StepBoundIsBelowEveryEvaluatedMoEPlan) {
     EXPECT_LE(step, result.stepMicros) << plan.getLabel();
     communicationBounded += plan.getDegree("ep") > 1 &&
                             step > getStepLowerBound(computeOnly, plan, system);
+    lowPrecisionBounded += isLowPrecision(plan.precision) &&
+                           step > getStepLowerBound(computeOnly, plan, system);
     exchangeBounded += step > getStepLowerBound(withoutExchanges, plan, system);
     // FSDP's gathers of weights ep splits, read at ep 1 and 2.
     shardedExpertsBounded +=
@@ -153,6 +160,7 @@ TEST_F(PlanBoundsTest, StepBoundIsBelowEveryEvaluatedMoEPlan) {
   EXPECT_GT(communicationBounded, 0u);
   EXPECT_GT(exchangeBounded, 0u);
   EXPECT_GT(shardedExpertsBounded, 0u);
+  EXPECT_GT(lowPrecisionBounded, 0u);
 }
 
 /// Pruning keeps each kept plan's result and drops only plans that could

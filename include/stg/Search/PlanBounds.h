@@ -11,20 +11,22 @@
 //    holds and the embedding and head of the first and last stage, with
 //    each stage's layers' activations times the micro-batches its schedule
 //    holds (without sequence parallelism, the part tp does not split
-//    whole on every tp rank), and at least the stages' average (bf16 and
-//    fp16 recipes);
+//    whole on every tp rank; a low-precision recipe's at its format's
+//    share), and at least the stages' average;
 //    whatever cannot be attributed for certain counts nothing;
 //  - step: each compute node runs no faster than its FLOPs at the best
 //    rate of its kind of kernel (GEMM, fused attention with its work per
 //    query row, other) in any of the plan's precisions, and the other
 //    kernels no faster than their bytes at the memory's bandwidth, each
 //    after its launch gap; a rank runs its compute one node after another,
-//    and a micro-batch crosses the stages in order, so a stage's work waits for
-//    the forward of the chunks before it and, under 1F1B, is followed by
-//    their backward (zero bubble fills that with weight gradients); and a
+//    and a micro-batch crosses the stages in order, so a stage's work waits
+//    for the first micro-batch's forward through the chunks before it and,
+//    under 1F1B, is followed by the last one's backward back through them
+//    (the other schedules fill that with other work); and a
 //    stage takes at least its collectives over tp and cp, its expert
 //    exchanges and its FSDP gathers, which a rank's collective stream runs
-//    one at a time (plans in the model's precision, without Ulysses).
+//    one at a time (without Ulysses; a low-precision recipe's at its
+//    format's share of the bytes read, what an FP8 gather moves).
 //    The work per layer and sequence comes from the model compiled on one
 //    GPU with micro-batches of one and two sequences, their difference, so
 //    that work that does not grow with the batch (a weight's bytes) is not
@@ -122,6 +124,9 @@ struct ModelBounds {
   /// model's, as read (empty: no step bound for it).
   struct ModelWork {
     std::vector<Work> layers;
+    /// Of each layer's, its forward pass's (the first micro-batch's fills
+    /// the pipeline with it).
+    std::vector<Work> forwardLayers;
     Work other;
     /// Of `other`, what the first stage runs before the layers (the
     /// embedding) and the last after them (the head and the loss), as
@@ -177,6 +182,10 @@ struct ModelBounds {
   std::map<std::pair<std::string, bool>, std::vector<double>> exchangeBytes;
   /// The model sets a precision option of its own: any peak may apply.
   bool ownPrecision = false;
+  /// The widest element of the model's weights, bytes: the collectives
+  /// read move no wider elements, and a low-precision recipe's move no
+  /// narrower than its format's.
+  unsigned elementBytes = 4;
 };
 
 /// Reads the bounds' numbers from `base`'s model compiled on one GPU, for
