@@ -569,6 +569,7 @@ stg::readModelBounds(const CompileOptions &base,
   ModelBounds bounds;
   bounds.layers = shape.layers;
   bounds.training = base.mode == "train";
+  bounds.lowPrecisionAttention = base.lowPrecisionAttention;
   if (!bounds.training)
     return bounds;
   std::vector<std::string> modes{"none"};

@@ -419,14 +419,16 @@ struct KernelRates {
     using Kind = DeviceSpec::KernelKind;
     for (unsigned index = 0; index < NumPrecisions; ++index) {
       auto precision = Precision(index);
-      if (!bounds.ownPrecision && precision != plan.precision &&
-          isLowPrecision(precision))
+      bool narrow = isLowPrecision(precision);
+      if (narrow && !bounds.ownPrecision && precision != plan.precision)
         continue;
       gemm = std::max(gemm, device.getAchievableFlops(precision, Kind::Gemm));
-      attention = std::max(
-          attention, device.getAchievableFlops(precision, Kind::Attention));
       other =
           std::max(other, device.getAchievableFlops(precision, Kind::Other));
+      // A recipe leaves attention in the model's precision unless asked.
+      if (!narrow || bounds.ownPrecision || bounds.lowPrecisionAttention)
+        attention = std::max(
+            attention, device.getAchievableFlops(precision, Kind::Attention));
     }
   }
   bool isKnown() const { return gemm > 0 && attention > 0 && other > 0; }

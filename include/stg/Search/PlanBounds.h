@@ -182,6 +182,9 @@ struct ModelBounds {
   std::map<std::pair<std::string, bool>, std::vector<double>> exchangeBytes;
   /// The model sets a precision option of its own: any peak may apply.
   bool ownPrecision = false;
+  /// Attention runs in a low-precision recipe's format too
+  /// (`--low-precision-attention`); else in the model's precision.
+  bool lowPrecisionAttention = false;
   /// The widest element of the model's weights, bytes: the collectives
   /// read move no wider elements, and a low-precision recipe's move no
   /// narrower than its format's.
