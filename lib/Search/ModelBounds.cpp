@@ -249,27 +249,25 @@ private:
 /// The work of a compute node, by the kind of kernel that prices it.
 Bounds::Work getNodeWork(const ProgramNode &node) {
   Bounds::Work work;
-  auto flops = double(node.numOps);
+  auto flops = double(node.numOps), bytes = double(node.tensorBytes);
   work.kernels = node.numOps > 0 || node.tensorBytes > 0;
-  switch (getNodeKernel(node)) {
-  case NodeKernel::Sequential:
+  switch (NodeKernel kernel = getNodeKernel(node)) {
+  case NodeKernel::Sequential: // Products, then softmax over the scores.
     work.gemmFlops = flops;
-    work.otherBytes = double(node.tensorBytes);
+    work.otherBytes = bytes;
     break;
   case NodeKernel::Gemm:
     work.gemmFlops = flops;
     break;
   case NodeKernel::Attention:
-    work.attentionFlops = flops;
-    work.forwardRows = double(node.attentionRows);
-    break;
   case NodeKernel::AttentionBackward:
     work.attentionFlops = flops;
-    work.backwardRows = double(node.attentionRows);
+    (kernel == NodeKernel::Attention ? work.forwardRows : work.backwardRows) =
+        double(node.attentionRows);
     break;
   case NodeKernel::Other:
     work.otherFlops = flops;
-    work.otherBytes = double(node.tensorBytes);
+    work.otherBytes = bytes;
     break;
   }
   return work;
