@@ -255,7 +255,8 @@ void Simulation::startIteration(unsigned index, double now) {
       engine.planned.push_back({request, 0});
       ++work.decodeSequences;
       work.decodeContext += record.input + sequence.generated;
-      ++tokens;
+      // Its token and the drafts it verifies take the budget.
+      tokens += 1 + settings.speculation.draftTokens;
     }
     work.sampled = work.decodeSequences;
     if (work.decodeSequences && settings.speculation.draftTokens) {
