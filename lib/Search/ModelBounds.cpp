@@ -205,6 +205,8 @@ public:
                                     std::optional<ProgramSet> (&programs)[2],
                                     std::string &errors) {
     std::string key = options.recompute + (options.fsdp ? " fsdp" : "");
+    if (options.precision)
+      key += " " + getPrecisionName(*options.precision).str();
     for (const auto &[name, value] : options.overrides)
       key += " " + name + "=" + value;
     auto [found, fresh] = modules.try_emplace(key);
@@ -534,7 +536,59 @@ void readMemory(const Module &module, const ModelShape &shape, Bounds &bounds) {
       bounds.topWeights.push_back(entry.second);
 }
 
+/// Without sequence parallelism, a layer's activations are a part tp
+/// splits and a part every tp rank holds whole (a + b / tp): the split at
+/// tp 2 (`halves`) gives a = 2 x (what tp 2 saves) - (what one GPU saves).
+std::vector<double> getReplicatedActivations(const LayerReading &whole,
+                                             const LayerReading &halves) {
+  std::vector<double> replicated(whole.activations.size());
+  for (size_t layer = 0; layer < replicated.size(); ++layer)
+    replicated[layer] =
+        std::clamp(2 * halves.activations[layer] - whole.activations[layer],
+                   0.0, whole.activations[layer]);
+  return replicated;
+}
+
+/// The activations of `options`' model (a low-precision recipe's) per
+/// sequence, as readModelBounds reads them in the model's own precision:
+/// the whole model on one GPU, each layer split one a stage, and the part
+/// tp leaves whole without sequence parallelism; into `bounds` under `key`.
+/// Nothing where a reading does not compile.
+void readActivations(SplitCompiler &compiler, const CompileOptions &options,
+                     const std::string &mode, const ModelShape &shape,
+                     const std::string &key, Bounds &bounds) {
+  std::optional<ProgramSet> compiled[2];
+  std::string errors;
+  if (!compiler.compileOneAndTwoSequences(getOneGPUOptions(options, mode),
+                                          compiled, errors))
+    return;
+  bounds.activationsPerSequence[key] =
+      std::max(0.0, double(compiled[1]->stages[0].memory.activations) -
+                        double(compiled[0]->stages[0].memory.activations));
+  std::optional<LayerReading> layers =
+      readLayers(compiler, options, mode, shape.layers);
+  if (!layers)
+    return;
+  bounds.layerActivationsPerSequence[key] = layers->activations;
+  if (!shape.hasSequenceParallel)
+    return;
+  SplitToRead split;
+  split.tp = 2;
+  split.sequenceParallel = false;
+  if (std::optional<LayerReading> halves =
+          readLayers(compiler, options, mode, shape.layers, split))
+    bounds.layerReplicatedPerSequence[key] =
+        getReplicatedActivations(*layers, *halves);
+}
+
 } // namespace
+
+std::string stg::getActivationKey(llvm::StringRef recompute,
+                                  Precision precision) {
+  if (!isLowPrecision(precision))
+    return recompute.str();
+  return (recompute + " " + getPrecisionName(precision)).str();
+}
 
 ModelBounds::Work &ModelBounds::Work::operator+=(const Work &other) {
   gemmFlops += other.gemmFlops;
@@ -560,10 +614,9 @@ ModelBounds::Work ModelBounds::Work::getGrowthOver(const Work &other) const {
   return growth;
 }
 
-llvm::Expected<ModelBounds>
-stg::readModelBounds(const CompileOptions &base,
-                     llvm::ArrayRef<std::string> recompute,
-                     const ModelShape &shape) {
+llvm::Expected<ModelBounds> stg::readModelBounds(
+    const CompileOptions &base, llvm::ArrayRef<std::string> recompute,
+    const ModelShape &shape, llvm::ArrayRef<Precision> precisions) {
   ModelBounds bounds;
   bounds.layers = shape.layers;
   bounds.training = base.mode == "train";
@@ -626,6 +679,15 @@ stg::readModelBounds(const CompileOptions &base,
       perSequence.beforeLayers = layers->beforeLayers;
       perSequence.afterLayers = layers->afterLayers;
     }
+    // A low-precision recipe saves some activations in its format.
+    for (Precision precision : precisions) {
+      std::string key = getActivationKey(mode, precision);
+      if (key == mode || bounds.activationsPerSequence.count(key))
+        continue;
+      CompileOptions recipe = base;
+      recipe.precision = precision;
+      readActivations(compiler, recipe, mode, shape, key, bounds);
+    }
     // Over cp 2: context parallelism's exchanges of keys and values.
     SplitToRead contextSplit;
     contextSplit.cp = 2;
@@ -683,15 +745,8 @@ stg::readModelBounds(const CompileOptions &base,
       }
       if (sequenceParallel || experts || !shape.hasSequenceParallel)
         continue;
-      // Without sequence parallelism, a layer's activations are a part tp
-      // splits and a part every tp rank holds whole (a + b / tp): tp 2
-      // gives a = 2 x (what tp 2 saves) - (what one GPU saves).
-      std::vector<double> &whole = bounds.layerReplicatedPerSequence[mode];
-      whole.resize(shape.layers);
-      for (unsigned layer = 0; layer < shape.layers; ++layer)
-        whole[layer] = std::clamp(2 * halves->activations[layer] -
-                                      layers->activations[layer],
-                                  0.0, layers->activations[layer]);
+      bounds.layerReplicatedPerSequence[mode] =
+          getReplicatedActivations(*layers, *halves);
     }
   }
   if (exchangesDiffer) {

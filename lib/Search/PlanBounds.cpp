@@ -147,14 +147,19 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
       stageBytes.back() += bytes;
   }
   // Activations, a micro-batch's over tp x cp at best (ep and dp move
-  // tokens, not their count). A low-precision recipe may save them in its
-  // format, no narrower, where the numbers were read in the model's
-  // precision. A tenth is left for the values a pipeline split saves
-  // differently.
-  auto activations = bounds.activationsPerSequence.find(plan.recompute);
+  // tokens, not their count), as read in the plan's recipe; a
+  // low-precision recipe's not read count those of the model's precision
+  // at the format's share (it saves some in its format, none narrower). A
+  // tenth is left for the values a pipeline split saves differently.
+  std::string key = getActivationKey(plan.recompute, plan.precision);
+  double narrowed = 1;
+  if (!bounds.activationsPerSequence.count(key)) {
+    key = plan.recompute;
+    narrowed = getNarrowedShare(bounds, plan);
+  }
+  auto activations = bounds.activationsPerSequence.find(key);
   if (activations == bounds.activationsPerSequence.end())
     return *std::max_element(stageBytes.begin(), stageBytes.end());
-  double narrowed = getNarrowedShare(bounds, plan);
   double perSequence = 0.9 * narrowed * plan.microBatchSize /
                        (double(plan.getDegree("tp")) * plan.getDegree("cp"));
   // The busiest rank holds at least the stages' average, and every stage
@@ -166,9 +171,8 @@ uint64_t stg::getMemoryLowerBound(const ModelBounds &bounds, const Plan &plan,
   average /= stages;
   // A stage holds its schedule's micro-batches in flight, each with every
   // layer's activations.
-  auto layerActivations =
-      bounds.layerActivationsPerSequence.find(plan.recompute);
-  auto replicated = bounds.layerReplicatedPerSequence.find(plan.recompute);
+  auto layerActivations = bounds.layerActivationsPerSequence.find(key);
+  auto replicated = bounds.layerReplicatedPerSequence.find(key);
   bool replicates = !plan.sequenceParallel && plan.getDegree("tp") > 1 &&
                     replicated != bounds.layerReplicatedPerSequence.end();
   if (layerActivations != bounds.layerActivationsPerSequence.end()) {

@@ -37,9 +37,22 @@ TEST_F(PlanBoundsTest, BoundsAreBelowEveryEvaluatedPlan) {
     options.precisions = {Precision::BF16, Precision::FP8};
     PlanSpace space = enumeratePlans(options, facts.shape);
     ASSERT_GT(space.plans.size(), 100u);
-    llvm::Expected<ModelBounds> bounds =
-        readModelBounds(base, options.recompute, facts.shape);
+    llvm::Expected<ModelBounds> bounds = readModelBounds(
+        base, options.recompute, facts.shape, options.precisions);
     ASSERT_TRUE(bool(bounds)) << llvm::toString(bounds.takeError());
+    // FP8's activations read in its recipe: those only its GEMMs read back
+    // saved in FP8 (none under full recomputation, which saves the layers'
+    // inputs), the rest in bf16.
+    unsigned smaller = 0;
+    for (const std::string &mode : options.recompute) {
+      std::string fp8 = getActivationKey(mode, Precision::FP8);
+      ASSERT_TRUE(bounds->activationsPerSequence.count(fp8)) << fp8;
+      double bf16 = bounds->activationsPerSequence.at(mode);
+      EXPECT_LE(bounds->activationsPerSequence.at(fp8), bf16) << mode;
+      EXPECT_GT(bounds->activationsPerSequence.at(fp8), 0.5 * bf16) << mode;
+      smaller += bounds->activationsPerSequence.at(fp8) < bf16;
+    }
+    EXPECT_GT(smaller, 0u);
     // Without sequence parallelism every tp rank holds the norms' inputs
     // and the residual stream whole: a part tp does not split.
     for (const auto &[mode, layers] : bounds->layerReplicatedPerSequence)

@@ -652,8 +652,8 @@ int main(int argc, char **argv) {
   llvm::Expected<std::vector<PlanResult>> results = std::vector<PlanResult>();
   if (options.pruneBounds) {
     phase.emplace(timer(&PhaseTimers::bounds));
-    llvm::Expected<ModelBounds> bounds =
-        readModelBounds(options.compile, space.recompute, facts->shape);
+    llvm::Expected<ModelBounds> bounds = readModelBounds(
+        options.compile, space.recompute, facts->shape, space.precisions);
     phase.reset();
     if (!bounds)
       return fail(llvm::toString(bounds.takeError()));

@@ -135,7 +135,8 @@ struct ModelBounds {
   };
   std::map<std::string, ModelWork> work;
   /// Saved activation bytes per sequence of the whole model on one GPU, by
-  /// the recomputation, in the model's own precision (empty: none read).
+  /// the recomputation (getActivationKey: in the model's own precision, and
+  /// in each low-precision recipe searched; empty: none read).
   std::map<std::string, double> activationsPerSequence;
   /// The same per layer, read from the model split one layer a stage (the
   /// first and last layer with what runs before and after the layers), by
@@ -192,11 +193,18 @@ struct ModelBounds {
 };
 
 /// Reads the bounds' numbers from `base`'s model compiled on one GPU, for
-/// the recomputations in `recompute`; a model that does not compile as the
-/// search needs returns an error.
+/// the recomputations in `recompute` (and the activations again in each
+/// low-precision recipe of `precisions`); a model that does not compile as
+/// the search needs returns an error.
 llvm::Expected<ModelBounds>
 readModelBounds(const CompileOptions &base,
-                llvm::ArrayRef<std::string> recompute, const ModelShape &shape);
+                llvm::ArrayRef<std::string> recompute, const ModelShape &shape,
+                llvm::ArrayRef<Precision> precisions = {});
+
+/// The key of ModelBounds' activations for a plan of `recompute` in
+/// `precision`: the recomputation in the model's own precision, with the
+/// recipe's name after it for a low-precision one (`none fp8`).
+std::string getActivationKey(llvm::StringRef recompute, Precision precision);
 
 /// A lower bound of the bytes PlanEvaluator reports for the busiest rank
 /// of `plan` (0 where the split fails: the compiler reports that).
