@@ -41,29 +41,37 @@ std::optional<std::string> stg::foldDualPipe(CompileOptions &options) {
       replicas = &degree;
   }
   unsigned numStages = stages ? *stages : 1;
-  if (numStages < 4 || numStages % 2)
-    return "dualpipe feeds a pipeline from both ends, half its stages a "
-           "direction: it needs an even pp of at least 4 (" +
-           std::to_string(numStages) + " given)";
-  if (options.virtualStages != 1)
-    return "dualpipe runs one stage of each of its two model copies a rank; "
-           "--virtual-stages " +
-           std::to_string(options.virtualStages) + " does not apply";
   unsigned microbatches =
       options.microbatches ? options.microbatches : numStages;
-  if (microbatches % 2 || microbatches < 2 * numStages)
-    return "dualpipe over " + std::to_string(numStages) +
-           " stages needs an even micro-batch count of at least " +
-           std::to_string(2 * numStages) +
-           ", twice the stages, half of them fed from each end (" +
-           std::to_string(microbatches) + " given)";
-  *stages /= 2;
+  if (std::optional<DualPipeProblem> problem =
+          checkDualPipe(numStages, options.virtualStages, microbatches)) {
+    switch (*problem) {
+    case DualPipeProblem::Stages:
+      return "dualpipe feeds a pipeline from both ends, half its stages a "
+             "direction: it needs an even pp of at least 4 (" +
+             std::to_string(numStages) + " given)";
+    case DualPipeProblem::Chunks:
+      return "dualpipe runs one stage of each of its two model copies a "
+             "rank; --virtual-stages " +
+             std::to_string(options.virtualStages) + " does not apply";
+    case DualPipeProblem::OddMicrobatches:
+    case DualPipeProblem::FewMicrobatches:
+      return "dualpipe over " + std::to_string(numStages) +
+             " stages needs an even micro-batch count of at least " +
+             std::to_string(2 * numStages) +
+             ", twice the stages, half of them fed from each end (" +
+             std::to_string(microbatches) + " given)";
+    }
+  }
+  DualPipeFold fold =
+      foldDualPipeDegrees(numStages, replicas ? *replicas : 1, microbatches);
+  *stages = fold.numStages;
   if (replicas)
-    *replicas *= 2;
+    *replicas = fold.dataParallel;
   else
-    options.degrees.push_back({"dp", 2});
-  options.microbatches = microbatches / 2;
-  options.virtualStages = 2;
+    options.degrees.push_back({"dp", fold.dataParallel});
+  options.microbatches = fold.numMicrobatches;
+  options.virtualStages = fold.numChunks;
   return std::nullopt;
 }
 

@@ -121,16 +121,18 @@ unsigned Plan::getDegree(llvm::StringRef axis) const {
 Plan stg::foldDualPipePlan(const Plan &plan) {
   if (plan.schedule != PipelineSchedule::DualPipe)
     return plan;
+  DualPipeFold fold = foldDualPipeDegrees(
+      plan.getDegree("pp"), plan.getDegree("dp"), plan.microbatches);
   Plan folded = plan;
   for (size_t index = 0; index < PlanAxes.size(); ++index) {
     llvm::StringRef axis = PlanAxes[index];
     if (axis == "pp")
-      folded.degrees[index] /= 2;
+      folded.degrees[index] = fold.numStages;
     else if (axis == "dp")
-      folded.degrees[index] *= 2;
+      folded.degrees[index] = fold.dataParallel;
   }
-  folded.microbatches /= 2;
-  folded.virtualStages = 2;
+  folded.microbatches = fold.numMicrobatches;
+  folded.virtualStages = fold.numChunks;
   return folded;
 }
 
@@ -477,23 +479,24 @@ const char *Enumerator::checkStructure(const Plan &plan) const {
   if (plan.schedule == PipelineSchedule::DualPipeV && plan.virtualStages != 2)
     return "dualpipev runs two model chunks a stage";
   if (plan.schedule == PipelineSchedule::DualPipe) {
-    unsigned pp = plan.getDegree("pp");
-    if (pp % 2 || pp < 4)
+    std::optional<DualPipeProblem> problem = checkDualPipe(
+        plan.getDegree("pp"), plan.virtualStages, plan.microbatches);
+    if (problem == DualPipeProblem::Stages)
       return "dualpipe needs an even pp of at least 4";
-    if (plan.virtualStages != 1)
+    if (problem == DualPipeProblem::Chunks)
       return "dualpipe runs a stage of each of its two model copies a rank";
-    if (plan.microbatches % 2)
+    if (problem == DualPipeProblem::OddMicrobatches)
       return "dualpipe needs an even micro-batch count";
     // Megatron's splits name first and last stages, which a folded
     // dualpipe's V places otherwise.
     if (plan.layerSplit != LayerSplit::Even)
       return "dualpipe splits its layers evenly";
+    if (problem == DualPipeProblem::FewMicrobatches)
+      return "dualpipe needs 2 x pp micro-batches";
   }
   if (plan.microbatches <
       getMinMicrobatches(plan.schedule, plan.getDegree("pp")))
-    return plan.schedule == PipelineSchedule::DualPipe
-               ? "dualpipe needs 2 x pp micro-batches"
-               : "dualpipev needs 2 x pp micro-batches";
+    return "dualpipev needs 2 x pp micro-batches";
   if (plan.schedule == PipelineSchedule::Combined1F1B) {
     if (plan.getDegree("ep") == 1)
       return "combined-1f1b overlaps expert all-to-alls: it needs ep > 1";

@@ -137,6 +137,38 @@ inline unsigned getMinMicrobatches(PipelineSchedule schedule,
   return runsDualPipeSteps(schedule) ? 2 * numStages : 1;
 }
 
+/// What keeps DualPipe from running a plan, if anything: it feeds a
+/// pipeline from both ends, so it needs an even count of at least four
+/// stages, one stage of each of its two model copies a rank, and an even
+/// count of micro-batches, at least two for each stage (DeepSeek's
+/// `num_chunks`, both directions').
+enum class DualPipeProblem { Stages, Chunks, OddMicrobatches, FewMicrobatches };
+inline std::optional<DualPipeProblem> checkDualPipe(unsigned numStages,
+                                                    unsigned numChunks,
+                                                    unsigned numMicrobatches) {
+  if (numStages < 4 || numStages % 2)
+    return DualPipeProblem::Stages;
+  if (numChunks != 1)
+    return DualPipeProblem::Chunks;
+  if (numMicrobatches % 2)
+    return DualPipeProblem::OddMicrobatches;
+  if (numMicrobatches < 2 * numStages)
+    return DualPipeProblem::FewMicrobatches;
+  return std::nullopt;
+}
+
+/// The plan DualPipe runs as (foldDualPipe): DualPipeV's V over half the
+/// stages, twice, the second copy in the upper half of a doubled
+/// data-parallel axis, each with half the micro-batches.
+struct DualPipeFold {
+  unsigned numStages, dataParallel, numMicrobatches, numChunks = 2;
+};
+inline DualPipeFold foldDualPipeDegrees(unsigned numStages,
+                                        unsigned dataParallel,
+                                        unsigned numMicrobatches) {
+  return {numStages / 2, dataParallel * 2, numMicrobatches / 2};
+}
+
 /// How the schedule places its model chunks: in a V, two a stage, or
 /// interleaved (any count; one without virtual stages).
 inline ChunkPlacement getChunkPlacement(PipelineSchedule schedule) {
