@@ -11,8 +11,8 @@
 //    holds and the embedding and head of the first and last stage, with
 //    each stage's layers' activations times the micro-batches its schedule
 //    holds (without sequence parallelism, the part tp does not split
-//    whole on every tp rank; a low-precision recipe's at its format's
-//    share), and at least the stages' average;
+//    whole on every tp rank; a low-precision recipe's as read in it, else
+//    at its format's share), and at least the stages' average;
 //    whatever cannot be attributed for certain counts nothing;
 //  - step: each compute node runs no faster than its FLOPs at the best
 //    rate of its kind of kernel (GEMM, fused attention with its work per
