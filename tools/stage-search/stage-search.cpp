@@ -252,7 +252,9 @@ static std::optional<int> parseOptions(int argc, char **argv,
       ->check(CLI::IsMember({"node", "outer"}))
       ->group(narrow);
   const char *output = "Output";
-  app.add_option("--top", options.top, "plans to print (default 10)")
+  app.add_option("--top", options.top,
+                 "plans to print (default 10), ranked as an exhaustive "
+                 "search ranks them")
       ->check(wholeNumber(0, 1000000))
       ->group(output);
   app.add_option("-o", options.outputDir,
