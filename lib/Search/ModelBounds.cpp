@@ -297,6 +297,13 @@ Bounds::ModelWork countWork(const ProgramSet &programs, unsigned layers) {
   return work;
 }
 
+/// The activations a stage saves for a micro-batch of two sequences
+/// (`two`) beyond one of one (`one`): what a sequence adds.
+double getActivationGrowth(const StageProgram &one, const StageProgram &two) {
+  return std::max(0.0, double(two.memory.activations) -
+                           double(one.memory.activations));
+}
+
 /// How readLayers splits each stage: ranks on tp, ep and cp (2 on the
 /// axis whose collectives it reads), sequence parallelism where set.
 struct SplitToRead {
@@ -387,9 +394,7 @@ std::optional<LayerReading> readLayers(SplitCompiler &compiler,
   for (unsigned layer = 0; layer < layers; ++layer) {
     const StageProgram *stages[2] = {&compiled[0]->stages[layer],
                                      &compiled[1]->stages[layer]};
-    reading.activations[layer] =
-        std::max(0.0, double(stages[1]->memory.activations) -
-                          double(stages[0]->memory.activations));
+    reading.activations[layer] = getActivationGrowth(*stages[0], *stages[1]);
     for (int sequences : {0, 1})
       for (const ProgramNode &node : stages[sequences]->nodes) {
         if (node.kind != ProgramNodeKind::Collective ||
@@ -563,8 +568,7 @@ void readActivations(SplitCompiler &compiler, const CompileOptions &options,
                                           compiled, errors))
     return;
   bounds.activationsPerSequence[key] =
-      std::max(0.0, double(compiled[1]->stages[0].memory.activations) -
-                        double(compiled[0]->stages[0].memory.activations));
+      getActivationGrowth(compiled[0]->stages[0], compiled[1]->stages[0]);
   std::optional<LayerReading> layers =
       readLayers(compiler, options, mode, shape.layers);
   if (!layers)
@@ -670,8 +674,7 @@ llvm::Expected<ModelBounds> stg::readModelBounds(
     // Likewise the activations a sequence adds (the first stage's only:
     // one GPU holds one stage).
     bounds.activationsPerSequence[mode] =
-        std::max(0.0, double(compiled[1]->stages[0].memory.activations) -
-                          double(compiled[0]->stages[0].memory.activations));
+        getActivationGrowth(compiled[0]->stages[0], compiled[1]->stages[0]);
     std::optional<LayerReading> layers =
         readLayers(compiler, base, mode, shape.layers);
     if (layers) {
