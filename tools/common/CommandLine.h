@@ -63,6 +63,36 @@ inline CLI::Validator finiteNumber(double min, double max) {
       "X");
 }
 
+/// The slowest --request-rate: one request every 1000 s. A rate near 0
+/// would put arrivals, and every time after them, where a microsecond is
+/// below a double's precision.
+inline constexpr double MinRequestRate = 1e-3;
+
+/// `--request-rate`: requests per second from MinRequestRate to 10^9, or
+/// `inf` (every request queued at once); parseRequestRate reads it.
+inline CLI::Validator requestRate() {
+  return CLI::Validator(
+      [](std::string &input) -> std::string {
+        double rate = 0;
+        if (input == "inf" ||
+            (!llvm::StringRef(input).getAsDouble(rate) &&
+             rate >= MinRequestRate && rate <= 1e9))
+          return "";
+        return "expects requests per second from 0.001 to 1e9, or inf, "
+               "found '" +
+               input + "'";
+      },
+      "R");
+}
+
+/// A --request-rate that requestRate() accepted, as a number.
+inline double parseRequestRate(llvm::StringRef text) {
+  double rate = INFINITY;
+  if (text != "inf")
+    text.getAsDouble(rate);
+  return rate;
+}
+
 /// `--set NAME=VALUE` split into its name and value; nothing if either is
 /// empty or there is no `=`.
 inline std::optional<std::pair<std::string, std::string>>

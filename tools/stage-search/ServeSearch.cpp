@@ -124,6 +124,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "requests per second (Poisson arrivals; inf: all at once), "
                  "one run each")
       ->delimiter(',')
+      ->check(requestRate())
       ->group(workload);
   app.add_option("--requests", search.requests,
                  "requests a run (default: 10 x the concurrency, at least "
@@ -280,16 +281,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   if (search.concurrencies.empty() == flags.requestRates.empty())
     return fail("--serve needs one of --concurrency N,... (clients) and "
                 "--request-rate R,... (requests/s)");
-  for (const std::string &text : flags.requestRates) {
-    double rate = INFINITY;
-    if (text != "inf" &&
-        (llvm::StringRef(text).getAsDouble(rate) || !std::isfinite(rate) ||
-         rate <= 0 || rate > 1e9))
-      return fail("--request-rate expects requests per second above 0 (at "
-                  "most 1e9), or inf, found '" +
-                  text + "'");
-    search.requestRates.push_back(rate);
-  }
+  for (const std::string &text : flags.requestRates)
+    search.requestRates.push_back(parseRequestRate(text));
   for (std::vector<unsigned> *degrees : {&search.tp, &search.pp, &search.ep}) {
     llvm::sort(*degrees);
     degrees->erase(std::unique(degrees->begin(), degrees->end()),

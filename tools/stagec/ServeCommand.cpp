@@ -95,6 +95,7 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
   app.add_option("--request-rate", flags.requestRate,
                  "requests per second, Poisson arrivals from --seed; inf: "
                  "all at once")
+      ->check(requestRate())
       ->group(group);
   app.add_option("--requests", flags.requests,
                  "requests to send (default: 10 x --concurrency, at least "
@@ -189,14 +190,6 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
   if (flags.concurrency.has_value() == !flags.requestRate.empty())
     return std::string("--mode serve needs one of --concurrency N (clients) "
                        "and --request-rate R (requests/s)");
-  if (!flags.requestRate.empty() && flags.requestRate != "inf") {
-    double rate = 0;
-    if (llvm::StringRef(flags.requestRate).getAsDouble(rate) ||
-        !std::isfinite(rate) || rate <= 0 || rate > 1e9)
-      return "--request-rate expects requests per second above 0 (at most "
-             "1e9), or inf, found '" +
-             flags.requestRate + "'";
-  }
   if (options.system.empty() && options.device.empty())
     return std::string("--mode serve needs --system or --device: it times "
                        "iterations");
@@ -288,10 +281,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
     workload.requests =
         flags.requests.value_or(getDefaultRequests(flags.concurrency));
   } else {
-    double rate = INFINITY;
-    if (flags.requestRate != "inf")
-      llvm::StringRef(flags.requestRate).getAsDouble(rate);
-    workload.requestRate = rate;
+    workload.requestRate = parseRequestRate(flags.requestRate);
     workload.requests =
         flags.requests.value_or(getDefaultRequests(std::nullopt));
   }
