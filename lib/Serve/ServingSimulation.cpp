@@ -445,5 +445,10 @@ stg::simulateServing(const ServingDeployment &deployment,
     diags.error({}, "a serving run needs at least one request");
     return std::nullopt;
   }
+  if (workload.requestRate && !(*workload.requestRate > 0)) {
+    diags.error({}, "a serving run's request rate must be above 0 requests "
+                    "a second (infinity: all at once)");
+    return std::nullopt;
+  }
   return Simulation(deployment, settings, workload, diags).run();
 }

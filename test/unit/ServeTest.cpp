@@ -12,6 +12,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
+
 using namespace stg;
 
 namespace {
@@ -194,6 +196,18 @@ TEST(ServeTest, ArrivalsAtARateDependOnlyOnTheSeed) {
   // 19 gaps of 20 ms on average: the last arrival near 380 ms.
   EXPECT_GT(first.back(), 100e3);
   EXPECT_LT(first.back(), 1000e3);
+}
+
+TEST(ServeTest, ARequestRateOfZeroOrNaNIsAnError) {
+  for (double rate : {0.0, -1.0, std::nan("")}) {
+    ServingRun run;
+    run.workload.concurrency.reset();
+    run.workload.requestRate = rate;
+    EXPECT_FALSE(run.simulate());
+    EXPECT_NE(run.errors.find("request rate must be above 0"),
+              std::string::npos)
+        << run.errors;
+  }
 }
 
 TEST(ServeTest, AnIterationAddsItsPartsAtItsOwnSizes) {
