@@ -35,16 +35,20 @@ std::optional<Precision> stg::parsePrecision(llvm::StringRef name) {
 }
 
 bool stg::isRecipe(Precision precision) {
-  switch (precision) {
-  case Precision::BF16:
-  case Precision::FP16:
-  case Precision::FP8:
-  case Precision::MXFP8:
-  case Precision::NVFP4:
-    return true;
-  default:
-    return false;
+  return precision != Precision::TF32;
+}
+
+std::string stg::getRecipeNames(llvm::StringRef last) {
+  std::string names;
+  for (unsigned i = 0; i < NumPrecisions; ++i) {
+    Precision precision = Precision(i);
+    if (!isRecipe(precision))
+      continue;
+    if (!names.empty())
+      names += precision == Precision(NumPrecisions - 1) ? last.str() : ", ";
+    names += getPrecisionName(precision).str();
   }
+  return names;
 }
 
 std::optional<Precision> stg::parseRecipe(llvm::StringRef name) {

@@ -469,8 +469,8 @@ void ModuleBuilder::applyOverrides() {
         continue;
       }
       if (name == "precision" && !parseRecipe(text)) {
-        diags.error({}, "--set precision=" + text +
-                            ": not a recipe (bf16, fp16, fp8, mxfp8, nvfp4)");
+        diags.error({}, "--set precision=" + text + ": not a recipe (" +
+                            getRecipeNames() + ")");
         continue;
       }
       option->value = value;

@@ -52,8 +52,8 @@ std::optional<Precision> getRecipe(const Module &module,
     return Precision::BF16;
   std::optional<Precision> recipe = module.getPrecisionRecipe();
   if (!recipe) {
-    diags.error(option->loc, "option 'precision' must name a recipe: bf16, "
-                             "fp16, fp8, mxfp8 or nvfp4");
+    diags.error(option->loc, "option 'precision' must name a recipe: " +
+                                 getRecipeNames(" or "));
     return std::nullopt;
   }
   return recipe;

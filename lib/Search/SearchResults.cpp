@@ -375,7 +375,7 @@ static PlanResult readPlan(const llvm::json::Object *object,
                 parsePipelineSchedule,
                 "1f1b, zb-h1, zb-v, dualpipev, dualpipe or combined-1f1b");
   read.optional<Precision>("precision", plan.precision, std::nullopt,
-                           parseRecipe, "bf16, fp16, fp8, mxfp8 or nvfp4");
+                           parseRecipe, getRecipeNames(" or "));
   std::string sharding = read.string("weight_sharding");
   if (std::optional<WeightSharding> parsed = parseWeightSharding(sharding))
     plan.sharding = *parsed;

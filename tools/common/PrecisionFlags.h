@@ -11,6 +11,9 @@
 #define STG_TOOLS_COMMON_PRECISIONFLAGS_H
 
 #include "stg/Driver/Compile.h"
+#include "stg/IR/Precision.h"
+
+#include "CLI/CLI.hpp"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -18,6 +21,19 @@
 #include <string>
 
 namespace stg {
+
+/// A list flag's check that each value names a recipe (stage-search's
+/// `--precision bf16,fp8`).
+inline CLI::Validator recipeName() {
+  return CLI::Validator(
+      [](std::string &input) -> std::string {
+        if (parseRecipe(input))
+          return "";
+        return "expects a recipe (" + getRecipeNames() + "), found '" + input +
+               "'";
+      },
+      "RECIPE");
+}
 
 /// Reads `--dtype` (the element type of tensors) and `--precision` (the
 /// recipe) into `options`; an error message if either is not one. FP8 is a
@@ -37,8 +53,8 @@ inline std::optional<std::string> applyPrecisionFlags(llvm::StringRef dtype,
     return std::nullopt;
   options.precision = parseRecipe(precision);
   if (!options.precision)
-    return ("--precision " + precision +
-            ": not a recipe (bf16, fp16, fp8, mxfp8, nvfp4)")
+    return ("--precision " + precision + ": not a recipe (" +
+            getRecipeNames() + ")")
         .str();
   if (*options.precision == Precision::FP16 && dtype.empty())
     options.elementType = ElementType::FP16;

@@ -161,9 +161,9 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
       ->check(wholeNumber(1, 1u << 20))
       ->group(space);
   app.add_option("--precision", flags.precisions,
-                 "recipes: bf16 (default), fp16, fp8, mxfp8, nvfp4")
+                 "recipes: " + getRecipeNames() + " (default bf16)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "mxfp8", "nvfp4"}))
+      ->check(recipeName())
       ->group(space);
   app.add_option("--two-batch-overlap", flags.twoBatchOverlap,
                  "off (default), on, or off,on: instances whose iterations "

@@ -227,10 +227,10 @@ static std::optional<int> parseOptions(int argc, char **argv,
       ->check(CLI::IsMember({"auto", "even", "accounted"}))
       ->group(narrow);
   app.add_option("--precision", options.precisions,
-                 "recipes to try: bf16 (default), fp16, fp8, mxfp8, nvfp4 "
-                 "(each needs the accelerator's unit)")
+                 "recipes to try: " + getRecipeNames() +
+                     " (default bf16; each needs the accelerator's unit)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "mxfp8", "nvfp4"}))
+      ->check(recipeName())
       ->group(narrow);
   app.add_option("--recompute", options.recompute, "none, selective, full")
       ->delimiter(',')

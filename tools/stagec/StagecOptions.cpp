@@ -249,8 +249,8 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "element type of activations and weights (bf16, fp16, fp32)")
       ->group(step);
   app.add_option("--precision", options.precision,
-                 "the recipe: bf16, fp16, fp8, mxfp8 or nvfp4 (the linear "
-                 "layers' GEMMs in it, the rest in bf16)")
+                 "the recipe: " + getRecipeNames(" or ") +
+                     " (the linear layers' GEMMs in it, the rest in bf16)")
       ->group(step);
   app.add_flag("--low-precision-attention",
                options.compile.lowPrecisionAttention,

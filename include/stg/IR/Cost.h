@@ -28,7 +28,7 @@ Expr getFlops(const Op &op);
 Expr getBytesAccessed(const Op &op);
 
 /// The precision of an op that the `precision` pass ran in a format
-/// narrower than 16 bits (fp8, mxfp8, nvfp4), or nothing.
+/// narrower than 16 bits (fp8 and the microscaling formats), or nothing.
 std::optional<Precision> getLowPrecision(const Op &op);
 
 /// Bytes of an element of `precision` as an exact number (every format's

@@ -11,7 +11,8 @@
 //   bf16, fp16
 //   fp8    E4M3/E5M2 with a scale per tensor (Hopper and later)
 //   mxfp8  FP8 with an E8M0 scale per 32 elements (OCP MX; Blackwell, MI355X)
-//   mxfp6, mxfp4  OCP MX 6- and 4-bit formats (peaks only; no recipe yet)
+//   mxfp6, mxfp4  OCP MX 6- and 4-bit formats, the same scales (Blackwell,
+//          MI355X; gpt-oss ships its experts in mxfp4)
 //   nvfp4  E2M1 with an FP8 scale per 16 elements and one per tensor
 //          (Blackwell)
 //
@@ -24,6 +25,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace stg {
 
@@ -33,8 +35,11 @@ constexpr unsigned NumPrecisions = unsigned(Precision::NVFP4) + 1;
 llvm::StringRef getPrecisionName(Precision precision);
 std::optional<Precision> parsePrecision(llvm::StringRef name);
 
-/// True for what `--precision` takes: bf16, fp16, fp8, mxfp8, nvfp4.
+/// True for what `--precision` takes: every format but tf32.
 bool isRecipe(Precision precision);
+/// The recipes' names for messages, in order, the last two joined by
+/// `last`: "bf16, fp16, ..., mxfp4, nvfp4" or "... mxfp4 or nvfp4".
+std::string getRecipeNames(llvm::StringRef last = ", ");
 /// The recipe `name` names, or nothing (a format that is no recipe, such
 /// as tf32, included).
 std::optional<Precision> parseRecipe(llvm::StringRef name);
