@@ -43,7 +43,7 @@ llvm::StringRef stg::getAlgorithmName(CollectiveAlgorithm algorithm) {
 static SystemSpec makeSystem(const char *name, const char *device,
                              unsigned gpusPerNode, double upGBps, double upNs,
                              NetworkTopology upTopology, double outGBps,
-                             double outNs) {
+                             double outNs, bool upReduces = false) {
   SystemSpec system;
   system.name = name;
   system.device = *lookupBuiltinDevice(device);
@@ -55,7 +55,7 @@ static SystemSpec makeSystem(const char *name, const char *device,
                     upTopology == NetworkTopology::FullyConnected
                         ? CollectiveAlgorithm::Direct
                         : CollectiveAlgorithm::Ring,
-                    0.8};
+                    0.8, upReduces};
   system.scaleOut = {outGBps * 1e9, outNs * 1e-9, NetworkTopology::Switch,
                      CollectiveAlgorithm::Ring, 0.9};
   return system;
@@ -66,14 +66,22 @@ llvm::ArrayRef<SystemSpec> stg::getBuiltinSystems() {
   // the node's NICs shared by its GPUs: eight 200 Gb/s HDR, 400 Gb/s NDR or
   // 800 Gb/s ConnectX-8 ports for eight GPUs; one port a GPU in the NVL72
   // racks. MI355X: 7 Infinity Fabric links of 153.6 GB/s (both directions).
+  // NVSwitch reduces in the switch (NVLink SHARP) from its third
+  // generation, the H100's, on; the A100's does not.
   using T = NetworkTopology;
+  const bool InSwitchReduction = true;
   static const SystemSpec systems[] = {
       makeSystem("dgx-a100", "A100", 8, 300, 700, T::Switch, 25, 2000),
-      makeSystem("dgx-h100", "H100", 8, 450, 700, T::Switch, 50, 2000),
-      makeSystem("dgx-b200", "B200", 8, 900, 700, T::Switch, 50, 2000),
-      makeSystem("gb200-nvl72", "GB200", 72, 900, 700, T::Switch, 50, 2000),
-      makeSystem("dgx-b300", "B300", 8, 900, 700, T::Switch, 100, 2000),
-      makeSystem("gb300-nvl72", "GB300", 72, 900, 700, T::Switch, 100, 2000),
+      makeSystem("dgx-h100", "H100", 8, 450, 700, T::Switch, 50, 2000,
+                 InSwitchReduction),
+      makeSystem("dgx-b200", "B200", 8, 900, 700, T::Switch, 50, 2000,
+                 InSwitchReduction),
+      makeSystem("gb200-nvl72", "GB200", 72, 900, 700, T::Switch, 50, 2000,
+                 InSwitchReduction),
+      makeSystem("dgx-b300", "B300", 8, 900, 700, T::Switch, 100, 2000,
+                 InSwitchReduction),
+      makeSystem("gb300-nvl72", "GB300", 72, 900, 700, T::Switch, 100, 2000,
+                 InSwitchReduction),
       makeSystem("mi300x", "MI300X", 8, 448, 700, T::FullyConnected, 50, 2000),
       makeSystem("mi355x", "MI355X", 8, 537.6, 700, T::FullyConnected, 50,
                  2000),
@@ -168,15 +176,20 @@ NetworkTier SystemReader::readTier(const YAML::Node &root, const char *key) {
     fail(node, std::string("'") + key +
                    "' is a map: {bandwidth_gbps, latency_ns, topology, "
                    "algorithm}");
-  checkKeys(
-      node,
-      {"bandwidth_gbps", "latency_ns", "topology", "algorithm", "efficiency"},
-      key);
+  checkKeys(node,
+            {"bandwidth_gbps", "latency_ns", "topology", "algorithm",
+             "efficiency", "in_network_reduction"},
+            key);
   NetworkTier tier;
   tier.bandwidth = readNumber(node, "bandwidth_gbps", 1e-3, 1e6) * 1e9;
   tier.latency = readNumber(node, "latency_ns", 0, 1e9) * 1e-9;
   if (node["efficiency"])
     tier.efficiency = readNumber(node, "efficiency", 0.01, 1);
+  if (const YAML::Node reduces = node["in_network_reduction"]) {
+    if (!reduces.IsScalar() ||
+        !YAML::convert<bool>::decode(reduces, tier.inNetworkReduction))
+      fail(reduces, "'in_network_reduction' must be true or false");
+  }
   if (const YAML::Node topology = node["topology"]) {
     std::string name = topology.Scalar();
     if (name == "switch")

@@ -48,6 +48,43 @@ TEST(StepEstimateTest, EachAlgorithmStepCostsTheLatency) {
       7.0 + 1.0);
 }
 
+TEST(StepEstimateTest, SwitchesThatReduceTakeLargeAllReducesAsNvls) {
+  // Eight H100s: the ring's 2 x 7/8 of the buffer at 360 GB/s and 14 steps
+  // of 0.7 us, or NVLS's buffer at 275 GB/s and 25 us, whichever is
+  // shorter; the break-even is near 12.4 MB.
+  llvm::Expected<SystemSpec> h100 = loadSystem("dgx-h100");
+  ASSERT_TRUE(bool(h100));
+  SystemSpec system = *h100;
+  ASSERT_TRUE(system.scaleUp.inNetworkReduction);
+  GroupSpan eight{8, 1, 8};
+  auto ring = [](double bytes) { return 1.75 * bytes / 360e3 + 14 * 0.7; };
+  auto nvls = [](double bytes) { return bytes / 275e3 + 25; };
+  for (double bytes : {1e6, 10e6}) // Small: the ring.
+    EXPECT_NEAR(getCollectiveMicros(CollectiveKind::AllReduce, bytes, eight,
+                                    system),
+                ring(bytes), 1e-6);
+  for (double bytes : {16e6, 134e6}) // Large: NVLS.
+    EXPECT_NEAR(getCollectiveMicros(CollectiveKind::AllReduce, bytes, eight,
+                                    system),
+                nvls(bytes), 1e-6);
+  // The other collectives keep the ring, and so do two ranks (whose ring
+  // moves the buffer once each way too) and switches that do not reduce.
+  EXPECT_NEAR(getCollectiveMicros(CollectiveKind::ReduceScatter, 134e6, eight,
+                                  system),
+              0.875 * 134e6 / 360e3 + 7 * 0.7, 1e-6);
+  GroupSpan two{2, 1, 2};
+  EXPECT_NEAR(getCollectiveMicros(CollectiveKind::AllReduce, 134e6, two,
+                                  system),
+              134e6 / 360e3 + 2 * 0.7, 1e-6);
+  system.scaleUp.inNetworkReduction = false;
+  EXPECT_NEAR(
+      getCollectiveMicros(CollectiveKind::AllReduce, 134e6, eight, system),
+      ring(134e6), 1e-6);
+  llvm::Expected<SystemSpec> a100 = loadSystem("dgx-a100");
+  ASSERT_TRUE(bool(a100));
+  EXPECT_FALSE(a100->scaleUp.inNetworkReduction);
+}
+
 TEST(StepEstimateTest, AGroupAcrossNodesIsHierarchical) {
   // Four ranks on two nodes: reduce-scatter in the node (1000 us of
   // bandwidth at 1 GB/s for half of 2 MB, 1 step), all-reduce across

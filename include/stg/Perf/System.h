@@ -40,9 +40,21 @@ struct NetworkTier {
   /// The fraction of `bandwidth` collectives reach (NCCL's bus bandwidth
   /// over the link's): 0.8 on NVLink, 0.9 on InfiniBand.
   double efficiency = 1;
+  /// The switches reduce (NVLink SHARP: NVSwitch from its third
+  /// generation), so an all-reduce inside the tier may run as NCCL's NVLS
+  /// (getCollectiveMicros).
+  bool inNetworkReduction = false;
 
   double getEffectiveBandwidth() const { return bandwidth * efficiency; }
 };
+
+/// NCCL's NVLS all-reduce: its algorithm bandwidth at large sizes, a share
+/// of the tier's line rate (480 GB/s of bus bandwidth on eight H100s, 275
+/// GB/s of algorithm bandwidth over 450 GB/s links: NVIDIA's nccl-tests
+/// issue 212), and its latency (25 us, NCCL's tuning table for NVLS over
+/// NVLink), which keeps small reductions on the ring.
+inline constexpr double NvlsBandwidthShare = 275.0 / 450.0;
+inline constexpr double NvlsLatencySeconds = 25e-6;
 
 struct SystemSpec {
   std::string name;
