@@ -19,6 +19,7 @@
 import argparse
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -27,6 +28,50 @@ import tempfile
 # What the engines run with where the source does not say: vLLM's and
 # TensorRT-LLM's defaults (docs/serving.md, "Validation").
 ENGINE_FLAGS = ["--max-batch", "2048", "--max-batched-tokens", "8192"]
+
+# What trtllm-bench sizes its engine from (calc_engine_setting in
+# TensorRT-LLM's tensorrt_llm/bench/build/tuning.py): each model's
+# parameters, layers, KV heads and head size (its Hugging Face config), and
+# each GPU's memory as NVML reports it, in GiB.
+TRTLLM_BENCH_MODELS = {
+    "Llama-3.1-8B": (8.03e9, 32, 8, 128),
+    "Llama-3.1-70B": (70.55e9, 80, 8, 128),
+    "Llama-3.3-70B": (70.55e9, 80, 8, 128),
+    "Llama-3.1-405B": (405.85e9, 126, 8, 128),
+}
+NVML_GIB = {"H100": 81559 / 1024, "H200": 143771 / 1024}
+
+
+def trtllm_bench_settings(row, model):
+    """The max batch size and max tokens trtllm-bench gives an FP8 engine
+    for the row's lengths when it is not told them, or None."""
+    facts = TRTLLM_BENCH_MODELS.get(model)
+    gpu = row["gpu"][:4]
+    if (not facts or gpu not in NVML_GIB or row["dp_attention"] == "true" or
+            not row["source_id"].startswith("trtllm-perf-overview")):
+        return None
+    params, layers, kv_heads, head_size = facts
+    tp, isl, osl = int(row["tp"] or 1), int(row["isl"]), int(row["osl"])
+    # FP8 weights and cache: a byte an element; each tp rank holds at least
+    # one KV head.
+    gib_per_token = 2 * layers * max(tp, kv_heads) * head_size / 1024**3
+    cache = 0.95 * (NVML_GIB[gpu] * tp - params / 1024**3)
+    requests = cache / (gib_per_token * (isl + osl))
+    batch = min(requests, 4096)
+    tokens = min(batch * (1 + isl / osl), 32768)
+    if batch < 256:
+        batch = max(64, 32 * math.ceil(batch / 32))
+    elif batch < 1024:
+        batch = 128 * math.ceil(batch / 128)
+    else:
+        batch = 256 * math.ceil(batch / 256)
+    if tokens < 4096:
+        tokens = max(2048, 256 * math.ceil(tokens / 256))
+    elif tokens < 8192:
+        tokens = 512 * math.ceil(tokens / 512)
+    else:
+        tokens = 1024 * math.ceil(tokens / 1024)
+    return batch, tokens
 
 # The model a row names, as a template and the sets that make it that model.
 MODELS = {
@@ -121,6 +166,9 @@ def case_of(row):
     flags = [template] + sets + system + ["--mode", "serve",
                                           "--isl", row["isl"],
                                           "--osl", row["osl"]]
+    engine = trtllm_bench_settings(row, model)
+    flags += (["--max-batch", str(engine[0]), "--max-batched-tokens",
+               str(engine[1])] if engine else ENGINE_FLAGS)
     tp = int(row["tp"] or 1)
     instances = int(row["num_gpus"]) // tp
     if attention_dp:
@@ -193,7 +241,7 @@ def main():
             flags, key, kind = case
             flags[0] = os.path.join(args.templates, flags[0])
             report = os.path.join(scratch, f"{index}.json")
-            command = [args.stagec] + flags + ENGINE_FLAGS + args.flag + [
+            command = [args.stagec] + flags + args.flag + [
                 "--report-json", report]
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0:
