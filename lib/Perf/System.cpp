@@ -74,6 +74,8 @@ llvm::ArrayRef<SystemSpec> stg::getBuiltinSystems() {
       makeSystem("dgx-a100", "A100", 8, 300, 700, T::Switch, 25, 2000),
       makeSystem("dgx-h100", "H100", 8, 450, 700, T::Switch, 50, 2000,
                  InSwitchReduction),
+      makeSystem("dgx-h200", "H200", 8, 450, 700, T::Switch, 50, 2000,
+                 InSwitchReduction),
       makeSystem("dgx-b200", "B200", 8, 900, 700, T::Switch, 50, 2000,
                  InSwitchReduction),
       makeSystem("gb200-nvl72", "GB200", 72, 900, 700, T::Switch, 50, 2000,
@@ -87,6 +89,17 @@ llvm::ArrayRef<SystemSpec> stg::getBuiltinSystems() {
                  2000),
   };
   return systems;
+}
+
+std::string stg::getBuiltinSystemNames(llvm::StringRef last) {
+  std::string names;
+  llvm::ArrayRef<SystemSpec> systems = getBuiltinSystems();
+  for (size_t i = 0; i < systems.size(); ++i) {
+    if (i)
+      names += i + 1 == systems.size() ? last.str() : ", ";
+    names += systems[i].name;
+  }
+  return names;
 }
 
 SystemSpec stg::makeSingleDomainSystem(const DeviceSpec &device,
@@ -266,15 +279,11 @@ llvm::Expected<SystemSpec> stg::loadSystem(llvm::StringRef nameOrFile) {
   for (const SystemSpec &system : getBuiltinSystems())
     if (nameOrFile.equals_insensitive(system.name))
       return system;
-  if (!nameOrFile.endswith(".yaml") && !nameOrFile.endswith(".yml")) {
-    std::string names;
-    for (const SystemSpec &system : getBuiltinSystems())
-      names += (names.empty() ? "" : ", ") + system.name;
-    return llvm::createStringError(std::errc::invalid_argument,
-                                   "unknown system '%s' (built in: %s; or a "
-                                   ".yaml file)",
-                                   nameOrFile.str().c_str(), names.c_str());
-  }
+  if (!nameOrFile.endswith(".yaml") && !nameOrFile.endswith(".yml"))
+    return llvm::createStringError(
+        std::errc::invalid_argument,
+        "unknown system '%s' (built in: %s; or a .yaml file)",
+        nameOrFile.str().c_str(), getBuiltinSystemNames().c_str());
   auto text = readInputFile(nameOrFile, MaxSpecBytes, "system file");
   if (!text)
     return text.takeError();

@@ -143,7 +143,7 @@ def system_flags(gpu):
     if gpu.startswith("H100"):
         return ["--system", os.environ.get("SYS", "dgx-h100")]
     if gpu.startswith("H200"):
-        return ["--device", "H200"]
+        return ["--system", "dgx-h200"]
     return None
 
 

@@ -31,9 +31,10 @@ TEST(SystemTest, EveryBuiltinSystemHasAComputingDevice) {
     EXPECT_GT(system.scaleUp.bandwidth, system.scaleOut.bandwidth)
         << system.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "dgx-a100", "dgx-h100", "dgx-b200", "gb200-nvl72",
-                       "dgx-b300", "gb300-nvl72", "mi300x", "mi355x"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"dgx-a100", "dgx-h100", "dgx-h200",
+                                      "dgx-b200", "gb200-nvl72", "dgx-b300",
+                                      "gb300-nvl72", "mi300x", "mi355x"}));
 }
 
 TEST(SystemTest, BlackwellUltraSystems) {
@@ -72,10 +73,11 @@ TEST(SystemTest, MI355XIsModelledAsMI300X) {
 TEST(SystemTest, UnknownSystemsListTheBuiltins) {
   llvm::Expected<SystemSpec> system = loadSystem("dgx-z9000");
   ASSERT_FALSE(bool(system));
-  EXPECT_EQ(llvm::toString(system.takeError()),
-            "unknown system 'dgx-z9000' (built in: dgx-a100, dgx-h100, "
-            "dgx-b200, gb200-nvl72, dgx-b300, gb300-nvl72, mi300x, mi355x; "
-            "or a .yaml file)");
+  EXPECT_EQ(
+      llvm::toString(system.takeError()),
+      "unknown system 'dgx-z9000' (built in: dgx-a100, dgx-h100, "
+      "dgx-h200, dgx-b200, gb200-nvl72, dgx-b300, gb300-nvl72, mi300x, mi355x; "
+      "or a .yaml file)");
 }
 
 class SystemFileTest : public ScratchDirectoryTest {

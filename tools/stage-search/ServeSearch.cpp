@@ -99,8 +99,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
       ->required()
       ->check(wholeNumber(1, 1u << 20));
   app.add_option("--system", flags.system,
-                 "the cluster: dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, "
-                 "dgx-b300, gb300-nvl72, mi300x, mi355x or a .yaml file")
+                 "the cluster: " + getBuiltinSystemNames() + " or a .yaml file")
       ->required();
 
   const char *workload = "Workload (as stagec --mode serve)";

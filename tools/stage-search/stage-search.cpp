@@ -150,8 +150,7 @@ static std::optional<int> parseOptions(int argc, char **argv,
       ->required()
       ->check(wholeNumber(1, 1u << 20));
   app.add_option("--system", options.system,
-                 "the cluster: dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, "
-                 "dgx-b300, gb300-nvl72, mi300x, mi355x or a .yaml file")
+                 "the cluster: " + getBuiltinSystemNames() + " or a .yaml file")
       ->required();
   app.add_option("--global-batch", options.globalBatch,
                  "sequences per training step")

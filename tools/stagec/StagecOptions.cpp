@@ -260,10 +260,9 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
 
   const char *timing = "Time (kernel durations, step estimate)";
   app.add_option("--system", options.system,
-                 "the cluster: dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, "
-                 "dgx-b300, gb300-nvl72, mi300x, mi355x or a system .yaml "
-                 "file (accelerator, GPUs per node, scale-up and scale-out "
-                 "networks)")
+                 "the cluster: " + getBuiltinSystemNames(" or ") +
+                     " or a system .yaml file (accelerator, GPUs per node, "
+                     "scale-up and scale-out networks)")
       ->group(timing);
   app.add_option("--device", options.device,
                  "one scale-up domain of this GPU: A100, H100, H200, B200, "

@@ -66,9 +66,11 @@ struct SystemSpec {
   unsigned getNode(unsigned rank) const { return rank / gpusPerNode; }
 };
 
-/// dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, dgx-b300, gb300-nvl72, mi300x,
-/// mi355x.
+/// dgx-a100, dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, dgx-b300,
+/// gb300-nvl72, mi300x, mi355x.
 llvm::ArrayRef<SystemSpec> getBuiltinSystems();
+/// Their names for messages and help, the last two joined by `last`.
+std::string getBuiltinSystemNames(llvm::StringRef last = ", ");
 
 /// A built-in system's name, or a YAML file (docs/cluster.md has the
 /// format); errors are `file:line:col: message`.
