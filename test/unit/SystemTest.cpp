@@ -37,6 +37,20 @@ TEST(SystemTest, EveryBuiltinSystemHasAComputingDevice) {
                                       "gb300-nvl72", "mi300x", "mi355x"}));
 }
 
+TEST(SystemTest, DgxH200IsTheDgxH100NetworkAroundH200s) {
+  SystemSpec h200 = loadBuiltin("dgx-h200"), h100 = loadBuiltin("dgx-h100");
+  EXPECT_EQ(h200.device.name, "H200");
+  EXPECT_EQ(h200.device.memoryBytes, 141'000'000'000u);
+  EXPECT_DOUBLE_EQ(h200.device.memoryBandwidth, 4.8e12);
+  EXPECT_EQ(h200.gpusPerNode, h100.gpusPerNode);
+  EXPECT_DOUBLE_EQ(h200.scaleUp.bandwidth, h100.scaleUp.bandwidth);
+  EXPECT_DOUBLE_EQ(h200.scaleOut.bandwidth, h100.scaleOut.bandwidth);
+  // Both NVSwitch generations 3: NVLS; the A100's generation 2 is not.
+  EXPECT_TRUE(h200.scaleUp.inNetworkReduction);
+  EXPECT_TRUE(h100.scaleUp.inNetworkReduction);
+  EXPECT_FALSE(loadBuiltin("dgx-a100").scaleUp.inNetworkReduction);
+}
+
 TEST(SystemTest, BlackwellUltraSystems) {
   // DGX B300: eight B300s on NVLink 5 (900 GB/s a direction), eight
   // 800 Gb/s ConnectX-8 ports: 100 GB/s a GPU.
