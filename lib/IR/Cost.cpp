@@ -327,6 +327,44 @@ std::optional<ExpertWeightReads> stg::getExpertWeightReads(const Op &op) {
                            route->getAttr("experts")->expr};
 }
 
+std::optional<SlotFill> stg::getSlotFill(const Op &op) {
+  if (op.getPhase() != Phase::Forward || op.getOperands().empty() ||
+      op.getKind() == OpKind::Dispatch || op.getKind() == OpKind::Combine)
+    return std::nullopt;
+  // Back along first operands to the dispatch, not past a combine (the
+  // tokens after it are whole again).
+  const Op *dispatch = nullptr;
+  const Value *value = op.getOperand(0);
+  for (unsigned depth = 0; depth < 8 && !dispatch; ++depth) {
+    const Op *def = value->getDefiningOp();
+    if (!def || def->getOperands().empty() || def->getKind() == OpKind::Combine)
+      return std::nullopt;
+    if (def->getKind() == OpKind::Dispatch)
+      dispatch = def;
+    value = def->getOperand(0);
+  }
+  if (!dispatch || dispatch->getOperands().size() < 2)
+    return std::nullopt;
+  const Op *route = dispatch->getOperand(1)->getDefiningOp();
+  if (!route || route->getKind() != OpKind::Route)
+    return std::nullopt;
+  const TensorType &input = dispatch->getOperand(0)->getType();
+  const TensorType &slots = dispatch->getResult()->getType();
+  if (input.getRank() < 1 || slots.getRank() < 2)
+    return std::nullopt;
+  Expr tokens =
+      input.getNumElementsLogical() / input.getDim(input.getRank() - 1);
+  return SlotFill{tokens * route->getAttr("topk")->expr *
+                      dispatch->getAttr("capacity")->expr / 100,
+                  slots.getDim(0) * slots.getDim(1)};
+}
+
+double stg::getSlotFillFraction(double copies, double rows) {
+  if (!(copies > 0) || !(rows > 0) || copies >= rows)
+    return 1;
+  return copies / rows;
+}
+
 double stg::getActiveExpertFraction(double tokens, double topk,
                                     double experts) {
   if (!(experts > 0) || !(tokens > 0) || topk >= experts)

@@ -47,6 +47,10 @@ const AttrSpec kSplit[] = {{"dim", K::Int}, {"parts", K::Int}};
 const AttrSpec kPScan[] = {{"dim", K::Int, "1"}};
 const AttrSpec kConv1D[] = {{"kernel", K::Expr}};
 const AttrSpec kRoute[] = {{"topk", K::Expr}, {"experts", K::Expr}};
+// The slots' capacity factor in percent (the templates' CAP): at 100 an
+// expert's slots hold its average load, and the slots past the tokens
+// routed are rounding, which a dropless grouped GEMM does not compute.
+const AttrSpec kDispatch[] = {{"capacity", K::Expr, "100"}};
 // Collectives record the bytes each rank contributes (its input buffer, the
 // nccl-tests convention), filled in by match-collectives.
 const AttrSpec kAxes[] = {{"axes", K::Axes},
@@ -82,6 +86,8 @@ llvm::ArrayRef<AttrSpec> attrsOf(OpKind kind) {
   case OpKind::PScan: return kPScan;
   case OpKind::Conv1D: return kConv1D;
   case OpKind::Route: return kRoute;
+  case OpKind::Dispatch:
+    return kDispatch;
   case OpKind::AllReduce:
   case OpKind::Broadcast: return kAxes;
   case OpKind::AllGather:

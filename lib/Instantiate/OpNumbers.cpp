@@ -15,6 +15,7 @@
 #include "stg/IR/Cost.h"
 #include "stg/IR/GradOp.h"
 
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -207,26 +208,80 @@ OpNumberCache::Formulas &OpNumberCache::getFormulas(const Op &op) {
         costs.expertPrograms[index] =
             CompiledExpr::compile(*parts[index], slots);
     }
+    if (!isTraining())
+      costs.slotFill = stg::getSlotFill(op);
+    if (costs.slotFill) {
+      costs.slotFillPrograms[0] =
+          CompiledExpr::compile(costs.slotFill->copies, slots);
+      costs.slotFillPrograms[1] =
+          CompiledExpr::compile(costs.slotFill->rows, slots);
+    }
   }
   return costs;
 }
 
-uint64_t OpNumberCache::getUnreadExpertBytes(const Formulas &costs) {
-  if (!costs.expertReads)
-    return 0;
-  double values[4];
-  for (unsigned index = 0; index < 4; ++index) {
-    std::optional<Rational> value = tryCompiled(costs.expertPrograms[index]);
+/// `programs`' values under the current binding, or nothing where one does
+/// not evaluate.
+template <size_t N>
+static std::optional<std::array<double, N>>
+evaluateAll(const CompiledExpr (&programs)[N],
+            llvm::function_ref<std::optional<Rational>(const CompiledExpr &)>
+                evaluate) {
+  std::array<double, N> values;
+  for (size_t index = 0; index < N; ++index) {
+    std::optional<Rational> value = evaluate(programs[index]);
     if (!value || value->den <= 0)
-      return 0;
+      return std::nullopt;
     values[index] = double(value->num) / double(value->den);
   }
-  auto [weightBytes, tokens, topk, experts] = values;
+  return values;
+}
+
+std::pair<uint64_t, uint64_t>
+OpNumberCache::getExpertWeightBytes(const Formulas &costs) {
+  if (!costs.expertReads)
+    return {0, 0};
+  auto values = evaluateAll(costs.expertPrograms, [&](const CompiledExpr &e) {
+    return tryCompiled(e);
+  });
+  if (!values || !(values->at(0) >= 0) || !std::isfinite(values->at(0)))
+    return {0, 0};
+  auto [weightBytes, tokens, topk, experts] = *values;
   double unread =
       weightBytes * (1 - getActiveExpertFraction(tokens, topk, experts));
   // Whole bytes, and none where the experts all get tokens (a training
   // step's): the estimate is the same as before for those.
-  return unread >= 1 && std::isfinite(unread) ? uint64_t(unread) : 0;
+  return {uint64_t(weightBytes),
+          unread >= 1 && std::isfinite(unread) ? uint64_t(unread) : 0};
+}
+
+bool OpNumberCache::isTraining() {
+  if (!training) {
+    training = false;
+    if (const Graph *model = module.getModel())
+      model->walk([&](const Op &op) {
+        if (op.getPhase() == Phase::Backward)
+          training = true;
+      });
+  }
+  return *training;
+}
+
+double OpNumberCache::getSlotFill(const Formulas &costs) {
+  if (!costs.slotFill)
+    return 1;
+  auto values = evaluateAll(costs.slotFillPrograms, [&](const CompiledExpr &e) {
+    return tryCompiled(e);
+  });
+  return values ? getSlotFillFraction(values->at(0), values->at(1)) : 1;
+}
+
+/// `count` for the rows of it that hold tokens: unchanged where all do (a
+/// training step's slots, whose estimate stays the same), else rounded up.
+static int64_t getFilled(int64_t count, double fill) {
+  if (fill >= 1)
+    return count;
+  return int64_t(std::ceil(double(count) * fill));
 }
 
 /// The precision of an op the `precision` pass left alone: its result's
@@ -278,7 +333,8 @@ const OpNumbers *OpNumberCache::get(const Op &op) {
         count(costs.bytes, costs.bytesProgram, "size of ", false);
     if (!bytes)
       return nullptr;
-    numbers.commBytes = *bytes;
+    // The slots a decode step's few tokens leave empty are not moved.
+    numbers.commBytes = getFilled(*bytes, getSlotFill(costs));
   } else {
     std::optional<int64_t> flops =
         count(costs.flops, costs.flopsProgram, "FLOPs of ", roundUp);
@@ -286,11 +342,16 @@ const OpNumbers *OpNumberCache::get(const Op &op) {
         count(costs.bytes, costs.bytesProgram, "bytes of ", roundUp);
     if (!flops || !bytes)
       return nullptr;
-    numbers.flops = *flops;
-    numbers.bytesAccessed = *bytes;
-    // A grouped GEMM reads only the experts that got tokens.
-    numbers.bytesAccessed -=
-        std::min(numbers.bytesAccessed, getUnreadExpertBytes(costs));
+    // An op on an experts' slots computes, reads and writes the rows that
+    // hold tokens; a grouped GEMM reads the weights of the experts that got
+    // tokens, whole.
+    double fill = getSlotFill(costs);
+    auto [weightBytes, unreadBytes] = getExpertWeightBytes(costs);
+    weightBytes = std::min<uint64_t>(weightBytes, *bytes);
+    numbers.flops = getFilled(*flops, fill);
+    numbers.bytesAccessed =
+        weightBytes - std::min(weightBytes, unreadBytes) +
+        uint64_t(getFilled(int64_t(*bytes - weightBytes), fill));
     if (op.getKind() == OpKind::Einsum)
       numbers.gemm = getGemmShape(op);
     if (isAttention(op)) {
@@ -309,7 +370,7 @@ const OpNumbers *OpNumberCache::get(const Op &op) {
                 true);
       if (!castBytes)
         return nullptr;
-      numbers.castBytes = *castBytes;
+      numbers.castBytes = getFilled(*castBytes, fill);
     }
   }
   it->second = numbers;

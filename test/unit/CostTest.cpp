@@ -604,4 +604,46 @@ TEST(Cost, ActiveExpertsAreThoseThatGetATokenInExpectation) {
   EXPECT_DOUBLE_EQ(getActiveExpertFraction(0, 2, 8), 1);
 }
 
+TEST(CostTest, OpsOnExpertSlotsComputeTheRowsTheirTokensFill) {
+  // 3 tokens to 2 of 8 experts at 150 % capacity: 9 of the 8 x 4 slot rows
+  // hold tokens. The experts' GEMM, its activation and the slots'
+  // exchange are on slots; the router, the dispatch, the combine and what
+  // follows it are not.
+  const char *source = R"(
+    dim T = 3, D = 8, F = 16, E = 8, K = 2, C = 4, CAP = 150;
+    axis ep;
+    model m {
+      x: [T, D] = input();
+      param wr: [D, E];
+      r = route[topk=K, experts=E](einsum[td,de->te](x, wr));
+      d: [E/ep, C, D] = dispatch[capacity=CAP](x, r);
+      param w: [E/ep, D, F];
+      h = einsum[ecd,edf->ecf](d, w);
+      param w2: [E/ep, F, D];
+      o: [E/ep, C, D] = einsum[ecf,efd->ecd](silu(h), w2);
+      y: [T, D] = combine(o, r);
+      loss = cross_entropy(add(y, x));
+    }
+  )";
+  std::unique_ptr<Module> module = build(source, "shape-infer");
+  ASSERT_TRUE(module);
+  std::map<std::string, std::optional<SlotFill>> fills;
+  module->getModel()->walk([&](Op &op) {
+    if (!op.getResults().empty())
+      fills[op.getResult()->getName().str()] = getSlotFill(op);
+  });
+  for (const char *name : {"h", "silu", "o"}) {
+    ASSERT_TRUE(fills.count(name) && fills[name]) << name;
+    EXPECT_TRUE(sameExpr(*module->bindAll(fills[name]->copies), Expr(9)))
+        << name;
+    EXPECT_TRUE(sameExpr(*module->bindAll(fills[name]->rows), Expr(32)))
+        << name;
+  }
+  for (const char *name : {"r", "d", "y", "add"})
+    EXPECT_FALSE(fills.count(name) && fills[name]) << name;
+  EXPECT_DOUBLE_EQ(getSlotFillFraction(9, 32), 9.0 / 32);
+  EXPECT_DOUBLE_EQ(getSlotFillFraction(40, 32), 1);
+  EXPECT_DOUBLE_EQ(getSlotFillFraction(0, 32), 1);
+}
+
 } // namespace

@@ -58,6 +58,24 @@ struct ExpertWeightReads {
 };
 std::optional<ExpertWeightReads> getExpertWeightReads(const Op &op);
 
+/// The rows an op on an experts' slots computes (a forward op between a
+/// dispatch and its combine: the experts' GEMMs, their activations and the
+/// collectives that move the slots): `copies`, the tokens routed times the
+/// top-k times the dispatch's capacity over 100, of `rows`, the experts
+/// times their slots. The slots round each rank's share of an expert up
+/// to whole slots, so a decode step's few tokens fill few of them (one
+/// token to 8 of 256 experts: 8 of 256 rows); a dropless grouped GEMM, and
+/// the exchanges around it, move only the tokens. Nothing for any other op.
+struct SlotFill {
+  Expr copies, rows;
+};
+std::optional<SlotFill> getSlotFill(const Op &op);
+
+/// The share of an op's slot rows that `getSlotFill`'s formulas say hold
+/// tokens, once bound: copies / rows, at most 1 (and 1 where either is not
+/// a positive number).
+double getSlotFillFraction(double copies, double rows);
+
 /// The expected fraction of E experts that get at least one of `tokens`
 /// tokens, each routed to k of them uniformly at random: 1 - (1 - k/E)^n.
 double getActiveExpertFraction(double tokens, double topk, double experts);

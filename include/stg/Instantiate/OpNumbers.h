@@ -133,15 +133,27 @@ private:
     /// and the expert count (getExpertWeightReads).
     std::optional<ExpertWeightReads> expertReads;
     CompiledExpr expertPrograms[4];
+    /// An op on an experts' slots: the rows that hold tokens, of all
+    /// (getSlotFill).
+    std::optional<SlotFill> slotFill;
+    CompiledExpr slotFillPrograms[2];
   };
-  /// How many of `op`'s bytes an experts' GEMM leaves unread: the weights
-  /// of the experts that get no token (0 for any other op, or where the
-  /// numbers do not evaluate).
-  uint64_t getUnreadExpertBytes(const Formulas &costs);
+  /// An experts' GEMM's weight bytes, and how many of them it leaves
+  /// unread: the weights of the experts that get no token ({0, 0} for any
+  /// other op, or where the numbers do not evaluate).
+  std::pair<uint64_t, uint64_t> getExpertWeightBytes(const Formulas &costs);
+  /// The share of an op's slot rows that hold tokens (1 for an op on no
+  /// slots, or where the numbers do not evaluate).
+  double getSlotFill(const Formulas &costs);
+  /// Whether the module trains (has a backward): a training step's slots
+  /// are full but for each rank's rounding, which its forward and backward
+  /// both keep, so slot fill applies to inference only.
+  bool isTraining();
   Formulas &getFormulas(const Op &op);
 
   const Module &module;
   DiagnosticEngine *diags;
+  std::optional<bool> training; ///< isTraining's answer, once known.
   llvm::DenseMap<const Op *, std::optional<OpNumbers>> ops;
   llvm::DenseMap<const Value *, std::optional<int64_t>> values;
   llvm::DenseMap<const Op *, Formulas> formulas;
