@@ -278,20 +278,40 @@ Expr stg::getBytesAccessed(const Op &op) {
   return bytes;
 }
 
-/// The dispatch whose slots `value` carries: its producer, or through the
-/// ops between (collectives, the experts' other GEMMs and activations),
-/// each followed by its first operand.
-static const Op *findDispatch(const Value &value) {
+namespace {
+/// A dispatch, the route it follows and the tokens it dispatches (all
+/// ranks').
+struct RoutedDispatch {
+  const Op *dispatch, *route;
+  Expr tokens;
+};
+} // namespace
+
+/// The dispatch whose slots `value` carries, and its route: its producer,
+/// or back along first operands through the ops between (collectives, the
+/// experts' other GEMMs and activations), not past a combine (the tokens
+/// after it are whole again).
+static std::optional<RoutedDispatch> findDispatch(const Value &value) {
   const Value *slots = &value;
   for (unsigned depth = 0; depth < 8; ++depth) {
     const Op *def = slots->getDefiningOp();
-    if (!def || def->getOperands().empty())
-      return nullptr;
-    if (def->getKind() == OpKind::Dispatch)
-      return def;
+    if (!def || def->getOperands().empty() ||
+        def->getKind() == OpKind::Combine)
+      return std::nullopt;
+    if (def->getKind() == OpKind::Dispatch) {
+      const Op *route = def->getOperands().size() < 2
+                            ? nullptr
+                            : def->getOperand(1)->getDefiningOp();
+      const TensorType &input = def->getOperand(0)->getType();
+      if (!route || route->getKind() != OpKind::Route || input.getRank() < 1)
+        return std::nullopt;
+      return RoutedDispatch{def, route,
+                            input.getNumElementsLogical() /
+                                input.getDim(input.getRank() - 1)};
+    }
     slots = def->getOperand(0);
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 std::optional<ExpertWeightReads> stg::getExpertWeightReads(const Op &op) {
@@ -306,56 +326,34 @@ std::optional<ExpertWeightReads> stg::getExpertWeightReads(const Op &op) {
       weightSpec.find(slotsSpec[1]) != std::string::npos ||
       spec.output.find(slotsSpec[1]) == std::string::npos)
     return std::nullopt;
-  const Op *dispatch = findDispatch(*op.getOperand(0));
-  if (!dispatch || dispatch->getOperands().size() < 2)
-    return std::nullopt;
-  const Op *route = dispatch->getOperand(1)->getDefiningOp();
-  if (!route || route->getKind() != OpKind::Route)
+  std::optional<RoutedDispatch> found = findDispatch(*op.getOperand(0));
+  if (!found)
     return std::nullopt;
   // The tokens dispatched, over the ranks among which the slots here are a
   // share (data-parallel replicas of the experts, context parallelism).
-  const TensorType &input = dispatch->getOperand(0)->getType();
   const TensorType &slots = op.getOperand(0)->getType();
-  Expr tokens = input.getNumElementsLogical() /
-                input.getDim(input.getRank() - 1) * slots.getLocalDim(1) /
-                slots.getDim(1);
+  Expr tokens = found->tokens * slots.getLocalDim(1) / slots.getDim(1);
   const Value &weight = *op.getOperand(1);
   std::optional<Precision> precision = getLowPrecision(op);
   Expr weightBytes =
       precision ? getQuantizedBytes(weight, *precision) : getLocalBytes(weight);
-  return ExpertWeightReads{weightBytes, tokens, route->getAttr("topk")->expr,
-                           route->getAttr("experts")->expr};
+  return ExpertWeightReads{weightBytes, tokens,
+                           found->route->getAttr("topk")->expr,
+                           found->route->getAttr("experts")->expr};
 }
 
 std::optional<SlotFill> stg::getSlotFill(const Op &op) {
   if (op.getPhase() != Phase::Forward || op.getOperands().empty() ||
       op.getKind() == OpKind::Dispatch || op.getKind() == OpKind::Combine)
     return std::nullopt;
-  // Back along first operands to the dispatch, not past a combine (the
-  // tokens after it are whole again).
-  const Op *dispatch = nullptr;
-  const Value *value = op.getOperand(0);
-  for (unsigned depth = 0; depth < 8 && !dispatch; ++depth) {
-    const Op *def = value->getDefiningOp();
-    if (!def || def->getOperands().empty() || def->getKind() == OpKind::Combine)
-      return std::nullopt;
-    if (def->getKind() == OpKind::Dispatch)
-      dispatch = def;
-    value = def->getOperand(0);
-  }
-  if (!dispatch || dispatch->getOperands().size() < 2)
+  std::optional<RoutedDispatch> found = findDispatch(*op.getOperand(0));
+  if (!found)
     return std::nullopt;
-  const Op *route = dispatch->getOperand(1)->getDefiningOp();
-  if (!route || route->getKind() != OpKind::Route)
+  const TensorType &slots = found->dispatch->getResult()->getType();
+  if (slots.getRank() < 2)
     return std::nullopt;
-  const TensorType &input = dispatch->getOperand(0)->getType();
-  const TensorType &slots = dispatch->getResult()->getType();
-  if (input.getRank() < 1 || slots.getRank() < 2)
-    return std::nullopt;
-  Expr tokens =
-      input.getNumElementsLogical() / input.getDim(input.getRank() - 1);
-  return SlotFill{tokens * route->getAttr("topk")->expr *
-                      dispatch->getAttr("capacity")->expr / 100,
+  return SlotFill{found->tokens * found->route->getAttr("topk")->expr *
+                      found->dispatch->getAttr("capacity")->expr / 100,
                   slots.getDim(0) * slots.getDim(1)};
 }
 

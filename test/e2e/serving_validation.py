@@ -59,18 +59,13 @@ def trtllm_bench_settings(row, model):
     requests = cache / (gib_per_token * (isl + osl))
     batch = min(requests, 4096)
     tokens = min(batch * (1 + isl / osl), 32768)
-    if batch < 256:
-        batch = max(64, 32 * math.ceil(batch / 32))
-    elif batch < 1024:
-        batch = 128 * math.ceil(batch / 128)
-    else:
-        batch = 256 * math.ceil(batch / 256)
-    if tokens < 4096:
-        tokens = max(2048, 256 * math.ceil(tokens / 256))
-    elif tokens < 8192:
-        tokens = 512 * math.ceil(tokens / 512)
-    else:
-        tokens = 1024 * math.ceil(tokens / 1024)
+    def ceil_to(value, multiple):
+        return multiple * math.ceil(value / multiple)
+    # Rounded up, more coarsely the larger, with floors of 64 and 2048.
+    batch = (max(64, ceil_to(batch, 32)) if batch < 256 else
+             ceil_to(batch, 128 if batch < 1024 else 256))
+    tokens = (max(2048, ceil_to(tokens, 256)) if tokens < 4096 else
+              ceil_to(tokens, 512 if tokens < 8192 else 1024))
     return batch, tokens
 
 # The model a row names, as a template and the sets that make it that model.
