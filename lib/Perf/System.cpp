@@ -69,7 +69,7 @@ llvm::ArrayRef<SystemSpec> stg::getBuiltinSystems() {
   // NVSwitch reduces in the switch (NVLink SHARP) from its third
   // generation, the H100's, on; the A100's does not.
   using T = NetworkTopology;
-  const bool InSwitchReduction = true;
+  constexpr bool InSwitchReduction = true;
   static const SystemSpec systems[] = {
       makeSystem("dgx-a100", "A100", 8, 300, 700, T::Switch, 25, 2000),
       makeSystem("dgx-h100", "H100", 8, 450, 700, T::Switch, 50, 2000,
