@@ -295,8 +295,7 @@ static std::optional<RoutedDispatch> findDispatch(const Value &value) {
   const Value *slots = &value;
   for (unsigned depth = 0; depth < 8; ++depth) {
     const Op *def = slots->getDefiningOp();
-    if (!def || def->getOperands().empty() ||
-        def->getKind() == OpKind::Combine)
+    if (!def || def->getOperands().empty() || def->getKind() == OpKind::Combine)
       return std::nullopt;
     if (def->getKind() == OpKind::Dispatch) {
       const Op *route = def->getOperands().size() < 2

@@ -34,9 +34,7 @@ std::optional<Precision> stg::parsePrecision(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
-bool stg::isRecipe(Precision precision) {
-  return precision != Precision::TF32;
-}
+bool stg::isRecipe(Precision precision) { return precision != Precision::TF32; }
 
 std::string stg::getRecipeNames(llvm::StringRef last) {
   std::string names;

@@ -40,8 +40,7 @@ static double getSteps(const NetworkTier &tier, unsigned n) {
 /// as NVLS, as NCCL picks it: where the switches reduce and NVLS's time,
 /// its latency and the buffer once each way at its bandwidth, is below
 /// the ring's (from about 12 MB on eight H100s, 39 MB on four).
-static bool isNvlsAllReduce(double bytes, unsigned n,
-                            const NetworkTier &tier) {
+static bool isNvlsAllReduce(double bytes, unsigned n, const NetworkTier &tier) {
   if (!tier.inNetworkReduction || n <= 2)
     return false;
   double ring = 2 * double(n - 1) / n * bytes / tier.getEffectiveBandwidth() +
@@ -63,8 +62,7 @@ static double getFlatSeconds(CollectiveKind kind, double bytes, unsigned n,
   switch (kind) {
   case CollectiveKind::AllReduce:
     if (isNvlsAllReduce(bytes, n, tier))
-      return bytes / (NvlsBandwidthShare * tier.bandwidth) +
-             NvlsLatencySeconds;
+      return bytes / (NvlsBandwidthShare * tier.bandwidth) + NvlsLatencySeconds;
     return 2 * share * bytes / bandwidth + 2 * steps * tier.latency;
   case CollectiveKind::AllGather:
     return (n - 1) * bytes / bandwidth + steps * tier.latency;

@@ -51,11 +51,14 @@ static SystemSpec makeSystem(const char *name, const char *device,
   // Collectives reach about 80 % of NVLink's and Infinity Fabric's
   // bandwidth and 90 % of InfiniBand's (nccl-tests bus bandwidth on DGX
   // systems); docs/cluster.md has the calibration.
-  system.scaleUp = {upGBps * 1e9, upNs * 1e-9, upTopology,
+  system.scaleUp = {upGBps * 1e9,
+                    upNs * 1e-9,
+                    upTopology,
                     upTopology == NetworkTopology::FullyConnected
                         ? CollectiveAlgorithm::Direct
                         : CollectiveAlgorithm::Ring,
-                    0.8, upReduces};
+                    0.8,
+                    upReduces};
   system.scaleOut = {outGBps * 1e9, outNs * 1e-9, NetworkTopology::Switch,
                      CollectiveAlgorithm::Ring, 0.9};
   return system;

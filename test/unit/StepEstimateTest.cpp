@@ -60,22 +60,22 @@ TEST(StepEstimateTest, SwitchesThatReduceTakeLargeAllReducesAsNvls) {
   auto ring = [](double bytes) { return 1.75 * bytes / 360e3 + 14 * 0.7; };
   auto nvls = [](double bytes) { return bytes / 275e3 + 25; };
   for (double bytes : {1e6, 10e6}) // Small: the ring.
-    EXPECT_NEAR(getCollectiveMicros(CollectiveKind::AllReduce, bytes, eight,
-                                    system),
-                ring(bytes), 1e-6);
+    EXPECT_NEAR(
+        getCollectiveMicros(CollectiveKind::AllReduce, bytes, eight, system),
+        ring(bytes), 1e-6);
   for (double bytes : {16e6, 134e6}) // Large: NVLS.
-    EXPECT_NEAR(getCollectiveMicros(CollectiveKind::AllReduce, bytes, eight,
-                                    system),
-                nvls(bytes), 1e-6);
+    EXPECT_NEAR(
+        getCollectiveMicros(CollectiveKind::AllReduce, bytes, eight, system),
+        nvls(bytes), 1e-6);
   // The other collectives keep the ring, and so do two ranks (whose ring
   // moves the buffer once each way too) and switches that do not reduce.
-  EXPECT_NEAR(getCollectiveMicros(CollectiveKind::ReduceScatter, 134e6, eight,
-                                  system),
-              0.875 * 134e6 / 360e3 + 7 * 0.7, 1e-6);
+  EXPECT_NEAR(
+      getCollectiveMicros(CollectiveKind::ReduceScatter, 134e6, eight, system),
+      0.875 * 134e6 / 360e3 + 7 * 0.7, 1e-6);
   GroupSpan two{2, 1, 2};
-  EXPECT_NEAR(getCollectiveMicros(CollectiveKind::AllReduce, 134e6, two,
-                                  system),
-              134e6 / 360e3 + 2 * 0.7, 1e-6);
+  EXPECT_NEAR(
+      getCollectiveMicros(CollectiveKind::AllReduce, 134e6, two, system),
+      134e6 / 360e3 + 2 * 0.7, 1e-6);
   system.scaleUp.inNetworkReduction = false;
   EXPECT_NEAR(
       getCollectiveMicros(CollectiveKind::AllReduce, 134e6, eight, system),

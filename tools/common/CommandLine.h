@@ -74,9 +74,8 @@ inline CLI::Validator requestRate() {
   return CLI::Validator(
       [](std::string &input) -> std::string {
         double rate = 0;
-        if (input == "inf" ||
-            (!llvm::StringRef(input).getAsDouble(rate) &&
-             rate >= MinRequestRate && rate <= 1e9))
+        if (input == "inf" || (!llvm::StringRef(input).getAsDouble(rate) &&
+                               rate >= MinRequestRate && rate <= 1e9))
           return "";
         return "expects requests per second from 0.001 to 1e9, or inf, "
                "found '" +

@@ -53,8 +53,8 @@ inline std::optional<std::string> applyPrecisionFlags(llvm::StringRef dtype,
     return std::nullopt;
   options.precision = parseRecipe(precision);
   if (!options.precision)
-    return ("--precision " + precision + ": not a recipe (" +
-            getRecipeNames() + ")")
+    return ("--precision " + precision + ": not a recipe (" + getRecipeNames() +
+            ")")
         .str();
   if (*options.precision == Precision::FP16 && dtype.empty())
     options.elementType = ElementType::FP16;
