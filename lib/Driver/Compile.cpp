@@ -162,6 +162,11 @@ std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
               getPrecisionName(*options.precision).str());
   if (options.lowPrecisionAttention)
     setOption(*module, "low_precision_attention", true);
+  if (options.weightPrecision)
+    setOption(*module, "weight_precision",
+              getPrecisionName(*options.weightPrecision).str());
+  if (options.weightPrecisionExpertsOnly)
+    setOption(*module, "weight_precision_scope", std::string("experts"));
   if (options.contextParallelAllToAll)
     setOption(*module, "cp_comm_type", std::string("a2a"));
   if (options.kvCacheType)

@@ -199,6 +199,11 @@ std::optional<Precision> stg::getLowPrecision(const Op &op) {
   return precision;
 }
 
+std::optional<Precision> stg::getWeightPrecision(const Op &op) {
+  const Attribute *attr = op.getAttr("weights");
+  return attr ? parsePrecision(attr->text) : std::nullopt;
+}
+
 Expr stg::getExactPrecisionBytes(Precision precision) {
   return GiNaC::numeric(int(getPrecisionBytes(precision) * 32), 32);
 }
@@ -244,17 +249,35 @@ static Expr getQuantizedBytes(const Value &operand, Precision precision) {
          getExactPrecisionBytes(precision);
 }
 
+static bool isWeight(const Value &operand) {
+  const Op *def = operand.getDefiningOp();
+  return def && def->getKind() == OpKind::Param;
+}
+
+/// The bytes an einsum reads of `operand`: a weight served in a weight-only
+/// format in that format, else the recipe's quantized copy under a
+/// low-precision recipe, else the operand itself.
+static Expr getOperandBytes(const Op &einsum, const Value &operand) {
+  if (std::optional<Precision> weights = getWeightPrecision(einsum))
+    if (isWeight(operand))
+      return getQuantizedBytes(operand, *weights);
+  if (std::optional<Precision> precision = getLowPrecision(einsum))
+    return getQuantizedBytes(operand, *precision);
+  return getLocalBytes(operand);
+}
+
 Expr stg::getBytesAccessed(const Op &op) {
   // A custom kernel's bytes are what its author wrote, when written.
   if (op.getKind() == OpKind::Custom && !op.getAttr("bytes")->expr.is_zero())
     return op.getAttr("bytes")->expr;
   Expr bytes = 0;
-  std::optional<Precision> precision = getLowPrecision(op);
-  if (op.getKind() == OpKind::Einsum && precision) {
+  if (op.getKind() == OpKind::Einsum &&
+      (getLowPrecision(op) || getWeightPrecision(op))) {
     // A low-precision GEMM reads its operands' quantized copies, and its
-    // casts read and write theirs.
+    // casts read and write theirs; weights served in a weight-only format
+    // are read in it.
     for (const Value *operand : op.getOperands())
-      bytes = bytes + getQuantizedBytes(*operand, *precision);
+      bytes = bytes + getOperandBytes(op, *operand);
     bytes = bytes + getCastBytes(op);
   } else if (op.getKind() == OpKind::Embedding) {
     // A lookup reads the ids and the rows it returns, not the whole table.
@@ -332,10 +355,7 @@ std::optional<ExpertWeightReads> stg::getExpertWeightReads(const Op &op) {
   // share (data-parallel replicas of the experts, context parallelism).
   const TensorType &slots = op.getOperand(0)->getType();
   Expr tokens = found->tokens * slots.getLocalDim(1) / slots.getDim(1);
-  const Value &weight = *op.getOperand(1);
-  std::optional<Precision> precision = getLowPrecision(op);
-  Expr weightBytes =
-      precision ? getQuantizedBytes(weight, *precision) : getLocalBytes(weight);
+  Expr weightBytes = getOperandBytes(op, *op.getOperand(1));
   return ExpertWeightReads{weightBytes, tokens,
                            found->route->getAttr("topk")->expr,
                            found->route->getAttr("experts")->expr};

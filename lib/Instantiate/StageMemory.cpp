@@ -6,7 +6,8 @@
 // saved value that only the recipe's GEMMs read back is kept in their
 // format, and each weight they read has a cast copy in it beside its own
 // in training (Transformer Engine's cached FP8 weights), or is served in
-// it in inference (an FP8 checkpoint).
+// it in inference (an FP8 checkpoint); a weight-only format (W4A16) is the
+// one a weight is served in.
 //
 
 #include "StageMemory.h"
@@ -231,6 +232,11 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
     bool backward = op.getPhase() != Phase::Forward;
     std::optional<Precision> reads =
         op.getKind() == OpKind::Einsum ? getLowPrecision(op) : std::nullopt;
+    // A weight served in a weight-only format is held in it.
+    std::optional<Precision> weightFormat =
+        op.getKind() == OpKind::Einsum ? getWeightPrecision(op) : std::nullopt;
+    if (!weightFormat)
+      weightFormat = reads;
     for (const Value *operand : op.getOperands()) {
       ValueInstance source = placement.resolve(operand, layer);
       const Op *def = source.value->getDefiningOp();
@@ -240,8 +246,8 @@ stg::computeStageMemory(const Module &module, const Placement &placement,
         declarations.insert({declaration->getResult(),
                              declaration->getParent()->getParentOp() ? layer
                                                                      : -1});
-        if (reads && declaration->getKind() == OpKind::Param)
-          weightCopies.try_emplace(declaration->getResult(), *reads);
+        if (weightFormat && declaration->getKind() == OpKind::Param)
+          weightCopies.try_emplace(declaration->getResult(), *weightFormat);
       }
       if (backward && def && def->getPhase() == Phase::Forward &&
           !placement.isFloating(def)) {

@@ -24,9 +24,21 @@
 // incoming gradient). A recipe of bf16 or fp16 writes nothing: an op with
 // no `precision` computes in its element type's (fp32: tf32).
 //
+// Inference may also quantize weights alone (the `weight_precision` option,
+// `--weight-precision`): a served checkpoint in MXFP4 or INT4-like formats
+// (gpt-oss's experts, AWQ) whose GEMMs dequantize the weights as they load
+// them and compute in the recipe's precision (W4A16 under bf16). Such an
+// einsum gets
+//
+//   weights = mxfp4    the format its weight operands are stored and read
+//                      in; with `weight_precision_scope = "experts"` only
+//                      the experts' GEMMs (an einsum over a dispatch's
+//                      slots), as gpt-oss ships them.
+//
 //===----------------------------------------------------------------------===//
 
 #include "stg/IR/Precision.h"
+#include "stg/IR/Cost.h"
 #include "stg/Passes/Passes.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -87,13 +99,52 @@ bool isParam(const Value *value) {
   return def && def->getKind() == OpKind::Param;
 }
 
+/// The module's weight-only format and whether it is for the experts
+/// alone; nothing without one, or after reporting an option that names no
+/// format narrower than bf16 or no scope.
+struct WeightFormat {
+  Precision format;
+  bool expertsOnly;
+};
+std::optional<WeightFormat>
+getWeightFormat(const Module &module, DiagnosticEngine &diags, bool &failed) {
+  const Option *option = module.lookupOption("weight_precision");
+  if (!option)
+    return std::nullopt;
+  const auto *name = std::get_if<std::string>(&option->value);
+  std::optional<Precision> format = name ? parsePrecision(*name) : std::nullopt;
+  if (!format || !isLowPrecision(*format)) {
+    diags.error(option->loc, "option 'weight_precision' must name a format "
+                             "narrower than 16 bits: fp8, mxfp8, mxfp6, "
+                             "mxfp4 or nvfp4");
+    failed = true;
+    return std::nullopt;
+  }
+  bool expertsOnly = false;
+  if (const Option *scope = module.lookupOption("weight_precision_scope")) {
+    const auto *text = std::get_if<std::string>(&scope->value);
+    if (!text || (*text != "all" && *text != "experts")) {
+      diags.error(scope->loc, "option 'weight_precision_scope' must be "
+                              "\"all\" or \"experts\"");
+      failed = true;
+      return std::nullopt;
+    }
+    expertsOnly = *text == "experts";
+  }
+  return WeightFormat{*format, expertsOnly};
+}
+
 } // namespace
 
 LogicalResult PrecisionPass::run(Module &module, DiagnosticEngine &diags) {
   std::optional<Precision> recipe = getRecipe(module, diags);
   if (!recipe)
     return failure();
-  if (!isLowPrecision(*recipe) || !module.getModel())
+  bool failed = false;
+  std::optional<WeightFormat> weights = getWeightFormat(module, diags, failed);
+  if (failed)
+    return failure();
+  if ((!isLowPrecision(*recipe) && !weights) || !module.getModel())
     return success();
   const Option *attentionOption =
       module.lookupOption("low_precision_attention");
@@ -108,13 +159,20 @@ LogicalResult PrecisionPass::run(Module &module, DiagnosticEngine &diags) {
     // Top-level ops (embedding, output layer, loss) stay in bf16.
     if (!op.getParent() || !op.getParent()->getParentOp())
       return;
-    if (op.getKind() == OpKind::Attention && lowPrecisionAttention) {
+    if (op.getKind() == OpKind::Attention && lowPrecisionAttention &&
+        isLowPrecision(*recipe)) {
       op.setAttr("precision", precision);
       return;
     }
     if (op.getKind() != OpKind::Einsum ||
         llvm::none_of(op.getOperands(), isParam) ||
         feedsRouter(op.getResult(), users))
+      return;
+    if (weights && (!weights->expertsOnly || getExpertWeightReads(op)))
+      op.setAttr("weights",
+                 Attribute::getText(AttrKind::Ident,
+                                    getPrecisionName(weights->format).str()));
+    if (!isLowPrecision(*recipe))
       return;
     op.setAttr("precision", precision);
     llvm::SmallVector<Expr, 4> casts;

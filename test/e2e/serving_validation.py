@@ -172,7 +172,14 @@ def case_of(row):
         flags += ["--tp", str(tp)]
     if instances > 1:
         flags += ["--instances", str(instances)]
-    if row["precision"].startswith("fp8"):
+    if model == "gpt-oss-120b" and row["gpu"].startswith("H100"):
+        # openai/gpt-oss-120b as TensorRT-LLM serves it on Hopper (the
+        # row's notes: the Triton MoE backend, KV cache "auto"): the
+        # experts' MXFP4 weights dequantized into bf16 GEMMs (W4A16), the
+        # rest and the cache in bf16.
+        flags += ["--weight-precision", "mxfp4", "--weight-precision-scope",
+                  "experts", "--kv-memory-fraction", "0.95"]
+    elif row["precision"].startswith("fp8"):
         flags += ["--precision", "fp8"]
         if row["framework"].startswith(("TensorRT-LLM", "NVIDIA NIM")):
             # trtllm-bench stores an FP8 checkpoint's KV cache in FP8, in

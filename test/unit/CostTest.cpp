@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 
 #include <map>
+#include <tuple>
 
 using namespace stg;
 
@@ -589,6 +590,50 @@ TEST(CostTest, LowPrecisionGemmsReadQuantizedOperandsAndPayTheirCasts) {
     EXPECT_TRUE(getCastBytes(*weightGrad).is_zero()) << recipe;
     EXPECT_EQ(getLowPrecision(*weightGrad), parsePrecision(recipe));
     EXPECT_TRUE(sameExpr(*module->bindAll(getFlops(*forward)),
+                         Expr(2 * 2 * 16 * 32 * 64)));
+  }
+}
+
+TEST(CostTest, WeightOnlyGemmsReadTheirWeightsInTheirFormat) {
+  // W4A16: the weight in MXFP4 (0.5 + 1/32 bytes an element), the
+  // activation and the result in bf16, no cast, FLOPs unchanged; under an
+  // FP8 recipe (W4A8) the activation is read and cast in FP8.
+  const char *source = R"(
+    dim B = 2, S = 16, D = 32, F = 64, L = 1;
+    option precision = "bf16";
+    option weight_precision = "mxfp4";
+    model m {
+      x: [B, S, D] = input();
+      repeat L {
+        param w: [D, F];
+        h = einsum[bsd,df->bsf](x, w);
+        param w2: [F, D];
+        x = add(x, einsum[bsf,fd->bsd](h, w2));
+      }
+      loss = cross_entropy(x);
+    }
+  )";
+  const double x = 2 * 16 * 32, w = 32 * 64, h = 2 * 16 * 64;
+  for (auto [recipe, activationBytes, cast] :
+       {std::tuple<const char *, double, double>{"bf16", 2, 0},
+        {"fp8", 1, x * 2 + x}}) {
+    std::unique_ptr<Module> module =
+        build(source, "shape-infer,precision", {{"precision", recipe}});
+    ASSERT_TRUE(module);
+    const Op *gemm = nullptr;
+    module->getModel()->walk([&](Op &op) {
+      if (op.getKind() == OpKind::Einsum &&
+          op.getResult()->getName() == "layer.h")
+        gemm = &op;
+    });
+    ASSERT_TRUE(gemm);
+    EXPECT_EQ(getWeightPrecision(*gemm), Precision::MXFP4);
+    EXPECT_DOUBLE_EQ(
+        GiNaC::ex_to<GiNaC::numeric>(*module->bindAll(getBytesAccessed(*gemm)))
+            .to_double(),
+        x * activationBytes + w * (0.5 + 1.0 / 32) + h * 2 + cast)
+        << recipe;
+    EXPECT_TRUE(sameExpr(*module->bindAll(getFlops(*gemm)),
                          Expr(2 * 2 * 16 * 32 * 64)));
   }
 }

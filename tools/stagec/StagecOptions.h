@@ -51,6 +51,9 @@ struct StagecOptions {
   std::string overlapParamGather = "on";
   std::string dtype;
   std::string precision; ///< `--precision`: the recipe.
+  /// `--weight-precision`, `--weight-precision-scope`: weight-only
+  /// quantization in inference.
+  std::string weightPrecision, weightPrecisionScope;
   std::string device;   ///< Built-in name or YAML file; empty: no durations.
   std::string system;   ///< Built-in name or YAML file: the cluster.
   std::string measured; ///< CSV of measured kernel durations.

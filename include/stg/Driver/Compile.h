@@ -39,6 +39,14 @@ struct CompileOptions {
   /// `--low-precision-attention`: the attention core in the recipe's
   /// precision too (Transformer Engine's FP8 dot-product attention).
   bool lowPrecisionAttention = false;
+  /// `--weight-precision`: inference's weight-only quantization (the
+  /// model's `weight_precision` option): the linear layers' weights served
+  /// in this format and dequantized in their GEMMs, which compute in the
+  /// recipe's precision (W4A16: mxfp4 weights, bf16 GEMMs).
+  std::optional<Precision> weightPrecision;
+  /// With weightPrecision: only the experts' weights (gpt-oss's MXFP4
+  /// checkpoint), not attention's and the dense layers'.
+  bool weightPrecisionExpertsOnly = false;
   std::string rankOrder = DefaultRankOrder;
   std::string mode = "train";    ///< `train`, `prefill` or `decode`.
   /// Decode: the context length (the KV cache's), over the model's CTX.

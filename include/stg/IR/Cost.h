@@ -31,6 +31,11 @@ Expr getBytesAccessed(const Op &op);
 /// narrower than 16 bits (fp8 and the microscaling formats), or nothing.
 std::optional<Precision> getLowPrecision(const Op &op);
 
+/// The format an einsum's weights are served in under weight-only
+/// quantization (its `weights` attribute, from the `precision` pass), or
+/// nothing.
+std::optional<Precision> getWeightPrecision(const Op &op);
+
 /// Bytes of an element of `precision` as an exact number (every format's
 /// size, block scales included, is a multiple of 1/32 byte).
 Expr getExactPrecisionBytes(Precision precision);

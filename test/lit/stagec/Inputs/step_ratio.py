@@ -6,8 +6,9 @@ import sys
 
 def step_seconds(path):
     text = open(path).read()
-    value, unit = re.search(r"estimated step: ([0-9.]+) (ms|s)\b", text).groups()
-    return float(value) / (1000 if unit == "ms" else 1)
+    value, unit = re.search(r"estimated step: ([0-9.]+) (us|ms|s)\b",
+                            text).groups()
+    return float(value) / {"us": 1e6, "ms": 1e3, "s": 1}[unit]
 
 
 first, second = (step_seconds(path) for path in sys.argv[1:3])
