@@ -165,6 +165,13 @@ std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
   if (options.weightPrecision)
     setOption(*module, "weight_precision",
               getPrecisionName(*options.weightPrecision).str());
+  if (const Option *weights = module->lookupOption("weight_precision");
+      weights && options.mode == "train") {
+    diags.error(weights->loc, "weight-only quantization ('weight_precision') "
+                              "is for a served model: --mode prefill, decode "
+                              "or serve");
+    return nullptr;
+  }
   if (options.weightPrecisionExpertsOnly)
     setOption(*module, "weight_precision_scope", std::string("experts"));
   if (options.contextParallelAllToAll)
