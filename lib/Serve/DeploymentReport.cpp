@@ -66,6 +66,10 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
     os << " --dtype " << getElementTypeName(*base.elementType);
   if (base.kvCacheType)
     os << " --kv-cache-dtype " << getElementTypeName(*base.kvCacheType);
+  if (base.weightPrecision)
+    os << " --weight-precision " << getPrecisionName(*base.weightPrecision)
+       << (base.weightPrecisionExpertsOnly ? " --weight-precision-scope experts"
+                                           : "");
   if (options.lengthsFile.empty())
     os << " --isl " << options.lengths.front().input << " --osl "
        << options.lengths.front().output;
@@ -227,6 +231,10 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
        options.base.kvCacheType
            ? llvm::json::Value(getElementTypeName(*options.base.kvCacheType))
            : llvm::json::Value("the model's")}};
+  if (const CompileOptions &base = options.base; base.weightPrecision)
+    engine["weight_precision"] = llvm::json::Object{
+        {"format", getPrecisionName(*base.weightPrecision)},
+        {"scope", base.weightPrecisionExpertsOnly ? "experts" : "all"}};
   if (const SpeculativeDecoding &speculation = settings.speculation;
       speculation.draftTokens)
     engine["speculative_decoding"] =
