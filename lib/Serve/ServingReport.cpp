@@ -124,6 +124,9 @@ void stg::printServingReport(llvm::raw_ostream &os,
                       "(peak {3:F1} %)\n",
                       "mean batch", summary.meanBatch,
                       100 * summary.meanKVUsed, 100 * summary.peakKVUsed);
+  if (result.preemptions)
+    os << llvm::formatv("  {0,-27}{1} (sequences evicted to recompute)\n",
+                        "preemptions", result.preemptions);
 }
 
 llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
@@ -136,23 +139,23 @@ llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
         {"decode", engine.decode},
         {"kv_cache_tokens", int64_t(engine.kvTokens)}});
   return llvm::json::Object{
-          {"requests", int64_t(summary.requests)},
-          {"warmup_requests", int64_t(summary.warmup)},
-          {"gpus", int64_t(summary.gpus)},
-          {"iterations", int64_t(summary.iterations)},
-          {"duration_s", summary.durationSeconds},
-          {"ttft_ms", getLatencyJSON(summary.ttft)},
-          {"tpot_ms", getLatencyJSON(summary.tpot)},
-          {"e2e_latency_ms", getLatencyJSON(summary.e2e)},
-          {"requests_per_s", summary.requestsPerSecond},
-          {"output_tokens_per_s", summary.outputTokensPerSecond},
-          {"output_tokens_per_s_per_gpu", summary.outputTokensPerSecondPerGPU},
-          {"output_tokens_per_s_per_user",
-           summary.outputTokensPerSecondPerUser},
-          {"mean_batch", summary.meanBatch},
-          {"mean_kv_cache_used", summary.meanKVUsed},
-          {"peak_kv_cache_used", summary.peakKVUsed},
-          {"engines", std::move(engines)}};
+      {"requests", int64_t(summary.requests)},
+      {"warmup_requests", int64_t(summary.warmup)},
+      {"gpus", int64_t(summary.gpus)},
+      {"iterations", int64_t(summary.iterations)},
+      {"duration_s", summary.durationSeconds},
+      {"ttft_ms", getLatencyJSON(summary.ttft)},
+      {"tpot_ms", getLatencyJSON(summary.tpot)},
+      {"e2e_latency_ms", getLatencyJSON(summary.e2e)},
+      {"requests_per_s", summary.requestsPerSecond},
+      {"output_tokens_per_s", summary.outputTokensPerSecond},
+      {"output_tokens_per_s_per_gpu", summary.outputTokensPerSecondPerGPU},
+      {"output_tokens_per_s_per_user", summary.outputTokensPerSecondPerUser},
+      {"mean_batch", summary.meanBatch},
+      {"mean_kv_cache_used", summary.meanKVUsed},
+      {"peak_kv_cache_used", summary.peakKVUsed},
+      {"preemptions", int64_t(result.preemptions)},
+      {"engines", std::move(engines)}};
 }
 
 llvm::json::Object stg::getServingMetricsJSON(const ServingSummary &summary) {

@@ -10,6 +10,11 @@
 // chunks after, up to the token budget, as vLLM's scheduler does. The
 // iteration takes its slowest replica's time (the replicas of a MoE
 // instance meet in the experts' all-to-all) plus the engine's overhead.
+// A sequence holds its whole cache from admission, or (KVAllocation::
+// OnDemand) its prompt's blocks and one more as its output needs it; when
+// none is free, the newest running sequence is preempted to the head of
+// the queue and recomputes its prompt and output so far when admitted
+// again, so the oldest always progresses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +50,11 @@ struct Event {
 struct SequenceState {
   unsigned replica = 0;
   uint64_t prefilled = 0, generated = 0;
+  /// The tokens to prefill: the prompt, or after a preemption the prompt
+  /// and the output so far.
+  uint64_t target = 0;
+  uint64_t cached = 0;  ///< Tokens whose KV it holds.
+  bool started = false; ///< Its first token is out.
   double kvReserved = 0;
 };
 
@@ -105,6 +115,12 @@ private:
   void endIteration(unsigned engine, double now);
   void finish(uint32_t request, double now);
   double getKVNeed(const Engine &engine, const RequestLengths &lengths) const;
+  /// The KV of `tokens`, in whole blocks.
+  double getKVBytes(const Engine &engine, uint64_t tokens) const;
+  /// On-demand allocation: gives each decoding sequence of `replica` the
+  /// blocks its next step writes, preempting the newest when none is free.
+  void growCaches(Engine &engine, Replica &replica, double budget);
+  void preempt(Engine &engine, Replica &replica);
   double getTransferMicros(uint32_t request) const;
 
   const ServingDeployment &deployment;
@@ -157,10 +173,50 @@ void Simulation::addPool(const EnginePool &pool, llvm::StringRef name,
 double Simulation::getKVNeed(const Engine &engine,
                              const RequestLengths &lengths) const {
   // A prefill engine keeps the prompt's cache until it has been sent.
-  uint64_t tokens = lengths.input + (engine.decode ? lengths.output : 1);
+  return getKVBytes(engine,
+                    lengths.input + (engine.decode ? lengths.output : 1));
+}
+
+double Simulation::getKVBytes(const Engine &engine, uint64_t tokens) const {
   uint64_t block = settings.blockTokens;
   tokens = (tokens + block - 1) / block * block;
   return engine.cost->kvBytes(double(tokens));
+}
+
+void Simulation::preempt(Engine &engine, Replica &replica) {
+  uint32_t request = replica.running.back();
+  replica.running.pop_back();
+  SequenceState &sequence = sequences[request];
+  replica.kvUsed -= sequence.kvReserved;
+  sequence.kvReserved = 0;
+  sequence.cached = sequence.prefilled = 0;
+  sequence.target = result.requests[request].input + sequence.generated;
+  engine.waiting.push_front(request);
+  ++result.preemptions;
+}
+
+void Simulation::growCaches(Engine &engine, Replica &replica, double budget) {
+  for (size_t index = 0; index < replica.running.size(); ++index) {
+    uint32_t request = replica.running[index];
+    SequenceState &sequence = sequences[request];
+    if (sequence.prefilled < sequence.target)
+      continue; // Its prompt's blocks came with its admission.
+    // Its token and drafts, no more than its output has left: a request
+    // that fits an empty engine (checkFits) never outgrows it alone.
+    uint64_t stepTokens = std::min<uint64_t>(
+        1 + settings.speculation.draftTokens,
+        result.requests[request].output - sequence.generated);
+    double extra =
+        getKVBytes(engine, sequence.cached + stepTokens) - sequence.kvReserved;
+    if (extra <= 0)
+      continue;
+    while (replica.kvUsed + extra > budget && replica.running.size() > index)
+      preempt(engine, replica);
+    if (replica.running.size() <= index)
+      break; // It was the newest.
+    sequence.kvReserved += extra;
+    replica.kvUsed += extra;
+  }
 }
 
 bool Simulation::checkFits() {
@@ -192,7 +248,7 @@ void Simulation::issue(double time) {
   record.output = lengths.output;
   record.arrival = time;
   result.requests.push_back(record);
-  sequences.emplace_back();
+  sequences.emplace_back().target = lengths.input;
   push(time, EventKind::Arrival, uint32_t(issued++));
 }
 
@@ -216,11 +272,13 @@ void Simulation::startIteration(unsigned index, double now) {
     return;
   const ServingLimits &limits = settings.limits;
   double budget = engine.cost->kvBudget / engine.cost->stages;
+  bool onDemand = settings.kvAllocation == KVAllocation::OnDemand;
   // Admit from the head of the queue while some replica has room.
   while (!engine.waiting.empty()) {
     uint32_t request = engine.waiting.front();
     const RequestRecord &record = result.requests[request];
-    double need = getKVNeed(engine, {record.input, record.output});
+    double need = onDemand ? getKVBytes(engine, sequences[request].target + 1)
+                           : getKVNeed(engine, {record.input, record.output});
     Replica *chosen = nullptr;
     for (Replica &replica : engine.replicas)
       if (replica.running.size() < limits.maxBatch &&
@@ -236,6 +294,9 @@ void Simulation::startIteration(unsigned index, double now) {
     sequence.replica = unsigned(chosen - engine.replicas.data());
     sequence.kvReserved = need;
   }
+  if (onDemand && engine.decode)
+    for (Replica &replica : engine.replicas)
+      growCaches(engine, replica, budget);
 
   engine.planned.clear();
   double slowest = 0;
@@ -250,7 +311,7 @@ void Simulation::startIteration(unsigned index, double now) {
     for (uint32_t request : replica.running) {
       const SequenceState &sequence = sequences[request];
       const RequestRecord &record = result.requests[request];
-      if (sequence.prefilled < record.input || !engine.decode)
+      if (sequence.prefilled < sequence.target || !engine.decode)
         continue;
       engine.planned.push_back({request, 0});
       ++work.decodeSequences;
@@ -266,17 +327,16 @@ void Simulation::startIteration(unsigned index, double now) {
     }
     for (uint32_t request : replica.running) {
       const SequenceState &sequence = sequences[request];
-      const RequestRecord &record = result.requests[request];
-      if (sequence.prefilled >= record.input ||
+      if (sequence.prefilled >= sequence.target ||
           tokens >= limits.maxBatchedTokens)
         continue;
-      uint64_t chunk = std::min(record.input - sequence.prefilled,
+      uint64_t chunk = std::min(sequence.target - sequence.prefilled,
                                 limits.maxBatchedTokens - tokens);
       engine.planned.push_back({request, chunk});
       work.prefill.push_back({chunk, sequence.prefilled});
       tokens += chunk;
       prefillTokens += chunk;
-      if (sequence.prefilled + chunk == record.input)
+      if (sequence.prefilled + chunk == sequence.target)
         ++work.sampled;
     }
     decodes += work.decodeSequences;
@@ -343,15 +403,22 @@ void Simulation::endIteration(unsigned index, double now) {
     bool done = false;
     if (work.prefillTokens) {
       sequence.prefilled += work.prefillTokens;
-      if (sequence.prefilled == record.input) {
+      sequence.cached += work.prefillTokens;
+      if (sequence.prefilled == sequence.target && !sequence.started) {
         record.firstToken = now;
         record.prefillEngine = index;
+        sequence.started = true;
         sequence.generated = 1;
         done = record.output == 1 || !engine.decode;
+      } else if (sequence.prefilled == sequence.target) {
+        // A recomputed sequence samples its next token.
+        sequence.generated = std::min(record.output, sequence.generated + 1);
+        done = sequence.generated == record.output;
       }
     } else {
-      sequence.generated =
-          std::min(record.output, sequence.generated + drawStepTokens());
+      uint64_t tokens = drawStepTokens();
+      sequence.generated = std::min(record.output, sequence.generated + tokens);
+      sequence.cached += tokens;
       done = sequence.generated == record.output;
     }
     if (!done)
@@ -374,12 +441,15 @@ void Simulation::handle(const Event &event) {
   case EventKind::Arrival:
     route(event.index, true);
     break;
-  case EventKind::TransferEnd:
-    sequences[event.index] = SequenceState();
-    sequences[event.index].prefilled = result.requests[event.index].input;
-    sequences[event.index].generated = 1;
+  case EventKind::TransferEnd: {
+    SequenceState &sequence = sequences[event.index] = SequenceState();
+    sequence.prefilled = sequence.target = sequence.cached =
+        result.requests[event.index].input;
+    sequence.generated = 1;
+    sequence.started = true;
     route(event.index, false);
     break;
+  }
   case EventKind::IterationEnd:
     endIteration(event.index, event.time);
     break;

@@ -146,6 +146,37 @@ TEST(ServeTest, ARequestLargerThanTheCacheIsAnError) {
       << run.errors;
 }
 
+TEST(ServeTest, OnDemandCachesAdmitMoreAndPreemptTheNewest) {
+  // Two requests of 10 + 6 tokens, a cache of 25 (a byte a token, blocks
+  // of one). Reserved, each holds 16 from admission: the second waits for
+  // the first (prefill 1000 + 10 x 10 us, five decodes of 1010 us).
+  ServingRun reserve;
+  reserve.clock.kvBudget = 25;
+  reserve.workload.lengths = {{10, 6}};
+  reserve.workload.concurrency = 2;
+  reserve.workload.requests = 2;
+  ServingRun onDemand = reserve;
+  std::optional<ServingResult> reserved = reserve.simulate();
+  ASSERT_TRUE(reserved) << reserve.errors;
+  EXPECT_DOUBLE_EQ(reserved->requests[0].finish, 1100 + 5 * 1010);
+  EXPECT_DOUBLE_EQ(reserved->requests[1].firstToken, 6150 + 1100);
+  EXPECT_EQ(reserved->preemptions, 0u);
+  // On demand, each holds its prompt and a token (11) and both prefill at
+  // once (1200 us). Two decodes later they hold 12 each, and the first's
+  // thirteenth token fills the cache: the second, the newer, is preempted
+  // with 3 tokens out, the first decodes alone to its end (6270 us), and
+  // the second recomputes its 13 (1130 us), samples its fourth token with
+  // them and decodes its last two.
+  onDemand.settings.kvAllocation = KVAllocation::OnDemand;
+  std::optional<ServingResult> result = onDemand.simulate();
+  ASSERT_TRUE(result) << onDemand.errors;
+  EXPECT_EQ(result->preemptions, 1u);
+  EXPECT_DOUBLE_EQ(result->requests[0].firstToken, 1200);
+  EXPECT_DOUBLE_EQ(result->requests[1].firstToken, 1200);
+  EXPECT_DOUBLE_EQ(result->requests[0].finish, 1200 + 2 * 1020 + 3 * 1010);
+  EXPECT_DOUBLE_EQ(result->requests[1].finish, 6270 + 1130 + 2 * 1010);
+}
+
 TEST(ServeTest, AttentionReplicasRunTheirSequencesSideBySide) {
   ServingRun run;
   run.clock.replicas = 2;

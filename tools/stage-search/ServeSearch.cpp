@@ -11,7 +11,7 @@
 #include "CommandLine.h"
 #include "PrecisionFlags.h"
 #include "ProgressBar.h"
-#include "SpeculationFlags.h"
+#include "ServingFlags.h"
 
 #include "stg/Emit/OutputDirectory.h"
 #include "stg/Serve/DeploymentSearch.h"
@@ -233,6 +233,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "stagec)")
       ->check(finiteNumber(0, 1e6))
       ->group(engine);
+  std::string kvAllocation = "reserve";
+  addKVAllocationOption(app, kvAllocation, engine);
   addSpeculationOptions(app, settings.speculation, engine);
 
   const char *slo = "Service-level objectives";
@@ -270,6 +272,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   search.base.mode = "serve";
   if (!kvCacheType.empty())
     search.base.kvCacheType = parseElementType(kvCacheType);
+  settings.kvAllocation = parseKVAllocation(kvAllocation);
   if (!weightPrecisionScope.empty() && weightPrecision.empty())
     return fail("--weight-precision-scope needs --weight-precision");
   if (!weightPrecision.empty()) {

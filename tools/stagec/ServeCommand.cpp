@@ -4,8 +4,8 @@
 #include "ServeTraces.h"
 
 #include "CommandLine.h"
+#include "ServingFlags.h"
 #include "SideFiles.h"
-#include "SpeculationFlags.h"
 
 #include "stg/Emit/Manifest.h"
 #include "stg/Emit/Timeline.h"
@@ -132,6 +132,7 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
                  "sampling (default 1500, fitted: docs/serving.md)")
       ->check(finiteNumber(0, 1e6))
       ->group(group);
+  addKVAllocationOption(app, flags.kvAllocation, group);
   addSpeculationOptions(app, flags.speculation, group);
   app.add_option("--instances", flags.instances,
                  "copies of the plan (--tp, --pp, --ep, --dp), each serving "
@@ -167,6 +168,7 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--max-batched-tokens",
                                           "--kv-memory-fraction",
                                           "--kv-block-tokens",
+                                          "--kv-allocation",
                                           "--iteration-overhead-us",
                                           "--speculative-tokens",
                                           "--acceptance-rate",
@@ -338,6 +340,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   settings.blockTokens = flags.kvBlockTokens;
   settings.iterationOverheadMicros = flags.iterationOverheadMicros;
   settings.speculation = flags.speculation;
+  settings.kvAllocation = parseKVAllocation(flags.kvAllocation);
 
   std::vector<std::unique_ptr<IterationCostModel>> models;
   std::vector<CompileOptions> bases; // Each pool's, for the traces (-o).

@@ -37,6 +37,7 @@ struct ServeFlags {
   unsigned window = 8; ///< `--window`: iterations of the traces (-o).
   /// `--speculative-tokens`, `--acceptance-rate`, `--draft-layers`.
   SpeculativeDecoding speculation;
+  std::string kvAllocation = "reserve"; ///< `--kv-allocation`.
 };
 
 struct StagecOptions {

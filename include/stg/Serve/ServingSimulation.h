@@ -88,9 +88,22 @@ struct SpeculativeDecoding {
   unsigned draftLayers = 1;
 };
 
+/// How an engine gives sequences their KV cache.
+enum class KVAllocation {
+  /// A sequence's whole cache, prompt and output, at admission; it is never
+  /// evicted (TensorRT-LLM's GUARANTEED_NO_EVICT).
+  Reserve,
+  /// The prompt's blocks at admission, a block more as the output grows;
+  /// when the cache is full the newest sequence is preempted, its cache
+  /// freed, and recomputed from its prompt and output so far when it is
+  /// admitted again (vLLM's scheduler).
+  OnDemand,
+};
+
 struct ServingEngineSettings {
   ServingLimits limits;
   SpeculativeDecoding speculation;
+  KVAllocation kvAllocation = KVAllocation::Reserve;
   unsigned blockTokens = 16; ///< KV cache page (vLLM's block_size).
   /// The engine's own time per iteration: scheduling, input preparation,
   /// sampling (docs/serving.md has the figure and its source).
@@ -127,6 +140,7 @@ struct ServingResult {
   std::vector<IterationRecord> iterations;
   std::vector<EngineRecord> engines;
   unsigned gpus = 0;
+  uint64_t preemptions = 0; ///< KVAllocation::OnDemand's evictions.
 };
 
 /// Runs the workload to the last request's end. Errors when a request can

@@ -1,13 +1,14 @@
-//===- SpeculationFlags.h - Speculative decoding's flags --------*- C++ -*-===//
+//===- ServingFlags.h - The serving engine's shared flags -------*- C++ -*-===//
 //
-// `--speculative-tokens`, `--acceptance-rate` and `--draft-layers`, read
-// the same way by `stagec --mode serve` and `stage-search --serve`
-// (docs/serving.md, "Speculative decoding").
+// The engine's flags that `stagec --mode serve` and `stage-search --serve`
+// read the same way: `--kv-allocation`, and speculative decoding's
+// `--speculative-tokens`, `--acceptance-rate` and `--draft-layers`
+// (docs/serving.md).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef STG_TOOLS_COMMON_SPECULATIONFLAGS_H
-#define STG_TOOLS_COMMON_SPECULATIONFLAGS_H
+#ifndef STG_TOOLS_COMMON_SERVINGFLAGS_H
+#define STG_TOOLS_COMMON_SERVINGFLAGS_H
 
 #include "CommandLine.h"
 
@@ -17,6 +18,23 @@
 #include <string>
 
 namespace stg {
+
+/// `--kv-allocation reserve|on-demand` into `name`; parseKVAllocation
+/// reads it.
+inline void addKVAllocationOption(CLI::App &app, std::string &name,
+                                  const std::string &group) {
+  app.add_option("--kv-allocation", name,
+                 "reserve (default: a sequence's whole cache at admission, "
+                 "as TensorRT-LLM's GUARANTEED_NO_EVICT) or on-demand (a "
+                 "block as it grows, preempting the newest sequence when "
+                 "full, to recompute later, as vLLM)")
+      ->check(CLI::IsMember({"reserve", "on-demand"}))
+      ->group(group);
+}
+
+inline KVAllocation parseKVAllocation(llvm::StringRef name) {
+  return name == "on-demand" ? KVAllocation::OnDemand : KVAllocation::Reserve;
+}
 
 inline void addSpeculationOptions(CLI::App &app,
                                   SpeculativeDecoding &speculation,
@@ -56,4 +74,4 @@ checkSpeculationOptions(const CLI::App &app,
 
 } // namespace stg
 
-#endif // STG_TOOLS_COMMON_SPECULATIONFLAGS_H
+#endif // STG_TOOLS_COMMON_SERVINGFLAGS_H
