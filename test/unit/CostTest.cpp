@@ -14,7 +14,7 @@ using namespace stg;
 namespace {
 
 std::unique_ptr<Module>
-build(const char *source, llvm::StringRef pipeline,
+build(llvm::StringRef source, llvm::StringRef pipeline,
       std::vector<std::pair<std::string, std::string>> overrides = {}) {
   std::string errors;
   llvm::raw_string_ostream os(errors);
@@ -542,22 +542,30 @@ namespace {
 // bf16 and writes it in FP8; the FLOPs do not change. Its weight gradient
 // casts nothing (it reuses the forward's and the data gradient's casts);
 // mxfp8 and nvfp4 add their block scales.
-TEST(CostTest, LowPrecisionGemmsReadQuantizedOperandsAndPayTheirCasts) {
-  const char *source = R"(
+/// Two linear layers of a repeat, `h` the first, with the recipe bf16 and
+/// `options` declared besides.
+std::string getTwoLinearLayers(llvm::StringRef options = "") {
+  return (R"(
     dim B = 2, S = 16, D = 32, F = 64, L = 1;
     option precision = "bf16";
+  )" + options +
+          R"(
     model m {
       x: [B, S, D] = input();
       repeat L {
         param w: [D, F];
         h = einsum[bsd,df->bsf](x, w);
         param w2: [F, D];
-        y = einsum[bsf,fd->bsd](h, w2);
-        x = add(x, y);
+        x = add(x, einsum[bsf,fd->bsd](h, w2));
       }
       loss = cross_entropy(x);
     }
-  )";
+  )")
+      .str();
+}
+
+TEST(CostTest, LowPrecisionGemmsReadQuantizedOperandsAndPayTheirCasts) {
+  std::string source = getTwoLinearLayers();
   for (auto [recipe, bytesPerElement] :
        {std::pair<const char *, double>{"fp8", 1}, {"mxfp8", 33.0 / 32},
         {"nvfp4", 9.0 / 16}}) {
@@ -598,21 +606,8 @@ TEST(CostTest, WeightOnlyGemmsReadTheirWeightsInTheirFormat) {
   // W4A16: the weight in MXFP4 (0.5 + 1/32 bytes an element), the
   // activation and the result in bf16, no cast, FLOPs unchanged; under an
   // FP8 recipe (W4A8) the activation is read and cast in FP8.
-  const char *source = R"(
-    dim B = 2, S = 16, D = 32, F = 64, L = 1;
-    option precision = "bf16";
-    option weight_precision = "mxfp4";
-    model m {
-      x: [B, S, D] = input();
-      repeat L {
-        param w: [D, F];
-        h = einsum[bsd,df->bsf](x, w);
-        param w2: [F, D];
-        x = add(x, einsum[bsf,fd->bsd](h, w2));
-      }
-      loss = cross_entropy(x);
-    }
-  )";
+  std::string source =
+      getTwoLinearLayers("option weight_precision = \"mxfp4\";");
   const double x = 2 * 16 * 32, w = 32 * 64, h = 2 * 16 * 64;
   for (auto [recipe, activationBytes, cast] :
        {std::tuple<const char *, double, double>{"bf16", 2, 0},
