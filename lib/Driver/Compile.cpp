@@ -108,6 +108,27 @@ static void setOption(Module &module, llvm::StringRef name,
     module.addOption(name, std::move(value), module.getModelLoc());
 }
 
+/// A served model runs as its published checkpoint (the importer's
+/// `checkpoint_format`, from the config's quantization_config) unless the
+/// flags or the model say otherwise: FP8 weights and activations as the
+/// fp8 recipe, MXFP4 experts as their weight-only format.
+static void applyCheckpointFormat(Module &module,
+                                  const CompileOptions &options) {
+  const Option *option = module.lookupOption("checkpoint_format");
+  const auto *format =
+      option ? std::get_if<std::string>(&option->value) : nullptr;
+  if (!format)
+    return;
+  if (*format == "fp8" && !options.precision &&
+      !module.lookupOption("precision"))
+    setOption(module, "precision", std::string("fp8"));
+  if (*format == "mxfp4" && !options.weightPrecision &&
+      !module.lookupOption("weight_precision")) {
+    setOption(module, "weight_precision", std::string("mxfp4"));
+    setOption(module, "weight_precision_scope", std::string("experts"));
+  }
+}
+
 std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
                                        DiagnosticEngine &diags) {
   ParseOptions parseOptions;
@@ -162,7 +183,9 @@ std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
               getPrecisionName(*options.precision).str());
   if (options.lowPrecisionAttention)
     setOption(*module, "low_precision_attention", true);
-  if (options.weightPrecision)
+  if (options.mode != "train")
+    applyCheckpointFormat(*module, options);
+  if (options.weightPrecision && *options.weightPrecision != Precision::BF16)
     setOption(*module, "weight_precision",
               getPrecisionName(*options.weightPrecision).str());
   if (const Option *weights = module->lookupOption("weight_precision");

@@ -30,20 +30,44 @@ static constexpr int64_t MaxPositions = int64_t(1) << 32;
 
 /// Keys of every model type that change nothing stagec prices.
 static void ignoreCommonKeys(ConfigReader &reader) {
-  reader.ignore({"_name_or_path", "model_type", "architectures", "auto_map",
-                 "bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype",
-                 "transformers_version", "initializer_range", "rms_norm_eps",
-                 "layer_norm_epsilon", "layer_norm_eps", "use_cache",
-                 "rope_theta", "rope_scaling", "pretraining_tp",
-                 "quantization_config", "_attn_implementation_autoset",
-                 "output_router_logits", "router_aux_loss_coef",
-                 "aux_loss_alpha", "seq_aux", "original_max_position_embeddings",
-                 "query_pre_attn_scalar", "cache_implementation",
-                 "initial_context_length", "for_llm_compressor",
-                 "routed_scaling_factor", "norm_topk_prob",
-                 "n_group", "topk_group", "scoring_func", "ep_size",
-                 "router_jitter_noise", "rope_local_base_freq",
-                 "attn_temperature_tuning", "floor_scale", "attn_scale",
+  reader.ignore({"_name_or_path",
+                 "model_type",
+                 "architectures",
+                 "auto_map",
+                 "bos_token_id",
+                 "eos_token_id",
+                 "pad_token_id",
+                 "torch_dtype",
+                 "transformers_version",
+                 "initializer_range",
+                 "rms_norm_eps",
+                 "layer_norm_epsilon",
+                 "layer_norm_eps",
+                 "use_cache",
+                 "rope_theta",
+                 "rope_scaling",
+                 "pretraining_tp",
+                 "_attn_implementation_autoset",
+                 "output_router_logits",
+                 "router_aux_loss_coef",
+                 "aux_loss_alpha",
+                 "seq_aux",
+                 "original_max_position_embeddings",
+                 "query_pre_attn_scalar",
+                 "cache_implementation",
+                 "initial_context_length",
+                 "for_llm_compressor",
+                 "routed_scaling_factor",
+                 "norm_topk_prob",
+                 "n_group",
+                 "topk_group",
+                 "scoring_func",
+                 "ep_size",
+                 "router_jitter_noise",
+                 "rope_local_base_freq",
+                 "attn_temperature_tuning",
+                 "floor_scale",
+                 "attn_scale",
                  "max_window_layers"});
   const char *why = "dropout changes the training step's kernels, which "
                     "the importer does not write";
@@ -412,6 +436,26 @@ static void readMamba(ConfigReader &reader, ModelSpec &spec) {
   spec.pattern.push_back({});
 }
 
+/// The published checkpoint's format, from quantization_config: FP8 with
+/// dynamic activation scales (W8A8) or MXFP4 experts with the attention,
+/// the router, the embedding and the head left whole (gpt-oss). Serving
+/// runs it so unless told otherwise (docs/models.md); training ignores it.
+/// Other methods (AWQ, GPTQ, bitsandbytes, ...) are not read: their
+/// models serve as bf16 unless --weight-precision says otherwise.
+static void readCheckpointFormat(ConfigReader &reader, ModelSpec &spec) {
+  const JSONNode *config = reader.child("quantization_config");
+  const JSONMember *method = config ? config->find("quant_method") : nullptr;
+  if (!method || method->value.kind != JSONNode::Kind::String)
+    return;
+  if (method->value.text == "fp8") {
+    const JSONMember *scheme = config->find("activation_scheme");
+    if (!scheme || scheme->value.text == "dynamic")
+      spec.checkpointFormat = "fp8";
+  } else if (method->value.text == "mxfp4" && spec.experts > 0) {
+    spec.checkpointFormat = "mxfp4";
+  }
+}
+
 ModelSpec stg::readModelSpec(ConfigReader &reader,
                              const std::string &modelType) {
   ModelSpec spec;
@@ -434,6 +478,7 @@ ModelSpec stg::readModelSpec(ConfigReader &reader,
     readLlama4(reader, spec);
   else if (modelType == "mamba")
     readMamba(reader, spec);
+  readCheckpointFormat(reader, spec);
   return spec;
 }
 

@@ -82,6 +82,11 @@ struct ModelSpec {
   int64_t leadingDense = 0;  ///< first layers with a dense MLP
   int64_t mtpLayers = 0;     ///< multi-token prediction modules available
 
+  // The published checkpoint (quantization_config): "fp8" for FP8 weights
+  // and activations (DeepSeek's block-scaled checkpoint), "mxfp4" for MXFP4
+  // weights of the experts alone (gpt-oss); empty for 16-bit weights.
+  std::string checkpointFormat;
+
   // Mamba.
   int64_t innerSize = 0, stateSize = 0, dtRank = 0, convKernel = 0;
   bool convBias = true, projBias = false;

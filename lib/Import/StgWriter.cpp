@@ -361,6 +361,9 @@ std::string Writer::write(const std::string &identifier,
      << "option weight_sharded    = false;\n";
   if (!hfRepo.empty())
     os << "option hf_repo = \"" << hfRepo << "\";\n";
+  // The published checkpoint, which serving runs as it is (docs/models.md).
+  if (!spec.checkpointFormat.empty())
+    os << "option checkpoint_format = \"" << spec.checkpointFormat << "\";\n";
   // MLA decodes absorbed (nn/mla.stg); stagec sets it for a decode step.
   if (spec.mla)
     os << "option decode = false;\n";

@@ -211,7 +211,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "weight-only quantization, as stagec's: the linear layers' "
                  "weights served in this format, dequantized in GEMMs that "
                  "compute in each run's recipe")
-      ->check(CLI::IsMember({"fp8", "mxfp8", "mxfp6", "mxfp4", "nvfp4"}))
+      ->check(
+          CLI::IsMember({"bf16", "fp8", "mxfp8", "mxfp6", "mxfp4", "nvfp4"}))
       ->group(engine);
   app.add_option("--weight-precision-scope", weightPrecisionScope,
                  "with --weight-precision: all (default) or experts")

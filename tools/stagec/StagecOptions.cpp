@@ -261,8 +261,10 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                  "prefill, decode and serve: the linear layers' weights "
                  "served in this format (fp8, mxfp8, mxfp6, mxfp4, nvfp4) and "
                  "dequantized in GEMMs that compute in the recipe's precision "
-                 "(W4A16: mxfp4 weights under bf16)")
-      ->check(CLI::IsMember({"fp8", "mxfp8", "mxfp6", "mxfp4", "nvfp4"}))
+                 "(W4A16: mxfp4 weights under bf16); bf16: as the model "
+                 "declares them, not its checkpoint's format")
+      ->check(
+          CLI::IsMember({"bf16", "fp8", "mxfp8", "mxfp6", "mxfp4", "nvfp4"}))
       ->group(step);
   app.add_option("--weight-precision-scope", options.weightPrecisionScope,
                  "with --weight-precision: all linear layers (default) or "

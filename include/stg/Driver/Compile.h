@@ -42,7 +42,8 @@ struct CompileOptions {
   /// `--weight-precision`: inference's weight-only quantization (the
   /// model's `weight_precision` option): the linear layers' weights served
   /// in this format and dequantized in their GEMMs, which compute in the
-  /// recipe's precision (W4A16: mxfp4 weights, bf16 GEMMs).
+  /// recipe's precision (W4A16: mxfp4 weights, bf16 GEMMs). BF16: none,
+  /// whatever the model's checkpoint_format says.
   std::optional<Precision> weightPrecision;
   /// With weightPrecision: only the experts' weights (gpt-oss's MXFP4
   /// checkpoint), not attention's and the dense layers'.
