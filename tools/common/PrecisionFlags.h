@@ -35,6 +35,49 @@ inline CLI::Validator recipeName() {
       "RECIPE");
 }
 
+/// `--weight-precision` and `--weight-precision-scope`, inference's
+/// weight-only quantization, as stagec and stage-search --serve take them;
+/// applyWeightPrecisionFlags reads them.
+struct WeightPrecisionFlags {
+  std::string format, scope;
+};
+inline void addWeightPrecisionOptions(CLI::App &app,
+                                      WeightPrecisionFlags &flags,
+                                      const std::string &group) {
+  app.add_option("--weight-precision", flags.format,
+                 "prefill, decode and serve: the linear layers' weights "
+                 "served in this format (fp8, mxfp8, mxfp6, mxfp4, nvfp4) and "
+                 "dequantized in GEMMs that compute in the recipe's precision "
+                 "(W4A16: mxfp4 weights under bf16); bf16: as the model "
+                 "declares them, not its checkpoint's format")
+      ->check(
+          CLI::IsMember({"bf16", "fp8", "mxfp8", "mxfp6", "mxfp4", "nvfp4"}))
+      ->group(group);
+  app.add_option("--weight-precision-scope", flags.scope,
+                 "with --weight-precision: all linear layers (default) or "
+                 "the experts only (gpt-oss's MXFP4 checkpoint)")
+      ->check(CLI::IsMember({"all", "experts"}))
+      ->group(group);
+}
+
+/// `flags` into `options`, whose mode is set; an error message if the
+/// scope comes without a format or the run trains.
+inline std::optional<std::string>
+applyWeightPrecisionFlags(const WeightPrecisionFlags &flags,
+                          CompileOptions &options) {
+  if (!flags.scope.empty() && flags.format.empty())
+    return std::string("--weight-precision-scope needs --weight-precision");
+  if (flags.format.empty())
+    return std::nullopt;
+  if (options.mode == "train")
+    return std::string("--weight-precision quantizes the weights a served "
+                       "model reads; --mode prefill, decode or serve "
+                       "(training: --precision)");
+  options.weightPrecision = parsePrecision(flags.format);
+  options.weightPrecisionExpertsOnly = flags.scope == "experts";
+  return std::nullopt;
+}
+
 /// Reads `--dtype` (the element type of tensors) and `--precision` (the
 /// recipe) into `options`; an error message if either is not one. FP8 is a
 /// recipe, not an element type: an FP8 run keeps its tensors in bf16, so

@@ -206,18 +206,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "tokens of a KV cache page (default 16)")
       ->check(wholeNumber(1, 65536))
       ->group(engine);
-  std::string weightPrecision, weightPrecisionScope;
-  app.add_option("--weight-precision", weightPrecision,
-                 "weight-only quantization, as stagec's: the linear layers' "
-                 "weights served in this format, dequantized in GEMMs that "
-                 "compute in each run's recipe")
-      ->check(
-          CLI::IsMember({"bf16", "fp8", "mxfp8", "mxfp6", "mxfp4", "nvfp4"}))
-      ->group(engine);
-  app.add_option("--weight-precision-scope", weightPrecisionScope,
-                 "with --weight-precision: all (default) or experts")
-      ->check(CLI::IsMember({"all", "experts"}))
-      ->group(engine);
+  WeightPrecisionFlags weightPrecision;
+  addWeightPrecisionOptions(app, weightPrecision, engine);
   std::string kvCacheType;
   app.add_option("--kv-cache-dtype", kvCacheType,
                  "the KV cache's element type (bf16, fp16, fp8; default the "
@@ -274,12 +264,9 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   if (!kvCacheType.empty())
     search.base.kvCacheType = parseElementType(kvCacheType);
   settings.kvAllocation = parseKVAllocation(kvAllocation);
-  if (!weightPrecisionScope.empty() && weightPrecision.empty())
-    return fail("--weight-precision-scope needs --weight-precision");
-  if (!weightPrecision.empty()) {
-    search.base.weightPrecision = parsePrecision(weightPrecision);
-    search.base.weightPrecisionExpertsOnly = weightPrecisionScope == "experts";
-  }
+  if (std::optional<std::string> error =
+          applyWeightPrecisionFlags(weightPrecision, search.base))
+    return fail(*error);
   search.base.deepEpMode = *parseDeepEpMode(deepEpMode);
   search.maxTTFTMillis = ttft;
   search.maxTPOTMillis = tpot;

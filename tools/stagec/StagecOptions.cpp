@@ -257,20 +257,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                "the attention core in the recipe's precision too (FP8 "
                "dot-product attention)")
       ->group(step);
-  app.add_option("--weight-precision", options.weightPrecision,
-                 "prefill, decode and serve: the linear layers' weights "
-                 "served in this format (fp8, mxfp8, mxfp6, mxfp4, nvfp4) and "
-                 "dequantized in GEMMs that compute in the recipe's precision "
-                 "(W4A16: mxfp4 weights under bf16); bf16: as the model "
-                 "declares them, not its checkpoint's format")
-      ->check(
-          CLI::IsMember({"bf16", "fp8", "mxfp8", "mxfp6", "mxfp4", "nvfp4"}))
-      ->group(step);
-  app.add_option("--weight-precision-scope", options.weightPrecisionScope,
-                 "with --weight-precision: all linear layers (default) or "
-                 "the experts only (gpt-oss's MXFP4 checkpoint)")
-      ->check(CLI::IsMember({"all", "experts"}))
-      ->group(step);
+  addWeightPrecisionOptions(app, options.weightPrecision, step);
 
   const char *timing = "Time (kernel durations, step estimate)";
   app.add_option("--system", options.system,
@@ -427,22 +414,10 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                          "--mode train\n");
     return 1;
   }
-  if (!options.weightPrecisionScope.empty() &&
-      options.weightPrecision.empty()) {
-    std::fprintf(stderr, "stagec: error: --weight-precision-scope needs "
-                         "--weight-precision\n");
+  if (std::optional<std::string> error =
+          applyWeightPrecisionFlags(options.weightPrecision, options.compile)) {
+    std::fprintf(stderr, "stagec: error: %s\n", error->c_str());
     return 1;
-  }
-  if (!options.weightPrecision.empty()) {
-    if (options.compile.mode == "train") {
-      std::fprintf(stderr, "stagec: error: --weight-precision quantizes the "
-                           "weights a served model reads; --mode prefill, "
-                           "decode or serve (training: --precision)\n");
-      return 1;
-    }
-    options.compile.weightPrecision = parsePrecision(options.weightPrecision);
-    options.compile.weightPrecisionExpertsOnly =
-        options.weightPrecisionScope == "experts";
   }
   if (!kvCacheType.empty()) {
     if (options.compile.mode != "decode" && options.compile.mode != "serve") {

@@ -9,6 +9,8 @@
 #ifndef STG_TOOLS_STAGEC_STAGECOPTIONS_H
 #define STG_TOOLS_STAGEC_STAGECOPTIONS_H
 
+#include "PrecisionFlags.h"
+
 #include "stg/Driver/Compile.h"
 #include "stg/Serve/ServingSimulation.h"
 
@@ -54,7 +56,7 @@ struct StagecOptions {
   std::string precision; ///< `--precision`: the recipe.
   /// `--weight-precision`, `--weight-precision-scope`: weight-only
   /// quantization in inference.
-  std::string weightPrecision, weightPrecisionScope;
+  WeightPrecisionFlags weightPrecision;
   std::string device;   ///< Built-in name or YAML file; empty: no durations.
   std::string system;   ///< Built-in name or YAML file: the cluster.
   std::string measured; ///< CSV of measured kernel durations.
