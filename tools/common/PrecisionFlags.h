@@ -1,9 +1,9 @@
-//===- PrecisionFlags.h - `--dtype` and `--precision` -----------*- C++ -*-===//
+//===- PrecisionFlags.h - `--dtype`, `--precision` and weights --*- C++ -*-===//
 //
-// The two flags that say what a run computes in, read the same way by
-// stagec and stage-search: `--dtype`, the element type tensors are stored
-// in, and `--precision`, the recipe (which ops run in FP8 or FP4; see
-// docs/cost-model.md, "Precision").
+// The flags that say what a run computes in, read the same way by stagec
+// and stage-search: `--dtype`, the element type tensors are stored in,
+// `--precision`, the recipe (which ops run in FP8 or FP4), and inference's
+// `--weight-precision` (docs/cost-model.md, "Precision").
 //
 //===----------------------------------------------------------------------===//
 
