@@ -363,17 +363,23 @@ std::optional<ExpertWeightReads> stg::getExpertWeightReads(const Op &op) {
 
 std::optional<SlotFill> stg::getSlotFill(const Op &op) {
   if (op.getPhase() != Phase::Forward || op.getOperands().empty() ||
-      op.getKind() == OpKind::Dispatch || op.getKind() == OpKind::Combine)
+      op.getResults().empty())
     return std::nullopt;
-  std::optional<RoutedDispatch> found = findDispatch(*op.getOperand(0));
+  // A dispatch writes its slots; anything else reads them first.
+  bool dispatch = op.getKind() == OpKind::Dispatch;
+  const Value &slotValue = dispatch ? *op.getResult() : *op.getOperand(0);
+  std::optional<RoutedDispatch> found = findDispatch(slotValue);
   if (!found)
     return std::nullopt;
   const TensorType &slots = found->dispatch->getResult()->getType();
   if (slots.getRank() < 2)
     return std::nullopt;
-  return SlotFill{found->tokens * found->route->getAttr("topk")->expr *
-                      found->dispatch->getAttr("capacity")->expr / 100,
-                  slots.getDim(0) * slots.getDim(1)};
+  SlotFill fill{found->tokens * found->route->getAttr("topk")->expr *
+                    found->dispatch->getAttr("capacity")->expr / 100,
+                slots.getDim(0) * slots.getDim(1)};
+  if (dispatch || op.getKind() == OpKind::Combine)
+    fill.slotBytes = getLocalBytes(slotValue);
+  return fill;
 }
 
 double stg::getSlotFillFraction(double copies, double rows) {

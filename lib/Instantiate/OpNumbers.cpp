@@ -215,6 +215,9 @@ OpNumberCache::Formulas &OpNumberCache::getFormulas(const Op &op) {
           CompiledExpr::compile(costs.slotFill->copies, slots);
       costs.slotFillPrograms[1] =
           CompiledExpr::compile(costs.slotFill->rows, slots);
+      if (costs.slotFill->slotBytes)
+        costs.slotBytesProgram =
+            CompiledExpr::compile(*costs.slotFill->slotBytes, slots);
     }
   }
   return costs;
@@ -352,6 +355,17 @@ const OpNumbers *OpNumberCache::get(const Op &op) {
     numbers.bytesAccessed =
         weightBytes - std::min(weightBytes, unreadBytes) +
         uint64_t(getFilled(int64_t(*bytes - weightBytes), fill));
+    // A dispatch or a combine: its tokens whole, its slots' filled rows.
+    if (costs.slotFill && costs.slotFill->slotBytes && fill < 1) {
+      std::optional<int64_t> slotBytes =
+          count(*costs.slotFill->slotBytes, costs.slotBytesProgram,
+                "slot bytes of ", false);
+      if (!slotBytes)
+        return nullptr;
+      int64_t whole = std::min(*slotBytes, *bytes);
+      numbers.flops = *flops;
+      numbers.bytesAccessed = *bytes - whole + getFilled(whole, fill);
+    }
     if (op.getKind() == OpKind::Einsum)
       numbers.gemm = getGemmShape(op);
     if (isAttention(op)) {

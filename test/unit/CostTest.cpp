@@ -646,9 +646,9 @@ TEST(Cost, ActiveExpertsAreThoseThatGetATokenInExpectation) {
 
 TEST(CostTest, OpsOnExpertSlotsComputeTheRowsTheirTokensFill) {
   // 3 tokens to 2 of 8 experts at 150 % capacity: 9 of the 8 x 4 slot rows
-  // hold tokens. The experts' GEMM, its activation and the slots'
-  // exchange are on slots; the router, the dispatch, the combine and what
-  // follows it are not.
+  // hold tokens. The dispatch, the experts' GEMMs, their activation and
+  // the combine are on slots; the router and what follows the combine are
+  // not.
   const char *source = R"(
     dim T = 3, D = 8, F = 16, E = 8, K = 2, C = 4, CAP = 150;
     axis ep;
@@ -672,14 +672,23 @@ TEST(CostTest, OpsOnExpertSlotsComputeTheRowsTheirTokensFill) {
     if (!op.getResults().empty())
       fills[op.getResult()->getName().str()] = getSlotFill(op);
   });
-  for (const char *name : {"h", "silu", "o"}) {
+  for (const char *name : {"d", "h", "silu", "o", "y"}) {
     ASSERT_TRUE(fills.count(name) && fills[name]) << name;
     EXPECT_TRUE(sameExpr(*module->bindAll(fills[name]->copies), Expr(9)))
         << name;
     EXPECT_TRUE(sameExpr(*module->bindAll(fills[name]->rows), Expr(32)))
         << name;
   }
-  for (const char *name : {"r", "d", "y", "add"})
+  // The dispatch writes, and the combine reads, the slots (8 x 4 x 8 bf16
+  // elements) beside whole tokens; the ops between are all slots.
+  for (const char *name : {"d", "y"}) {
+    ASSERT_TRUE(fills[name]->slotBytes) << name;
+    EXPECT_TRUE(sameExpr(*module->bindAll(*fills[name]->slotBytes),
+                         Expr(8 * 4 * 8 * 2)))
+        << name;
+  }
+  EXPECT_FALSE(fills["h"]->slotBytes);
+  for (const char *name : {"r", "add"})
     EXPECT_FALSE(fills.count(name) && fills[name]) << name;
   EXPECT_DOUBLE_EQ(getSlotFillFraction(9, 32), 9.0 / 32);
   EXPECT_DOUBLE_EQ(getSlotFillFraction(40, 32), 1);

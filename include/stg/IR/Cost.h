@@ -70,9 +70,13 @@ std::optional<ExpertWeightReads> getExpertWeightReads(const Op &op);
 /// times their slots. The slots round each rank's share of an expert up
 /// to whole slots, so a decode step's few tokens fill few of them (one
 /// token to 8 of 256 experts: 8 of 256 rows); a dropless grouped GEMM, and
-/// the exchanges around it, move only the tokens. Nothing for any other op.
+/// the exchanges around it, move only the tokens. The dispatch and the
+/// combine themselves write and read the slots beside whole tokens:
+/// `slotBytes` says which of their bytes are the slots'. Nothing for any
+/// other op.
 struct SlotFill {
   Expr copies, rows;
+  std::optional<Expr> slotBytes;
 };
 std::optional<SlotFill> getSlotFill(const Op &op);
 

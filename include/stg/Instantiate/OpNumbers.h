@@ -137,6 +137,7 @@ private:
     /// (getSlotFill).
     std::optional<SlotFill> slotFill;
     CompiledExpr slotFillPrograms[2];
+    CompiledExpr slotBytesProgram; ///< Its slotBytes, where it has them.
   };
   /// An experts' GEMM's weight bytes, and how many of them it leaves
   /// unread: the weights of the experts that get no token ({0, 0} for any
