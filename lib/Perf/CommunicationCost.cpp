@@ -36,41 +36,49 @@ static double getSteps(const NetworkTier &tier, unsigned n) {
   return n - 1;
 }
 
-/// Whether an all-reduce of `bytes` a rank over `n` ranks of one tier runs
-/// as NVLS, as NCCL picks it: where the switches reduce and NVLS's time,
-/// its latency and the buffer once each way at its bandwidth, is below
-/// the ring's (from about 12 MB on eight H100s, 39 MB on four).
-static bool isNvlsAllReduce(double bytes, unsigned n, const NetworkTier &tier) {
-  if (!tier.inNetworkReduction || n <= 2)
-    return false;
-  double ring = 2 * double(n - 1) / n * bytes / tier.getEffectiveBandwidth() +
-                2 * getSteps(tier, n) * tier.latency;
-  double nvls =
-      bytes / (NvlsBandwidthShare * tier.bandwidth) + NvlsLatencySeconds;
-  return nvls < ring;
-}
+namespace {
+/// A collective's time on one tier: the seconds it moves bytes (which link
+/// sharing divides) and its latency.
+struct FlatTime {
+  double transfer = 0, latency = 0;
+  double total() const { return transfer + latency; }
+};
+} // namespace
 
-/// Seconds of a collective over `n` ranks of one tier; `bytes` is the
-/// per-rank input buffer (an all-gather's output is n times it).
-static double getFlatSeconds(CollectiveKind kind, double bytes, unsigned n,
-                             const NetworkTier &tier) {
+/// A collective over `n` ranks of one tier; `bytes` is the per-rank input
+/// buffer (an all-gather's output is n times it). An all-reduce runs as
+/// NCCL picks it: on a tier whose switches reduce, NVLS (the buffer once
+/// each way at its bandwidth, after its latency) where that is faster than
+/// the ring (from about 12 MB on eight H100s, 39 MB on four, never on two).
+static FlatTime getFlatTime(CollectiveKind kind, double bytes, unsigned n,
+                            const NetworkTier &tier) {
   if (n <= 1)
-    return 0;
+    return {};
   double share = double(n - 1) / n;
   double steps = getSteps(tier, n);
   double bandwidth = tier.getEffectiveBandwidth();
   switch (kind) {
-  case CollectiveKind::AllReduce:
-    if (isNvlsAllReduce(bytes, n, tier))
-      return bytes / (NvlsBandwidthShare * tier.bandwidth) + NvlsLatencySeconds;
-    return 2 * share * bytes / bandwidth + 2 * steps * tier.latency;
+  case CollectiveKind::AllReduce: {
+    FlatTime ring{2 * share * bytes / bandwidth, 2 * steps * tier.latency};
+    if (!tier.inNetworkReduction || n <= 2)
+      return ring;
+    FlatTime nvls{bytes / (NvlsBandwidthShare * tier.bandwidth),
+                  NvlsLatencySeconds};
+    return nvls.total() < ring.total() ? nvls : ring;
+  }
   case CollectiveKind::AllGather:
-    return (n - 1) * bytes / bandwidth + steps * tier.latency;
+    return {(n - 1) * bytes / bandwidth, steps * tier.latency};
   case CollectiveKind::ReduceScatter:
   case CollectiveKind::AllToAll:
-    return share * bytes / bandwidth + steps * tier.latency;
+    return {share * bytes / bandwidth, steps * tier.latency};
   }
-  return 0;
+  return {};
+}
+
+/// Seconds of a collective over `n` ranks of one tier.
+static double getFlatSeconds(CollectiveKind kind, double bytes, unsigned n,
+                             const NetworkTier &tier) {
+  return getFlatTime(kind, bytes, n, tier).total();
 }
 
 double stg::getCollectiveMicros(CollectiveKind kind, double bytes,
@@ -198,22 +206,7 @@ double stg::getMessageMicros(double bytes, bool acrossNodes,
 /// The part of getFlatSeconds that moves bytes, without the latency.
 static double getFlatBandwidthSeconds(CollectiveKind kind, double bytes,
                                       unsigned n, const NetworkTier &tier) {
-  if (n <= 1)
-    return 0;
-  double share = double(n - 1) / n;
-  double bandwidth = tier.getEffectiveBandwidth();
-  switch (kind) {
-  case CollectiveKind::AllReduce:
-    if (isNvlsAllReduce(bytes, n, tier))
-      return bytes / (NvlsBandwidthShare * tier.bandwidth);
-    return 2 * share * bytes / bandwidth;
-  case CollectiveKind::AllGather:
-    return (n - 1) * bytes / bandwidth;
-  case CollectiveKind::ReduceScatter:
-  case CollectiveKind::AllToAll:
-    return share * bytes / bandwidth;
-  }
-  return 0;
+  return getFlatTime(kind, bytes, n, tier).transfer;
 }
 
 void stg::getCollectiveTransfers(CollectiveKind kind, double bytes,
