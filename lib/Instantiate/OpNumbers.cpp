@@ -15,7 +15,6 @@
 #include "stg/IR/Cost.h"
 #include "stg/IR/GradOp.h"
 
-#include <array>
 #include <cmath>
 #include <map>
 
@@ -223,33 +222,29 @@ OpNumberCache::Formulas &OpNumberCache::getFormulas(const Op &op) {
   return costs;
 }
 
-/// `programs`' values under the current binding, or nothing where one does
-/// not evaluate.
-template <size_t N>
-static std::optional<std::array<double, N>>
-evaluateAll(const CompiledExpr (&programs)[N],
-            llvm::function_ref<std::optional<Rational>(const CompiledExpr &)>
-                evaluate) {
-  std::array<double, N> values;
-  for (size_t index = 0; index < N; ++index) {
-    std::optional<Rational> value = evaluate(programs[index]);
-    if (!value || value->den <= 0)
-      return std::nullopt;
-    values[index] = double(value->num) / double(value->den);
-  }
-  return values;
+std::optional<double>
+OpNumberCache::tryCompiledNumber(const CompiledExpr &program) {
+  std::optional<Rational> value = tryCompiled(program);
+  if (!value || value->den <= 0)
+    return std::nullopt;
+  return double(value->num) / double(value->den);
 }
 
 std::pair<uint64_t, uint64_t>
 OpNumberCache::getExpertWeightBytes(const Formulas &costs) {
   if (!costs.expertReads)
     return {0, 0};
-  auto values = evaluateAll(costs.expertPrograms, [&](const CompiledExpr &e) {
-    return tryCompiled(e);
-  });
-  if (!values || !(values->at(0) >= 0) || !std::isfinite(values->at(0)))
+  double values[4];
+  for (unsigned index = 0; index < 4; ++index) {
+    std::optional<double> value =
+        tryCompiledNumber(costs.expertPrograms[index]);
+    if (!value)
+      return {0, 0};
+    values[index] = *value;
+  }
+  auto [weightBytes, tokens, topk, experts] = values;
+  if (!(weightBytes >= 0) || !std::isfinite(weightBytes))
     return {0, 0};
-  auto [weightBytes, tokens, topk, experts] = *values;
   double unread =
       weightBytes * (1 - getActiveExpertFraction(tokens, topk, experts));
   // Whole bytes, and none where the experts all get tokens (a training
@@ -273,10 +268,9 @@ bool OpNumberCache::isTraining() {
 double OpNumberCache::getSlotFill(const Formulas &costs) {
   if (!costs.slotFill)
     return 1;
-  auto values = evaluateAll(costs.slotFillPrograms, [&](const CompiledExpr &e) {
-    return tryCompiled(e);
-  });
-  return values ? getSlotFillFraction(values->at(0), values->at(1)) : 1;
+  std::optional<double> copies = tryCompiledNumber(costs.slotFillPrograms[0]);
+  std::optional<double> rows = tryCompiledNumber(costs.slotFillPrograms[1]);
+  return copies && rows ? getSlotFillFraction(*copies, *rows) : 1;
 }
 
 /// `count` for the rows of it that hold tokens: unchanged where all do (a
@@ -346,26 +340,25 @@ const OpNumbers *OpNumberCache::get(const Op &op) {
     if (!flops || !bytes)
       return nullptr;
     // An op on an experts' slots computes, reads and writes the rows that
-    // hold tokens; a grouped GEMM reads the weights of the experts that got
-    // tokens, whole.
+    // hold tokens, and a grouped GEMM reads the weights of the experts that
+    // got tokens, whole; a dispatch writes and a combine reads the slots
+    // beside whole tokens, which they do not compute on.
     double fill = getSlotFill(costs);
     auto [weightBytes, unreadBytes] = getExpertWeightBytes(costs);
-    weightBytes = std::min<uint64_t>(weightBytes, *bytes);
-    numbers.flops = getFilled(*flops, fill);
-    numbers.bytesAccessed =
-        weightBytes - std::min(weightBytes, unreadBytes) +
-        uint64_t(getFilled(int64_t(*bytes - weightBytes), fill));
-    // A dispatch or a combine: its tokens whole, its slots' filled rows.
-    if (costs.slotFill && costs.slotFill->slotBytes && fill < 1) {
-      std::optional<int64_t> slotBytes =
+    int64_t slotBytes = *bytes - std::min<int64_t>(weightBytes, *bytes);
+    bool boundary = costs.slotFill && costs.slotFill->slotBytes;
+    if (boundary && fill < 1) {
+      std::optional<int64_t> written =
           count(*costs.slotFill->slotBytes, costs.slotBytesProgram,
                 "slot bytes of ", false);
-      if (!slotBytes)
+      if (!written)
         return nullptr;
-      int64_t whole = std::min(*slotBytes, *bytes);
-      numbers.flops = *flops;
-      numbers.bytesAccessed = *bytes - whole + getFilled(whole, fill);
+      slotBytes = std::min(*written, *bytes);
     }
+    numbers.flops = boundary ? *flops : getFilled(*flops, fill);
+    numbers.bytesAccessed = *bytes - slotBytes -
+                            std::min<int64_t>(unreadBytes, *bytes - slotBytes) +
+                            getFilled(slotBytes, fill);
     if (op.getKind() == OpKind::Einsum)
       numbers.gemm = getGemmShape(op);
     if (isAttention(op)) {

@@ -139,6 +139,8 @@ private:
     CompiledExpr slotFillPrograms[2];
     CompiledExpr slotBytesProgram; ///< Its slotBytes, where it has them.
   };
+  /// `program`'s value under the current binding, or nothing.
+  std::optional<double> tryCompiledNumber(const CompiledExpr &program);
   /// An experts' GEMM's weight bytes, and how many of them it leaves
   /// unread: the weights of the experts that get no token ({0, 0} for any
   /// other op, or where the numbers do not evaluate).
