@@ -97,8 +97,8 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
      << formatShortest(engine.limits.memoryFraction) << " --kv-block-tokens "
      << engine.blockTokens << " --iteration-overhead-us "
      << formatShortest(engine.iterationOverheadMicros);
-  if (engine.kvAllocation == KVAllocation::OnDemand)
-    os << " --kv-allocation on-demand";
+  if (engine.kvAllocation != KVAllocation::Reserve)
+    os << " --kv-allocation " << getKVAllocationName(engine.kvAllocation);
   if (const SpeculativeDecoding &speculation = engine.speculation;
       speculation.draftTokens)
     os << " --speculative-tokens " << speculation.draftTokens
@@ -229,9 +229,7 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
       {"kv_memory_fraction", settings.limits.memoryFraction},
       {"kv_block_tokens", int64_t(settings.blockTokens)},
       {"iteration_overhead_us", settings.iterationOverheadMicros},
-      {"kv_allocation", settings.kvAllocation == KVAllocation::OnDemand
-                            ? "on-demand"
-                            : "reserve"},
+      {"kv_allocation", getKVAllocationName(settings.kvAllocation)},
       {"kv_cache_dtype",
        options.base.kvCacheType
            ? llvm::json::Value(getElementTypeName(*options.base.kvCacheType))

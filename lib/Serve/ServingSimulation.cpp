@@ -507,6 +507,18 @@ std::optional<ServingResult> Simulation::run() {
   return std::move(result);
 }
 
+llvm::StringRef stg::getKVAllocationName(KVAllocation allocation) {
+  return allocation == KVAllocation::OnDemand ? "on-demand" : "reserve";
+}
+
+std::optional<KVAllocation> stg::parseKVAllocation(llvm::StringRef name) {
+  for (KVAllocation allocation :
+       {KVAllocation::Reserve, KVAllocation::OnDemand})
+    if (name == getKVAllocationName(allocation))
+      return allocation;
+  return std::nullopt;
+}
+
 std::optional<ServingResult>
 stg::simulateServing(const ServingDeployment &deployment,
                      const ServingEngineSettings &settings,

@@ -28,12 +28,10 @@ inline void addKVAllocationOption(CLI::App &app, std::string &name,
                  "as TensorRT-LLM's GUARANTEED_NO_EVICT) or on-demand (a "
                  "block as it grows, preempting the newest sequence when "
                  "full, to recompute later, as vLLM)")
-      ->check(CLI::IsMember({"reserve", "on-demand"}))
+      ->check(
+          CLI::IsMember({getKVAllocationName(KVAllocation::Reserve).str(),
+                         getKVAllocationName(KVAllocation::OnDemand).str()}))
       ->group(group);
-}
-
-inline KVAllocation parseKVAllocation(llvm::StringRef name) {
-  return name == "on-demand" ? KVAllocation::OnDemand : KVAllocation::Reserve;
 }
 
 inline void addSpeculationOptions(CLI::App &app,

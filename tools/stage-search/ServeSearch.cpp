@@ -263,7 +263,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   search.base.mode = "serve";
   if (!kvCacheType.empty())
     search.base.kvCacheType = parseElementType(kvCacheType);
-  settings.kvAllocation = parseKVAllocation(kvAllocation);
+  settings.kvAllocation = *parseKVAllocation(kvAllocation);
   if (std::optional<std::string> error =
           applyWeightPrecisionFlags(weightPrecision, search.base))
     return fail(*error);

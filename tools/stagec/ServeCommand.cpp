@@ -340,7 +340,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   settings.blockTokens = flags.kvBlockTokens;
   settings.iterationOverheadMicros = flags.iterationOverheadMicros;
   settings.speculation = flags.speculation;
-  settings.kvAllocation = parseKVAllocation(flags.kvAllocation);
+  settings.kvAllocation = *parseKVAllocation(flags.kvAllocation);
 
   std::vector<std::unique_ptr<IterationCostModel>> models;
   std::vector<CompileOptions> bases; // Each pool's, for the traces (-o).

@@ -100,6 +100,10 @@ enum class KVAllocation {
   OnDemand,
 };
 
+/// `reserve` or `on-demand`, as `--kv-allocation` names them.
+llvm::StringRef getKVAllocationName(KVAllocation allocation);
+std::optional<KVAllocation> parseKVAllocation(llvm::StringRef name);
+
 struct ServingEngineSettings {
   ServingLimits limits;
   SpeculativeDecoding speculation;
