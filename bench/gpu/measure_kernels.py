@@ -54,6 +54,8 @@ TRAINING = [("llama3-8b", 1, 8192), ("llama3-70b", 4, 8192),
 # (model, tp) of the serving runs validated, and the tokens of a batch.
 SERVING = [("llama3-8b", 1), ("llama3-70b", 4), ("llama3-70b", 8)]
 SERVING_TOKENS = [1, 16, 64, 256, 1024, 4096]
+# Between the two regimes: the decode batches of an engine at saturation.
+MIDSIZE_TOKENS = [32, 96, 128, 192, 384, 512, 768]
 
 # Experts: (model, hidden, expert inner size, gated).
 EXPERTS = [("mixtral-8x7b", 4096, 14336, True),
@@ -121,6 +123,12 @@ def gemm_cases():
             for tokens in SERVING_TOKENS:
                 for precision in ("bf16", "fp8"):
                     cases.append(("serving", "%s-tp%d" % (model, tp),
+                                  name + ".fwd", precision, 1, tokens, n, k))
+    for model, tp in SERVING:
+        for name, n, k in linear_layers(MODELS[model], tp):
+            for tokens in MIDSIZE_TOKENS:
+                for precision in ("bf16", "fp8"):
+                    cases.append(("midsize", "%s-tp%d" % (model, tp),
                                   name + ".fwd", precision, 1, tokens, n, k))
     for model, h, ffn, gated in EXPERTS:
         for experts in LOCAL_EXPERTS:
