@@ -54,7 +54,7 @@ DECODE = {
 PREFILL = [512, 2048, 8192]
 PRECISIONS = ["bf16", "fp8"]
 
-FIELDS = ["model", "template", "tp", "mode", "precision", "batch",
+FIELDS = ["model", "template", "tp", "linear", "mode", "precision", "batch",
           "context", "tokens", "step_us", "layers_us", "head_us",
           "kernel_us", "gemm_us", "attention_us", "other_us", "kernels",
           "note"]
@@ -82,8 +82,10 @@ def kernel_kind(name):
 class Step:
     """One rank's share of the model, built for one step's shape."""
 
-    def __init__(self, torch, spec, mode, precision, batch, context):
+    def __init__(self, torch, spec, mode, precision, batch, context,
+                 split=False):
         self.torch = torch
+        self.split = split
         self.spec = spec
         self.mode = mode
         self.fp8 = precision == "fp8"
@@ -114,6 +116,13 @@ class Step:
                                          dtype=torch.bfloat16)
                 layer["v"] = torch.randn(shape, device=dev,
                                          dtype=torch.bfloat16)
+            if split:
+                # Separate weights (and GEMMs) for q, k, v and gate, up.
+                layer["qkv"] = list(layer["qkv"].split(
+                    [q * hd, kv * hd, kv * hd]))
+                layer["fc1"] = list(layer["fc1"].chunk(2))
+                layer["qkv"] = [w.contiguous() for w in layer["qkv"]]
+                layer["fc1"] = [w.contiguous() for w in layer["fc1"]]
             self.layers.append(layer)
         self.norm = torch.ones(h, device=dev, dtype=torch.bfloat16)
         self.head = torch.randn(spec["vocab"], h, device=dev,
@@ -128,6 +137,8 @@ class Step:
         self.sin = torch.cat([angles.sin()] * 2, -1).to(torch.bfloat16)
 
     def linear(self, x, w):
+        if self.split and isinstance(w, list):
+            return self.torch.cat([self.linear(x, part) for part in w], -1)
         torch = self.torch
         if self.fp8:
             return torch._scaled_mm(x.to(torch.float8_e4m3fn), w.t(),
@@ -243,6 +254,9 @@ def main():
                         help="print the cases; no GPU")
     parser.add_argument("--only", default="",
                         help="comma-separated models to measure")
+    parser.add_argument("--split-linear", action="store_true",
+                        help="q, k, v and gate, up as separate GEMMs (as "
+                        "stagec's templates write them), not fused")
     args = parser.parse_args()
     if args.list:
         for case in cases():
@@ -264,7 +278,8 @@ def main():
                 continue
             spec = MODELS[model]
             try:
-                step = Step(torch, spec, mode, precision, batch, context)
+                step = Step(torch, spec, mode, precision, batch, context,
+                            args.split_linear)
                 with torch.no_grad():
                     layers = time_graph(torch, step.run_layers)
                     head = time_graph(torch, step.run_head)
@@ -288,13 +303,15 @@ def main():
                 by_kind[kernel_kind(name)] += micros
                 count += calls
                 kernel_rows.append(dict(
-                    model=model, mode=mode, precision=precision, batch=batch,
+                    model=model, linear="split" if args.split_linear
+                    else "fused", mode=mode, precision=precision, batch=batch,
                     context=context, kind=kernel_kind(name), calls=calls,
                     micros="%.1f" % micros, name=name[:160]))
             note = "rows padded to %d" % step.rows \
                 if step.rows != step.tokens else ""
             writer.writerow(dict(
                 model=model, template=spec["template"], tp=spec["tp"],
+                linear="split" if args.split_linear else "fused",
                 mode=mode, precision=precision, batch=batch,
                 context=context, tokens=step.tokens,
                 step_us="%.1f" % both, layers_us="%.1f" % layers,
@@ -312,7 +329,8 @@ def main():
             torch.cuda.empty_cache()
     if args.kernels:
         with open(args.kernels, "w", newline="") as out:
-            writer = csv.DictWriter(out, ["model", "mode", "precision",
+            writer = csv.DictWriter(out, ["model", "linear", "mode",
+                                          "precision",
                                           "batch", "context", "kind",
                                           "calls", "micros", "name"])
             writer.writeheader()

@@ -197,6 +197,22 @@ std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
   }
   if (options.weightPrecisionExpertsOnly)
     setOption(*module, "weight_precision_scope", std::string("experts"));
+  if (options.fusedLinearKernels)
+    setOption(*module, "linear_kernels", std::string("fused"));
+  if (const Option *kernels = module->lookupOption("linear_kernels")) {
+    const auto *text = std::get_if<std::string>(&kernels->value);
+    if (!text || (*text != "fused" && *text != "separate")) {
+      diags.error(kernels->loc, "option 'linear_kernels' is \"separate\" or "
+                                "\"fused\"");
+      return nullptr;
+    }
+    if (*text == "fused" && options.mode == "train") {
+      diags.error(kernels->loc, "fused linear kernels ('linear_kernels') "
+                                "are priced for a served model: --mode "
+                                "prefill, decode or serve");
+      return nullptr;
+    }
+  }
   if (options.contextParallelAllToAll)
     setOption(*module, "cp_comm_type", std::string("a2a"));
   if (options.kvCacheType)
@@ -273,7 +289,8 @@ InstantiateOptions stg::getInstantiateOptions(const Mesh &mesh,
   instantiateOptions.memoryAccounting = options.memoryAccounting;
   instantiateOptions.overlapGradientReduction =
       options.overlapGradientReduction;
-  instantiateOptions.tensorParallelOverlap = options.tensorParallelOverlap;
+  instantiateOptions.tensorParallelOverlap =
+      options.tensorParallelOverlap.value_or(options.mode == "train");
   instantiateOptions.contextParallelRing = options.contextParallelRing;
   instantiateOptions.overlapParamGather = options.overlapParamGather;
   instantiateOptions.twoBatchOverlap = options.twoBatchOverlap;

@@ -27,6 +27,8 @@
 #include "stg/IR/Cost.h"
 #include "stg/IR/GradOp.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <cmath>
 #include <map>
 
@@ -208,28 +210,33 @@ Expr stg::getExactPrecisionBytes(Precision precision) {
   return GiNaC::numeric(int(getPrecisionBytes(precision) * 32), 32);
 }
 
-Expr stg::getCastBytes(const Op &op) {
+/// The bytes of the cast of `op`'s operand `operand`, where its
+/// `quantize` list names it: read in its element type, written in the low
+/// precision.
+static Expr getOperandCastBytes(const Op &op, unsigned operand) {
   std::optional<Precision> precision = getLowPrecision(op);
   const Attribute *quantize = op.getAttr("quantize");
-  if (!precision || !quantize)
+  if (!precision || !quantize || operand >= op.getOperands().size())
     return 0;
+  bool listed = llvm::any_of(quantize->list, [&](const Expr &index) {
+    return GiNaC::is_a<GiNaC::numeric>(index) &&
+           GiNaC::ex_to<GiNaC::numeric>(index).to_int() == int(operand);
+  });
+  if (!listed)
+    return 0;
+  const Value *value = op.getOperand(operand);
+  // A gathered operand was cast before the gather, on this rank's shard.
+  const Op *def = value->getDefiningOp();
+  if (def && def->getKind() == OpKind::AllGather && def->getAttr("precision"))
+    value = def->getOperand(0);
+  return getLocalBytes(*value) + value->getType().getLocalNumElements() *
+                                     getExactPrecisionBytes(*precision);
+}
+
+Expr stg::getCastBytes(const Op &op) {
   Expr bytes = 0;
-  for (const Expr &index : quantize->list) {
-    if (!GiNaC::is_a<GiNaC::numeric>(index))
-      continue;
-    int operand = GiNaC::ex_to<GiNaC::numeric>(index).to_int();
-    if (operand < 0 || unsigned(operand) >= op.getOperands().size())
-      continue;
-    const Value *value = op.getOperand(operand);
-    // A gathered operand was cast before the gather, on this rank's shard.
-    const Op *def = value->getDefiningOp();
-    if (def && def->getKind() == OpKind::AllGather && def->getAttr("precision"))
-      value = def->getOperand(0);
-    // Read in its element type, written in the low precision.
-    bytes = bytes + getLocalBytes(*value) +
-            value->getType().getLocalNumElements() *
-                getExactPrecisionBytes(*precision);
-  }
+  for (unsigned operand = 0; operand < op.getOperands().size(); ++operand)
+    bytes = bytes + getOperandCastBytes(op, operand);
   return bytes;
 }
 
@@ -264,6 +271,31 @@ static Expr getOperandBytes(const Op &einsum, const Value &operand) {
   if (std::optional<Precision> precision = getLowPrecision(einsum))
     return getQuantizedBytes(operand, *precision);
   return getLocalBytes(operand);
+}
+
+bool stg::isLinearGemm(const Op &op) {
+  return op.getKind() == OpKind::Einsum && op.getOperands().size() == 2 &&
+         isWeight(*op.getOperand(1));
+}
+
+bool stg::canShareKernel(const Op &op, const Op &other) {
+  if (!isLinearGemm(op) || !isLinearGemm(other))
+    return false;
+  const EinsumSpec &spec = op.getAttr("spec")->einsum;
+  const EinsumSpec &otherSpec = other.getAttr("spec")->einsum;
+  auto format = [](const Op &einsum) {
+    return std::make_pair(getLowPrecision(einsum), getWeightPrecision(einsum));
+  };
+  return spec.inputs == otherSpec.inputs && spec.output == otherSpec.output &&
+         format(op) == format(other);
+}
+
+Expr stg::getGemmInputBytes(const Op &einsum) {
+  return getOperandBytes(einsum, *einsum.getOperand(0));
+}
+
+Expr stg::getGemmInputCastBytes(const Op &einsum) {
+  return getOperandCastBytes(einsum, 0);
 }
 
 Expr stg::getBytesAccessed(const Op &op) {

@@ -82,6 +82,12 @@ bool Module::hasContextParallelAllToAll() const {
   return text && *text == "a2a";
 }
 
+bool Module::hasFusedLinearKernels() const {
+  const Option *option = lookupOption("linear_kernels");
+  const auto *text = option ? std::get_if<std::string>(&option->value) : nullptr;
+  return text && *text == "fused";
+}
+
 Graph *Module::createModel(llvm::StringRef name, SourceLoc loc) {
   model = std::make_unique<Graph>(name.str());
   modelLoc = loc;

@@ -494,6 +494,7 @@ LogicalResult stg::repriceProgramSet(ProgramSet &set,
         node.gemm = from.gemm;
         node.attentionRows = from.attentionRows;
         node.castBytes = from.castBytes;
+        node.kernel = from.kernel;
         node.precision = from.precision;
       } else {
         node.commBytes = from.commBytes;

@@ -15,7 +15,10 @@
 #include "stg/IR/Cost.h"
 #include "stg/IR/GradOp.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <cmath>
+#include <limits>
 #include <map>
 
 using namespace stg;
@@ -195,6 +198,12 @@ OpNumberCache::Formulas &OpNumberCache::getFormulas(const Op &op) {
     costs.flopsProgram = CompiledExpr::compile(costs.flops, slots);
     costs.bytesProgram = CompiledExpr::compile(costs.bytes, slots);
     costs.castBytesProgram = CompiledExpr::compile(costs.castBytes, slots);
+    bool linear = isLinearGemm(op);
+    costs.inputBytes = linear ? getGemmInputBytes(op) : Expr(0);
+    costs.inputCastBytes = linear ? getGemmInputCastBytes(op) : Expr(0);
+    costs.inputBytesProgram = CompiledExpr::compile(costs.inputBytes, slots);
+    costs.inputCastBytesProgram =
+        CompiledExpr::compile(costs.inputCastBytes, slots);
     costs.attentionRows = collective ? Expr(0) : getAttentionQueryRows(op);
     costs.attentionRowsProgram =
         CompiledExpr::compile(costs.attentionRows, slots);
@@ -299,6 +308,106 @@ static Precision getDefaultPrecision(const Op &op) {
 }
 
 const OpNumbers *OpNumberCache::get(const Op &op) {
+  const OpNumbers *own = getOwn(op);
+  // Only where the model asks (`linear_kernels`, inference only): the
+  // serving clock's fitted constant was set with a kernel per GEMM.
+  if (!fusedLinearKernels)
+    fusedLinearKernels = module.hasFusedLinearKernels();
+  if (!own || !own->gemm.isGemm() || !*fusedLinearKernels || isTraining() ||
+      !kernelsShared.insert(&op).second)
+    return own;
+  OpNumbers numbers = *own;
+  if (!addSharedKernel(op, numbers))
+    return nullptr;
+  // The siblings' numbers may have grown the map: find the entry again.
+  std::optional<OpNumbers> &entry = ops[&op];
+  entry = numbers;
+  return &*entry;
+}
+
+llvm::ArrayRef<const Op *> OpNumberCache::getKernelSiblings(const Op &op) {
+  if (!kernelSiblings) {
+    kernelSiblings.emplace();
+    if (const Graph *model = module.getModel()) {
+      llvm::DenseMap<const Value *, llvm::SmallVector<const Op *, 4>> byInput;
+      model->walk([&](const Op &gemm) {
+        if (isLinearGemm(gemm))
+          byInput[gemm.getOperand(0)].push_back(&gemm);
+      });
+      for (const auto &[input, readers] : byInput)
+        for (const Op *gemm : readers) {
+          llvm::SmallVector<const Op *, 4> group;
+          for (const Op *other : readers)
+            if (canShareKernel(*gemm, *other))
+              group.push_back(other);
+          if (group.size() > 1)
+            (*kernelSiblings)[gemm] = std::move(group);
+        }
+    }
+  }
+  auto found = kernelSiblings->find(&op);
+  if (found == kernelSiblings->end())
+    return {};
+  return found->second;
+}
+
+/// `a + b`, saturating at INT64_MAX (sums of counts that each fit).
+static int64_t addCounts(int64_t a, int64_t b) {
+  uint64_t sum = llvm::SaturatingAdd(uint64_t(a), uint64_t(b));
+  return int64_t(std::min<uint64_t>(sum, std::numeric_limits<int64_t>::max()));
+}
+
+bool OpNumberCache::addSharedKernel(const Op &op, OpNumbers &numbers) {
+  llvm::ArrayRef<const Op *> siblings = getKernelSiblings(op);
+  if (siblings.size() < 2)
+    return true;
+  const Formulas &costs = getFormulas(op);
+  auto bytes = [&](const Expr &formula,
+                   const CompiledExpr &program) -> std::optional<int64_t> {
+    if (std::optional<int64_t> value = tryEvaluate(formula, program, true))
+      return value;
+    return evaluate(formula, op.getLoc(), "input bytes of an einsum", true);
+  };
+  std::optional<int64_t> input = bytes(costs.inputBytes, costs.inputBytesProgram);
+  std::optional<int64_t> cast =
+      bytes(costs.inputCastBytes, costs.inputCastBytesProgram);
+  if (!input || !cast)
+    return false;
+  // The input's rows on an experts' slots are filled as the GEMM's are.
+  double fill = getSlotFill(costs);
+  int64_t sharedCast = getFilled(*cast, fill);
+  int64_t shared = addCounts(getFilled(*input, fill), sharedCast);
+  SharedKernel kernel;
+  kernel.gemm = numbers.gemm;
+  kernel.gemm.n = 0;
+  int64_t bytesAccessed = shared, castBytes = sharedCast;
+  for (const Op *sibling : siblings) {
+    const OpNumbers *other = sibling == &op ? &numbers : getOwn(*sibling);
+    if (!other)
+      return false;
+    // Another matrix shape (another slice of the input): no shared kernel.
+    const GemmShape &gemm = other->gemm;
+    if (gemm.batch != numbers.gemm.batch || gemm.m != numbers.gemm.m ||
+        gemm.k != numbers.gemm.k)
+      return true;
+    kernel.gemm.n = addCounts(kernel.gemm.n, gemm.n);
+    kernel.flops = addCounts(kernel.flops, other->flops);
+    // Each sibling's numbers hold the input and its cast; the kernel's,
+    // once in all.
+    bytesAccessed = addCounts(
+        bytesAccessed, int64_t(other->bytesAccessed -
+                               std::min<uint64_t>(shared, other->bytesAccessed)));
+    castBytes = addCounts(castBytes,
+                          int64_t(other->castBytes -
+                                  std::min<uint64_t>(sharedCast, other->castBytes)));
+  }
+  kernel.bytes = bytesAccessed;
+  kernel.castBytes = castBytes;
+  numbers.kernel = kernel;
+  return true;
+}
+
+const OpNumbers *OpNumberCache::getOwn(const Op &op) {
   auto [it, inserted] = ops.try_emplace(&op);
   if (!inserted)
     return it->second ? &*it->second : nullptr;

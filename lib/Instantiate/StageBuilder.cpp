@@ -393,6 +393,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       node.gemm = numbers->gemm;
       node.attentionRows = numbers->attentionRows;
       node.castBytes = numbers->castBytes;
+      node.kernel = numbers->kernel;
       node.precision = numbers->precision;
       int32_t nodeLayer = node.layer;
       bool perMicrobatch =

@@ -11,7 +11,10 @@
 // fused attention kernel reaches attentionEfficiency of its precision's
 // peak (the softmax between its two products runs on slower units) and
 // does fixed work per query row besides, which short sequences feel. Each
-// kernel pays the device's launch gap. A table of measured kernels
+// kernel pays the device's launch gap. Linear GEMMs that read the same
+// input in inference (q, k and v; gate and up) run as one kernel, as
+// engines load their weights fused: each node takes its share, by FLOPs,
+// of that kernel's time. A table of measured kernels
 // overrides all of this where it has an entry. The GEMM and attention
 // terms are checked against kernels measured on an H100 and an H200
 // (docs/data/gpu; KernelModelTest).
@@ -136,6 +139,14 @@ uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node,
   case NodeKernel::Sequential:
     return getSequentialKernelsMicros(node.numOps, node.tensorBytes);
   case NodeKernel::Gemm:
+    if (node.kernel.isShared()) {
+      // Its share of the kernel it runs in, launch gap included.
+      const SharedKernel &kernel = node.kernel;
+      uint64_t micros = getGemmMicros(kernel.flops, kernel.bytes, kernel.gemm,
+                                      node.precision, kernel.castBytes);
+      double share = double(node.numOps) / double(kernel.flops);
+      return std::max<int64_t>(1, scaleCount(int64_t(micros), share));
+    }
     return getGemmMicros(node.numOps, node.tensorBytes, node.gemm,
                          node.precision, node.castBytes);
   case NodeKernel::Attention:

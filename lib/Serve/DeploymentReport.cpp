@@ -70,6 +70,8 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
     os << " --weight-precision " << getPrecisionName(*base.weightPrecision)
        << (base.weightPrecisionExpertsOnly ? " --weight-precision-scope experts"
                                            : "");
+  if (base.fusedLinearKernels)
+    os << " --linear-kernels fused";
   if (options.lengthsFile.empty())
     os << " --isl " << options.lengths.front().input << " --osl "
        << options.lengths.front().output;
@@ -230,6 +232,8 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
       {"kv_block_tokens", int64_t(settings.blockTokens)},
       {"iteration_overhead_us", settings.iterationOverheadMicros},
       {"kv_allocation", getKVAllocationName(settings.kvAllocation)},
+      {"linear_kernels",
+       options.base.fusedLinearKernels ? "fused" : "separate"},
       {"kv_cache_dtype",
        options.base.kvCacheType
            ? llvm::json::Value(getElementTypeName(*options.base.kvCacheType))

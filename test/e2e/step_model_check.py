@@ -3,19 +3,23 @@
 
 Each measured step (a decode batch against a KV cache, or a prefill of one
 sequence, of a Llama model's rank on one GPU) is compiled with
-`stagec --mode decode|prefill --device GPU --timeline` and its nodes summed
+`stagec --mode decode|prefill --device GPU --timeline` (`--linear-kernels
+fused` for a step measured with fused QKV and gate/up weights, `separate`
+for one measured with --split-linear) and its nodes summed
 by kind: the decoder layers' GEMMs (the linear layers' einsums), the
-attention core and the rest (norms, activations, residual adds, casts).
-The measurement's profiled kernels are summed the same way (its LM head's
+attention core and the rest (norms, activations, residual adds). The
+measurement's profiled kernels are summed the same way (its LM head's
 GEMM, the one kernel called once a step, left out: stagec's prefill runs
-the head over every token, a server over the sampled ones). Prints a row
+the head over every token, a server over the sampled ones; the FP8 casts
+of the GEMMs' inputs with the GEMMs, as stagec's nodes hold them). Prints a row
 a step and the error of each kind; with --max-gemm-error and
 --max-attention-error, exits 1 when a mean |error| passes its bound (decode
 attention with fewer sequences x KV heads than SMs is shown, not bounded:
 SDPA's kernels leave the GPU partly idle there).
 
   python3 test/e2e/step_model_check.py build/tools/stagec/stagec templates \\
-      docs/data/gpu/h200-steps.csv docs/data/gpu/h200-step-kernels.csv
+      docs/data/gpu/h200-steps.csv docs/data/gpu/h200-step-kernels.csv \\
+      --device H200
 
 The rest is not bounded: PyTorch runs RoPE, RMSNorm and SwiGLU as several
 unfused kernels each, which an engine fuses (docs/validation.md).
@@ -60,7 +64,8 @@ def stagec_step(stagec, templates, row, device, scratch):
     command = [stagec, os.path.join(templates, row["template"] + ".stg"),
                "--mode", row["mode"], "--device", device, "--set", "B=%s" %
                row["batch"], "--precision", row["precision"],
-               "--timeline", timeline]
+               "--timeline", timeline, "--linear-kernels",
+               "separate" if row.get("linear") == "split" else "fused"]
     if int(row["tp"]) > 1:
         command += ["--tp", row["tp"]]
     if row["mode"] == "decode":
@@ -86,16 +91,23 @@ def stagec_step(stagec, templates, row, device, scratch):
     return kinds, command
 
 
+def step_key(row):
+    # Rows measured before --split-linear existed ran fused layers.
+    return (row["model"], row.get("linear") or "fused", row["mode"],
+            row["precision"], row["batch"], row["context"])
+
+
 def measured_step(row, kernels):
     """The measurement's kernel microseconds by kind, its LM head's GEMM
-    (the GEMM called once a step) left out."""
-    key = tuple(row[c] for c in ("model", "mode", "precision", "batch",
-                                 "context"))
+    (the GEMM called once a step) left out, the FP8 casts of the GEMMs'
+    inputs with the GEMMs (a stagec GEMM node holds its casts)."""
+    key = step_key(row)
     kinds = {"gemm": 0.0, "attention": 0.0, "other": 0.0}
     for kernel in kernels.get(key, []):
         if kernel["kind"] == "gemm" and int(kernel["calls"]) == 1:
             continue
-        kinds[kernel["kind"]] += float(kernel["micros"])
+        kind = "gemm" if "float8_copy" in kernel["name"] else kernel["kind"]
+        kinds[kind] += float(kernel["micros"])
     return kinds
 
 
@@ -112,9 +124,7 @@ def main():
 
     kernels = {}
     for kernel in read_csv(args.kernels):
-        key = tuple(kernel[c] for c in ("model", "mode", "precision",
-                                        "batch", "context"))
-        kernels.setdefault(key, []).append(kernel)
+        kernels.setdefault(step_key(kernel), []).append(kernel)
     errors = {"gemm": [], "attention": []}
     print("| model | step | precision | batch | tokens in cache or prompt |"
           " GEMMs measured | stagec | error | attention measured | stagec |"

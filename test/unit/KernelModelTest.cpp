@@ -2,8 +2,8 @@
 //
 // docs/data/gpu holds kernels measured on an H100 and an H200
 // (bench/gpu/measure_kernels.py): the templates' GEMMs per precision,
-// cuDNN's fused attention, memory-bound kernels, and on the H200 GEMMs of
-// 32 to 768 rows (an engine's decode batches). Each row is priced here
+// cuDNN's fused attention, memory-bound kernels, and GEMMs of 32 to 768
+// rows (an engine's decode batches). Each row is priced here
 // by the built-in device of that GPU, as stagec prices a node, and the
 // errors are held per kind of kernel to the bounds docs/validation.md
 // states ("Kernels measured on a GPU"). The FP8 GEMMs are priced at the
@@ -224,7 +224,8 @@ TEST_P(KernelModelTest, PricesMeasuredKernelsWithinTheStatedBounds) {
 
 INSTANTIATE_TEST_SUITE_P(
     Measured, KernelModelTest,
-    ::testing::Values(std::make_pair(std::string("h100-kernels.csv"),
+    ::testing::Values(std::make_pair(std::string("h100-kernels.csv,"
+                                                 "h100-midsize-kernels.csv"),
                                      std::string("H100")),
                       std::make_pair(std::string("h200-kernels.csv,"
                                                  "h200-midsize-kernels.csv"),

@@ -1,7 +1,8 @@
 //===- ServingFlags.h - The serving engine's shared flags -------*- C++ -*-===//
 //
 // The engine's flags that `stagec --mode serve` and `stage-search --serve`
-// read the same way: `--kv-allocation`, and speculative decoding's
+// read the same way: `--kv-allocation`, `--linear-kernels` (stagec's
+// prefill and decode too), and speculative decoding's
 // `--speculative-tokens`, `--acceptance-rate` and `--draft-layers`
 // (docs/serving.md).
 //
@@ -31,6 +32,19 @@ inline void addKVAllocationOption(CLI::App &app, std::string &name,
       ->check(
           CLI::IsMember({getKVAllocationName(KVAllocation::Reserve).str(),
                          getKVAllocationName(KVAllocation::OnDemand).str()}))
+      ->group(group);
+}
+
+/// `--linear-kernels separate|fused` into `name` ("fused" sets
+/// CompileOptions::fusedLinearKernels).
+inline void addLinearKernelsOption(CLI::App &app, std::string &name,
+                                   const std::string &group) {
+  app.add_option("--linear-kernels", name,
+                 "inference: separate (default: a kernel per linear layer's "
+                 "GEMM) or fused (the GEMMs that read the same input, q, k "
+                 "and v or gate and up, as one kernel, as engines load "
+                 "their weights; docs/serving.md)")
+      ->check(CLI::IsMember({"separate", "fused"}))
       ->group(group);
 }
 

@@ -226,6 +226,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
       ->group(engine);
   std::string kvAllocation = "reserve";
   addKVAllocationOption(app, kvAllocation, engine);
+  std::string linearKernels = "separate";
+  addLinearKernelsOption(app, linearKernels, engine);
   addSpeculationOptions(app, settings.speculation, engine);
 
   const char *slo = "Service-level objectives";
@@ -264,6 +266,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   if (!kvCacheType.empty())
     search.base.kvCacheType = parseElementType(kvCacheType);
   settings.kvAllocation = *parseKVAllocation(kvAllocation);
+  search.base.fusedLinearKernels = linearKernels == "fused";
   if (std::optional<std::string> error =
           applyWeightPrecisionFlags(weightPrecision, search.base))
     return fail(*error);

@@ -5,6 +5,7 @@
 #include "CommandLine.h"
 #include "ServeCommand.h"
 #include "PrecisionFlags.h"
+#include "ServingFlags.h"
 
 #include "stg/Instantiate/Instantiate.h"
 #include "stg/Instantiate/Limits.h"
@@ -206,9 +207,10 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       ->check(CLI::IsMember({"overlap", "after-backward"}))
       ->group(step);
   app.add_option("--tp-comm-overlap", options.tpCommOverlap,
-                 "on (default, as NVIDIA's recipes): tensor-parallel "
-                 "all-gathers and reduce-scatters run beside the GEMMs they "
-                 "feed or reduce; off: before and after them")
+                 "on (training's default, as NVIDIA's recipes): "
+                 "tensor-parallel all-gathers and reduce-scatters run beside "
+                 "the GEMMs they feed or reduce; off (inference's default, "
+                 "as serving engines run them): before and after them")
       ->check(CLI::IsMember({"on", "off"}))
       ->group(step);
   app.add_option("--overlap-param-gather", options.overlapParamGather,
@@ -258,6 +260,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                "dot-product attention)")
       ->group(step);
   addWeightPrecisionOptions(app, options.weightPrecision, step);
+  addLinearKernelsOption(app, options.linearKernels, step);
 
   const char *timing = "Time (kernel durations, step estimate)";
   app.add_option("--system", options.system,
@@ -485,7 +488,9 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
   options.compile.memoryAccounting =
       *parseMemoryAccounting(options.memoryAccounting);
   options.compile.overlapGradientReduction = options.gradReduce == "overlap";
-  options.compile.tensorParallelOverlap = options.tpCommOverlap == "on";
+  options.compile.fusedLinearKernels = options.linearKernels == "fused";
+  if (!options.tpCommOverlap.empty())
+    options.compile.tensorParallelOverlap = options.tpCommOverlap == "on";
   options.compile.contextParallelRing = options.cpCommType == "p2p";
   options.compile.contextParallelAllToAll = options.cpCommType == "a2a";
   options.compile.overlapParamGather = options.overlapParamGather == "on";
@@ -537,7 +542,11 @@ StagecOptions::describe() const {
   given.push_back({"recompute", compile.recompute});
   given.push_back({"memory_accounting", memoryAccounting});
   given.push_back({"grad_reduce", gradReduce});
-  given.push_back({"tp_comm_overlap", tpCommOverlap});
+  given.push_back({"tp_comm_overlap",
+                   compile.tensorParallelOverlap.value_or(compile.mode ==
+                                                          "train")
+                       ? "on"
+                       : "off"});
   given.push_back({"cp_comm_type", cpCommType});
   if (deepEpMode != "off")
     given.push_back({"deepep_mode", deepEpMode});
@@ -556,6 +565,8 @@ StagecOptions::describe() const {
   if (compile.weightPrecision)
     given.push_back(
         {"weight_precision", getPrecisionName(*compile.weightPrecision).str()});
+  if (compile.fusedLinearKernels)
+    given.push_back({"linear_kernels", "fused"});
   if (compile.weightPrecisionExpertsOnly)
     given.push_back({"weight_precision_scope", "experts"});
   given.push_back({"rank_order", compile.rankOrder});

@@ -48,6 +48,10 @@ struct CompileOptions {
   /// With weightPrecision: only the experts' weights (gpt-oss's MXFP4
   /// checkpoint), not attention's and the dense layers'.
   bool weightPrecisionExpertsOnly = false;
+  /// `--linear-kernels fused`: inference's linear GEMMs that read the same
+  /// input (q, k, v; gate, up) run as one kernel, as engines load their
+  /// weights (the model's option `linear_kernels`).
+  bool fusedLinearKernels = false;
   std::string rankOrder = DefaultRankOrder;
   std::string mode = "train";    ///< `train`, `prefill` or `decode`.
   /// Decode: the context length (the KV cache's), over the model's CTX.
@@ -69,9 +73,11 @@ struct CompileOptions {
   double gradientBucketMB = 0;    ///< Gradient-reduction buckets; 0: none.
   MemoryAccounting memoryAccounting = MemoryAccounting::Megatron;
   bool overlapGradientReduction = true; ///< `--grad-reduce overlap`.
-  /// `--tp-comm-overlap on`: tensor-parallel gathers and reduce-scatters
-  /// beside their GEMMs, as NVIDIA's recipes run them.
-  bool tensorParallelOverlap = true;
+  /// `--tp-comm-overlap`: tensor-parallel gathers and reduce-scatters
+  /// beside their GEMMs (on) or before and after them (off). Unset: the
+  /// mode's default, on in training (NVIDIA's recipes), off in inference
+  /// (serving engines reduce after each GEMM, on its critical path).
+  std::optional<bool> tensorParallelOverlap;
   /// `--overlap-param-gather on`: the distributed optimizer's weight
   /// gathers beside the next step's forward, as NVIDIA's recipes run them.
   bool overlapParamGather = true;

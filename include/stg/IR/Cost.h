@@ -50,6 +50,20 @@ Expr getCastBytes(const Op &op);
 /// Bytes of `value` on one rank.
 Expr getLocalBytes(const Value &value);
 
+/// Whether `op` is a linear layer's GEMM, an einsum of an input by a
+/// weight, and `other` one that can run in the same kernel when both read
+/// the same input: the same contraction, precision and weight format, as
+/// a layer's q, k and v projections (one QKV weight) or a gated MLP's gate
+/// and up (one weight) run in inference engines.
+bool isLinearGemm(const Op &op);
+bool canShareKernel(const Op &op, const Op &other);
+
+/// What a linear GEMM moves of its input: the input as it reads it, and
+/// the bytes of its cast where the recipe casts it (part of getCastBytes).
+/// GEMMs that share a kernel move both once.
+Expr getGemmInputBytes(const Op &einsum);
+Expr getGemmInputCastBytes(const Op &einsum);
+
 /// What decides how much of an experts' GEMM's weights a step reads: a
 /// grouped GEMM reads the weights of the experts that got tokens, and with
 /// few tokens (a decode step's) most get none. For an einsum over the

@@ -88,6 +88,10 @@ public:
   /// Whether `option cp_comm_type` (stagec --cp-comm-type) is "a2a":
   /// attention trades the sequence split for a head split (Ulysses).
   bool hasContextParallelAllToAll() const;
+  /// Whether `option linear_kernels` (stagec --linear-kernels) is
+  /// "fused": an inference step's linear GEMMs that read the same input
+  /// share a kernel (lib/Instantiate/OpNumbers.cpp).
+  bool hasFusedLinearKernels() const;
   void setElementTypeOverride(ElementType type) { elementTypeOverride = type; }
 
   void addBlockSignature(BlockSignature signature) {

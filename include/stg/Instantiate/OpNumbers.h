@@ -31,6 +31,8 @@
 #include "stg/Support/Diagnostics.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
 #include <map>
@@ -51,6 +53,9 @@ struct OpNumbers {
   /// What the op computes in: the `precision` pass's, else its element
   /// type's (fp32 GEMMs in tf32).
   Precision precision = Precision::BF16;
+  /// An inference GEMM's kernel, shared with the linear GEMMs that read
+  /// its input (OpNumberCache::getSharedKernel).
+  SharedKernel kernel;
 };
 
 /// What a training stage's memory sums, from the module and its placement
@@ -78,6 +83,7 @@ public:
   /// changed; the symbolic costs stay.
   void forgetNumbers() {
     ops.clear();
+    kernelsShared.clear();
     values.clear();
     symbolValues.clear();
   }
@@ -127,6 +133,9 @@ private:
     Expr flops, bytes, castBytes, attentionRows;
     CompiledExpr flopsProgram, bytesProgram, castBytesProgram,
         attentionRowsProgram;
+    /// A linear GEMM's input bytes and their cast's (getGemmInputBytes).
+    Expr inputBytes, inputCastBytes;
+    CompiledExpr inputBytesProgram, inputCastBytesProgram;
     /// An einsum's local operand dims, operand by operand.
     std::vector<CompiledExpr> gemmDims;
     /// An experts' GEMM's: its weight's bytes, the tokens routed, top-k
@@ -153,11 +162,29 @@ private:
   /// both keep, so slot fill applies to inference only.
   bool isTraining();
   Formulas &getFormulas(const Op &op);
+  /// `op`'s own numbers, each GEMM a kernel of its own (get adds the
+  /// shared kernel).
+  const OpNumbers *getOwn(const Op &op);
+  /// The kernel an inference GEMM shares with the linear GEMMs that read
+  /// its input (canShareKernel), in its `numbers`; false after reporting
+  /// a cost that does not evaluate.
+  bool addSharedKernel(const Op &op, OpNumbers &numbers);
+  /// The GEMMs that share `op`'s kernel, `op` among them, in the model's
+  /// order; fewer than two: none.
+  llvm::ArrayRef<const Op *> getKernelSiblings(const Op &op);
 
   const Module &module;
   DiagnosticEngine *diags;
   std::optional<bool> training; ///< isTraining's answer, once known.
+  /// The module's hasFusedLinearKernels, once known.
+  std::optional<bool> fusedLinearKernels;
   llvm::DenseMap<const Op *, std::optional<OpNumbers>> ops;
+  /// The ops of `ops` whose shared kernel get has added.
+  llvm::DenseSet<const Op *> kernelsShared;
+  /// By linear GEMM, the GEMMs that can share its kernel (from the module
+  /// alone; built on first use).
+  std::optional<llvm::DenseMap<const Op *, llvm::SmallVector<const Op *, 4>>>
+      kernelSiblings;
   llvm::DenseMap<const Value *, std::optional<int64_t>> values;
   llvm::DenseMap<const Op *, Formulas> formulas;
   llvm::DenseMap<const Value *, std::pair<Expr, CompiledExpr>> valueBytes;

@@ -58,6 +58,17 @@ struct GemmShape {
   bool isGemm() const { return batch > 0 && m > 0 && n > 0 && k > 0; }
 };
 
+/// The one kernel a linear GEMM runs in with the GEMMs beside it that read
+/// the same input (an inference engine's fused QKV or gate/up weight):
+/// their FLOPs and bytes together, the input read and cast once, and their
+/// matrix shape with N summed. No FLOPs: the GEMM is a kernel of its own.
+struct SharedKernel {
+  GemmShape gemm;
+  int64_t flops = 0;
+  uint64_t bytes = 0, castBytes = 0;
+  bool isShared() const { return flops > 0; }
+};
+
 struct ProgramNode {
   ProgramNode() = default;
   ProgramNode(const ProgramNode &) = default;
@@ -98,6 +109,9 @@ struct ProgramNode {
   GemmShape gemm;              ///< Compute: an einsum's matrix shape.
   /// Compute: of tensorBytes, what a low-precision GEMM's casts move.
   uint64_t castBytes = 0;
+  /// Compute, a GEMM: the kernel it shares with its siblings, if any; its
+  /// time is its share (by FLOPs) of that kernel's.
+  SharedKernel kernel;
   Precision precision = Precision::BF16; ///< Compute: what it runs in.
 
   // Where the node comes from: reports and perturbation selectors use it.
