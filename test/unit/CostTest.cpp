@@ -633,6 +633,59 @@ TEST(CostTest, WeightOnlyGemmsReadTheirWeightsInTheirFormat) {
   }
 }
 
+TEST(CostTest, LinearGemmsOfOneContractionAndFormatCanShareAKernel) {
+  // q and k read x by weights of their own, in one contraction: one kernel
+  // can run both (a fused weight). The product of q and another GEMM reads
+  // no weight; the output projection contracts another index. Under the
+  // FP8 recipe a GEMM reads its input in FP8 and casts it (read in bf16,
+  // written in FP8): what GEMMs sharing a kernel move once.
+  const char *source = R"(
+    dim B = 2, S = 16, D = 32, N = 64, NKV = 16, L = 1;
+    option precision = "bf16";
+    model m {
+      x: [B, S, D] = input();
+      repeat L {
+        param wq: [D, N];
+        param wk: [D, NKV];
+        param wo: [N, D];
+        q = einsum[bsd,dn->bsn](x, wq);
+        k = einsum[bsd,dn->bsn](x, wk);
+        a = einsum[bsn,btn->bst](q, einsum[bsd,dn->bsn](x, wq));
+        y = einsum[bsn,nd->bsd](q, wo);
+        x = add(add(y, x), einsum[bst,btd->bsd](a, x));
+      }
+      loss = cross_entropy(x);
+    }
+  )";
+  for (auto [recipe, read, cast] :
+       {std::tuple<const char *, double, double>{"bf16", 2, 0},
+        {"fp8", 1, 2 + 1}}) {
+    std::unique_ptr<Module> module =
+        build(source, "shape-infer,precision", {{"precision", recipe}});
+    ASSERT_TRUE(module);
+    std::map<std::string, const Op *> ops;
+    module->getModel()->walk([&](Op &op) {
+      if (op.getKind() == OpKind::Einsum)
+        ops[op.getResult()->getName().str()] = &op;
+    });
+    const Op *q = ops["layer.q"], *k = ops["layer.k"], *a = ops["layer.a"],
+             *y = ops["layer.y"];
+    ASSERT_TRUE(q && k && a && y);
+    EXPECT_TRUE(isLinearGemm(*q) && isLinearGemm(*y));
+    EXPECT_FALSE(isLinearGemm(*a));
+    EXPECT_TRUE(canShareKernel(*q, *k)) << recipe;
+    EXPECT_FALSE(canShareKernel(*q, *y)) << recipe;
+    EXPECT_FALSE(canShareKernel(*q, *a)) << recipe;
+    const double x = 2 * 16 * 32;
+    EXPECT_TRUE(
+        sameExpr(*module->bindAll(getGemmInputBytes(*q)), Expr(x * read)))
+        << recipe;
+    EXPECT_TRUE(
+        sameExpr(*module->bindAll(getGemmInputCastBytes(*q)), Expr(x * cast)))
+        << recipe;
+  }
+}
+
 /// n tokens each routed to k of E experts leave (1 - k/E)^n of them
 /// without one; k >= E, or no tokens to go by, reads them all.
 TEST(Cost, ActiveExpertsAreThoseThatGetATokenInExpectation) {

@@ -233,6 +233,39 @@ TEST(DeviceModelTest, KernelsRunAtTheirPrecisionsPeak) {
   EXPECT_GT(h100.attentionBackwardRowFlops, h100.attentionRowFlops);
 }
 
+// GEMMs that share a kernel (a fused QKV weight) each take their share, by
+// FLOPs, of that kernel's time, one launch gap among them: 20 MB of
+// weights streamed in one kernel, not a small GEMM's launch each.
+TEST(DeviceModelTest, SiblingGemmsTakeTheirShareOfOneKernel) {
+  DeviceSpec h100 = *lookupBuiltinDevice("H100");
+  ProgramNode q = makeGemm(Precision::BF16, 2 * 16 * 4096 * 4096, 0);
+  q.gemm = {1, 16, 4096, 4096};
+  q.tensorBytes = 2 * (16 * 4096 + 4096 * 4096 + 16 * 4096);
+  ProgramNode k = q;
+  k.numOps /= 4;
+  k.gemm.n = 1024;
+  k.tensorBytes = 2 * (16 * 4096 + 4096 * 1024 + 16 * 1024);
+  SharedKernel kernel;
+  kernel.gemm = {1, 16, 4096 + 2 * 1024, 4096};
+  kernel.flops = q.numOps + 2 * k.numOps;
+  kernel.bytes = 2 * (16 * 4096 + 4096 * 6144 + 16 * 6144);
+  double bandwidth = 3.35e12 * h100.memoryEfficiency;
+  double fused = kernel.bytes / bandwidth * 1e6 + h100.launchMicros;
+  // Apart: 33.6 MB and 8.5 MB, each with its launch gap.
+  EXPECT_EQ(h100.getNodeMicros(q), uint64_t(std::ceil(
+                                       q.tensorBytes / bandwidth * 1e6 + 2)));
+  EXPECT_EQ(h100.getNodeMicros(k), uint64_t(std::ceil(
+                                       k.tensorBytes / bandwidth * 1e6 + 2)));
+  q.kernel = k.kernel = kernel;
+  EXPECT_EQ(h100.getNodeMicros(q), uint64_t(std::llround(
+                                       std::ceil(fused) * 4096 / 6144)));
+  EXPECT_EQ(h100.getNodeMicros(k), uint64_t(std::llround(
+                                       std::ceil(fused) * 1024 / 6144)));
+  EXPECT_LT(h100.getNodeMicros(q) + 2 * h100.getNodeMicros(k),
+            uint64_t(std::ceil(q.tensorBytes / bandwidth * 1e6 + 2)) +
+                2 * uint64_t(std::ceil(k.tensorBytes / bandwidth * 1e6 + 2)));
+}
+
 // Served FP8 checkpoints carry static scales: an inference step's FP8 GEMM
 // runs at the kernel's rate (computeEfficiency), a training step's at the
 // recipe's lowPrecisionEfficiency.

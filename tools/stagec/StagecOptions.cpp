@@ -417,6 +417,12 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
                          "--mode train\n");
     return 1;
   }
+  if (options.linearKernels == "fused" && options.compile.mode == "train") {
+    std::fprintf(stderr, "stagec: error: --linear-kernels fused prices a "
+                         "served model's steps; --mode prefill, decode or "
+                         "serve\n");
+    return 1;
+  }
   if (std::optional<std::string> error =
           applyWeightPrecisionFlags(options.weightPrecision, options.compile)) {
     std::fprintf(stderr, "stagec: error: %s\n", error->c_str());
