@@ -4,9 +4,9 @@
 GEMMs of the linear layers the shipped templates produce (Llama 3 8B, 70B and
 405B, GPT-3 175B) at the tensor-parallel widths of the validation runs, in
 training (forward, data-gradient and weight-gradient products) and in
-serving (forward products of 1 to 8192 tokens, and of 16 tokens through
-weights of 2 to 256 MB); the experts' grouped GEMMs of Mixtral, Qwen3 and
-GPT-OSS; fused attention (forward and backward, causal, also by head size)
+serving (forward products of 1 to 4096 tokens, of 32 to 768 in the group
+`midsize`, and of 16 tokens through weights of 2 to 256 MB); the experts'
+grouped GEMMs of Mixtral, Qwen3 and GPT-OSS; fused attention (forward and backward, causal, also by head size)
 and decode attention against a KV cache; FP8 casts and a copy.
 Each precision runs as the frameworks run it: bf16 through cuBLAS, FP8
 (e4m3, one scale per tensor) through torch._scaled_mm with the operand
