@@ -84,7 +84,8 @@ bool Module::hasContextParallelAllToAll() const {
 
 bool Module::hasFusedLinearKernels() const {
   const Option *option = lookupOption("linear_kernels");
-  const auto *text = option ? std::get_if<std::string>(&option->value) : nullptr;
+  const auto *text =
+      option ? std::get_if<std::string>(&option->value) : nullptr;
   return text && *text == "fused";
 }
 

@@ -368,7 +368,8 @@ bool OpNumberCache::addSharedKernel(const Op &op, OpNumbers &numbers) {
       return value;
     return evaluate(formula, op.getLoc(), "input bytes of an einsum", true);
   };
-  std::optional<int64_t> input = bytes(costs.inputBytes, costs.inputBytesProgram);
+  std::optional<int64_t> input =
+      bytes(costs.inputBytes, costs.inputBytesProgram);
   std::optional<int64_t> cast =
       bytes(costs.inputCastBytes, costs.inputCastBytesProgram);
   if (!input || !cast)
@@ -394,12 +395,13 @@ bool OpNumberCache::addSharedKernel(const Op &op, OpNumbers &numbers) {
     kernel.flops = addCounts(kernel.flops, other->flops);
     // Each sibling's numbers hold the input and its cast; the kernel's,
     // once in all.
-    bytesAccessed = addCounts(
-        bytesAccessed, int64_t(other->bytesAccessed -
-                               std::min<uint64_t>(shared, other->bytesAccessed)));
-    castBytes = addCounts(castBytes,
-                          int64_t(other->castBytes -
-                                  std::min<uint64_t>(sharedCast, other->castBytes)));
+    bytesAccessed =
+        addCounts(bytesAccessed,
+                  int64_t(other->bytesAccessed -
+                          std::min<uint64_t>(shared, other->bytesAccessed)));
+    castBytes = addCounts(
+        castBytes, int64_t(other->castBytes -
+                           std::min<uint64_t>(sharedCast, other->castBytes)));
   }
   kernel.bytes = bytesAccessed;
   kernel.castBytes = castBytes;

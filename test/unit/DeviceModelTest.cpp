@@ -252,15 +252,15 @@ TEST(DeviceModelTest, SiblingGemmsTakeTheirShareOfOneKernel) {
   double bandwidth = 3.35e12 * h100.memoryEfficiency;
   double fused = kernel.bytes / bandwidth * 1e6 + h100.launchMicros;
   // Apart: 33.6 MB and 8.5 MB, each with its launch gap.
-  EXPECT_EQ(h100.getNodeMicros(q), uint64_t(std::ceil(
-                                       q.tensorBytes / bandwidth * 1e6 + 2)));
-  EXPECT_EQ(h100.getNodeMicros(k), uint64_t(std::ceil(
-                                       k.tensorBytes / bandwidth * 1e6 + 2)));
+  EXPECT_EQ(h100.getNodeMicros(q),
+            uint64_t(std::ceil(q.tensorBytes / bandwidth * 1e6 + 2)));
+  EXPECT_EQ(h100.getNodeMicros(k),
+            uint64_t(std::ceil(k.tensorBytes / bandwidth * 1e6 + 2)));
   q.kernel = k.kernel = kernel;
-  EXPECT_EQ(h100.getNodeMicros(q), uint64_t(std::llround(
-                                       std::ceil(fused) * 4096 / 6144)));
-  EXPECT_EQ(h100.getNodeMicros(k), uint64_t(std::llround(
-                                       std::ceil(fused) * 1024 / 6144)));
+  EXPECT_EQ(h100.getNodeMicros(q),
+            uint64_t(std::llround(std::ceil(fused) * 4096 / 6144)));
+  EXPECT_EQ(h100.getNodeMicros(k),
+            uint64_t(std::llround(std::ceil(fused) * 1024 / 6144)));
   EXPECT_LT(h100.getNodeMicros(q) + 2 * h100.getNodeMicros(k),
             uint64_t(std::ceil(q.tensorBytes / bandwidth * 1e6 + 2)) +
                 2 * uint64_t(std::ceil(k.tensorBytes / bandwidth * 1e6 + 2)));

@@ -133,9 +133,9 @@ std::optional<std::pair<Kind, uint64_t>> price(const MeasuredRow &row,
   }
   if (group == "memory" && row.get("op") != "copy")
     return std::make_pair(Kind::Memory, device.getKernelMicros(0, bytes));
-  bool isGemm = group == "peak" || group == "training" ||
-                group == "serving" || group == "midsize" ||
-                group == "streaming" || group == "experts";
+  bool isGemm = group == "peak" || group == "training" || group == "serving" ||
+                group == "midsize" || group == "streaming" ||
+                group == "experts";
   if (!isGemm || backend != "cublas")
     return std::nullopt;
   std::optional<Precision> precision = parsePrecision(row.get("precision"));
@@ -147,7 +147,7 @@ std::optional<std::pair<Kind, uint64_t>> price(const MeasuredRow &row,
   int64_t tokens = group == "training" && row.get("op").endswith(".wgrad")
                        ? shape.k
                        : shape.m;
-  Kind kind = tokens <= 64                  ? Kind::WeightStreamingGemm
+  Kind kind = tokens <= 64                   ? Kind::WeightStreamingGemm
               : tokens < 1024                ? Kind::MidsizeGemm
               : *precision == Precision::FP8 ? Kind::Fp8Gemm
                                              : Kind::LargeGemm;

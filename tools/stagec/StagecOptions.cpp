@@ -3,8 +3,8 @@
 #include "StagecOptions.h"
 
 #include "CommandLine.h"
-#include "ServeCommand.h"
 #include "PrecisionFlags.h"
+#include "ServeCommand.h"
 #include "ServingFlags.h"
 
 #include "stg/Instantiate/Instantiate.h"
@@ -548,11 +548,10 @@ StagecOptions::describe() const {
   given.push_back({"recompute", compile.recompute});
   given.push_back({"memory_accounting", memoryAccounting});
   given.push_back({"grad_reduce", gradReduce});
-  given.push_back({"tp_comm_overlap",
-                   compile.tensorParallelOverlap.value_or(compile.mode ==
-                                                          "train")
-                       ? "on"
-                       : "off"});
+  given.push_back({"tp_comm_overlap", compile.tensorParallelOverlap.value_or(
+                                          compile.mode == "train")
+                                          ? "on"
+                                          : "off"});
   given.push_back({"cp_comm_type", cpCommType});
   if (deepEpMode != "off")
     given.push_back({"deepep_mode", deepEpMode});

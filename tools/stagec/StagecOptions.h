@@ -48,7 +48,7 @@ struct StagecOptions {
   std::string schedule = "1f1b";
   std::string memoryAccounting = "megatron";
   std::string gradReduce = "overlap";
-  std::string tpCommOverlap; ///< Empty: the mode's default.
+  std::string tpCommOverlap;              ///< Empty: the mode's default.
   std::string linearKernels = "separate"; ///< `--linear-kernels`.
   std::string cpCommType = "p2p";
   std::string deepEpMode = "off";
