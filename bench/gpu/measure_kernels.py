@@ -118,18 +118,15 @@ def gemm_cases():
                               1, tokens, k, n))
                 cases.append(("training", model, name + ".wgrad", precision,
                               1, n, k, tokens))
-    for model, tp in SERVING:
-        for name, n, k in linear_layers(MODELS[model], tp):
-            for tokens in SERVING_TOKENS:
-                for precision in ("bf16", "fp8"):
-                    cases.append(("serving", "%s-tp%d" % (model, tp),
-                                  name + ".fwd", precision, 1, tokens, n, k))
-    for model, tp in SERVING:
-        for name, n, k in linear_layers(MODELS[model], tp):
-            for tokens in MIDSIZE_TOKENS:
-                for precision in ("bf16", "fp8"):
-                    cases.append(("midsize", "%s-tp%d" % (model, tp),
-                                  name + ".fwd", precision, 1, tokens, n, k))
+    for group, sizes in (("serving", SERVING_TOKENS),
+                         ("midsize", MIDSIZE_TOKENS)):
+        for model, tp in SERVING:
+            for name, n, k in linear_layers(MODELS[model], tp):
+                for tokens in sizes:
+                    for precision in ("bf16", "fp8"):
+                        cases.append((group, "%s-tp%d" % (model, tp),
+                                      name + ".fwd", precision, 1, tokens, n,
+                                      k))
     for model, h, ffn, gated in EXPERTS:
         for experts in LOCAL_EXPERTS:
             for tokens in EXPERT_TOKENS:
