@@ -11,10 +11,10 @@
 // fused attention kernel reaches attentionEfficiency of its precision's
 // peak (the softmax between its two products runs on slower units) and
 // does fixed work per query row besides, which short sequences feel. Each
-// kernel pays the device's launch gap. Linear GEMMs that read the same
-// input in inference (q, k and v; gate and up) run as one kernel, as
-// engines load their weights fused: each node takes its share, by FLOPs,
-// of that kernel's time. A table of measured kernels
+// kernel pays the device's launch gap. Linear GEMMs that share a kernel
+// (--linear-kernels fused: q, k and v, gate and up, as engines load their
+// weights) each take their share, by FLOPs, of that kernel's time. A
+// table of measured kernels
 // overrides all of this where it has an entry. The GEMM and attention
 // terms are checked against kernels measured on an H100 and an H200
 // (docs/data/gpu; KernelModelTest).

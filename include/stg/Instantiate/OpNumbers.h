@@ -54,7 +54,7 @@ struct OpNumbers {
   /// type's (fp32 GEMMs in tf32).
   Precision precision = Precision::BF16;
   /// An inference GEMM's kernel, shared with the linear GEMMs that read
-  /// its input (OpNumberCache::getSharedKernel).
+  /// its input (OpNumberCache::addSharedKernel).
   SharedKernel kernel;
 };
 
