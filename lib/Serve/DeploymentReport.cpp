@@ -101,6 +101,9 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
      << formatShortest(engine.iterationOverheadMicros);
   if (engine.kvAllocation != KVAllocation::Reserve)
     os << " --kv-allocation " << getKVAllocationName(engine.kvAllocation);
+  if (options.sharedPrefix)
+    os << " --shared-prefix " << options.sharedPrefix
+       << (engine.prefixCaching ? "" : " --prefix-caching off");
   if (const SpeculativeDecoding &speculation = engine.speculation;
       speculation.draftTokens)
     os << " --speculative-tokens " << speculation.draftTokens
@@ -212,6 +215,7 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
     workload["request_rate"] = std::move(points);
   }
   workload["warmup_requests"] = int64_t(options.warmupRequests);
+  workload["shared_prefix"] = int64_t(options.sharedPrefix);
   if (!options.requestRates.empty())
     workload["seed"] = int64_t(options.seed);
   if (options.requests)
@@ -232,6 +236,7 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
       {"kv_block_tokens", int64_t(settings.blockTokens)},
       {"iteration_overhead_us", settings.iterationOverheadMicros},
       {"kv_allocation", getKVAllocationName(settings.kvAllocation)},
+      {"prefix_caching", settings.prefixCaching},
       {"linear_kernels",
        options.base.fusedLinearKernels ? "fused" : "separate"},
       {"kv_cache_dtype",

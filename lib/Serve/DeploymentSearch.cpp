@@ -375,6 +375,7 @@ void Search::runUnit(size_t unit, std::vector<DeploymentRun> &runs,
   workload.lengths = options.lengths;
   workload.requests = getRequests(point);
   workload.seed = options.seed;
+  workload.sharedPrefix = options.sharedPrefix;
   if (point < options.concurrencies.size())
     workload.concurrency = options.concurrencies[point];
   else

@@ -127,6 +127,10 @@ void stg::printServingReport(llvm::raw_ostream &os,
   if (result.preemptions)
     os << llvm::formatv("  {0,-27}{1} (sequences evicted to recompute)\n",
                         "preemptions", result.preemptions);
+  if (result.prefixHitTokens)
+    os << llvm::formatv("  {0,-27}{1} prompt tokens read from the cache, "
+                        "not prefilled\n",
+                        "prefix cache", result.prefixHitTokens);
 }
 
 llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
@@ -155,6 +159,7 @@ llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
       {"mean_kv_cache_used", summary.meanKVUsed},
       {"peak_kv_cache_used", summary.peakKVUsed},
       {"preemptions", int64_t(result.preemptions)},
+      {"prefix_cache_hit_tokens", int64_t(result.prefixHitTokens)},
       {"engines", std::move(engines)}};
 }
 

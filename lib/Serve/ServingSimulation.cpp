@@ -14,7 +14,11 @@
 // OnDemand) its prompt's blocks and one more as its output needs it; when
 // none is free, the newest running sequence is preempted to the head of
 // the queue and recomputes its prompt and output so far when admitted
-// again, so the oldest always progresses.
+// again, so the oldest always progresses. With prefix caching, the first
+// sequence on a replica to prefill the workload's shared prefix leaves its
+// whole blocks there for good (they move from its reservation to the
+// replica's), and a sequence admitted to a replica that holds them starts
+// its prefill after them and reserves only the rest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,13 +58,15 @@ struct SequenceState {
   /// and the output so far.
   uint64_t target = 0;
   uint64_t cached = 0;  ///< Tokens whose KV it holds.
+  uint64_t shared = 0;  ///< Of those, the replica's cached prefix.
   bool started = false; ///< Its first token is out.
   double kvReserved = 0;
 };
 
 struct Replica {
   std::vector<uint32_t> running; ///< Requests, in admission order.
-  double kvUsed = 0;
+  double kvUsed = 0; ///< Its sequences' reservations and a cached prefix.
+  bool holdsPrefix = false;
 };
 
 struct PlannedWork {
@@ -121,6 +127,13 @@ private:
   /// blocks its next step writes, preempting the newest when none is free.
   void growCaches(Engine &engine, Replica &replica, double budget);
   void preempt(Engine &engine, Replica &replica);
+  /// The tokens of a prompt of `input` tokens that prefix caching can
+  /// read instead of prefilling: the shared prefix's whole blocks, short of
+  /// the prompt's last token (its logits are needed).
+  uint64_t getReusablePrefix(const Engine &engine, uint64_t input) const;
+  /// After a prefill chunk of `request`: its replica keeps the shared
+  /// prefix once it has computed it.
+  void keepPrefix(Engine &engine, uint32_t request);
   double getTransferMicros(uint32_t request) const;
 
   const ServingDeployment &deployment;
@@ -189,10 +202,31 @@ void Simulation::preempt(Engine &engine, Replica &replica) {
   SequenceState &sequence = sequences[request];
   replica.kvUsed -= sequence.kvReserved;
   sequence.kvReserved = 0;
-  sequence.cached = sequence.prefilled = 0;
+  sequence.cached = sequence.prefilled = sequence.shared = 0;
   sequence.target = result.requests[request].input + sequence.generated;
   engine.waiting.push_front(request);
   ++result.preemptions;
+}
+
+uint64_t Simulation::getReusablePrefix(const Engine &engine,
+                                       uint64_t input) const {
+  if (!settings.prefixCaching || !engine.prefill || input < 2)
+    return 0;
+  uint64_t tokens = std::min(workload.sharedPrefix, input - 1);
+  return tokens / settings.blockTokens * settings.blockTokens;
+}
+
+void Simulation::keepPrefix(Engine &engine, uint32_t request) {
+  SequenceState &sequence = sequences[request];
+  Replica &replica = engine.replicas[sequence.replica];
+  uint64_t prefix = getReusablePrefix(engine, result.requests[request].input);
+  if (replica.holdsPrefix || sequence.shared || !prefix ||
+      sequence.prefilled < prefix)
+    return;
+  replica.holdsPrefix = true;
+  // Its blocks become the replica's: the sequence reads them as shared.
+  sequence.shared = prefix;
+  sequence.kvReserved -= getKVBytes(engine, prefix);
 }
 
 void Simulation::growCaches(Engine &engine, Replica &replica, double budget) {
@@ -207,7 +241,8 @@ void Simulation::growCaches(Engine &engine, Replica &replica, double budget) {
         1 + settings.speculation.draftTokens,
         result.requests[request].output - sequence.generated);
     double extra =
-        getKVBytes(engine, sequence.cached + stepTokens) - sequence.kvReserved;
+        getKVBytes(engine, sequence.cached - sequence.shared + stepTokens) -
+        sequence.kvReserved;
     if (extra <= 0)
       continue;
     while (replica.kvUsed + extra > budget && replica.running.size() > index)
@@ -277,22 +312,38 @@ void Simulation::startIteration(unsigned index, double now) {
   while (!engine.waiting.empty()) {
     uint32_t request = engine.waiting.front();
     const RequestRecord &record = result.requests[request];
-    double need = onDemand ? getKVBytes(engine, sequences[request].target + 1)
-                           : getKVNeed(engine, {record.input, record.output});
+    SequenceState &sequence = sequences[request];
+    // A prompt not yet begun reads the prefix a replica holds.
+    uint64_t prefix = sequence.prefilled
+                          ? 0
+                          : getReusablePrefix(engine, record.input);
+    auto getNeed = [&](uint64_t shared) {
+      return onDemand ? getKVBytes(engine, sequence.target + 1 - shared)
+                      : getKVNeed(engine, {record.input - shared,
+                                           record.output});
+    };
     Replica *chosen = nullptr;
-    for (Replica &replica : engine.replicas)
+    double chosenNeed = 0;
+    for (Replica &replica : engine.replicas) {
+      double need = getNeed(replica.holdsPrefix ? prefix : 0);
       if (replica.running.size() < limits.maxBatch &&
           replica.kvUsed + need <= budget &&
-          (!chosen || replica.running.size() < chosen->running.size()))
+          (!chosen || replica.running.size() < chosen->running.size())) {
         chosen = &replica;
+        chosenNeed = need;
+      }
+    }
     if (!chosen)
       break;
     engine.waiting.pop_front();
     chosen->running.push_back(request);
-    chosen->kvUsed += need;
-    SequenceState &sequence = sequences[request];
+    chosen->kvUsed += chosenNeed;
     sequence.replica = unsigned(chosen - engine.replicas.data());
-    sequence.kvReserved = need;
+    sequence.kvReserved = chosenNeed;
+    if (chosen->holdsPrefix && prefix) {
+      sequence.shared = sequence.prefilled = sequence.cached = prefix;
+      result.prefixHitTokens += prefix;
+    }
   }
   if (onDemand && engine.decode)
     for (Replica &replica : engine.replicas)
@@ -404,6 +455,7 @@ void Simulation::endIteration(unsigned index, double now) {
     if (work.prefillTokens) {
       sequence.prefilled += work.prefillTokens;
       sequence.cached += work.prefillTokens;
+      keepPrefix(engine, work.request);
       if (sequence.prefilled == sequence.target && !sequence.started) {
         record.firstToken = now;
         record.prefillEngine = index;

@@ -177,6 +177,66 @@ TEST(ServeTest, OnDemandCachesAdmitMoreAndPreemptTheNewest) {
   EXPECT_DOUBLE_EQ(result->requests[1].finish, 6270 + 1130 + 2 * 1010);
 }
 
+TEST(ServeTest, APromptReadsTheSharedPrefixItsReplicaHolds) {
+  // Two requests of 100 + 5 tokens arrive at once; their first 70 tokens
+  // are shared, 64 of them in whole blocks of 16. A request holds 112
+  // tokens' blocks (a byte a token) of a cache of 180: the second waits.
+  ServingRun run;
+  run.settings.blockTokens = 16;
+  run.clock.kvBudget = 180;
+  run.workload.concurrency = 2;
+  run.workload.requests = 2;
+  run.workload.sharedPrefix = 70;
+  ServingRun uncached = run;
+  uncached.settings.prefixCaching = false;
+  // Without prefix caching the second waits for the first's end
+  // (prefill 2000 us, four decodes of 1010) and prefills all 100.
+  std::optional<ServingResult> plain = uncached.simulate();
+  ASSERT_TRUE(plain) << uncached.errors;
+  EXPECT_DOUBLE_EQ(plain->requests[0].finish, 6040);
+  EXPECT_DOUBLE_EQ(plain->requests[1].firstToken, 6040 + 2000);
+  EXPECT_EQ(plain->prefixHitTokens, 0u);
+  // With it, the first's prefill leaves the 64 tokens' blocks to the
+  // replica and holds 48 of its own; the second then needs 48 (160 of
+  // 180), is admitted at 2000 and prefills its last 36 beside the first's
+  // decode (1000 + 10 x 37 us); then both decode (1020 us an iteration).
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 64u);
+  EXPECT_DOUBLE_EQ(result->requests[1].firstToken, 2000 + 1370);
+  EXPECT_DOUBLE_EQ(result->requests[0].finish, 3370 + 3 * 1020);
+  EXPECT_DOUBLE_EQ(result->requests[1].finish, 6430 + 1010);
+  for (const IterationRecord &iteration : result->iterations)
+    EXPECT_LE(iteration.kvUsed, 160.0 / 180 + 1e-12);
+  EXPECT_EQ(result->iterations[1].prefillTokens, 36u);
+}
+
+TEST(ServeTest, APreemptedPromptReadsTheSharedPrefixAgain) {
+  // On demand, a cache that holds the shared prefix (48 tokens, kept for
+  // good) and about two sequences more: some are preempted, and each
+  // readmission reads the prefix again; the cache is never overfull and
+  // every request ends.
+  ServingRun run;
+  run.settings.blockTokens = 16;
+  run.settings.kvAllocation = KVAllocation::OnDemand;
+  run.clock.kvBudget = 48 + 2 * 80;
+  run.workload.lengths = {{60, 60}};
+  run.workload.concurrency = 4;
+  run.workload.requests = 8;
+  run.workload.sharedPrefix = 50;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_GT(result->preemptions, 0u);
+  // The last four requests, sent as the first ones end, read it when
+  // admitted, and a preempted one reads it again when readmitted.
+  EXPECT_GE(result->prefixHitTokens, 4 * 48u);
+  EXPECT_EQ(result->prefixHitTokens % 48, 0u);
+  for (const IterationRecord &iteration : result->iterations)
+    EXPECT_LE(iteration.kvUsed, 1.0 + 1e-12);
+  for (const RequestRecord &request : result->requests)
+    EXPECT_GT(request.finish, request.firstToken);
+}
+
 TEST(ServeTest, AttentionReplicasRunTheirSequencesSideBySide) {
   ServingRun run;
   run.clock.replicas = 2;

@@ -2,7 +2,8 @@
 //
 // The engine's flags that `stagec --mode serve` and `stage-search --serve`
 // read the same way: `--kv-allocation`, `--linear-kernels` (stagec's
-// prefill and decode too), and speculative decoding's
+// prefill and decode too), `--shared-prefix` and `--prefix-caching`, and
+// speculative decoding's
 // `--speculative-tokens`, `--acceptance-rate` and `--draft-layers`
 // (docs/serving.md).
 //
@@ -13,6 +14,7 @@
 
 #include "CommandLine.h"
 
+#include "stg/Serve/RequestLengths.h"
 #include "stg/Serve/ServingSimulation.h"
 
 #include <optional>
@@ -46,6 +48,45 @@ inline void addLinearKernelsOption(CLI::App &app, std::string &name,
                  "their weights; docs/serving.md)")
       ->check(CLI::IsMember({"separate", "fused"}))
       ->group(group);
+}
+
+/// The requests' shared prefix and whether the engine caches it.
+struct PrefixCachingFlags {
+  uint64_t sharedPrefix = 0;
+  std::string caching = "on";
+};
+
+inline void addPrefixCachingOptions(CLI::App &app, PrefixCachingFlags &flags,
+                                    const std::string &group) {
+  app.add_option("--shared-prefix", flags.sharedPrefix,
+                 "the first N tokens of every prompt are the same (a system "
+                 "prompt, few-shot examples; default 0)")
+      ->check(wholeNumber(0, MaxRequestTokens))
+      ->group(group);
+  app.add_option("--prefix-caching", flags.caching,
+                 "with --shared-prefix: on (default, as vLLM, SGLang and "
+                 "TensorRT-LLM run) keeps the prefix's whole blocks in the "
+                 "cache of each attention replica that computed it, and "
+                 "prompts prefill only what follows them; off prefills "
+                 "every prompt whole")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->group(group);
+}
+
+/// What is wrong with the flags addPrefixCachingOptions read, if anything.
+inline std::optional<std::string>
+checkPrefixCachingOptions(const CLI::App &app,
+                          const PrefixCachingFlags &flags) {
+  if (app.count("--prefix-caching") && !flags.sharedPrefix)
+    return std::string("--prefix-caching needs --shared-prefix N (N > 0)");
+  return std::nullopt;
+}
+
+inline void applyPrefixCachingOptions(const PrefixCachingFlags &flags,
+                                      ServingWorkload &workload,
+                                      ServingEngineSettings &settings) {
+  workload.sharedPrefix = flags.sharedPrefix;
+  settings.prefixCaching = flags.caching == "on";
 }
 
 inline void addSpeculationOptions(CLI::App &app,

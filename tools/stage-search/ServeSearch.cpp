@@ -228,6 +228,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   addKVAllocationOption(app, kvAllocation, engine);
   std::string linearKernels = "separate";
   addLinearKernelsOption(app, linearKernels, engine);
+  PrefixCachingFlags prefixCaching;
+  addPrefixCachingOptions(app, prefixCaching, engine);
   addSpeculationOptions(app, settings.speculation, engine);
 
   const char *slo = "Service-level objectives";
@@ -284,6 +286,11 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   if (std::optional<std::string> error =
           checkSpeculationOptions(app, settings.speculation))
     return fail(*error);
+  if (std::optional<std::string> error =
+          checkPrefixCachingOptions(app, prefixCaching))
+    return fail(*error);
+  search.sharedPrefix = prefixCaching.sharedPrefix;
+  settings.prefixCaching = prefixCaching.caching == "on";
   bool fixed = app.count("--isl") || app.count("--osl");
   if (fixed == !search.lengthsFile.empty())
     return fail("--serve needs the requests' lengths: --isl and --osl, or "

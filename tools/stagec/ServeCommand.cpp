@@ -133,6 +133,7 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
       ->check(finiteNumber(0, 1e6))
       ->group(group);
   addKVAllocationOption(app, flags.kvAllocation, group);
+  addPrefixCachingOptions(app, flags.prefixCaching, group);
   addSpeculationOptions(app, flags.speculation, group);
   app.add_option("--instances", flags.instances,
                  "copies of the plan (--tp, --pp, --ep, --dp), each serving "
@@ -169,6 +170,8 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--kv-memory-fraction",
                                           "--kv-block-tokens",
                                           "--kv-allocation",
+                                          "--shared-prefix",
+                                          "--prefix-caching",
                                           "--iteration-overhead-us",
                                           "--speculative-tokens",
                                           "--acceptance-rate",
@@ -201,6 +204,9 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
     return std::string("--perturb does not apply to --mode serve");
   if (std::optional<std::string> error =
           checkSpeculationOptions(app, flags.speculation))
+    return error;
+  if (std::optional<std::string> error =
+          checkPrefixCachingOptions(app, flags.prefixCaching))
     return error;
   if (flags.speculation.draftTokens && !options.outputDir.empty())
     return std::string("-o: the serving window's traces run plain decode "
@@ -341,6 +347,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   settings.iterationOverheadMicros = flags.iterationOverheadMicros;
   settings.speculation = flags.speculation;
   settings.kvAllocation = *parseKVAllocation(flags.kvAllocation);
+  applyPrefixCachingOptions(flags.prefixCaching, workload, settings);
 
   std::vector<std::unique_ptr<IterationCostModel>> models;
   std::vector<CompileOptions> bases; // Each pool's, for the traces (-o).

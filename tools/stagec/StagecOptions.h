@@ -10,6 +10,7 @@
 #define STG_TOOLS_STAGEC_STAGECOPTIONS_H
 
 #include "PrecisionFlags.h"
+#include "ServingFlags.h"
 
 #include "stg/Driver/Compile.h"
 #include "stg/Serve/ServingSimulation.h"
@@ -40,6 +41,7 @@ struct ServeFlags {
   /// `--speculative-tokens`, `--acceptance-rate`, `--draft-layers`.
   SpeculativeDecoding speculation;
   std::string kvAllocation = "reserve"; ///< `--kv-allocation`.
+  PrefixCachingFlags prefixCaching; ///< `--shared-prefix`, `--prefix-caching`.
 };
 
 struct StagecOptions {

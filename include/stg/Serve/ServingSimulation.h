@@ -55,6 +55,9 @@ struct ServingDeployment {
 struct ServingWorkload {
   /// Each request's lengths, used in turn (one entry: fixed lengths).
   std::vector<RequestLengths> lengths;
+  /// The first tokens of every prompt, the same for all requests (a system
+  /// prompt, few-shot examples): what prefix caching can reuse.
+  uint64_t sharedPrefix = 0;
   uint64_t requests = 0;
   /// Either a closed loop of clients, each sending its next request when
   /// the last one finished, or arrivals at a rate (requests/s; infinity:
@@ -108,6 +111,11 @@ struct ServingEngineSettings {
   ServingLimits limits;
   SpeculativeDecoding speculation;
   KVAllocation kvAllocation = KVAllocation::Reserve;
+  /// Prefix caching (vLLM's automatic prefix caching, SGLang's radix cache,
+  /// TensorRT-LLM's KV-cache block reuse): the whole blocks of the shared
+  /// prefix, once an attention replica has computed them, stay in its
+  /// cache, and a prompt admitted there prefills only what follows them.
+  bool prefixCaching = true;
   unsigned blockTokens = 16; ///< KV cache page (vLLM's block_size).
   /// The engine's own time per iteration: scheduling, input preparation,
   /// sampling (docs/serving.md has the figure and its source).
@@ -145,6 +153,8 @@ struct ServingResult {
   std::vector<EngineRecord> engines;
   unsigned gpus = 0;
   uint64_t preemptions = 0; ///< KVAllocation::OnDemand's evictions.
+  /// Prompt tokens read from a cached prefix instead of prefilled.
+  uint64_t prefixHitTokens = 0;
 };
 
 /// Runs the workload to the last request's end. Errors when a request can
