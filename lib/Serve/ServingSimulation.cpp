@@ -314,13 +314,12 @@ void Simulation::startIteration(unsigned index, double now) {
     const RequestRecord &record = result.requests[request];
     SequenceState &sequence = sequences[request];
     // A prompt not yet begun reads the prefix a replica holds.
-    uint64_t prefix = sequence.prefilled
-                          ? 0
-                          : getReusablePrefix(engine, record.input);
+    uint64_t prefix =
+        sequence.prefilled ? 0 : getReusablePrefix(engine, record.input);
     auto getNeed = [&](uint64_t shared) {
-      return onDemand ? getKVBytes(engine, sequence.target + 1 - shared)
-                      : getKVNeed(engine, {record.input - shared,
-                                           record.output});
+      return onDemand
+                 ? getKVBytes(engine, sequence.target + 1 - shared)
+                 : getKVNeed(engine, {record.input - shared, record.output});
     };
     Replica *chosen = nullptr;
     double chosenNeed = 0;
