@@ -6,8 +6,11 @@ GEMMs of the linear layers the shipped templates produce (Llama 3 8B, 70B and
 training (forward, data-gradient and weight-gradient products) and in
 serving (forward products of 1 to 4096 tokens, of 32 to 768 in the group
 `midsize`, and of 16 tokens through weights of 2 to 256 MB); the experts'
-grouped GEMMs of Mixtral, Qwen3 and GPT-OSS; fused attention (forward and backward, causal, also by head size)
-and decode attention against a KV cache; FP8 casts and a copy.
+GEMMs of Mixtral, Qwen3 and GPT-OSS, and (group `grouped`) an
+expert-parallel decode step's grouped GEMMs of 1 to 128 tokens an expert
+(torch._grouped_mm); fused attention (forward and backward, causal, also
+by head size) and decode attention against a KV cache; FP8 casts and a
+copy.
 Each precision runs as the frameworks run it: bf16 through cuBLAS, FP8
 (e4m3, one scale per tensor) through torch._scaled_mm with the operand
 layouts Transformer Engine keeps (fast accumulation in the forward product
@@ -64,6 +67,14 @@ EXPERTS = [("mixtral-8x7b", 4096, 14336, True),
            ("gpt-oss-120b", 2880, 2880, True)]
 EXPERT_TOKENS = [16, 64, 256, 1024]
 LOCAL_EXPERTS = [4, 16]
+# An expert-parallel decode step's grouped GEMMs (attention data-parallel
+# MoE serving): a rank's experts, few tokens each, in one grouped kernel
+# (torch._grouped_mm: CUTLASS's grouped GEMM on Hopper). (model, hidden,
+# expert inner size, local experts).
+DECODE_EXPERTS = [("qwen3-235b-a22b", 4096, 1536, 16),
+                  ("deepseek-v3", 7168, 2048, 32),
+                  ("gpt-oss-120b", 2880, 2880, 32)]
+DECODE_EXPERT_TOKENS = [1, 4, 8, 16, 32, 64, 128]
 
 # Fused attention, causal: (model, q heads, kv heads per rank, seq, batch).
 ATTENTION = [("llama3-8b", 32, 8, 8192, 1), ("llama3-70b", 16, 2, 8192, 1),
@@ -136,6 +147,13 @@ def gemm_cases():
                     for precision in ("bf16", "fp8"):
                         cases.append(("experts", model, name, precision,
                                       experts, tokens, n, k))
+    for model, h, ffn, experts in DECODE_EXPERTS:
+        for tokens in DECODE_EXPERT_TOKENS:
+            for name, n, k in (("expert.fc1", 2 * ffn, h),
+                               ("expert.fc2", h, ffn)):
+                for precision in ("bf16", "fp8"):
+                    cases.append(("grouped", model, name, precision,
+                                  experts, tokens, n, k))
     for n in STREAMING_N:
         for precision in ("bf16", "fp8"):
             cases.append(("streaming", "k4096", "w.fwd", precision, 1, 16, n,
@@ -314,6 +332,8 @@ class Bench:
         if precision == "fp8" and m % 16:
             run_m = (m + 15) // 16 * 16  # cuBLASLt FP8 wants 16-aligned M.
             note = "m padded to %d" % run_m
+        if group == "grouped" and precision == "bf16":
+            return self.grouped_bf16(row, flops, nbytes, batch, m, n, k)
         if precision == "fp8" and batch > 1:
             return self.grouped_fp8(row, flops, nbytes, batch, run_m, n, k)
         sets = rotating_sets(nbytes)
@@ -323,6 +343,26 @@ class Bench:
                                       estimate_us(flops, nbytes))
         self.emit(row, flops, nbytes, micros, "; ".join(x for x in (note, how)
                                                         if x))
+
+    def grouped_bf16(self, row, flops, nbytes, groups, m, n, k):
+        """Experts in bf16 through torch's grouped GEMM, m tokens each."""
+        torch = self.torch
+        grouped = getattr(torch, "_grouped_mm", None)
+        if grouped is None:
+            raise RuntimeError("torch has no _grouped_mm")
+        sets = rotating_sets(nbytes)
+
+        def make():
+            a = self.randn(groups * m, k)
+            b = self.randn(groups, n, k).transpose(1, 2)
+            ends = torch.arange(m, groups * m + 1, m, device=self.dev,
+                                dtype=torch.int32)
+            return lambda: grouped(a, b, offs=ends, out_dtype=torch.bfloat16)
+
+        calls = [make() for _ in range(sets)]
+        micros, how = self.timer.best(lambda i: calls[i](), sets,
+                                      estimate_us(flops, nbytes))
+        self.emit(dict(row, backend="grouped_mm"), flops, nbytes, micros, how)
 
     def grouped_fp8(self, row, flops, nbytes, groups, m, n, k):
         """Experts in FP8: torch's grouped FP8 product (row-wise scales)."""
