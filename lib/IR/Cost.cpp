@@ -256,17 +256,12 @@ static Expr getQuantizedBytes(const Value &operand, Precision precision) {
          getExactPrecisionBytes(precision);
 }
 
-static bool isWeight(const Value &operand) {
-  const Op *def = operand.getDefiningOp();
-  return def && def->getKind() == OpKind::Param;
-}
-
 /// The bytes an einsum reads of `operand`: a weight served in a weight-only
 /// format in that format, else the recipe's quantized copy under a
 /// low-precision recipe, else the operand itself.
 static Expr getOperandBytes(const Op &einsum, const Value &operand) {
   if (std::optional<Precision> weights = getWeightPrecision(einsum))
-    if (isWeight(operand))
+    if (operand.isParam())
       return getQuantizedBytes(operand, *weights);
   if (std::optional<Precision> precision = getLowPrecision(einsum))
     return getQuantizedBytes(operand, *precision);
@@ -275,7 +270,7 @@ static Expr getOperandBytes(const Op &einsum, const Value &operand) {
 
 bool stg::isLinearGemm(const Op &op) {
   return op.getKind() == OpKind::Einsum && op.getOperands().size() == 2 &&
-         isWeight(*op.getOperand(1));
+         op.getOperand(1)->isParam();
 }
 
 bool stg::canShareKernel(const Op &op, const Op &other) {

@@ -40,8 +40,7 @@ static const Value *getRefilledWeight(const Op &gather) {
   if (!view || view->getKind() != OpKind::Shard)
     return nullptr;
   const Value *weight = view->getOperand(0);
-  const Op *def = weight->getDefiningOp();
-  return def && def->getKind() == OpKind::Param ? weight : nullptr;
+  return weight->isParam() ? weight : nullptr;
 }
 
 /// `value` past the views of it that emit no node (layout changes of a

@@ -189,8 +189,7 @@ void AutodiffPass::accumulate(Value *value, Value *gradient, Graph &backward,
   // A weight used twice (tied embeddings) sums its gradient contributions
   // once per step, after each has accumulated over the micro-batches in its
   // weight-gradient kernel: with pipeline stages, one transfer per step.
-  if (value->getDefiningOp() &&
-      value->getDefiningOp()->getKind() == OpKind::Param)
+  if (value->isParam())
     sum->setPhase(Phase::GradientSync);
   typeResults(*sum, *module, *extents, *diags);
   sum->getResult()->setLayoutHint(value);
@@ -203,9 +202,7 @@ Value *AutodiffPass::takeGradient(Value *value, Graph &backward, Grads &grads,
   if (it == grads.end())
     return nullptr;
   Value *gradient = it->second;
-  bool anchored = value->isAnnotated() ||
-                  (value->getDefiningOp() &&
-                   value->getDefiningOp()->getKind() == OpKind::Param);
+  bool anchored = value->isAnnotated() || value->isParam();
   if (!anchored || !value->hasType())
     return gradient;
   // The written layout, with a PartialSum replaced by Duplicated: each rank's
@@ -214,8 +211,7 @@ Value *AutodiffPass::takeGradient(Value *value, Graph &backward, Grads &grads,
   Op *anchor = create(backward, OpKind::Layout, loc, {gradient},
                       {gradName(value)});
   // A weight's gradient reduction (its layout change) is gradient sync.
-  if (value->getDefiningOp() &&
-      value->getDefiningOp()->getKind() == OpKind::Param)
+  if (value->isParam())
     anchor->setPhase(Phase::GradientSync);
   anchor->getResult()->setType(
       type.withDistribution(type.getDistribution().withoutPartialSum()));
@@ -519,8 +515,7 @@ void AutodiffPass::differentiateRepeat(Op &repeat, Graph &backward,
     return a->getName() < b->getName();
   });
   for (const Value *value : outer) {
-    bool weight = value->getDefiningOp() &&
-                  value->getDefiningOp()->getKind() == OpKind::Param;
+    bool weight = value->isParam();
     diags->error(loc, "autodiff: " + llvm::Twine(weight ? "weight" : "value") +
                           " '%" + value->getName() +
                           "' is defined outside the repeat and used in every "

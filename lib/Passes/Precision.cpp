@@ -94,11 +94,6 @@ bool feedsRouter(const Value *value, const Graph::Users &users) {
   return false;
 }
 
-bool isParam(const Value *value) {
-  const Op *def = value->getDefiningOp();
-  return def && def->getKind() == OpKind::Param;
-}
-
 /// The module's weight-only format and whether it is for the experts
 /// alone; nothing without one, or after reporting an option that names no
 /// format narrower than bf16 or no scope.
@@ -165,7 +160,8 @@ LogicalResult PrecisionPass::run(Module &module, DiagnosticEngine &diags) {
       return;
     }
     if (op.getKind() != OpKind::Einsum ||
-        llvm::none_of(op.getOperands(), isParam) ||
+        llvm::none_of(op.getOperands(),
+                      [](const Value *value) { return value->isParam(); }) ||
         feedsRouter(op.getResult(), users))
       return;
     if (weights && (!weights->expertsOnly || getExpertWeightReads(op)))
@@ -177,7 +173,7 @@ LogicalResult PrecisionPass::run(Module &module, DiagnosticEngine &diags) {
     op.setAttr("precision", precision);
     llvm::SmallVector<Expr, 4> casts;
     for (unsigned i = 0; i < op.getOperands().size(); ++i)
-      if (!isParam(op.getOperand(i)))
+      if (!op.getOperand(i)->isParam())
         casts.push_back(Expr(i));
     op.setAttr("quantize", Attribute::getList(std::move(casts)));
   });

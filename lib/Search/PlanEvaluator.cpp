@@ -71,8 +71,7 @@ llvm::Expected<ModelFacts> stg::readModelFacts(const CompileOptions &base) {
   // templates use it, it repeats dp.
   module.getModel()->walkValues([&](const Value *value) {
     const Distribution &layout = value->getType().getDistribution();
-    const Op *def = value->getDefiningOp();
-    bool weight = def && def->getKind() == OpKind::Param;
+    bool weight = value->isParam();
     for (unsigned dim = 0; dim < value->getType().getRank(); ++dim)
       for (const Axis *axis : layout.getPartition(dim))
         if (const Axis *ranks = axis->resolve())

@@ -46,6 +46,8 @@ public:
   llvm::StringRef getName() const { return name; }
   /// The op that defines this value, or null for a graph argument.
   Op *getDefiningOp() const { return definingOp; }
+  /// Whether a `param` op defines it: a weight.
+  bool isParam() const;
   unsigned getResultIndex() const { return resultIndex; }
 
   bool hasType() const { return type.has_value(); }
@@ -130,6 +132,10 @@ private:
   Phase phase = Phase::Forward;
   unsigned bodyLayer = 0;
 };
+
+inline bool Value::isParam() const {
+  return definingOp && definingOp->getKind() == OpKind::Param;
+}
 
 class Graph {
 public:
