@@ -15,10 +15,11 @@
 // none is free, the newest running sequence is preempted to the head of
 // the queue and recomputes its prompt and output so far when admitted
 // again, so the oldest always progresses. With prefix caching, the first
-// sequence on a replica to prefill the workload's shared prefix leaves its
-// whole blocks there for good (they move from its reservation to the
-// replica's), and a sequence admitted to a replica that holds them starts
-// its prefill after them and reserves only the rest.
+// sequence on a replica to prefill the workload's shared prefix (as much
+// of it as its prompt holds) leaves those whole blocks there for good
+// (they move from its reservation to the replica's), and a sequence
+// admitted to a replica that holds them starts its prefill after them and
+// reserves only the rest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,7 +67,9 @@ struct SequenceState {
 struct Replica {
   std::vector<uint32_t> running; ///< Requests, in admission order.
   double kvUsed = 0; ///< Its sequences' reservations and a cached prefix.
-  bool holdsPrefix = false;
+  /// Tokens of the shared prefix it holds (whole blocks; prompts shorter
+  /// than the prefix leave less of it).
+  uint64_t prefixTokens = 0;
 };
 
 struct PlannedWork {
@@ -131,8 +134,8 @@ private:
   /// read instead of prefilling: the shared prefix's whole blocks, short of
   /// the prompt's last token (its logits are needed).
   uint64_t getReusablePrefix(const Engine &engine, uint64_t input) const;
-  /// After a prefill chunk of `request`: its replica keeps the shared
-  /// prefix once it has computed it.
+  /// After a prefill chunk of `request`: its replica keeps what it has
+  /// computed of the shared prefix beyond what it held.
   void keepPrefix(Engine &engine, uint32_t request);
   double getTransferMicros(uint32_t request) const;
 
@@ -220,13 +223,13 @@ void Simulation::keepPrefix(Engine &engine, uint32_t request) {
   SequenceState &sequence = sequences[request];
   Replica &replica = engine.replicas[sequence.replica];
   uint64_t prefix = getReusablePrefix(engine, result.requests[request].input);
-  if (replica.holdsPrefix || sequence.shared || !prefix ||
-      sequence.prefilled < prefix)
+  if (prefix <= replica.prefixTokens || sequence.prefilled < prefix)
     return;
-  replica.holdsPrefix = true;
-  // Its blocks become the replica's: the sequence reads them as shared.
+  // Its blocks of the prefix become the replica's: it reads them as shared.
+  replica.prefixTokens = prefix;
+  sequence.kvReserved -=
+      getKVBytes(engine, prefix) - getKVBytes(engine, sequence.shared);
   sequence.shared = prefix;
-  sequence.kvReserved -= getKVBytes(engine, prefix);
 }
 
 void Simulation::growCaches(Engine &engine, Replica &replica, double budget) {
@@ -324,7 +327,7 @@ void Simulation::startIteration(unsigned index, double now) {
     Replica *chosen = nullptr;
     double chosenNeed = 0;
     for (Replica &replica : engine.replicas) {
-      double need = getNeed(replica.holdsPrefix ? prefix : 0);
+      double need = getNeed(std::min(prefix, replica.prefixTokens));
       if (replica.running.size() < limits.maxBatch &&
           replica.kvUsed + need <= budget &&
           (!chosen || replica.running.size() < chosen->running.size())) {
@@ -339,9 +342,9 @@ void Simulation::startIteration(unsigned index, double now) {
     chosen->kvUsed += chosenNeed;
     sequence.replica = unsigned(chosen - engine.replicas.data());
     sequence.kvReserved = chosenNeed;
-    if (chosen->holdsPrefix && prefix) {
-      sequence.shared = sequence.prefilled = sequence.cached = prefix;
-      result.prefixHitTokens += prefix;
+    if (uint64_t hit = std::min(prefix, chosen->prefixTokens)) {
+      sequence.shared = sequence.prefilled = sequence.cached = hit;
+      result.prefixHitTokens += hit;
     }
   }
   if (onDemand && engine.decode)

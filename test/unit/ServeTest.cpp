@@ -211,6 +211,27 @@ TEST(ServeTest, APromptReadsTheSharedPrefixItsReplicaHolds) {
   EXPECT_EQ(result->iterations[1].prefillTokens, 36u);
 }
 
+TEST(ServeTest, AShorterPromptLeavesLessOfThePrefixAndALongerOneTheRest) {
+  // Prompts of 40 and 100 tokens in turn, one at a time, sharing their
+  // first 70 (blocks of 16): the 40-token one can reuse 32 (short of its
+  // last token), the 100-token one 64. The first leaves 32 on the replica;
+  // the second reads them, computes the next 32 and leaves 64; then each
+  // reads what it can.
+  ServingRun run;
+  run.settings.blockTokens = 16;
+  run.workload.lengths = {{40, 5}, {100, 5}};
+  run.workload.requests = 4;
+  run.workload.sharedPrefix = 70;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  const std::vector<RequestRecord> &requests = result->requests;
+  EXPECT_DOUBLE_EQ(requests[0].firstToken, 1000 + 400);
+  EXPECT_DOUBLE_EQ(requests[1].firstToken, 5440 + 1000 + 680);
+  EXPECT_DOUBLE_EQ(requests[2].firstToken, 11160 + 1000 + 80);
+  EXPECT_DOUBLE_EQ(requests[3].firstToken, 16280 + 1000 + 360);
+  EXPECT_EQ(result->prefixHitTokens, 32u + 32u + 64u);
+}
+
 TEST(ServeTest, APreemptedPromptReadsTheSharedPrefixAgain) {
   // On demand, a cache that holds the shared prefix (48 tokens, kept for
   // good) and about two sequences more: some are preempted, and each
