@@ -27,6 +27,7 @@ unfused kernels each, which an engine fuses (docs/validation.md).
 
 import argparse
 import csv
+import functools
 import json
 import os
 import re
@@ -49,13 +50,15 @@ def read_csv(path):
         return list(csv.DictReader(handle))
 
 
-def kv_heads_per_rank(stagec, templates, row):
+@functools.lru_cache(maxsize=None)
+def kv_heads_per_rank(stagec, templates, template, tp):
+    """A template's KV heads on one of `tp` ranks, from --print-dims."""
     listing = subprocess.run(
-        [stagec, os.path.join(templates, row["template"] + ".stg"),
-         "--tp", row["tp"], "--print-dims"], check=True, text=True,
+        [stagec, os.path.join(templates, template + ".stg"), "--tp", tp,
+         "--print-dims"], check=True, text=True,
         stdout=subprocess.PIPE).stdout
     heads = int(re.search(r"^\s+KVH\s+(\d+)", listing, re.M).group(1))
-    return heads // int(row["tp"])
+    return heads // int(tp)
 
 
 def stagec_step(stagec, templates, row, device, scratch):
@@ -137,7 +140,7 @@ def main():
             measured = measured_step(row, kernels)
             cells = []
             blocks = int(row["batch"]) * kv_heads_per_rank(
-                args.stagec, args.templates, row)
+                args.stagec, args.templates, row["template"], row["tp"])
             for kind in ("gemm", "attention"):
                 error = priced[kind] / measured[kind] - 1
                 bounded = kind == "gemm" or row["mode"] == "prefill" or \

@@ -82,10 +82,12 @@ checkPrefixCachingOptions(const CLI::App &app,
   return std::nullopt;
 }
 
+/// The flags into the workload's shared prefix (a run's, or a search's
+/// for every run) and the engine's setting.
 inline void applyPrefixCachingOptions(const PrefixCachingFlags &flags,
-                                      ServingWorkload &workload,
+                                      uint64_t &sharedPrefix,
                                       ServingEngineSettings &settings) {
-  workload.sharedPrefix = flags.sharedPrefix;
+  sharedPrefix = flags.sharedPrefix;
   settings.prefixCaching = flags.caching == "on";
 }
 

@@ -289,8 +289,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   if (std::optional<std::string> error =
           checkPrefixCachingOptions(app, prefixCaching))
     return fail(*error);
-  search.sharedPrefix = prefixCaching.sharedPrefix;
-  settings.prefixCaching = prefixCaching.caching == "on";
+  applyPrefixCachingOptions(prefixCaching, search.sharedPrefix, settings);
   bool fixed = app.count("--isl") || app.count("--osl");
   if (fixed == !search.lengthsFile.empty())
     return fail("--serve needs the requests' lengths: --isl and --osl, or "

@@ -347,7 +347,8 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   settings.iterationOverheadMicros = flags.iterationOverheadMicros;
   settings.speculation = flags.speculation;
   settings.kvAllocation = *parseKVAllocation(flags.kvAllocation);
-  applyPrefixCachingOptions(flags.prefixCaching, workload, settings);
+  applyPrefixCachingOptions(flags.prefixCaching, workload.sharedPrefix,
+                            settings);
 
   std::vector<std::unique_ptr<IterationCostModel>> models;
   std::vector<CompileOptions> bases; // Each pool's, for the traces (-o).
