@@ -101,6 +101,8 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
      << formatShortest(engine.iterationOverheadMicros);
   if (engine.kvAllocation != KVAllocation::Reserve)
     os << " --kv-allocation " << getKVAllocationName(engine.kvAllocation);
+  if (!engine.chunkedPrefill)
+    os << " --chunked-prefill off";
   if (options.sharedPrefix)
     os << " --shared-prefix " << options.sharedPrefix
        << (engine.prefixCaching ? "" : " --prefix-caching off");
@@ -236,6 +238,7 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
       {"kv_block_tokens", int64_t(settings.blockTokens)},
       {"iteration_overhead_us", settings.iterationOverheadMicros},
       {"kv_allocation", getKVAllocationName(settings.kvAllocation)},
+      {"chunked_prefill", settings.chunkedPrefill},
       {"prefix_caching", settings.prefixCaching},
       {"linear_kernels",
        options.base.fusedLinearKernels ? "fused" : "separate"},

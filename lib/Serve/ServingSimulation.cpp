@@ -7,7 +7,9 @@
 // as it has work: it admits waiting sequences (first come, first served;
 // the head of the queue waits for room rather than being overtaken), then
 // gives each of its attention replicas its decode tokens first and prefill
-// chunks after, up to the token budget, as vLLM's scheduler does. The
+// chunks after, up to the token budget, as vLLM's scheduler does (without
+// chunked prefill, whole prompts while the next fits, as TensorRT-LLM's
+// MicroBatchScheduler stops at the first that does not). The
 // iteration takes its slowest replica's time (the replicas of a MoE
 // instance meet in the experts' all-to-all) plus the engine's overhead.
 // A sequence holds its whole cache from admission, or (KVAllocation::
@@ -275,6 +277,26 @@ bool Simulation::checkFits() {
         return false;
       }
     }
+  if (settings.chunkedPrefill)
+    return true;
+  // Whole prompts: the longest must fit one iteration, and with on-demand
+  // allocation so must a preempted sequence's prompt and output so far.
+  bool onDemand = settings.kvAllocation == KVAllocation::OnDemand;
+  for (const RequestLengths &lengths : workload.lengths) {
+    uint64_t longest = onDemand ? lengths.input + lengths.output - 1
+                                : lengths.input;
+    if (longest > settings.limits.maxBatchedTokens) {
+      diags.error({}, llvm::formatv(
+                          "without chunked prefill a request of {0} input "
+                          "and {1} output tokens prefills {2} tokens in one "
+                          "iteration, over its budget of {3}; raise "
+                          "--max-batched-tokens or turn --chunked-prefill on",
+                          lengths.input, lengths.output, longest,
+                          settings.limits.maxBatchedTokens)
+                          .str());
+      return false;
+    }
+  }
   return true;
 }
 
@@ -380,11 +402,13 @@ void Simulation::startIteration(unsigned index, double now) {
     }
     for (uint32_t request : replica.running) {
       const SequenceState &sequence = sequences[request];
-      if (sequence.prefilled >= sequence.target ||
-          tokens >= limits.maxBatchedTokens)
+      if (sequence.prefilled >= sequence.target)
         continue;
-      uint64_t chunk = std::min(sequence.target - sequence.prefilled,
-                                limits.maxBatchedTokens - tokens);
+      uint64_t rest = sequence.target - sequence.prefilled;
+      uint64_t room = limits.maxBatchedTokens - std::min(tokens, limits.maxBatchedTokens);
+      if (!room || (!settings.chunkedPrefill && rest > room))
+        break;
+      uint64_t chunk = std::min(rest, room);
       engine.planned.push_back({request, chunk});
       work.prefill.push_back({chunk, sequence.prefilled});
       tokens += chunk;

@@ -118,6 +118,54 @@ TEST(ServeTest, DecodesRideAlongAPrefillInOneIteration) {
   EXPECT_EQ(result->iterations[2].prefillTokens, 63u);
 }
 
+TEST(ServeTest, WithoutChunkedPrefillAPromptWaitsForRoomForAllOfIt) {
+  ServingRun run;
+  run.workload.concurrency = 3;
+  run.workload.requests = 3;
+  run.workload.lengths = {{100, 3}};
+  run.settings.limits.maxBatchedTokens = 150;
+  std::optional<ServingResult> chunked = run.simulate();
+  ASSERT_TRUE(chunked) << run.errors;
+  EXPECT_EQ(chunked->iterations[0].prefillTokens, 150u);
+
+  run.settings.chunkedPrefill = false;
+  std::optional<ServingResult> whole = run.simulate();
+  ASSERT_TRUE(whole) << run.errors;
+  ASSERT_GE(whole->iterations.size(), 3u);
+  // The first prompt whole (2000 us); the second leaves 50 of the budget,
+  // under its 100, so it and the third wait. Then the first's decode and
+  // the second prompt (101 tokens, 2010 us), and the two decodes and the
+  // third prompt (102 tokens, 2020 us).
+  for (unsigned index : {0, 1, 2})
+    EXPECT_EQ(whole->iterations[index].prefillTokens, 100u) << index;
+  EXPECT_EQ(whole->iterations[1].decodeSequences, 1u);
+  EXPECT_EQ(whole->iterations[2].decodeSequences, 2u);
+  EXPECT_DOUBLE_EQ(whole->requests[0].firstToken, 2000);
+  EXPECT_DOUBLE_EQ(whole->requests[1].firstToken, 2000 + 2010);
+  EXPECT_DOUBLE_EQ(whole->requests[2].firstToken, 2000 + 2010 + 2020);
+}
+
+TEST(ServeTest, WithoutChunkedPrefillAPromptOverTheBudgetIsAnError) {
+  ServingRun run;
+  run.settings.chunkedPrefill = false;
+  run.settings.limits.maxBatchedTokens = 64;
+  EXPECT_FALSE(run.simulate());
+  EXPECT_NE(run.errors.find("without chunked prefill a request of 100 input "
+                            "and 5 output tokens prefills 100 tokens in one "
+                            "iteration, over its budget of 64"),
+            std::string::npos)
+      << run.errors;
+  // A preempted sequence recomputes its prompt and its output so far.
+  run.errors.clear();
+  run.settings.kvAllocation = KVAllocation::OnDemand;
+  run.settings.limits.maxBatchedTokens = 100;
+  EXPECT_FALSE(run.simulate());
+  EXPECT_NE(run.errors.find("prefills 104 tokens"), std::string::npos)
+      << run.errors;
+  run.settings.limits.maxBatchedTokens = 104;
+  EXPECT_TRUE(run.simulate()) << run.errors;
+}
+
 TEST(ServeTest, TheKVCacheBoundsTheSequencesRunningAtOnce) {
   ServingRun run;
   // Each request holds 100 + 5 tokens: two fit, a third does not.

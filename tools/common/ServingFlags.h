@@ -1,8 +1,9 @@
 //===- ServingFlags.h - The serving engine's shared flags -------*- C++ -*-===//
 //
 // The engine's flags that `stagec --mode serve` and `stage-search --serve`
-// read the same way: `--kv-allocation`, `--linear-kernels` (stagec's
-// prefill and decode too), `--shared-prefix` and `--prefix-caching`, and
+// read the same way: `--kv-allocation`, `--chunked-prefill`,
+// `--linear-kernels` (stagec's prefill and decode too), `--shared-prefix`
+// and `--prefix-caching`, and
 // speculative decoding's
 // `--speculative-tokens`, `--acceptance-rate` and `--draft-layers`
 // (docs/serving.md).
@@ -34,6 +35,21 @@ inline void addKVAllocationOption(CLI::App &app, std::string &name,
       ->check(
           CLI::IsMember({getKVAllocationName(KVAllocation::Reserve).str(),
                          getKVAllocationName(KVAllocation::OnDemand).str()}))
+      ->group(group);
+}
+
+/// `--chunked-prefill on|off` into `setting` (ServingEngineSettings::
+/// chunkedPrefill).
+inline void addChunkedPrefillOption(CLI::App &app, bool &setting,
+                                    const std::string &group) {
+  app.add_option_function<std::string>(
+         "--chunked-prefill",
+         [&setting](const std::string &value) { setting = value == "on"; },
+         "on (default: a prompt runs in chunks that fill each iteration's "
+         "--max-batched-tokens, as vLLM and SGLang) or off (a prompt runs "
+         "whole in one iteration, as TensorRT-LLM's default; the budget must "
+         "hold the longest)")
+      ->check(CLI::IsMember({"on", "off"}))
       ->group(group);
 }
 

@@ -226,6 +226,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
       ->group(engine);
   std::string kvAllocation = "reserve";
   addKVAllocationOption(app, kvAllocation, engine);
+  addChunkedPrefillOption(app, settings.chunkedPrefill, engine);
   std::string linearKernels = "separate";
   addLinearKernelsOption(app, linearKernels, engine);
   PrefixCachingFlags prefixCaching;

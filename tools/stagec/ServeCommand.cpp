@@ -133,6 +133,7 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
       ->check(finiteNumber(0, 1e6))
       ->group(group);
   addKVAllocationOption(app, flags.kvAllocation, group);
+  addChunkedPrefillOption(app, flags.chunkedPrefill, group);
   addPrefixCachingOptions(app, flags.prefixCaching, group);
   addSpeculationOptions(app, flags.speculation, group);
   app.add_option("--instances", flags.instances,
@@ -170,6 +171,7 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--kv-memory-fraction",
                                           "--kv-block-tokens",
                                           "--kv-allocation",
+                                          "--chunked-prefill",
                                           "--shared-prefix",
                                           "--prefix-caching",
                                           "--iteration-overhead-us",
@@ -347,6 +349,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   settings.iterationOverheadMicros = flags.iterationOverheadMicros;
   settings.speculation = flags.speculation;
   settings.kvAllocation = *parseKVAllocation(flags.kvAllocation);
+  settings.chunkedPrefill = flags.chunkedPrefill;
   applyPrefixCachingOptions(flags.prefixCaching, workload.sharedPrefix,
                             settings);
 

@@ -41,6 +41,7 @@ struct ServeFlags {
   /// `--speculative-tokens`, `--acceptance-rate`, `--draft-layers`.
   SpeculativeDecoding speculation;
   std::string kvAllocation = "reserve"; ///< `--kv-allocation`.
+  bool chunkedPrefill = true;           ///< `--chunked-prefill`.
   PrefixCachingFlags prefixCaching; ///< `--shared-prefix`, `--prefix-caching`.
 };
 

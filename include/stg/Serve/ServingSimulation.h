@@ -116,6 +116,11 @@ struct ServingEngineSettings {
   /// prefix, once an attention replica has computed them, stay in its
   /// cache, and a prompt admitted there prefills only what follows them.
   bool prefixCaching = true;
+  /// Chunked prefill (vLLM's and SGLang's default): a prompt runs in
+  /// chunks that fill what the iteration's token budget leaves. Without it
+  /// (TensorRT-LLM's default) a prompt runs whole in one iteration, and the
+  /// prompts after the first that does not fit wait for the next.
+  bool chunkedPrefill = true;
   unsigned blockTokens = 16; ///< KV cache page (vLLM's block_size).
   /// The engine's own time per iteration: scheduling, input preparation,
   /// sampling (docs/serving.md has the figure and its source).
