@@ -30,32 +30,52 @@ import tempfile
 ENGINE_FLAGS = ["--max-batch", "2048", "--max-batched-tokens", "8192"]
 
 # What trtllm-bench sizes its engine from (calc_engine_setting in
-# TensorRT-LLM's tensorrt_llm/bench/build/tuning.py): each model's
-# parameters, layers, KV heads and head size (its Hugging Face config), and
-# each GPU's memory as NVML reports it, in GiB.
+# TensorRT-LLM's tensorrt_llm/bench/build/tuning.py, get_settings in
+# bench/benchmark/utils/general.py): each checkpoint's parameter count (its
+# model card's), layers, KV heads and head size (its Hugging Face config:
+# hidden size over heads where it names no head_dim, as DeepSeek's), and
+# bytes a weight and a cached element, by its quantization; and each GPU's
+# memory as NVML reports it, in GiB. Checkpoints whose quantization the
+# heuristic does not tune (gpt-oss's MXFP4) get BuildConfig's defaults.
 TRTLLM_BENCH_MODELS = {
-    "Llama-3.1-8B": (8.03e9, 32, 8, 128),
-    "Llama-3.1-70B": (70.55e9, 80, 8, 128),
-    "Llama-3.3-70B": (70.55e9, 80, 8, 128),
-    "Llama-3.1-405B": (405.85e9, 126, 8, 128),
+    "Llama-3.1-8B": (8.03e9, 32, 8, 128, 1, 1),
+    "Llama-3.1-70B": (70.55e9, 80, 8, 128, 1, 1),
+    "Llama-3.3-70B": (70.55e9, 80, 8, 128, 1, 1),
+    "Llama-3.1-405B": (405.85e9, 126, 8, 128, 1, 1),
+    "Qwen3-235B-A22B": (235.09e9, 94, 4, 128, 1, 1),
+    "DeepSeek-R1": (685e9, 61, 128, 7168 // 128, 1, 1),
+    "gpt-oss-120b": None,
 }
+TRTLLM_DEFAULT_SETTINGS = (2048, 8192)
 NVML_GIB = {"H100": 81559 / 1024, "H200": 143771 / 1024}
 
 
 def trtllm_bench_settings(row, model):
-    """The max batch size and max tokens trtllm-bench gives an FP8 engine
-    for the row's lengths when it is not told them, or None."""
-    facts = TRTLLM_BENCH_MODELS.get(model)
+    """The max batch size and max tokens trtllm-bench gives the row's engine
+    (a rank's, with attention data parallelism) when it is not told them,
+    for prompts run whole (trtllm-bench leaves chunked prefill off), or
+    None for rows not run by trtllm-bench."""
     gpu = row["gpu"][:4]
-    if (not facts or gpu not in NVML_GIB or row["dp_attention"] == "true" or
+    if (model not in TRTLLM_BENCH_MODELS or gpu not in NVML_GIB or
             not row["source_id"].startswith("trtllm-perf-overview")):
         return None
-    params, layers, kv_heads, head_size = facts
     tp, isl, osl = int(row["tp"] or 1), int(row["isl"]), int(row["osl"])
-    # FP8 weights and cache: a byte an element; each tp rank holds at least
-    # one KV head.
-    gib_per_token = 2 * layers * max(tp, kv_heads) * head_size / 1024**3
-    cache = 0.95 * (NVML_GIB[gpu] * tp - params / 1024**3)
+    facts = TRTLLM_BENCH_MODELS[model]
+    if facts:
+        batch, tokens = tuned_settings(facts, NVML_GIB[gpu], tp, isl, osl)
+    else:
+        batch, tokens = TRTLLM_DEFAULT_SETTINGS
+    # Without chunked prefill the budget must hold a whole prompt beside a
+    # full batch's decode tokens.
+    return batch, max(tokens, isl + batch)
+
+
+def tuned_settings(facts, gib_per_gpu, tp, isl, osl):
+    params, layers, kv_heads, head_size, weight_bytes, kv_bytes = facts
+    # Each tp rank holds at least one KV head.
+    gib_per_token = (2 * layers * max(tp, kv_heads) * head_size * kv_bytes /
+                     1024**3)
+    cache = 0.95 * (gib_per_gpu * tp - params * weight_bytes / 1024**3)
     requests = cache / (gib_per_token * (isl + osl))
     batch = min(requests, 4096)
     tokens = min(batch * (1 + isl / osl), 32768)
@@ -94,9 +114,15 @@ UNBOUNDED = {
         "activations leave",
     # Attention data parallelism with experts over every GPU (TensorRT-LLM's
     # DEP): stagec balances the experts and the replicas' batches, and
-    # prices no host; docs/serving.md, "MoE at saturation".
+    # prices no host; docs/serving.md, "MoE at saturation". GPT-OSS is as
+    # far over on one GPU, without DEP: its kernels on Hopper.
     ("trtllm-perf-overview-dev-03e27c7", "gpt-oss-120b", "4"):
-        "MoE with attention DP (DEP4), above the clock as in training",
+        "GPT-OSS's MXFP4 experts on Hopper, as far over on one GPU",
+    ("trtllm-perf-overview-dev-03e27c7", "gpt-oss-120b", "1"):
+        "GPT-OSS's MXFP4 experts on Hopper (TensorRT-LLM's Triton MoE "
+        "backend)",
+    ("trtllm-perf-overview-dev-03e27c7", "Qwen3-235B-A22B", "4"):
+        "MoE with attention DP (DEP4)",
     ("trtllm-perf-overview-dev-03e27c7", "Qwen3-235B-A22B", "8"):
         "MoE with attention DP (DEP8)",
     ("trtllm-perf-overview-dev-03e27c7", "DeepSeek-R1", "8"):
@@ -163,7 +189,8 @@ def case_of(row):
                                           "--osl", row["osl"]]
     engine = trtllm_bench_settings(row, model)
     flags += (["--max-batch", str(engine[0]), "--max-batched-tokens",
-               str(engine[1])] if engine else ENGINE_FLAGS)
+               str(engine[1]), "--chunked-prefill", "off"] if engine
+              else ENGINE_FLAGS)
     tp = int(row["tp"] or 1)
     instances = int(row["num_gpus"]) // tp
     if attention_dp:
@@ -172,7 +199,7 @@ def case_of(row):
         flags += ["--tp", str(tp)]
     if instances > 1:
         flags += ["--instances", str(instances)]
-    if model == "gpt-oss-120b" and row["gpu"].startswith("H100"):
+    if model == "gpt-oss-120b" and row["gpu"].startswith(("H100", "H200")):
         # openai/gpt-oss-120b as TensorRT-LLM serves it on Hopper (the
         # row's notes: the Triton MoE backend, KV cache "auto"): the
         # experts' MXFP4 weights dequantized into bf16 GEMMs (W4A16), the
