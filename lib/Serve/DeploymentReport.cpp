@@ -104,8 +104,12 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
   if (!engine.chunkedPrefill)
     os << " --chunked-prefill off";
   if (options.sharedPrefix)
-    os << " --shared-prefix " << options.sharedPrefix
-       << (engine.prefixCaching ? "" : " --prefix-caching off");
+    os << " --shared-prefix " << options.sharedPrefix;
+  if (options.turns > 1)
+    os << " --turns " << options.turns << " --think-time-ms "
+       << formatShortest(options.thinkMicros / 1e3);
+  if ((options.sharedPrefix || options.turns > 1) && !engine.prefixCaching)
+    os << " --prefix-caching off";
   if (const SpeculativeDecoding &speculation = engine.speculation;
       speculation.draftTokens)
     os << " --speculative-tokens " << speculation.draftTokens
@@ -218,6 +222,8 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
   }
   workload["warmup_requests"] = int64_t(options.warmupRequests);
   workload["shared_prefix"] = int64_t(options.sharedPrefix);
+  workload["turns"] = int64_t(options.turns);
+  workload["think_time_ms"] = options.thinkMicros / 1e3;
   if (!options.requestRates.empty())
     workload["seed"] = int64_t(options.seed);
   if (options.requests)

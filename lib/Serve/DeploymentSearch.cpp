@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "stg/Serve/DeploymentSearch.h"
+#include "stg/Serve/RequestLengths.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -96,8 +97,7 @@ public:
     caps = options.maxBatches;
     llvm::sort(caps);
     caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
-    for (const RequestLengths &lengths : options.lengths)
-      maxContext = std::max(maxContext, lengths.input + lengths.output);
+    maxContext = getLongestContext(options.lengths, options.turns);
   }
 
   std::optional<DeploymentTable> run(const DeploymentProgress &progress);
@@ -376,6 +376,8 @@ void Search::runUnit(size_t unit, std::vector<DeploymentRun> &runs,
   workload.requests = getRequests(point);
   workload.seed = options.seed;
   workload.sharedPrefix = options.sharedPrefix;
+  workload.turns = options.turns;
+  workload.thinkMicros = options.thinkMicros;
   if (point < options.concurrencies.size())
     workload.concurrency = options.concurrencies[point];
   else
@@ -569,6 +571,15 @@ stg::searchDeployments(const DeploymentSearchOptions &options,
     diags.error({}, "--warmup-requests must leave some of each run's "
                     "requests to measure: a run sends " +
                         llvm::Twine(fewest) + " at the least");
+    return std::nullopt;
+  }
+  if (uint64_t longest = getLongestContext(options.lengths, options.turns);
+      longest > MaxConversationTokens) {
+    diags.error({}, "--turns " + llvm::Twine(options.turns) +
+                        ": a conversation reaches " + llvm::Twine(longest) +
+                        " tokens, over the " +
+                        llvm::Twine(MaxConversationTokens) +
+                        " a sequence may hold");
     return std::nullopt;
   }
   return Search(options, system, diags).run(progress);

@@ -4,6 +4,9 @@
 
 #include "stg/Support/InputFile.h"
 
+#include <algorithm>
+#include <numeric>
+
 using namespace stg;
 
 std::optional<std::vector<RequestLengths>>
@@ -54,4 +57,31 @@ stg::loadRequestLengths(llvm::StringRef path, DiagnosticEngine &diags) {
     return std::nullopt;
   }
   return lengths;
+}
+
+void stg::forEachTurn(llvm::ArrayRef<RequestLengths> lengths, unsigned turns,
+                      llvm::function_ref<void(uint64_t, uint64_t)> visit) {
+  size_t count = lengths.size();
+  // Conversation c's turns take lines c x turns onwards: the conversations
+  // repeat after count / gcd(count, turns) of them.
+  size_t period = count / std::gcd(count, size_t(std::max(1u, turns)));
+  for (size_t conversation = 0; conversation < period; ++conversation) {
+    uint64_t history = 0;
+    for (unsigned turn = 0; turn < std::max(1u, turns); ++turn) {
+      const RequestLengths &line =
+          lengths[(conversation * turns + turn) % count];
+      uint64_t prompt = history + line.input;
+      visit(prompt, line.output);
+      history = prompt + line.output;
+    }
+  }
+}
+
+uint64_t stg::getLongestContext(llvm::ArrayRef<RequestLengths> lengths,
+                                unsigned turns) {
+  uint64_t longest = 0;
+  forEachTurn(lengths, turns, [&](uint64_t prompt, uint64_t output) {
+    longest = std::max(longest, prompt + output);
+  });
+  return longest;
 }

@@ -127,10 +127,21 @@ void stg::printServingReport(llvm::raw_ostream &os,
   if (result.preemptions)
     os << llvm::formatv("  {0,-27}{1} (sequences evicted to recompute)\n",
                         "preemptions", result.preemptions);
-  if (result.prefixHitTokens)
+  if (result.prefixHitTokens || result.evictedTokens) {
+    uint64_t promptTokens = 0;
+    for (const RequestRecord &record : result.requests)
+      promptTokens += record.input;
     os << llvm::formatv("  {0,-27}{1} prompt tokens read from the cache, "
-                        "not prefilled\n",
-                        "prefix cache", result.prefixHitTokens);
+                        "not prefilled ({2:F1} % of the prompts')",
+                        "prefix cache", result.prefixHitTokens,
+                        100.0 * double(result.prefixHitTokens) /
+                            double(std::max<uint64_t>(1, promptTokens)));
+    if (result.evictedTokens)
+      os << "; " << result.evictedTokens
+         << " tokens of conversations' contexts dropped before their next "
+            "turn";
+    os << "\n";
+  }
 }
 
 llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
@@ -160,6 +171,7 @@ llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
       {"peak_kv_cache_used", summary.peakKVUsed},
       {"preemptions", int64_t(result.preemptions)},
       {"prefix_cache_hit_tokens", int64_t(result.prefixHitTokens)},
+      {"prefix_cache_evicted_tokens", int64_t(result.evictedTokens)},
       {"engines", std::move(engines)}};
 }
 

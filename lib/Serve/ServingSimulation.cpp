@@ -27,6 +27,9 @@
 
 #include "stg/Serve/ServingSimulation.h"
 
+#include "ContextCache.h"
+#include "stg/Serve/RequestLengths.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -68,10 +71,21 @@ struct SequenceState {
 
 struct Replica {
   std::vector<uint32_t> running; ///< Requests, in admission order.
-  double kvUsed = 0; ///< Its sequences' reservations and a cached prefix.
+  /// Its sequences' reservations, a cached prefix and cached contexts.
+  double kvUsed = 0;
   /// Tokens of the shared prefix it holds (whole blocks; prompts shorter
   /// than the prefix leave less of it).
   uint64_t prefixTokens = 0;
+  ContextCache contexts; ///< Conversations' contexts between turns.
+};
+
+/// A multi-turn conversation between its requests.
+struct Conversation {
+  uint64_t history = 0; ///< Its prompts and outputs so far.
+  unsigned nextTurn = 0;
+  /// Where its context is cached (-1: nowhere).
+  int engine = -1;
+  unsigned replica = 0;
 };
 
 struct PlannedWork {
@@ -112,7 +126,9 @@ private:
   void push(double time, EventKind kind, uint32_t index) {
     events.push({time, nextOrder++, kind, index});
   }
-  void issue(double time);
+  void startConversation(double time);
+  /// Sends the conversation's next turn, to arrive at `time`.
+  void issueTurn(double time, uint32_t conversation);
   void handle(const Event &event);
   void route(uint32_t request, bool toPrefill);
   /// Marks an engine to start an iteration once the events of this time
@@ -132,6 +148,14 @@ private:
   /// blocks its next step writes, preempting the newest when none is free.
   void growCaches(Engine &engine, Replica &replica, double budget);
   void preempt(Engine &engine, Replica &replica);
+  /// Evicts `replica`'s least recently cached context but `keep`'s;
+  /// false when it holds none.
+  bool evictContext(Replica &replica, std::optional<uint32_t> keep);
+  /// Drops the conversation's cached context, wherever it is.
+  void dropContext(uint32_t conversation);
+  /// After a turn: keeps its context where it ran if the conversation goes
+  /// on there, and says whether it did.
+  bool keepContext(unsigned engine, uint32_t request);
   /// The tokens of a prompt of `input` tokens that prefix caching can
   /// read instead of prefilling: the shared prefix's whole blocks, short of
   /// the prompt's last token (its logits are needed).
@@ -151,6 +175,7 @@ private:
   std::vector<unsigned> touched;
   unsigned firstDecodeEngine = 0;
   std::vector<SequenceState> sequences;
+  std::vector<Conversation> conversations;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   uint64_t nextOrder = 0, issued = 0, finished = 0;
   /// Draws the accepted drafts of each speculative step, from the seed.
@@ -234,6 +259,49 @@ void Simulation::keepPrefix(Engine &engine, uint32_t request) {
   sequence.shared = prefix;
 }
 
+bool Simulation::evictContext(Replica &replica, std::optional<uint32_t> keep) {
+  std::optional<ContextCache::Entry> evicted = replica.contexts.evictOldest(keep);
+  if (!evicted)
+    return false;
+  replica.kvUsed -= evicted->bytes;
+  result.evictedTokens += evicted->tokens;
+  conversations[evicted->conversation].engine = -1;
+  return true;
+}
+
+void Simulation::dropContext(uint32_t conversation) {
+  Conversation &state = conversations[conversation];
+  if (state.engine < 0)
+    return;
+  Replica &replica = engines[state.engine].replicas[state.replica];
+  std::optional<ContextCache::Entry> dropped =
+      replica.contexts.take(conversation);
+  replica.kvUsed -= dropped->bytes;
+  result.evictedTokens += dropped->tokens;
+  state.engine = -1;
+}
+
+bool Simulation::keepContext(unsigned index, uint32_t request) {
+  const RequestRecord &record = result.requests[request];
+  Engine &engine = engines[index];
+  if (!settings.prefixCaching || !engine.prefill ||
+      record.turn + 1 >= workload.turns || issued >= workload.requests)
+    return false;
+  // What the next turn can read: its prompt's KV, and on an engine that
+  // decoded it the output's but the last token's (never run through the
+  // model), in whole blocks.
+  const SequenceState &sequence = sequences[request];
+  uint64_t tokens = engine.decode ? record.input + record.output - 1
+                                  : record.input;
+  tokens = tokens / settings.blockTokens * settings.blockTokens;
+  Replica &replica = engine.replicas[sequence.replica];
+  replica.contexts.insert({record.conversation, tokens, sequence.kvReserved});
+  Conversation &conversation = conversations[record.conversation];
+  conversation.engine = int(index);
+  conversation.replica = sequence.replica;
+  return true;
+}
+
 void Simulation::growCaches(Engine &engine, Replica &replica, double budget) {
   for (size_t index = 0; index < replica.running.size(); ++index) {
     uint32_t request = replica.running[index];
@@ -250,6 +318,9 @@ void Simulation::growCaches(Engine &engine, Replica &replica, double budget) {
         sequence.kvReserved;
     if (extra <= 0)
       continue;
+    // Cached contexts go before running sequences.
+    while (replica.kvUsed + extra > budget && evictContext(replica, {})) {
+    }
     while (replica.kvUsed + extra > budget && replica.running.size() > index)
       preempt(engine, replica);
     if (replica.running.size() <= index)
@@ -260,55 +331,77 @@ void Simulation::growCaches(Engine &engine, Replica &replica, double budget) {
 }
 
 bool Simulation::checkFits() {
-  for (const RequestLengths &lengths : workload.lengths)
-    for (const Engine &engine : engines) {
-      double need = getKVNeed(engine, lengths);
-      double budget = engine.cost->kvBudget / engine.cost->stages;
-      if (need > budget) {
-        diags.error({}, llvm::formatv(
-                            "a request of {0} input and {1} output tokens "
-                            "needs {2:F2} GB of KV cache a rank, and an "
-                            "engine has {3:F2} GB beside its weights and "
-                            "activations; use more GPUs an instance, shorter "
-                            "requests or a larger --kv-memory-fraction",
-                            lengths.input, lengths.output, need / 1e9,
-                            std::max(0.0, budget) / 1e9)
-                            .str());
-        return false;
-      }
+  // The turns that need the most: the longest context (a decoding
+  // engine's cache), the longest prompt (a prefill engine's, and without
+  // chunked prefill one iteration's).
+  RequestLengths longestContext, longestPrompt;
+  forEachTurn(workload.lengths, workload.turns,
+              [&](uint64_t prompt, uint64_t output) {
+                if (prompt + output >
+                    longestContext.input + longestContext.output)
+                  longestContext = {prompt, output};
+                if (prompt > longestPrompt.input)
+                  longestPrompt = {prompt, output};
+              });
+  for (const Engine &engine : engines) {
+    const RequestLengths &lengths =
+        engine.decode ? longestContext : longestPrompt;
+    double need = getKVNeed(engine, lengths);
+    double budget = engine.cost->kvBudget / engine.cost->stages;
+    if (need > budget) {
+      diags.error({}, llvm::formatv(
+                          "a request of {0} input and {1} output tokens "
+                          "needs {2:F2} GB of KV cache a rank, and an "
+                          "engine has {3:F2} GB beside its weights and "
+                          "activations; use more GPUs an instance, shorter "
+                          "requests or a larger --kv-memory-fraction",
+                          lengths.input, lengths.output, need / 1e9,
+                          std::max(0.0, budget) / 1e9)
+                          .str());
+      return false;
     }
+  }
   if (settings.chunkedPrefill)
     return true;
   // Whole prompts: the longest must fit one iteration, and with on-demand
   // allocation so must a preempted sequence's prompt and output so far.
   bool onDemand = settings.kvAllocation == KVAllocation::OnDemand;
-  for (const RequestLengths &lengths : workload.lengths) {
-    uint64_t longest = onDemand ? lengths.input + lengths.output - 1
-                                : lengths.input;
-    if (longest > settings.limits.maxBatchedTokens) {
-      diags.error({}, llvm::formatv(
-                          "without chunked prefill a request of {0} input "
-                          "and {1} output tokens prefills {2} tokens in one "
-                          "iteration, over its budget of {3}; raise "
-                          "--max-batched-tokens or turn --chunked-prefill on",
-                          lengths.input, lengths.output, longest,
-                          settings.limits.maxBatchedTokens)
-                          .str());
-      return false;
-    }
+  const RequestLengths &lengths = onDemand ? longestContext : longestPrompt;
+  uint64_t longest = onDemand ? lengths.input + lengths.output - 1
+                              : lengths.input;
+  if (longest > settings.limits.maxBatchedTokens) {
+    diags.error({}, llvm::formatv(
+                        "without chunked prefill a request of {0} input "
+                        "and {1} output tokens prefills {2} tokens in one "
+                        "iteration, over its budget of {3}; raise "
+                        "--max-batched-tokens or turn --chunked-prefill on",
+                        lengths.input, lengths.output, longest,
+                        settings.limits.maxBatchedTokens)
+                        .str());
+    return false;
   }
   return true;
 }
 
-void Simulation::issue(double time) {
+void Simulation::startConversation(double time) {
+  conversations.emplace_back();
+  issueTurn(time, uint32_t(conversations.size() - 1));
+}
+
+void Simulation::issueTurn(double time, uint32_t conversation) {
+  Conversation &state = conversations[conversation];
   const RequestLengths &lengths =
-      workload.lengths[issued % workload.lengths.size()];
+      workload.lengths[(uint64_t(conversation) * workload.turns +
+                        state.nextTurn) %
+                       workload.lengths.size()];
   RequestRecord record;
-  record.input = lengths.input;
+  record.input = state.history + lengths.input;
   record.output = lengths.output;
+  record.conversation = conversation;
+  record.turn = state.nextTurn++;
   record.arrival = time;
   result.requests.push_back(record);
-  sequences.emplace_back().target = lengths.input;
+  sequences.emplace_back().target = record.input;
   push(time, EventKind::Arrival, uint32_t(issued++));
 }
 
@@ -322,6 +415,10 @@ void Simulation::route(uint32_t request, bool toPrefill) {
   for (unsigned index = first + 1; index < last; ++index)
     if (engines[index].getLoad() < engines[best].getLoad())
       best = index;
+  // A conversation's turn goes where its context is cached.
+  int home = conversations[result.requests[request].conversation].engine;
+  if (toPrefill && home >= int(first) && home < int(last))
+    best = unsigned(home);
   engines[best].waiting.push_back(request);
   touch(best);
 }
@@ -333,11 +430,14 @@ void Simulation::startIteration(unsigned index, double now) {
   const ServingLimits &limits = settings.limits;
   double budget = engine.cost->kvBudget / engine.cost->stages;
   bool onDemand = settings.kvAllocation == KVAllocation::OnDemand;
-  // Admit from the head of the queue while some replica has room.
+  // Admit from the head of the queue while some replica has room: the one
+  // that holds the conversation's context, else the least busy, after
+  // evicting other contexts.
   while (!engine.waiting.empty()) {
     uint32_t request = engine.waiting.front();
     const RequestRecord &record = result.requests[request];
     SequenceState &sequence = sequences[request];
+    const Conversation &conversation = conversations[record.conversation];
     // A prompt not yet begun reads the prefix a replica holds.
     uint64_t prefix =
         sequence.prefilled ? 0 : getReusablePrefix(engine, record.input);
@@ -346,27 +446,54 @@ void Simulation::startIteration(unsigned index, double now) {
                  ? getKVBytes(engine, sequence.target + 1 - shared)
                  : getKVNeed(engine, {record.input - shared, record.output});
     };
-    Replica *chosen = nullptr;
+    int chosen = -1;
+    uint64_t chosenHit = 0;
     double chosenNeed = 0;
-    for (Replica &replica : engine.replicas) {
-      double need = getNeed(std::min(prefix, replica.prefixTokens));
-      if (replica.running.size() < limits.maxBatch &&
-          replica.kvUsed + need <= budget &&
-          (!chosen || replica.running.size() < chosen->running.size())) {
-        chosen = &replica;
+    bool chosenHome = false;
+    for (unsigned slot = 0; slot < engine.replicas.size(); ++slot) {
+      const Replica &replica = engine.replicas[slot];
+      uint64_t hit = std::min(prefix, replica.prefixTokens);
+      bool home = conversation.engine == int(index) &&
+                  conversation.replica == slot && !sequence.prefilled;
+      if (home)
+        hit = std::max(hit, replica.contexts.find(record.conversation)->tokens);
+      double need = getNeed(hit);
+      double room = budget - replica.kvUsed +
+                    replica.contexts.getEvictableBytes(record.conversation);
+      if (replica.running.size() >= limits.maxBatch || need > room)
+        continue;
+      if (chosen < 0 || (home && !chosenHome) ||
+          (!chosenHome &&
+           replica.running.size() < engine.replicas[chosen].running.size())) {
+        chosen = int(slot);
+        chosenHit = hit;
         chosenNeed = need;
+        chosenHome = home;
       }
     }
-    if (!chosen)
+    if (chosen < 0)
       break;
     engine.waiting.pop_front();
-    chosen->running.push_back(request);
-    chosen->kvUsed += chosenNeed;
-    sequence.replica = unsigned(chosen - engine.replicas.data());
+    // A turn prefilled away from its cached context leaves it unread.
+    if (!chosenHome && engine.prefill && !sequence.prefilled)
+      dropContext(record.conversation);
+    Replica &replica = engine.replicas[chosen];
+    while (replica.kvUsed + chosenNeed > budget &&
+           evictContext(replica, record.conversation)) {
+    }
+    replica.running.push_back(request);
+    replica.kvUsed += chosenNeed;
+    sequence.replica = unsigned(chosen);
     sequence.kvReserved = chosenNeed;
-    if (uint64_t hit = std::min(prefix, chosen->prefixTokens)) {
-      sequence.shared = sequence.prefilled = sequence.cached = hit;
-      result.prefixHitTokens += hit;
+    if (chosenHome) {
+      // The context's blocks become the sequence's.
+      sequence.kvReserved += replica.contexts.take(record.conversation)->bytes;
+      conversations[record.conversation].engine = -1;
+    }
+    if (chosenHit) {
+      sequence.shared = std::min(prefix, replica.prefixTokens);
+      sequence.prefilled = sequence.cached = chosenHit;
+      result.prefixHitTokens += chosenHit;
     }
   }
   if (onDemand && engine.decode)
@@ -465,10 +592,18 @@ double Simulation::getTransferMicros(uint32_t request) const {
 }
 
 void Simulation::finish(uint32_t request, double now) {
-  result.requests[request].finish = now;
+  RequestRecord &record = result.requests[request];
+  record.finish = now;
   ++finished;
-  if (workload.concurrency && issued < workload.requests)
-    issue(now);
+  if (issued >= workload.requests)
+    return;
+  uint32_t conversation = record.conversation;
+  if (conversations[conversation].nextTurn < workload.turns) {
+    conversations[conversation].history = record.input + record.output;
+    issueTurn(now + workload.thinkMicros, conversation);
+  } else if (workload.concurrency) {
+    startConversation(now);
+  }
 }
 
 void Simulation::endIteration(unsigned index, double now) {
@@ -503,7 +638,8 @@ void Simulation::endIteration(unsigned index, double now) {
       continue;
     Replica &replica = engine.replicas[sequence.replica];
     replica.running.erase(llvm::find(replica.running, work.request));
-    replica.kvUsed -= sequence.kvReserved;
+    if (!keepContext(index, work.request))
+      replica.kvUsed -= sequence.kvReserved;
     if (!engine.decode && record.output > 1) {
       record.transfer = getTransferMicros(work.request);
       push(now + record.transfer, EventKind::TransferEnd, work.request);
@@ -548,14 +684,16 @@ std::optional<ServingResult> Simulation::run() {
   if (workload.concurrency) {
     for (uint64_t client = 0;
          client < *workload.concurrency && issued < workload.requests; ++client)
-      issue(0);
+      startConversation(0);
   } else {
-    // Exponential gaps from the 53 high bits of a Mersenne twister: the same
-    // times from every standard library (its distributions are not).
+    // Conversations arrive at the rate, their later turns as the earlier
+    // end. Exponential gaps from the 53 high bits of a Mersenne twister: the
+    // same times from every standard library (its distributions are not).
     std::mt19937_64 random(workload.seed);
     double rate = *workload.requestRate, time = 0;
-    while (issued < workload.requests) {
-      issue(time);
+    uint64_t starts = (workload.requests + workload.turns - 1) / workload.turns;
+    while (conversations.size() < starts) {
+      startConversation(time);
       double uniform = double(random() >> 11) * 0x1.0p-53;
       if (std::isfinite(rate))
         time += -std::log1p(-uniform) / rate * 1e6;
@@ -608,6 +746,21 @@ stg::simulateServing(const ServingDeployment &deployment,
   if (workload.requestRate && !(*workload.requestRate > 0)) {
     diags.error({}, "a serving run's request rate must be above 0 requests "
                     "a second (infinity: all at once)");
+    return std::nullopt;
+  }
+  if (!workload.turns || !(workload.thinkMicros >= 0) ||
+      !std::isfinite(workload.thinkMicros)) {
+    diags.error({}, "a serving run's conversations need at least one turn "
+                    "and a finite think time of 0 or more");
+    return std::nullopt;
+  }
+  if (uint64_t longest = getLongestContext(workload.lengths, workload.turns);
+      longest > MaxConversationTokens) {
+    diags.error({}, llvm::formatv("a conversation of {0} turns reaches {1} "
+                                  "tokens, over the {2} a sequence may hold",
+                                  workload.turns, longest,
+                                  MaxConversationTokens)
+                        .str());
     return std::nullopt;
   }
   return Simulation(deployment, settings, workload, diags).run();

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "stg/Serve/RequestLengths.h"
 #include "stg/Serve/ServingReport.h"
 #include "stg/Serve/ServingSimulation.h"
 
@@ -306,6 +307,106 @@ TEST(ServeTest, APreemptedPromptReadsTheSharedPrefixAgain) {
     EXPECT_GT(request.finish, request.firstToken);
 }
 
+TEST(ServeTest, AConversationsNextTurnReadsItsContextFromTheCache) {
+  // One client, two turns of 100 new tokens and 5 out. The first: prefill
+  // 2000 us, four decodes of 1010, done at 6040; its context stays cached,
+  // all but its last token (104). The second's prompt is the conversation
+  // so far and its new input, 205 tokens, of which it prefills 101
+  // (2010 us); uncached, all 205 (3050 us).
+  ServingRun run;
+  run.workload.turns = 2;
+  run.workload.requests = 2;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  const std::vector<RequestRecord> &requests = result->requests;
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].conversation, 0u);
+  EXPECT_EQ(requests[1].turn, 1u);
+  EXPECT_EQ(requests[1].input, 205u);
+  EXPECT_DOUBLE_EQ(requests[1].arrival, 6040);
+  EXPECT_DOUBLE_EQ(requests[1].firstToken, 6040 + 2010);
+  EXPECT_DOUBLE_EQ(requests[1].finish, 8050 + 4 * 1010);
+  EXPECT_EQ(result->prefixHitTokens, 104u);
+  EXPECT_EQ(result->evictedTokens, 0u);
+
+  ServingRun uncached = run;
+  uncached.settings.prefixCaching = false;
+  std::optional<ServingResult> plain = uncached.simulate();
+  ASSERT_TRUE(plain) << uncached.errors;
+  EXPECT_DOUBLE_EQ(plain->requests[1].firstToken, 6040 + 3050);
+  EXPECT_EQ(plain->prefixHitTokens, 0u);
+
+  // The user thinks half a millisecond before the next turn.
+  run.workload.thinkMicros = 500;
+  std::optional<ServingResult> later = run.simulate();
+  ASSERT_TRUE(later) << run.errors;
+  EXPECT_DOUBLE_EQ(later->requests[1].arrival, 6540);
+  EXPECT_DOUBLE_EQ(later->requests[1].firstToken, 6540 + 2010);
+}
+
+TEST(ServeTest, TheLeastRecentlyCachedContextIsEvictedForRoom) {
+  // Three clients' first turns (100 + 5, a byte a token) run together and
+  // leave their contexts, 105 each, in a cache of 320, the first's oldest.
+  // The second turns come long after. The first needs 106 more: the
+  // least recently cached of the others' (the second client's) goes. The
+  // second client's turn then prefills whole and waits for room (210),
+  // the third's waits behind it, and reads its context when admitted.
+  ServingRun run;
+  run.clock.kvBudget = 320;
+  run.workload.concurrency = 3;
+  run.workload.turns = 2;
+  run.workload.requests = 6;
+  run.workload.thinkMicros = 1e5;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 2 * 104u);
+  EXPECT_EQ(result->evictedTokens, 104u);
+  const std::vector<RequestRecord> &requests = result->requests;
+  ASSERT_EQ(requests.size(), 6u);
+  for (unsigned index : {3, 4, 5})
+    EXPECT_EQ(requests[index].turn, 1u) << index;
+  EXPECT_EQ(requests[4].conversation, 1u);
+  EXPECT_GE(requests[4].firstToken, requests[3].finish);
+  EXPECT_GE(requests[5].firstToken, requests[4].finish);
+  for (const IterationRecord &iteration : result->iterations)
+    EXPECT_LE(iteration.kvUsed, 1.0);
+}
+
+TEST(ServeTest, ConversationsArriveAtTheRateAndTheirTurnsFollow) {
+  // Five requests of two turns at once: three conversations, the last
+  // with one turn; each second turn follows its first.
+  ServingRun run;
+  run.workload.concurrency.reset();
+  run.workload.requestRate = INFINITY;
+  run.workload.turns = 2;
+  run.workload.requests = 5;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  const std::vector<RequestRecord> &requests = result->requests;
+  ASSERT_EQ(requests.size(), 5u);
+  for (unsigned index : {0, 1, 2}) {
+    EXPECT_EQ(requests[index].conversation, index);
+    EXPECT_EQ(requests[index].turn, 0u);
+    EXPECT_DOUBLE_EQ(requests[index].arrival, 0);
+  }
+  for (unsigned index : {3, 4}) {
+    EXPECT_EQ(requests[index].turn, 1u);
+    const RequestRecord &first = requests[requests[index].conversation];
+    EXPECT_DOUBLE_EQ(requests[index].arrival, first.finish);
+    EXPECT_EQ(requests[index].input, 205u);
+  }
+}
+
+TEST(ServeTest, AConversationLongerThanASequenceMayHoldIsAnError) {
+  ServingRun run;
+  run.workload.lengths = {{MaxRequestTokens, MaxRequestTokens}};
+  run.workload.turns = 9;
+  EXPECT_FALSE(run.simulate());
+  EXPECT_NE(run.errors.find("a conversation of 9 turns reaches"),
+            std::string::npos)
+      << run.errors;
+}
+
 TEST(ServeTest, AttentionReplicasRunTheirSequencesSideBySide) {
   ServingRun run;
   run.clock.replicas = 2;
@@ -333,6 +434,27 @@ TEST(ServeTest, DisaggregatedDecodeWaitsForTheKVCacheToArrive) {
   EXPECT_DOUBLE_EQ(request.finish, 2000 + 105 + 4 * 1010);
   EXPECT_EQ(result->engines.size(), 2u);
   EXPECT_EQ(result->gpus, 2u);
+}
+
+TEST(ServeTest, DisaggregatedPrefillEnginesKeepTheirPrompts) {
+  // Two turns on a prefill and a decode pool: the prefill engine keeps the
+  // first prompt it computed (100 tokens; the output was decoded
+  // elsewhere), and the second turn, 205 tokens, goes back to it and
+  // prefills 105 (2050 us). Its cache crosses whole: 205 bytes, 210 us.
+  ServingRun run;
+  IterationCostModel prefillClock = makeClock();
+  run.deployment.prefill = EnginePool{&prefillClock, 1, "tp1"};
+  run.deployment.transferBandwidth = 1e6;
+  run.deployment.transferLatencyMicros = 5;
+  run.workload.turns = 2;
+  run.workload.requests = 2;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 100u);
+  const RequestRecord &second = result->requests[1];
+  EXPECT_DOUBLE_EQ(second.arrival, 2000 + 105 + 4 * 1010);
+  EXPECT_DOUBLE_EQ(second.firstToken, second.arrival + 2050);
+  EXPECT_DOUBLE_EQ(second.transfer, 210);
 }
 
 TEST(ServeTest, ArrivalsAtARateDependOnlyOnTheSeed) {

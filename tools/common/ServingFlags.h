@@ -2,8 +2,8 @@
 //
 // The engine's flags that `stagec --mode serve` and `stage-search --serve`
 // read the same way: `--kv-allocation`, `--chunked-prefill`,
-// `--linear-kernels` (stagec's prefill and decode too), `--shared-prefix`
-// and `--prefix-caching`, and
+// `--linear-kernels` (stagec's prefill and decode too), `--shared-prefix`,
+// `--turns`, `--think-time-ms` and `--prefix-caching`, and
 // speculative decoding's
 // `--speculative-tokens`, `--acceptance-rate` and `--draft-layers`
 // (docs/serving.md).
@@ -66,9 +66,12 @@ inline void addLinearKernelsOption(CLI::App &app, std::string &name,
       ->group(group);
 }
 
-/// The requests' shared prefix and whether the engine caches it.
+/// The requests' shared prefix, their conversations, and whether the
+/// engine caches what they share.
 struct PrefixCachingFlags {
   uint64_t sharedPrefix = 0;
+  unsigned turns = 1;
+  double thinkTimeMillis = 0;
   std::string caching = "on";
 };
 
@@ -79,12 +82,25 @@ inline void addPrefixCachingOptions(CLI::App &app, PrefixCachingFlags &flags,
                  "prompt, few-shot examples; default 0)")
       ->check(wholeNumber(0, MaxRequestTokens))
       ->group(group);
+  app.add_option("--turns", flags.turns,
+                 "multi-turn conversations: each is N requests, one after "
+                 "another, each prompt holding the conversation so far (the "
+                 "earlier prompts and outputs) before its new input "
+                 "(default 1)")
+      ->check(wholeNumber(1, 256))
+      ->group(group);
+  app.add_option("--think-time-ms", flags.thinkTimeMillis,
+                 "with --turns: the time between a turn's last token and "
+                 "the next turn (default 0)")
+      ->check(finiteNumber(0, 1e9))
+      ->group(group);
   app.add_option("--prefix-caching", flags.caching,
-                 "with --shared-prefix: on (default, as vLLM, SGLang and "
-                 "TensorRT-LLM run) keeps the prefix's whole blocks in the "
-                 "cache of each attention replica that computed it, and "
-                 "prompts prefill only what follows them; off prefills "
-                 "every prompt whole")
+                 "with --shared-prefix or --turns: on (default, as vLLM, "
+                 "SGLang and TensorRT-LLM run) keeps the prefix's whole "
+                 "blocks in the cache of each attention replica that "
+                 "computed it, and a conversation's context where its turn "
+                 "ran until room is needed, and prompts prefill only what "
+                 "follows what is cached; off prefills every prompt whole")
       ->check(CLI::IsMember({"on", "off"}))
       ->group(group);
 }
@@ -93,17 +109,24 @@ inline void addPrefixCachingOptions(CLI::App &app, PrefixCachingFlags &flags,
 inline std::optional<std::string>
 checkPrefixCachingOptions(const CLI::App &app,
                           const PrefixCachingFlags &flags) {
-  if (app.count("--prefix-caching") && !flags.sharedPrefix)
-    return std::string("--prefix-caching needs --shared-prefix N (N > 0)");
+  if (app.count("--prefix-caching") && !flags.sharedPrefix &&
+      flags.turns < 2)
+    return std::string("--prefix-caching needs --shared-prefix N (N > 0) or "
+                       "--turns N (N > 1)");
+  if (app.count("--think-time-ms") && flags.turns < 2)
+    return std::string("--think-time-ms needs --turns N (N > 1)");
   return std::nullopt;
 }
 
-/// The flags into the workload's shared prefix (a run's, or a search's
-/// for every run) and the engine's setting.
+/// The flags into the workload's shared prefix and conversations (a
+/// run's, or a search's for every run) and the engine's setting.
 inline void applyPrefixCachingOptions(const PrefixCachingFlags &flags,
-                                      uint64_t &sharedPrefix,
+                                      uint64_t &sharedPrefix, unsigned &turns,
+                                      double &thinkMicros,
                                       ServingEngineSettings &settings) {
   sharedPrefix = flags.sharedPrefix;
+  turns = flags.turns;
+  thinkMicros = flags.thinkTimeMillis * 1e3;
   settings.prefixCaching = flags.caching == "on";
 }
 

@@ -290,7 +290,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   if (std::optional<std::string> error =
           checkPrefixCachingOptions(app, prefixCaching))
     return fail(*error);
-  applyPrefixCachingOptions(prefixCaching, search.sharedPrefix, settings);
+  applyPrefixCachingOptions(prefixCaching, search.sharedPrefix, search.turns,
+                            search.thinkMicros, settings);
   bool fixed = app.count("--isl") || app.count("--osl");
   if (fixed == !search.lengthsFile.empty())
     return fail("--serve needs the requests' lengths: --isl and --osl, or "

@@ -173,6 +173,8 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--kv-allocation",
                                           "--chunked-prefill",
                                           "--shared-prefix",
+                                          "--turns",
+                                          "--think-time-ms",
                                           "--prefix-caching",
                                           "--iteration-overhead-us",
                                           "--speculative-tokens",
@@ -341,17 +343,22 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   limits.maxBatch = flags.maxBatch;
   limits.maxBatchedTokens = flags.maxBatchedTokens;
   limits.memoryFraction = flags.kvMemoryFraction;
-  limits.maxContext = 0;
-  for (const RequestLengths &lengths : workload.lengths)
-    limits.maxContext =
-        std::max(limits.maxContext, lengths.input + lengths.output);
   settings.blockTokens = flags.kvBlockTokens;
   settings.iterationOverheadMicros = flags.iterationOverheadMicros;
   settings.speculation = flags.speculation;
   settings.kvAllocation = *parseKVAllocation(flags.kvAllocation);
   settings.chunkedPrefill = flags.chunkedPrefill;
   applyPrefixCachingOptions(flags.prefixCaching, workload.sharedPrefix,
-                            settings);
+                            workload.turns, workload.thinkMicros, settings);
+  limits.maxContext = getLongestContext(workload.lengths, workload.turns);
+  if (limits.maxContext > MaxConversationTokens) {
+    diags.error({}, "--turns " + llvm::Twine(workload.turns) +
+                        ": a conversation reaches " +
+                        llvm::Twine(limits.maxContext) + " tokens, over the " +
+                        llvm::Twine(MaxConversationTokens) +
+                        " a sequence may hold");
+    return 1;
+  }
 
   std::vector<std::unique_ptr<IterationCostModel>> models;
   std::vector<CompileOptions> bases; // Each pool's, for the traces (-o).

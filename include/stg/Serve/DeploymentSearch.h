@@ -141,8 +141,11 @@ struct DeploymentSearchOptions {
   /// --warmup-requests); fewer than any run's requests.
   uint64_t warmupRequests = 0;
   uint64_t seed = 0; ///< Of the arrivals at a request rate.
-  /// The prompts' shared prefix (ServingWorkload::sharedPrefix).
+  /// The prompts' shared prefix and the conversations' turns and think
+  /// time (ServingWorkload's).
   uint64_t sharedPrefix = 0;
+  unsigned turns = 1;
+  double thinkMicros = 0;
 
   /// The engine's settings but the batch cap (and the longest context,
   /// which the lengths give). ServingEngineSettings' own defaults: no

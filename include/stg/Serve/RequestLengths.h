@@ -2,7 +2,8 @@
 //
 // `--lengths FILE.csv`: one request a line, `input,output` tokens, in the
 // order the requests are sent (and again from the top when there are more
-// requests than lines). A first line `input,output` is a header; `#` starts
+// requests than lines); with multi-turn conversations a line is a turn's
+// new input and its output. A first line `input,output` is a header; `#` starts
 // a comment. Errors are located: `file.csv:3:7: error: ...` with the line
 // and a caret.
 //
@@ -12,6 +13,9 @@
 #define STG_SERVE_REQUESTLENGTHS_H
 
 #include "stg/Serve/ServingSimulation.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <optional>
 #include <vector>
@@ -24,6 +28,22 @@ constexpr uint64_t MaxRequestTokens = 1u << 24;
 
 std::optional<std::vector<RequestLengths>>
 loadRequestLengths(llvm::StringRef path, DiagnosticEngine &diags);
+
+/// The most tokens a conversation may reach, its turns' prompts and
+/// outputs together.
+constexpr uint64_t MaxConversationTokens = uint64_t(1) << 28;
+
+/// Calls `visit(prompt, output)` for every turn of every conversation that
+/// `lengths` and `turns` make (ServingWorkload::turns; they repeat after as
+/// many conversations as there are lengths), each prompt holding the turns
+/// before it.
+void forEachTurn(llvm::ArrayRef<RequestLengths> lengths, unsigned turns,
+                 llvm::function_ref<void(uint64_t, uint64_t)> visit);
+
+/// The longest context, prompt and output, of any request that `lengths`
+/// and `turns` make: what an engine must hold for one sequence.
+uint64_t getLongestContext(llvm::ArrayRef<RequestLengths> lengths,
+                           unsigned turns);
 
 } // namespace stg
 

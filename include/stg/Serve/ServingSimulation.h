@@ -58,7 +58,15 @@ struct ServingWorkload {
   /// The first tokens of every prompt, the same for all requests (a system
   /// prompt, few-shot examples): what prefix caching can reuse.
   uint64_t sharedPrefix = 0;
-  uint64_t requests = 0;
+  /// Multi-turn conversations: each conversation is `turns` requests, one
+  /// after another, each sent `thinkMicros` after the last one finished
+  /// with the conversation so far (the earlier prompts and outputs) before
+  /// its own new input, what prefix caching can reuse. Turn t of
+  /// conversation c takes its new input and its output from
+  /// lengths[c x turns + t], cyclically.
+  unsigned turns = 1;
+  double thinkMicros = 0;
+  uint64_t requests = 0; ///< All turns of all conversations.
   /// Either a closed loop of clients, each sending its next request when
   /// the last one finished, or arrivals at a rate (requests/s; infinity:
   /// all at once), exponential gaps from `seed`.
@@ -114,7 +122,9 @@ struct ServingEngineSettings {
   /// Prefix caching (vLLM's automatic prefix caching, SGLang's radix cache,
   /// TensorRT-LLM's KV-cache block reuse): the whole blocks of the shared
   /// prefix, once an attention replica has computed them, stay in its
-  /// cache, and a prompt admitted there prefills only what follows them.
+  /// cache, and a prompt admitted there prefills only what follows them;
+  /// a conversation's context stays where its turn ran, until its next
+  /// turn reads it or room is needed (least recently cached first).
   bool prefixCaching = true;
   /// Chunked prefill (vLLM's and SGLang's default): a prompt runs in
   /// chunks that fill what the iteration's token budget leaves. Without it
@@ -130,6 +140,8 @@ struct ServingEngineSettings {
 /// What happened to a request, in microseconds from the first arrival.
 struct RequestRecord {
   uint64_t input = 0, output = 0;
+  uint32_t conversation = 0; ///< Its conversation, and its turn there.
+  unsigned turn = 0;
   double arrival = 0, firstToken = 0, finish = 0;
   double transfer = 0; ///< Disaggregated: the KV cache's move.
   unsigned prefillEngine = 0; ///< The engine that ran its prefill.
@@ -160,6 +172,9 @@ struct ServingResult {
   uint64_t preemptions = 0; ///< KVAllocation::OnDemand's evictions.
   /// Prompt tokens read from a cached prefix instead of prefilled.
   uint64_t prefixHitTokens = 0;
+  /// Tokens of conversations' cached contexts evicted before their next
+  /// turn could read them (least recently cached first).
+  uint64_t evictedTokens = 0;
 };
 
 /// Runs the workload to the last request's end. Errors when a request can
