@@ -3,31 +3,25 @@
 // A discrete-event run of the deployment (ServingSimulation.h). Events are
 // arrivals, iteration ends and KV transfers' ends, taken in time order and,
 // at equal times, in the order they were made, so a run is a function of
-// its inputs and seed. An engine that is idle starts an iteration as soon
-// as it has work: it admits waiting sequences (first come, first served;
-// the head of the queue waits for room rather than being overtaken), then
-// gives each of its attention replicas its decode tokens first and prefill
-// chunks after, up to the token budget, as vLLM's scheduler does (without
-// chunked prefill, whole prompts while the next fits, as TensorRT-LLM's
-// MicroBatchScheduler stops at the first that does not). The
-// iteration takes its slowest replica's time (the replicas of a MoE
-// instance meet in the experts' all-to-all) plus the engine's overhead.
-// A sequence holds its whole cache from admission, or (KVAllocation::
-// OnDemand) its prompt's blocks and one more as its output needs it; when
-// none is free, the newest running sequence is preempted to the head of
-// the queue and recomputes its prompt and output so far when admitted
-// again, so the oldest always progresses. With prefix caching, the first
-// sequence on a replica to prefill the workload's shared prefix (as much
-// of it as its prompt holds) leaves those whole blocks there for good
-// (they move from its reservation to the replica's), and a sequence
-// admitted to a replica that holds them starts its prefill after them and
-// reserves only the rest.
+// its inputs and seed. Requests are turns of conversations (one turn each
+// unless the workload says more); a turn goes to the engine that caches
+// its conversation's context, else to the least loaded. An engine that is
+// idle starts an iteration as soon as it has work: it admits waiting
+// sequences (first come, first served; the head of the queue waits for
+// room rather than being overtaken) to the replica that holds the
+// conversation's context, else the least busy, then gives each of its
+// attention replicas its decode tokens first and prefill chunks after, up
+// to the token budget, as vLLM's scheduler does (without chunked prefill,
+// whole prompts while the next fits, as TensorRT-LLM's
+// MicroBatchScheduler stops at the first that does not). The iteration
+// takes its slowest replica's time (the replicas of a MoE instance meet in
+// the experts' all-to-all) plus the engine's overhead. What the replicas'
+// caches hold, and when a sequence fits, is ServingCache.cpp's.
 //
 //===----------------------------------------------------------------------===//
 
-#include "stg/Serve/ServingSimulation.h"
+#include "Simulation.h"
 
-#include "ContextCache.h"
 #include "stg/Serve/RequestLengths.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -35,157 +29,9 @@
 
 #include <cassert>
 #include <cmath>
-#include <deque>
-#include <queue>
-#include <random>
 
 using namespace stg;
-
-namespace {
-
-enum class EventKind : uint8_t { Arrival, IterationEnd, TransferEnd };
-
-struct Event {
-  double time;
-  uint64_t order;
-  EventKind kind;
-  uint32_t index; ///< The request, or the engine of an IterationEnd.
-
-  bool operator>(const Event &other) const {
-    return time != other.time ? time > other.time : order > other.order;
-  }
-};
-
-/// A request's progress on the engine that holds it.
-struct SequenceState {
-  unsigned replica = 0;
-  uint64_t prefilled = 0, generated = 0;
-  /// The tokens to prefill: the prompt, or after a preemption the prompt
-  /// and the output so far.
-  uint64_t target = 0;
-  uint64_t cached = 0;  ///< Tokens whose KV it holds.
-  uint64_t shared = 0;  ///< Of those, the replica's cached prefix.
-  bool started = false; ///< Its first token is out.
-  double kvReserved = 0;
-};
-
-struct Replica {
-  std::vector<uint32_t> running; ///< Requests, in admission order.
-  /// Its sequences' reservations, a cached prefix and cached contexts.
-  double kvUsed = 0;
-  /// Tokens of the shared prefix it holds (whole blocks; prompts shorter
-  /// than the prefix leave less of it).
-  uint64_t prefixTokens = 0;
-  ContextCache contexts; ///< Conversations' contexts between turns.
-};
-
-/// A multi-turn conversation between its requests.
-struct Conversation {
-  uint64_t history = 0; ///< Its prompts and outputs so far.
-  unsigned nextTurn = 0;
-  /// Where its context is cached (-1: nowhere).
-  int engine = -1;
-  unsigned replica = 0;
-};
-
-struct PlannedWork {
-  uint32_t request;
-  uint64_t prefillTokens; ///< 0: a decode token.
-};
-
-struct Engine {
-  const IterationCostModel *cost = nullptr;
-  bool prefill = true, decode = true;
-  std::vector<Replica> replicas;
-  std::deque<uint32_t> waiting;
-  bool busy = false, touched = false;
-  std::vector<PlannedWork> planned;
-
-  uint64_t getLoad() const {
-    uint64_t load = waiting.size();
-    for (const Replica &replica : replicas)
-      load += replica.running.size();
-    return load;
-  }
-};
-
-class Simulation {
-public:
-  Simulation(const ServingDeployment &deployment,
-             const ServingEngineSettings &settings,
-             const ServingWorkload &workload, DiagnosticEngine &diags)
-      : deployment(deployment), settings(settings), workload(workload),
-        diags(diags), acceptances(workload.seed ^ 0x5eed'acce'97ed'0001ull) {}
-
-  std::optional<ServingResult> run();
-
-private:
-  void addPool(const EnginePool &pool, llvm::StringRef name, bool prefill,
-               bool decode);
-  bool checkFits();
-  void push(double time, EventKind kind, uint32_t index) {
-    events.push({time, nextOrder++, kind, index});
-  }
-  void startConversation(double time);
-  /// Sends the conversation's next turn, to arrive at `time`.
-  void issueTurn(double time, uint32_t conversation);
-  void handle(const Event &event);
-  void route(uint32_t request, bool toPrefill);
-  /// Marks an engine to start an iteration once the events of this time
-  /// are all taken: requests that arrive together are batched together.
-  void touch(unsigned engine) {
-    if (!engines[engine].touched)
-      touched.push_back(engine);
-    engines[engine].touched = true;
-  }
-  void startIteration(unsigned engine, double now);
-  void endIteration(unsigned engine, double now);
-  void finish(uint32_t request, double now);
-  double getKVNeed(const Engine &engine, const RequestLengths &lengths) const;
-  /// The KV of `tokens`, in whole blocks.
-  double getKVBytes(const Engine &engine, uint64_t tokens) const;
-  /// On-demand allocation: gives each decoding sequence of `replica` the
-  /// blocks its next step writes, preempting the newest when none is free.
-  void growCaches(Engine &engine, Replica &replica, double budget);
-  void preempt(Engine &engine, Replica &replica);
-  /// Evicts `replica`'s least recently cached context but `keep`'s;
-  /// false when it holds none.
-  bool evictContext(Replica &replica, std::optional<uint32_t> keep);
-  /// Drops the conversation's cached context, wherever it is.
-  void dropContext(uint32_t conversation);
-  /// After a turn: keeps its context where it ran if the conversation goes
-  /// on there, and says whether it did.
-  bool keepContext(unsigned engine, uint32_t request);
-  /// The tokens of a prompt of `input` tokens that prefix caching can
-  /// read instead of prefilling: the shared prefix's whole blocks, short of
-  /// the prompt's last token (its logits are needed).
-  uint64_t getReusablePrefix(const Engine &engine, uint64_t input) const;
-  /// After a prefill chunk of `request`: its replica keeps what it has
-  /// computed of the shared prefix beyond what it held.
-  void keepPrefix(Engine &engine, uint32_t request);
-  double getTransferMicros(uint32_t request) const;
-
-  const ServingDeployment &deployment;
-  const ServingEngineSettings &settings;
-  const ServingWorkload &workload;
-  DiagnosticEngine &diags;
-
-  ServingResult result;
-  std::vector<Engine> engines;
-  std::vector<unsigned> touched;
-  unsigned firstDecodeEngine = 0;
-  std::vector<SequenceState> sequences;
-  std::vector<Conversation> conversations;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
-  uint64_t nextOrder = 0, issued = 0, finished = 0;
-  /// Draws the accepted drafts of each speculative step, from the seed.
-  std::mt19937_64 acceptances;
-  /// The tokens a speculative decode step yields: its own and the accepted
-  /// prefix of its drafts.
-  uint64_t drawStepTokens();
-};
-
-} // namespace
+using namespace stg::serve;
 
 void Simulation::addPool(const EnginePool &pool, llvm::StringRef name,
                          bool prefill, bool decode) {
@@ -211,176 +57,6 @@ void Simulation::addPool(const EnginePool &pool, llvm::StringRef name,
       result.engines.push_back(std::move(record));
     }
   result.gpus += pool.instances * cost.gpus;
-}
-
-double Simulation::getKVNeed(const Engine &engine,
-                             const RequestLengths &lengths) const {
-  // A prefill engine keeps the prompt's cache until it has been sent.
-  return getKVBytes(engine,
-                    lengths.input + (engine.decode ? lengths.output : 1));
-}
-
-double Simulation::getKVBytes(const Engine &engine, uint64_t tokens) const {
-  uint64_t block = settings.blockTokens;
-  tokens = (tokens + block - 1) / block * block;
-  return engine.cost->kvBytes(double(tokens));
-}
-
-void Simulation::preempt(Engine &engine, Replica &replica) {
-  uint32_t request = replica.running.back();
-  replica.running.pop_back();
-  SequenceState &sequence = sequences[request];
-  replica.kvUsed -= sequence.kvReserved;
-  sequence.kvReserved = 0;
-  sequence.cached = sequence.prefilled = sequence.shared = 0;
-  sequence.target = result.requests[request].input + sequence.generated;
-  engine.waiting.push_front(request);
-  ++result.preemptions;
-}
-
-uint64_t Simulation::getReusablePrefix(const Engine &engine,
-                                       uint64_t input) const {
-  if (!settings.prefixCaching || !engine.prefill || input < 2)
-    return 0;
-  uint64_t tokens = std::min(workload.sharedPrefix, input - 1);
-  return tokens / settings.blockTokens * settings.blockTokens;
-}
-
-void Simulation::keepPrefix(Engine &engine, uint32_t request) {
-  SequenceState &sequence = sequences[request];
-  Replica &replica = engine.replicas[sequence.replica];
-  uint64_t prefix = getReusablePrefix(engine, result.requests[request].input);
-  if (prefix <= replica.prefixTokens || sequence.prefilled < prefix)
-    return;
-  // Its blocks of the prefix become the replica's: it reads them as shared.
-  replica.prefixTokens = prefix;
-  sequence.kvReserved -=
-      getKVBytes(engine, prefix) - getKVBytes(engine, sequence.shared);
-  sequence.shared = prefix;
-}
-
-bool Simulation::evictContext(Replica &replica, std::optional<uint32_t> keep) {
-  std::optional<ContextCache::Entry> evicted = replica.contexts.evictOldest(keep);
-  if (!evicted)
-    return false;
-  replica.kvUsed -= evicted->bytes;
-  result.evictedTokens += evicted->tokens;
-  conversations[evicted->conversation].engine = -1;
-  return true;
-}
-
-void Simulation::dropContext(uint32_t conversation) {
-  Conversation &state = conversations[conversation];
-  if (state.engine < 0)
-    return;
-  Replica &replica = engines[state.engine].replicas[state.replica];
-  std::optional<ContextCache::Entry> dropped =
-      replica.contexts.take(conversation);
-  replica.kvUsed -= dropped->bytes;
-  result.evictedTokens += dropped->tokens;
-  state.engine = -1;
-}
-
-bool Simulation::keepContext(unsigned index, uint32_t request) {
-  const RequestRecord &record = result.requests[request];
-  Engine &engine = engines[index];
-  if (!settings.prefixCaching || !engine.prefill ||
-      record.turn + 1 >= workload.turns || issued >= workload.requests)
-    return false;
-  // What the next turn can read: its prompt's KV, and on an engine that
-  // decoded it the output's but the last token's (never run through the
-  // model), in whole blocks.
-  const SequenceState &sequence = sequences[request];
-  uint64_t tokens = engine.decode ? record.input + record.output - 1
-                                  : record.input;
-  tokens = tokens / settings.blockTokens * settings.blockTokens;
-  Replica &replica = engine.replicas[sequence.replica];
-  replica.contexts.insert({record.conversation, tokens, sequence.kvReserved});
-  Conversation &conversation = conversations[record.conversation];
-  conversation.engine = int(index);
-  conversation.replica = sequence.replica;
-  return true;
-}
-
-void Simulation::growCaches(Engine &engine, Replica &replica, double budget) {
-  for (size_t index = 0; index < replica.running.size(); ++index) {
-    uint32_t request = replica.running[index];
-    SequenceState &sequence = sequences[request];
-    if (sequence.prefilled < sequence.target)
-      continue; // Its prompt's blocks came with its admission.
-    // Its token and drafts, no more than its output has left: a request
-    // that fits an empty engine (checkFits) never outgrows it alone.
-    uint64_t stepTokens = std::min<uint64_t>(
-        1 + settings.speculation.draftTokens,
-        result.requests[request].output - sequence.generated);
-    double extra =
-        getKVBytes(engine, sequence.cached - sequence.shared + stepTokens) -
-        sequence.kvReserved;
-    if (extra <= 0)
-      continue;
-    // Cached contexts go before running sequences.
-    while (replica.kvUsed + extra > budget && evictContext(replica, {})) {
-    }
-    while (replica.kvUsed + extra > budget && replica.running.size() > index)
-      preempt(engine, replica);
-    if (replica.running.size() <= index)
-      break; // It was the newest.
-    sequence.kvReserved += extra;
-    replica.kvUsed += extra;
-  }
-}
-
-bool Simulation::checkFits() {
-  // The turns that need the most: the longest context (a decoding
-  // engine's cache), the longest prompt (a prefill engine's, and without
-  // chunked prefill one iteration's).
-  RequestLengths longestContext, longestPrompt;
-  forEachTurn(workload.lengths, workload.turns,
-              [&](uint64_t prompt, uint64_t output) {
-                if (prompt + output >
-                    longestContext.input + longestContext.output)
-                  longestContext = {prompt, output};
-                if (prompt > longestPrompt.input)
-                  longestPrompt = {prompt, output};
-              });
-  for (const Engine &engine : engines) {
-    const RequestLengths &lengths =
-        engine.decode ? longestContext : longestPrompt;
-    double need = getKVNeed(engine, lengths);
-    double budget = engine.cost->kvBudget / engine.cost->stages;
-    if (need > budget) {
-      diags.error({}, llvm::formatv(
-                          "a request of {0} input and {1} output tokens "
-                          "needs {2:F2} GB of KV cache a rank, and an "
-                          "engine has {3:F2} GB beside its weights and "
-                          "activations; use more GPUs an instance, shorter "
-                          "requests or a larger --kv-memory-fraction",
-                          lengths.input, lengths.output, need / 1e9,
-                          std::max(0.0, budget) / 1e9)
-                          .str());
-      return false;
-    }
-  }
-  if (settings.chunkedPrefill)
-    return true;
-  // Whole prompts: the longest must fit one iteration, and with on-demand
-  // allocation so must a preempted sequence's prompt and output so far.
-  bool onDemand = settings.kvAllocation == KVAllocation::OnDemand;
-  const RequestLengths &lengths = onDemand ? longestContext : longestPrompt;
-  uint64_t longest = onDemand ? lengths.input + lengths.output - 1
-                              : lengths.input;
-  if (longest > settings.limits.maxBatchedTokens) {
-    diags.error({}, llvm::formatv(
-                        "without chunked prefill a request of {0} input "
-                        "and {1} output tokens prefills {2} tokens in one "
-                        "iteration, over its budget of {3}; raise "
-                        "--max-batched-tokens or turn --chunked-prefill on",
-                        lengths.input, lengths.output, longest,
-                        settings.limits.maxBatchedTokens)
-                        .str());
-    return false;
-  }
-  return true;
 }
 
 void Simulation::startConversation(double time) {

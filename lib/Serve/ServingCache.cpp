@@ -1,0 +1,193 @@
+//===- ServingCache.cpp - The replicas' KV caches in a serving run --------===//
+//
+// What a serving run's replicas hold (Simulation.h): a sequence's
+// reservation, its whole cache from admission or (KVAllocation::OnDemand)
+// a block more as its output needs one, preempting the newest sequence
+// when none is free; with prefix caching the shared prefix's blocks, left
+// for good by the first sequence that computes them, and each
+// conversation's context between its turns, evicted least recently cached
+// first when room is needed (before any preemption); and the check, before
+// the run, that every request fits an empty engine.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Simulation.h"
+
+#include "stg/Serve/RequestLengths.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+using namespace stg;
+using namespace stg::serve;
+
+double Simulation::getKVNeed(const Engine &engine,
+                             const RequestLengths &lengths) const {
+  // A prefill engine keeps the prompt's cache until it has been sent.
+  return getKVBytes(engine,
+                    lengths.input + (engine.decode ? lengths.output : 1));
+}
+
+double Simulation::getKVBytes(const Engine &engine, uint64_t tokens) const {
+  uint64_t block = settings.blockTokens;
+  tokens = (tokens + block - 1) / block * block;
+  return engine.cost->kvBytes(double(tokens));
+}
+
+void Simulation::preempt(Engine &engine, Replica &replica) {
+  uint32_t request = replica.running.back();
+  replica.running.pop_back();
+  SequenceState &sequence = sequences[request];
+  replica.kvUsed -= sequence.kvReserved;
+  sequence.kvReserved = 0;
+  sequence.cached = sequence.prefilled = sequence.shared = 0;
+  sequence.target = result.requests[request].input + sequence.generated;
+  engine.waiting.push_front(request);
+  ++result.preemptions;
+}
+
+uint64_t Simulation::getReusablePrefix(const Engine &engine,
+                                       uint64_t input) const {
+  if (!settings.prefixCaching || !engine.prefill || input < 2)
+    return 0;
+  uint64_t tokens = std::min(workload.sharedPrefix, input - 1);
+  return tokens / settings.blockTokens * settings.blockTokens;
+}
+
+void Simulation::keepPrefix(Engine &engine, uint32_t request) {
+  SequenceState &sequence = sequences[request];
+  Replica &replica = engine.replicas[sequence.replica];
+  uint64_t prefix = getReusablePrefix(engine, result.requests[request].input);
+  if (prefix <= replica.prefixTokens || sequence.prefilled < prefix)
+    return;
+  // Its blocks of the prefix become the replica's: it reads them as shared.
+  replica.prefixTokens = prefix;
+  sequence.kvReserved -=
+      getKVBytes(engine, prefix) - getKVBytes(engine, sequence.shared);
+  sequence.shared = prefix;
+}
+
+bool Simulation::evictContext(Replica &replica, std::optional<uint32_t> keep) {
+  std::optional<ContextCache::Entry> evicted = replica.contexts.evictOldest(keep);
+  if (!evicted)
+    return false;
+  replica.kvUsed -= evicted->bytes;
+  result.evictedTokens += evicted->tokens;
+  conversations[evicted->conversation].engine = -1;
+  return true;
+}
+
+void Simulation::dropContext(uint32_t conversation) {
+  Conversation &state = conversations[conversation];
+  if (state.engine < 0)
+    return;
+  Replica &replica = engines[state.engine].replicas[state.replica];
+  std::optional<ContextCache::Entry> dropped =
+      replica.contexts.take(conversation);
+  replica.kvUsed -= dropped->bytes;
+  result.evictedTokens += dropped->tokens;
+  state.engine = -1;
+}
+
+bool Simulation::keepContext(unsigned index, uint32_t request) {
+  const RequestRecord &record = result.requests[request];
+  Engine &engine = engines[index];
+  if (!settings.prefixCaching || !engine.prefill ||
+      record.turn + 1 >= workload.turns || issued >= workload.requests)
+    return false;
+  // What the next turn can read: its prompt's KV, and on an engine that
+  // decoded it the output's but the last token's (never run through the
+  // model), in whole blocks.
+  const SequenceState &sequence = sequences[request];
+  uint64_t tokens = engine.decode ? record.input + record.output - 1
+                                  : record.input;
+  tokens = tokens / settings.blockTokens * settings.blockTokens;
+  Replica &replica = engine.replicas[sequence.replica];
+  replica.contexts.insert({record.conversation, tokens, sequence.kvReserved});
+  Conversation &conversation = conversations[record.conversation];
+  conversation.engine = int(index);
+  conversation.replica = sequence.replica;
+  return true;
+}
+
+void Simulation::growCaches(Engine &engine, Replica &replica, double budget) {
+  for (size_t index = 0; index < replica.running.size(); ++index) {
+    uint32_t request = replica.running[index];
+    SequenceState &sequence = sequences[request];
+    if (sequence.prefilled < sequence.target)
+      continue; // Its prompt's blocks came with its admission.
+    // Its token and drafts, no more than its output has left: a request
+    // that fits an empty engine (checkFits) never outgrows it alone.
+    uint64_t stepTokens = std::min<uint64_t>(
+        1 + settings.speculation.draftTokens,
+        result.requests[request].output - sequence.generated);
+    double extra =
+        getKVBytes(engine, sequence.cached - sequence.shared + stepTokens) -
+        sequence.kvReserved;
+    if (extra <= 0)
+      continue;
+    // Cached contexts go before running sequences.
+    while (replica.kvUsed + extra > budget && evictContext(replica, {})) {
+    }
+    while (replica.kvUsed + extra > budget && replica.running.size() > index)
+      preempt(engine, replica);
+    if (replica.running.size() <= index)
+      break; // It was the newest.
+    sequence.kvReserved += extra;
+    replica.kvUsed += extra;
+  }
+}
+
+bool Simulation::checkFits() {
+  // The turns that need the most: the longest context (a decoding
+  // engine's cache), the longest prompt (a prefill engine's, and without
+  // chunked prefill one iteration's).
+  RequestLengths longestContext, longestPrompt;
+  forEachTurn(workload.lengths, workload.turns,
+              [&](uint64_t prompt, uint64_t output) {
+                if (prompt + output >
+                    longestContext.input + longestContext.output)
+                  longestContext = {prompt, output};
+                if (prompt > longestPrompt.input)
+                  longestPrompt = {prompt, output};
+              });
+  for (const Engine &engine : engines) {
+    const RequestLengths &lengths =
+        engine.decode ? longestContext : longestPrompt;
+    double need = getKVNeed(engine, lengths);
+    double budget = engine.cost->kvBudget / engine.cost->stages;
+    if (need > budget) {
+      diags.error({}, llvm::formatv(
+                          "a request of {0} input and {1} output tokens "
+                          "needs {2:F2} GB of KV cache a rank, and an "
+                          "engine has {3:F2} GB beside its weights and "
+                          "activations; use more GPUs an instance, shorter "
+                          "requests or a larger --kv-memory-fraction",
+                          lengths.input, lengths.output, need / 1e9,
+                          std::max(0.0, budget) / 1e9)
+                          .str());
+      return false;
+    }
+  }
+  if (settings.chunkedPrefill)
+    return true;
+  // Whole prompts: the longest must fit one iteration, and with on-demand
+  // allocation so must a preempted sequence's prompt and output so far.
+  bool onDemand = settings.kvAllocation == KVAllocation::OnDemand;
+  const RequestLengths &lengths = onDemand ? longestContext : longestPrompt;
+  uint64_t longest = onDemand ? lengths.input + lengths.output - 1
+                              : lengths.input;
+  if (longest > settings.limits.maxBatchedTokens) {
+    diags.error({}, llvm::formatv(
+                        "without chunked prefill a request of {0} input "
+                        "and {1} output tokens prefills {2} tokens in one "
+                        "iteration, over its budget of {3}; raise "
+                        "--max-batched-tokens or turn --chunked-prefill on",
+                        lengths.input, lengths.output, longest,
+                        settings.limits.maxBatchedTokens)
+                        .str());
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,169 @@
+//===- Simulation.h - The serving run's engines and requests ---*- C++ -*-===//
+//
+// The state of a discrete-event serving run (ServingSimulation.h), shared
+// by its two halves: the scheduler's events, iterations and routing
+// (ServingSimulation.cpp) and the replicas' KV caches, that is the
+// reservations, preemption, the cached prefix and conversations' contexts,
+// and the check that every request fits (ServingCache.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STG_LIB_SERVE_SIMULATION_H
+#define STG_LIB_SERVE_SIMULATION_H
+
+#include "ContextCache.h"
+#include "stg/Serve/ServingSimulation.h"
+
+#include <deque>
+#include <optional>
+#include <queue>
+#include <random>
+#include <vector>
+
+namespace stg::serve {
+
+enum class EventKind : uint8_t { Arrival, IterationEnd, TransferEnd };
+
+struct Event {
+  double time;
+  uint64_t order;
+  EventKind kind;
+  uint32_t index; ///< The request, or the engine of an IterationEnd.
+
+  bool operator>(const Event &other) const {
+    return time != other.time ? time > other.time : order > other.order;
+  }
+};
+
+/// A request's progress on the engine that holds it.
+struct SequenceState {
+  unsigned replica = 0;
+  uint64_t prefilled = 0, generated = 0;
+  /// The tokens to prefill: the prompt, or after a preemption the prompt
+  /// and the output so far.
+  uint64_t target = 0;
+  uint64_t cached = 0;  ///< Tokens whose KV it holds.
+  uint64_t shared = 0;  ///< Of those, the replica's cached prefix.
+  bool started = false; ///< Its first token is out.
+  double kvReserved = 0;
+};
+
+struct Replica {
+  std::vector<uint32_t> running; ///< Requests, in admission order.
+  /// Its sequences' reservations, a cached prefix and cached contexts.
+  double kvUsed = 0;
+  /// Tokens of the shared prefix it holds (whole blocks; prompts shorter
+  /// than the prefix leave less of it).
+  uint64_t prefixTokens = 0;
+  ContextCache contexts; ///< Conversations' contexts between turns.
+};
+
+/// A multi-turn conversation between its requests.
+struct Conversation {
+  uint64_t history = 0; ///< Its prompts and outputs so far.
+  unsigned nextTurn = 0;
+  /// Where its context is cached (-1: nowhere).
+  int engine = -1;
+  unsigned replica = 0;
+};
+
+struct PlannedWork {
+  uint32_t request;
+  uint64_t prefillTokens; ///< 0: a decode token.
+};
+
+struct Engine {
+  const IterationCostModel *cost = nullptr;
+  bool prefill = true, decode = true;
+  std::vector<Replica> replicas;
+  std::deque<uint32_t> waiting;
+  bool busy = false, touched = false;
+  std::vector<PlannedWork> planned;
+
+  uint64_t getLoad() const {
+    uint64_t load = waiting.size();
+    for (const Replica &replica : replicas)
+      load += replica.running.size();
+    return load;
+  }
+};
+
+class Simulation {
+public:
+  Simulation(const ServingDeployment &deployment,
+             const ServingEngineSettings &settings,
+             const ServingWorkload &workload, DiagnosticEngine &diags)
+      : deployment(deployment), settings(settings), workload(workload),
+        diags(diags), acceptances(workload.seed ^ 0x5eed'acce'97ed'0001ull) {}
+
+  std::optional<ServingResult> run();
+
+private:
+  void addPool(const EnginePool &pool, llvm::StringRef name, bool prefill,
+               bool decode);
+  bool checkFits();
+  void push(double time, EventKind kind, uint32_t index) {
+    events.push({time, nextOrder++, kind, index});
+  }
+  void startConversation(double time);
+  /// Sends the conversation's next turn, to arrive at `time`.
+  void issueTurn(double time, uint32_t conversation);
+  void handle(const Event &event);
+  void route(uint32_t request, bool toPrefill);
+  /// Marks an engine to start an iteration once the events of this time
+  /// are all taken: requests that arrive together are batched together.
+  void touch(unsigned engine) {
+    if (!engines[engine].touched)
+      touched.push_back(engine);
+    engines[engine].touched = true;
+  }
+  void startIteration(unsigned engine, double now);
+  void endIteration(unsigned engine, double now);
+  void finish(uint32_t request, double now);
+  double getKVNeed(const Engine &engine, const RequestLengths &lengths) const;
+  /// The KV of `tokens`, in whole blocks.
+  double getKVBytes(const Engine &engine, uint64_t tokens) const;
+  /// On-demand allocation: gives each decoding sequence of `replica` the
+  /// blocks its next step writes, preempting the newest when none is free.
+  void growCaches(Engine &engine, Replica &replica, double budget);
+  void preempt(Engine &engine, Replica &replica);
+  /// Evicts `replica`'s least recently cached context but `keep`'s;
+  /// false when it holds none.
+  bool evictContext(Replica &replica, std::optional<uint32_t> keep);
+  /// Drops the conversation's cached context, wherever it is.
+  void dropContext(uint32_t conversation);
+  /// After a turn: keeps its context where it ran if the conversation goes
+  /// on there, and says whether it did.
+  bool keepContext(unsigned engine, uint32_t request);
+  /// The tokens of a prompt of `input` tokens that prefix caching can
+  /// read instead of prefilling: the shared prefix's whole blocks, short of
+  /// the prompt's last token (its logits are needed).
+  uint64_t getReusablePrefix(const Engine &engine, uint64_t input) const;
+  /// After a prefill chunk of `request`: its replica keeps what it has
+  /// computed of the shared prefix beyond what it held.
+  void keepPrefix(Engine &engine, uint32_t request);
+  double getTransferMicros(uint32_t request) const;
+
+  const ServingDeployment &deployment;
+  const ServingEngineSettings &settings;
+  const ServingWorkload &workload;
+  DiagnosticEngine &diags;
+
+  ServingResult result;
+  std::vector<Engine> engines;
+  std::vector<unsigned> touched;
+  unsigned firstDecodeEngine = 0;
+  std::vector<SequenceState> sequences;
+  std::vector<Conversation> conversations;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
+  uint64_t nextOrder = 0, issued = 0, finished = 0;
+  /// Draws the accepted drafts of each speculative step, from the seed.
+  std::mt19937_64 acceptances;
+  /// The tokens a speculative decode step yields: its own and the accepted
+  /// prefix of its drafts.
+  uint64_t drawStepTokens();
+};
+
+} // namespace stg::serve
+
+#endif // STG_LIB_SERVE_SIMULATION_H
