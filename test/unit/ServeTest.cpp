@@ -397,6 +397,22 @@ TEST(ServeTest, ConversationsArriveAtTheRateAndTheirTurnsFollow) {
   }
 }
 
+TEST(ServeTest, AConversationsTurnsTakeTheirLinesInTurn) {
+  // Turn t of conversation c takes line c x 3 + t of two, cyclically:
+  // conversation 0 lines 0, 1, 0 (prompts 100, 420, 570), conversation 1
+  // lines 1, 0, 1 (300, 450, 770); then they repeat.
+  std::vector<RequestLengths> lengths = {{100, 20}, {300, 50}};
+  std::vector<std::pair<uint64_t, uint64_t>> turns;
+  forEachTurn(lengths, 3, [&](uint64_t prompt, uint64_t output) {
+    turns.emplace_back(prompt, output);
+  });
+  std::vector<std::pair<uint64_t, uint64_t>> expected = {
+      {100, 20}, {420, 50}, {570, 20}, {300, 50}, {450, 20}, {770, 50}};
+  EXPECT_EQ(turns, expected);
+  EXPECT_EQ(getLongestContext(lengths, 3), 820u);
+  EXPECT_EQ(getLongestContext(lengths, 1), 350u);
+}
+
 TEST(ServeTest, AConversationLongerThanASequenceMayHoldIsAnError) {
   ServingRun run;
   run.workload.lengths = {{MaxRequestTokens, MaxRequestTokens}};
