@@ -108,6 +108,8 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
   if (options.turns > 1)
     os << " --turns " << options.turns << " --think-time-ms "
        << formatShortest(options.thinkMicros / 1e3);
+  if (engine.offloadBytes > 0)
+    os << " --kv-offload-gb " << formatShortest(engine.offloadBytes / 1e9);
   if ((options.sharedPrefix || options.turns > 1) && !engine.prefixCaching)
     os << " --prefix-caching off";
   if (const SpeculativeDecoding &speculation = engine.speculation;
@@ -246,6 +248,7 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
       {"kv_allocation", getKVAllocationName(settings.kvAllocation)},
       {"chunked_prefill", settings.chunkedPrefill},
       {"prefix_caching", settings.prefixCaching},
+      {"kv_offload_gb", settings.offloadBytes / 1e9},
       {"linear_kernels",
        options.base.fusedLinearKernels ? "fused" : "separate"},
       {"kv_cache_dtype",

@@ -288,10 +288,7 @@ DeploymentRun Search::runOne(const Deployment &deployment, size_t slot,
     if (failure.empty())
       failure = failures[deployment.prefill->plan][slot];
   }
-  const NetworkTier &tier =
-      system.scaleOut.bandwidth > 0 ? system.scaleOut : system.scaleUp;
-  serving.transferBandwidth = tier.getEffectiveBandwidth();
-  serving.transferLatencyMicros = tier.latency * 1e6;
+  setDeploymentLinks(serving, system);
 
   ServingEngineSettings settings = options.engine;
   settings.limits = getLimits(cap);

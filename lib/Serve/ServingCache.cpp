@@ -6,8 +6,9 @@
 // when none is free; with prefix caching the shared prefix's blocks, left
 // for good by the first sequence that computes them, and each
 // conversation's context between its turns, evicted least recently cached
-// first when room is needed (before any preemption); and the check, before
-// the run, that every request fits an empty engine.
+// first when room is needed (before any preemption), to host memory when
+// the engine offloads KV blocks; and the check, before the run, that every
+// request fits an empty engine.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +43,7 @@ void Simulation::preempt(Engine &engine, Replica &replica) {
   replica.kvUsed -= sequence.kvReserved;
   sequence.kvReserved = 0;
   sequence.cached = sequence.prefilled = sequence.shared = 0;
+  sequence.readyAt = 0;
   sequence.target = result.requests[request].input + sequence.generated;
   engine.waiting.push_front(request);
   ++result.preemptions;
@@ -73,8 +75,23 @@ bool Simulation::evictContext(Replica &replica, std::optional<uint32_t> keep) {
   if (!evicted)
     return false;
   replica.kvUsed -= evicted->bytes;
-  result.evictedTokens += evicted->tokens;
-  conversations[evicted->conversation].engine = -1;
+  Conversation &conversation = conversations[evicted->conversation];
+  if (evicted->bytes > settings.offloadBytes) {
+    result.evictedTokens += evicted->tokens;
+    conversation.engine = -1;
+    return true;
+  }
+  // Offloaded: host memory drops its least recently cached for the room.
+  while (replica.hostUsed + evicted->bytes > settings.offloadBytes) {
+    std::optional<ContextCache::Entry> dropped =
+        replica.hostContexts.evictOldest({});
+    replica.hostUsed -= dropped->bytes;
+    result.evictedTokens += dropped->tokens;
+    conversations[dropped->conversation].engine = -1;
+  }
+  replica.hostContexts.insert(*evicted);
+  replica.hostUsed += evicted->bytes;
+  conversation.onHost = true;
   return true;
 }
 
@@ -83,9 +100,9 @@ void Simulation::dropContext(uint32_t conversation) {
   if (state.engine < 0)
     return;
   Replica &replica = engines[state.engine].replicas[state.replica];
-  std::optional<ContextCache::Entry> dropped =
-      replica.contexts.take(conversation);
-  replica.kvUsed -= dropped->bytes;
+  ContextCache &cache = state.onHost ? replica.hostContexts : replica.contexts;
+  std::optional<ContextCache::Entry> dropped = cache.take(conversation);
+  (state.onHost ? replica.hostUsed : replica.kvUsed) -= dropped->bytes;
   result.evictedTokens += dropped->tokens;
   state.engine = -1;
 }
@@ -108,6 +125,7 @@ bool Simulation::keepContext(unsigned index, uint32_t request) {
   Conversation &conversation = conversations[record.conversation];
   conversation.engine = int(index);
   conversation.replica = sequence.replica;
+  conversation.onHost = false;
   return true;
 }
 

@@ -136,6 +136,9 @@ void stg::printServingReport(llvm::raw_ostream &os,
                         "prefix cache", result.prefixHitTokens,
                         100.0 * double(result.prefixHitTokens) /
                             double(std::max<uint64_t>(1, promptTokens)));
+    if (result.hostHitTokens)
+      os << "; " << result.hostHitTokens
+         << " of them read back from host memory";
     if (result.evictedTokens)
       os << "; " << result.evictedTokens
          << " tokens of conversations' contexts dropped before their next "
@@ -171,6 +174,7 @@ llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
       {"peak_kv_cache_used", summary.peakKVUsed},
       {"preemptions", int64_t(result.preemptions)},
       {"prefix_cache_hit_tokens", int64_t(result.prefixHitTokens)},
+      {"prefix_cache_host_hit_tokens", int64_t(result.hostHitTokens)},
       {"prefix_cache_evicted_tokens", int64_t(result.evictedTokens)},
       {"engines", std::move(engines)}};
 }

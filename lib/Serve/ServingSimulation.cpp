@@ -128,12 +128,16 @@ void Simulation::startIteration(unsigned index, double now) {
     bool chosenHome = false;
     for (unsigned slot = 0; slot < engine.replicas.size(); ++slot) {
       const Replica &replica = engine.replicas[slot];
-      uint64_t hit = std::min(prefix, replica.prefixTokens);
+      uint64_t shared = std::min(prefix, replica.prefixTokens), hit = shared;
       bool home = conversation.engine == int(index) &&
                   conversation.replica == slot && !sequence.prefilled;
+      bool onHost = home && conversation.onHost;
       if (home)
-        hit = std::max(hit, replica.contexts.find(record.conversation)->tokens);
-      double need = getNeed(hit);
+        hit = std::max(hit, (onHost ? replica.hostContexts : replica.contexts)
+                                .find(record.conversation)
+                                ->tokens);
+      // A context read back from host memory needs device blocks again.
+      double need = getNeed(onHost ? shared : hit);
       double room = budget - replica.kvUsed +
                     replica.contexts.getEvictableBytes(record.conversation);
       if (replica.running.size() >= limits.maxBatch || need > room)
@@ -162,9 +166,20 @@ void Simulation::startIteration(unsigned index, double now) {
     sequence.replica = unsigned(chosen);
     sequence.kvReserved = chosenNeed;
     if (chosenHome) {
-      // The context's blocks become the sequence's.
-      sequence.kvReserved += replica.contexts.take(record.conversation)->bytes;
-      conversations[record.conversation].engine = -1;
+      Conversation &state = conversations[record.conversation];
+      if (state.onHost) {
+        // Read back over the host link before the prefill goes on.
+        double bytes = replica.hostContexts.take(record.conversation)->bytes;
+        replica.hostUsed -= bytes;
+        sequence.readyAt = now + bytes / deployment.hostBandwidth * 1e6;
+        push(sequence.readyAt, EventKind::ReloadEnd, index);
+        result.hostHitTokens += chosenHit;
+      } else {
+        // The context's blocks become the sequence's.
+        sequence.kvReserved +=
+            replica.contexts.take(record.conversation)->bytes;
+      }
+      state.engine = -1;
     }
     if (chosenHit) {
       sequence.shared = std::min(prefix, replica.prefixTokens);
@@ -205,7 +220,7 @@ void Simulation::startIteration(unsigned index, double now) {
     }
     for (uint32_t request : replica.running) {
       const SequenceState &sequence = sequences[request];
-      if (sequence.prefilled >= sequence.target)
+      if (sequence.prefilled >= sequence.target || sequence.readyAt > now)
         continue;
       uint64_t rest = sequence.target - sequence.prefilled;
       uint64_t room = limits.maxBatchedTokens - std::min(tokens, limits.maxBatchedTokens);
@@ -343,6 +358,9 @@ void Simulation::handle(const Event &event) {
   case EventKind::IterationEnd:
     endIteration(event.index, event.time);
     break;
+  case EventKind::ReloadEnd:
+    touch(event.index);
+    break;
   }
 }
 
@@ -399,6 +417,17 @@ std::optional<ServingResult> Simulation::run() {
   return std::move(result);
 }
 
+void stg::setDeploymentLinks(ServingDeployment &deployment,
+                             const SystemSpec &system) {
+  const NetworkTier &tier =
+      system.scaleOut.bandwidth > 0 ? system.scaleOut : system.scaleUp;
+  deployment.transferBandwidth = tier.getEffectiveBandwidth();
+  deployment.transferLatencyMicros = tier.latency * 1e6;
+  // Copies over the host link reach what copies in memory do of theirs.
+  deployment.hostBandwidth =
+      system.device.hostBandwidth * system.device.memoryEfficiency;
+}
+
 llvm::StringRef stg::getKVAllocationName(KVAllocation allocation) {
   return allocation == KVAllocation::OnDemand ? "on-demand" : "reserve";
 }
@@ -422,6 +451,12 @@ stg::simulateServing(const ServingDeployment &deployment,
   if (workload.requestRate && !(*workload.requestRate > 0)) {
     diags.error({}, "a serving run's request rate must be above 0 requests "
                     "a second (infinity: all at once)");
+    return std::nullopt;
+  }
+  if (!(settings.offloadBytes >= 0) || !std::isfinite(settings.offloadBytes) ||
+      (settings.offloadBytes > 0 && !(deployment.hostBandwidth > 0))) {
+    diags.error({}, "KV offload needs a finite host memory of 0 or more and "
+                    "a link to it (the device's host bandwidth)");
     return std::nullopt;
   }
   if (!workload.turns || !(workload.thinkMicros >= 0) ||

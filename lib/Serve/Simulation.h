@@ -22,13 +22,16 @@
 
 namespace stg::serve {
 
-enum class EventKind : uint8_t { Arrival, IterationEnd, TransferEnd };
+/// ReloadEnd: a sequence of an engine has read its context back from host
+/// memory.
+enum class EventKind : uint8_t { Arrival, IterationEnd, TransferEnd, ReloadEnd };
 
 struct Event {
   double time;
   uint64_t order;
   EventKind kind;
-  uint32_t index; ///< The request, or the engine of an IterationEnd.
+  uint32_t index; ///< The request, or the engine of an IterationEnd or a
+                  ///< ReloadEnd.
 
   bool operator>(const Event &other) const {
     return time != other.time ? time > other.time : order > other.order;
@@ -46,6 +49,9 @@ struct SequenceState {
   uint64_t shared = 0;  ///< Of those, the replica's cached prefix.
   bool started = false; ///< Its first token is out.
   double kvReserved = 0;
+  /// When its context, read back from host memory, is in the device's
+  /// cache: no prefill before.
+  double readyAt = 0;
 };
 
 struct Replica {
@@ -56,15 +62,20 @@ struct Replica {
   /// than the prefix leave less of it).
   uint64_t prefixTokens = 0;
   ContextCache contexts; ///< Conversations' contexts between turns.
+  /// Contexts evicted to host memory (KV offload), and their bytes.
+  ContextCache hostContexts;
+  double hostUsed = 0;
 };
 
 /// A multi-turn conversation between its requests.
 struct Conversation {
   uint64_t history = 0; ///< Its prompts and outputs so far.
   unsigned nextTurn = 0;
-  /// Where its context is cached (-1: nowhere).
+  /// Where its context is cached (-1: nowhere), and whether in the
+  /// replica's host memory.
   int engine = -1;
   unsigned replica = 0;
+  bool onHost = false;
 };
 
 struct PlannedWork {

@@ -78,6 +78,29 @@ TEST(DeviceModelTest, EveryKernelPaysItsLaunch) {
             std::string::npos);
 }
 
+// The link to host memory (serving's KV offload): the built-ins' from
+// their datasheets, a device file's read and checked.
+TEST(DeviceModelTest, DevicesKnowTheirHostLink) {
+  EXPECT_DOUBLE_EQ(lookupBuiltinDevice("H100")->hostBandwidth, 64e9);
+  EXPECT_DOUBLE_EQ(lookupBuiltinDevice("A100")->hostBandwidth, 32e9);
+  // A Grace superchip's NVLink-C2C, 900 GB/s both ways for two GPUs.
+  EXPECT_DOUBLE_EQ(lookupBuiltinDevice("GB200")->hostBandwidth, 225e9);
+  const std::string base = "peak_tflops: 100\nmemory_bandwidth_gbps: 1000\n"
+                           "link_bandwidth_gbps: 100\n";
+  llvm::Expected<DeviceSpec> none = parseDevice(base, "gpu.yaml");
+  ASSERT_TRUE(bool(none)) << llvm::toString(none.takeError());
+  EXPECT_EQ(none->hostBandwidth, 0);
+  llvm::Expected<DeviceSpec> custom =
+      parseDevice(base + "host_bandwidth_gbps: 50\n", "gpu.yaml");
+  ASSERT_TRUE(bool(custom)) << llvm::toString(custom.takeError());
+  EXPECT_DOUBLE_EQ(custom->hostBandwidth, 50e9);
+  llvm::Expected<DeviceSpec> bad =
+      parseDevice(base + "host_bandwidth_gbps: nan\n", "gpu.yaml");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("gpu.yaml:4:"),
+            std::string::npos);
+}
+
 // A device file may set the attention kernel's fitted constants; each is
 // checked where it is read.
 TEST(DeviceModelTest, DeviceFilesSetAttentionsRowWork) {

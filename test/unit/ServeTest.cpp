@@ -372,6 +372,44 @@ TEST(ServeTest, TheLeastRecentlyCachedContextIsEvictedForRoom) {
     EXPECT_LE(iteration.kvUsed, 1.0);
 }
 
+TEST(ServeTest, AnEvictedContextGoesToHostMemoryAndIsReadBack) {
+  // As above, with host memory for offloaded contexts and a host link of
+  // 1e6 B/s: the second client's context (105 bytes) is offloaded, not
+  // dropped. Its next turn is admitted when the first client's ends,
+  // reserves its whole cache again, waits 105 us for the context to come
+  // back and prefills its 101 new tokens (2010 us).
+  ServingRun run;
+  run.clock.kvBudget = 320;
+  run.workload.concurrency = 3;
+  run.workload.turns = 2;
+  run.workload.requests = 6;
+  run.workload.thinkMicros = 1e5;
+  run.settings.offloadBytes = 1000;
+  run.deployment.hostBandwidth = 1e6;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 3 * 104u);
+  EXPECT_EQ(result->hostHitTokens, 104u);
+  EXPECT_EQ(result->evictedTokens, 0u);
+  const std::vector<RequestRecord> &requests = result->requests;
+  ASSERT_EQ(requests.size(), 6u);
+  EXPECT_EQ(requests[4].conversation, 1u);
+  EXPECT_DOUBLE_EQ(requests[4].firstToken, requests[3].finish + 105 + 2010);
+
+  // Host memory too small for the context: it is dropped as without it.
+  run.settings.offloadBytes = 100;
+  std::optional<ServingResult> small = run.simulate();
+  ASSERT_TRUE(small) << run.errors;
+  EXPECT_EQ(small->hostHitTokens, 0u);
+  EXPECT_EQ(small->evictedTokens, 104u);
+
+  // Offloading needs a host link.
+  run.deployment.hostBandwidth = 0;
+  EXPECT_FALSE(run.simulate());
+  EXPECT_NE(run.errors.find("KV offload needs"), std::string::npos)
+      << run.errors;
+}
+
 TEST(ServeTest, ConversationsArriveAtTheRateAndTheirTurnsFollow) {
   // Five requests of two turns at once: three conversations, the last
   // with one turn; each second turn follows its first.

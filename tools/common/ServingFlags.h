@@ -3,7 +3,8 @@
 // The engine's flags that `stagec --mode serve` and `stage-search --serve`
 // read the same way: `--kv-allocation`, `--chunked-prefill`,
 // `--linear-kernels` (stagec's prefill and decode too), `--shared-prefix`,
-// `--turns`, `--think-time-ms` and `--prefix-caching`, and
+// `--turns`, `--think-time-ms`, `--kv-offload-gb` and `--prefix-caching`,
+// and
 // speculative decoding's
 // `--speculative-tokens`, `--acceptance-rate` and `--draft-layers`
 // (docs/serving.md).
@@ -72,6 +73,7 @@ struct PrefixCachingFlags {
   uint64_t sharedPrefix = 0;
   unsigned turns = 1;
   double thinkTimeMillis = 0;
+  double offloadGB = 0;
   std::string caching = "on";
 };
 
@@ -94,6 +96,12 @@ inline void addPrefixCachingOptions(CLI::App &app, PrefixCachingFlags &flags,
                  "the next turn (default 0)")
       ->check(finiteNumber(0, 1e9))
       ->group(group);
+  app.add_option("--kv-offload-gb", flags.offloadGB,
+                 "with --turns: host memory a GPU gives the conversations' "
+                 "contexts evicted from its KV cache, read back over the "
+                 "host link before the next turn's prefill (default 0)")
+      ->check(finiteNumber(0, 1e6))
+      ->group(group);
   app.add_option("--prefix-caching", flags.caching,
                  "with --shared-prefix or --turns: on (default, as vLLM, "
                  "SGLang and TensorRT-LLM run) keeps the prefix's whole "
@@ -115,6 +123,22 @@ checkPrefixCachingOptions(const CLI::App &app,
                        "--turns N (N > 1)");
   if (app.count("--think-time-ms") && flags.turns < 2)
     return std::string("--think-time-ms needs --turns N (N > 1)");
+  if (flags.offloadGB > 0 && flags.turns < 2)
+    return std::string("--kv-offload-gb needs --turns N (N > 1)");
+  if (flags.offloadGB > 0 && flags.caching == "off")
+    return std::string("--kv-offload-gb keeps cached contexts: it needs "
+                       "--prefix-caching on");
+  return std::nullopt;
+}
+
+/// What is wrong with offloading KV blocks (`offloading`: the engine
+/// settings' offloadBytes > 0) on `system`, if anything.
+inline std::optional<std::string> checkOffloadLink(bool offloading,
+                                                   const SystemSpec &system) {
+  if (offloading && !(system.device.hostBandwidth > 0))
+    return "--kv-offload-gb: the " + system.device.name +
+           " has no host link bandwidth (a device file's "
+           "host_bandwidth_gbps)";
   return std::nullopt;
 }
 
@@ -127,6 +151,7 @@ inline void applyPrefixCachingOptions(const PrefixCachingFlags &flags,
   sharedPrefix = flags.sharedPrefix;
   turns = flags.turns;
   thinkMicros = flags.thinkTimeMillis * 1e3;
+  settings.offloadBytes = flags.offloadGB * 1e9;
   settings.prefixCaching = flags.caching == "on";
 }
 

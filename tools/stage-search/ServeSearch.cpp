@@ -359,6 +359,9 @@ int stg::runServeSearch(int argc, char **argv) {
   llvm::Expected<SystemSpec> system = loadSystem(flags.system);
   if (!system)
     return fail("--system: " + llvm::toString(system.takeError()));
+  if (std::optional<std::string> error =
+          checkOffloadLink(search.engine.offloadBytes > 0, *system))
+    return fail(*error);
   search.precisions.clear();
   for (const std::string &name : flags.precisions) {
     Precision precision = *parseRecipe(name);

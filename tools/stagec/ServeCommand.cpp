@@ -175,6 +175,7 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--shared-prefix",
                                           "--turns",
                                           "--think-time-ms",
+                                          "--kv-offload-gb",
                                           "--prefix-caching",
                                           "--iteration-overhead-us",
                                           "--speculative-tokens",
@@ -328,6 +329,11 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   std::optional<SystemSpec> system = loadServeSystem(options, largest, diags);
   if (!system)
     return 1;
+  if (std::optional<std::string> error =
+          checkOffloadLink(flags.prefixCaching.offloadGB > 0, *system)) {
+    diags.error({}, *error);
+    return 1;
+  }
   if (options.compile.precision &&
       !system->device.supports(*options.compile.precision)) {
     diags.error({}, (options.system.empty() ? "--device " + options.device
@@ -387,10 +393,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
     if (!deployment.prefill)
       return 1;
   }
-  const NetworkTier &tier =
-      system->scaleOut.bandwidth > 0 ? system->scaleOut : system->scaleUp;
-  deployment.transferBandwidth = tier.getEffectiveBandwidth();
-  deployment.transferLatencyMicros = tier.latency * 1e6;
+  setDeploymentLinks(deployment, *system);
 
   std::optional<ServingResult> result =
       simulateServing(deployment, settings, workload, diags);

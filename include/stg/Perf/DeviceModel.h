@@ -57,6 +57,10 @@ struct DeviceSpec {
   double launchMicros = 0;
   /// Device memory (HBM) in bytes; 0 when not known.
   uint64_t memoryBytes = 0;
+  /// Bytes/s per direction between the device and its host's memory
+  /// (PCIe, or NVLink-C2C on Grace superchips); 0 when not known. Serving
+  /// offloads KV cache blocks over it.
+  double hostBandwidth = 0;
   /// Fraction of a narrower-than-16-bit peak (FP8, FP4) large GEMMs reach:
   /// lower than computeEfficiency, as the scaling in the GEMM's epilogue
   /// and the narrower operands' tiles leave more of the machine idle.

@@ -48,9 +48,18 @@ struct ServingDeployment {
   /// The network a KV cache crosses between the pools (scale-out tier).
   double transferBandwidth = 0; ///< Bytes/s per GPU, effective.
   double transferLatencyMicros = 0;
+  /// A GPU's link to its host's memory, where offloaded KV blocks go
+  /// (ServingEngineSettings::offloadBytes): bytes/s, effective.
+  double hostBandwidth = 0;
 
   bool isDisaggregated() const { return prefill.has_value(); }
 };
+
+/// Sets the links `deployment` uses on `system`: the scale-out tier (the
+/// scale-up one without it) for KV transfers between the pools, the
+/// device's host link for offloaded KV blocks, each at its efficiency.
+void setDeploymentLinks(ServingDeployment &deployment,
+                        const SystemSpec &system);
 
 struct ServingWorkload {
   /// Each request's lengths, used in turn (one entry: fixed lengths).
@@ -131,6 +140,12 @@ struct ServingEngineSettings {
   /// (TensorRT-LLM's default) a prompt runs whole in one iteration, and the
   /// prompts after the first that does not fit wait for the next.
   bool chunkedPrefill = true;
+  /// KV offload (TensorRT-LLM's host cache, vLLM's and LMCache's CPU
+  /// offloading): host memory per GPU that keeps the conversations'
+  /// contexts evicted from the device's cache, least recently cached
+  /// dropped first; a turn whose context is there reads it back over the
+  /// host link before its prefill. 0: none.
+  double offloadBytes = 0;
   unsigned blockTokens = 16; ///< KV cache page (vLLM's block_size).
   /// The engine's own time per iteration: scheduling, input preparation,
   /// sampling (docs/serving.md has the figure and its source).
@@ -172,6 +187,8 @@ struct ServingResult {
   uint64_t preemptions = 0; ///< KVAllocation::OnDemand's evictions.
   /// Prompt tokens read from a cached prefix instead of prefilled.
   uint64_t prefixHitTokens = 0;
+  /// Of those, read back from host memory (KV offload).
+  uint64_t hostHitTokens = 0;
   /// Tokens of conversations' cached contexts evicted before their next
   /// turn could read them (least recently cached first).
   uint64_t evictedTokens = 0;
