@@ -85,6 +85,8 @@ bool Simulation::evictContext(Replica &replica, std::optional<uint32_t> keep) {
   while (replica.hostUsed + evicted->bytes > settings.offloadBytes) {
     std::optional<ContextCache::Entry> dropped =
         replica.hostContexts.evictOldest({});
+    if (!dropped)
+      break; // Empty: what is left of hostUsed is rounding.
     replica.hostUsed -= dropped->bytes;
     result.evictedTokens += dropped->tokens;
     conversations[dropped->conversation].engine = -1;

@@ -158,13 +158,10 @@ void Simulation::startIteration(unsigned index, double now) {
     if (!chosenHome && engine.prefill && !sequence.prefilled)
       dropContext(record.conversation);
     Replica &replica = engine.replicas[chosen];
-    while (replica.kvUsed + chosenNeed > budget &&
-           evictContext(replica, record.conversation)) {
-    }
-    replica.running.push_back(request);
-    replica.kvUsed += chosenNeed;
     sequence.replica = unsigned(chosen);
     sequence.kvReserved = chosenNeed;
+    // The conversation's context is the sequence's before any eviction
+    // makes room.
     if (chosenHome) {
       Conversation &state = conversations[record.conversation];
       if (state.onHost) {
@@ -175,12 +172,17 @@ void Simulation::startIteration(unsigned index, double now) {
         push(sequence.readyAt, EventKind::ReloadEnd, index);
         result.hostHitTokens += chosenHit;
       } else {
-        // The context's blocks become the sequence's.
+        // Its blocks become the sequence's.
         sequence.kvReserved +=
             replica.contexts.take(record.conversation)->bytes;
       }
       state.engine = -1;
     }
+    while (replica.kvUsed + chosenNeed > budget &&
+           evictContext(replica, record.conversation)) {
+    }
+    replica.running.push_back(request);
+    replica.kvUsed += chosenNeed;
     if (chosenHit) {
       sequence.shared = std::min(prefix, replica.prefixTokens);
       sequence.prefilled = sequence.cached = chosenHit;

@@ -410,6 +410,29 @@ TEST(ServeTest, AnEvictedContextGoesToHostMemoryAndIsReadBack) {
       << run.errors;
 }
 
+TEST(ServeTest, AContextReadBackIsNotEvictedToMakeRoomForItself) {
+  // Host memory for one context. The second client's context goes there
+  // when the first client's turn needs room; its own next turn, 150 new
+  // tokens, then needs the third client's context evicted too, which
+  // takes the host's room: the turn's own context, already taken back,
+  // is not the one dropped for it. Every context is read.
+  ServingRun run;
+  run.clock.kvBudget = 320;
+  run.workload.concurrency = 3;
+  run.workload.turns = 2;
+  run.workload.requests = 6;
+  run.workload.thinkMicros = 1e5;
+  run.workload.lengths = {{100, 5}, {100, 5}, {100, 5},
+                          {150, 5}, {100, 5}, {100, 5}};
+  run.settings.offloadBytes = 105;
+  run.deployment.hostBandwidth = 1e6;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 3 * 104u);
+  EXPECT_EQ(result->hostHitTokens, 2 * 104u);
+  EXPECT_EQ(result->evictedTokens, 0u);
+}
+
 TEST(ServeTest, ConversationsArriveAtTheRateAndTheirTurnsFollow) {
   // Five requests of two turns at once: three conversations, the last
   // with one turn; each second turn follows its first.
