@@ -38,6 +38,7 @@ ServingSummary stg::summarizeServing(const ServingResult &result,
   summary.requests = result.requests.size() - summary.warmup;
   summary.iterations = result.iterations.size();
   std::vector<double> ttft, tpot, e2e;
+  std::vector<std::vector<double>> ttftByTurn;
   double first = INFINITY, last = 0, userSpeed = 0;
   uint64_t outputTokens = 0, decoding = 0;
   for (const RequestRecord &record :
@@ -46,6 +47,9 @@ ServingSummary stg::summarizeServing(const ServingResult &result,
     last = std::max(last, record.finish);
     outputTokens += record.output;
     ttft.push_back((record.firstToken - record.arrival) / 1e3);
+    if (ttftByTurn.size() <= record.turn)
+      ttftByTurn.resize(record.turn + 1);
+    ttftByTurn[record.turn].push_back(ttft.back());
     e2e.push_back((record.finish - record.arrival) / 1e3);
     if (record.output > 1) {
       double decodeMicros = record.finish - record.firstToken;
@@ -57,6 +61,9 @@ ServingSummary stg::summarizeServing(const ServingResult &result,
     }
   }
   summary.ttft = summarizeLatencies(std::move(ttft));
+  if (ttftByTurn.size() > 1)
+    for (std::vector<double> &values : ttftByTurn)
+      summary.ttftByTurn.push_back(summarizeLatencies(std::move(values)));
   summary.tpot = summarizeLatencies(std::move(tpot));
   summary.e2e = summarizeLatencies(std::move(e2e));
   double duration = summary.requests ? (last - first) / 1e6 : 0;
@@ -112,6 +119,9 @@ void stg::printServingReport(llvm::raw_ostream &os,
                         name, value.mean, value.p50, value.p90, value.p99);
   };
   latency("ttft (ms)", summary.ttft);
+  for (size_t turn = 0; turn < summary.ttftByTurn.size(); ++turn)
+    latency(llvm::formatv("  turn {0}", turn + 1).str(),
+            summary.ttftByTurn[turn]);
   latency("tpot (ms)", summary.tpot);
   latency("e2e latency (ms)", summary.e2e);
   os << llvm::formatv("  {0,-27}{1:F1}\n", "output tokens/s per GPU",
@@ -156,7 +166,10 @@ llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
         {"prefill", engine.prefill},
         {"decode", engine.decode},
         {"kv_cache_tokens", int64_t(engine.kvTokens)}});
-  return llvm::json::Object{
+  llvm::json::Array byTurn;
+  for (const LatencySummary &turn : summary.ttftByTurn)
+    byTurn.push_back(getLatencyJSON(turn));
+  llvm::json::Object serving{
       {"requests", int64_t(summary.requests)},
       {"warmup_requests", int64_t(summary.warmup)},
       {"gpus", int64_t(summary.gpus)},
@@ -177,6 +190,9 @@ llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
       {"prefix_cache_host_hit_tokens", int64_t(result.hostHitTokens)},
       {"prefix_cache_evicted_tokens", int64_t(result.evictedTokens)},
       {"engines", std::move(engines)}};
+  if (!byTurn.empty())
+    serving["ttft_ms_by_turn"] = std::move(byTurn);
+  return serving;
 }
 
 llvm::json::Object stg::getServingMetricsJSON(const ServingSummary &summary) {

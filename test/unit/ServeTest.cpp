@@ -328,6 +328,11 @@ TEST(ServeTest, AConversationsNextTurnReadsItsContextFromTheCache) {
   EXPECT_DOUBLE_EQ(requests[1].finish, 8050 + 4 * 1010);
   EXPECT_EQ(result->prefixHitTokens, 104u);
   EXPECT_EQ(result->evictedTokens, 0u);
+  // The report gives each turn's time to first token.
+  ServingSummary summary = summarizeServing(*result);
+  ASSERT_EQ(summary.ttftByTurn.size(), 2u);
+  EXPECT_DOUBLE_EQ(summary.ttftByTurn[0].mean, 2.0);
+  EXPECT_DOUBLE_EQ(summary.ttftByTurn[1].mean, 2.01);
 
   ServingRun uncached = run;
   uncached.settings.prefixCaching = false;

@@ -33,6 +33,10 @@ llvm::json::Object getLatencyJSON(const LatencySummary &summary);
 
 struct ServingSummary {
   LatencySummary ttft, tpot, e2e; ///< Milliseconds.
+  /// Multi-turn conversations: the time to first token of each turn's
+  /// requests (turn 1 first), which the conversation's cached context
+  /// shortens; empty for single requests.
+  std::vector<LatencySummary> ttftByTurn;
   double durationSeconds = 0;     ///< First arrival to last finish.
   double requestsPerSecond = 0;
   double outputTokensPerSecond = 0;
