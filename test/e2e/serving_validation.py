@@ -47,6 +47,11 @@ TRTLLM_BENCH_MODELS = {
     "gpt-oss-120b": None,
 }
 TRTLLM_DEFAULT_SETTINGS = (2048, 8192)
+# Engines whose source states their sizes: TensorRT-LLM's DeepSeek-R1
+# guide runs its H200 max-throughput case with max_batch_size 128 a rank,
+# max_num_tokens 1151 and kv_cache_free_gpu_mem_fraction 0.8 (chunked
+# prefill left off), as the row's notes say.
+STATED_ENGINES = {("trtllm-dsr1-bestperf", "H200"): (128, 1151, "0.8")}
 NVML_GIB = {"H100": 81559 / 1024, "H200": 143771 / 1024}
 
 
@@ -130,6 +135,10 @@ UNBOUNDED = {
     ("trtllm-dsr1-bestperf", "e2e_latency_mean_ms"):
         "MTP speculative decoding (3 draft tokens a step) at an acceptance "
         "rate the source does not give",
+    ("trtllm-dsr1-bestperf", "output_tokens_per_s"):
+        "MoE with attention DP (DEP8)",
+    ("trtllm-dsr1-bestperf", "output_tokens_per_s_per_gpu"):
+        "MoE with attention DP (DEP8)",
 }
 
 
@@ -180,17 +189,21 @@ def case_of(row):
     # Attention data parallelism over the group, experts over it too
     # (TensorRT-LLM's DEP): the template splits sequences over dp x ep.
     attention_dp = row["dp_attention"] == "true"
+    stated = STATED_ENGINES.get((row["source_id"], row["gpu"][:4]))
+    if stated and not (attention_dp and metric.startswith("output_tokens")):
+        stated = None
     if attention_dp and (row["ep"] != row["num_gpus"] or
-                         row["request_rate"] != "inf"):
+                         (row["request_rate"] != "inf" and not stated)):
         return None
     template, sets = MODELS[model]
     flags = [template] + sets + system + ["--mode", "serve",
                                           "--isl", row["isl"],
                                           "--osl", row["osl"]]
-    engine = trtllm_bench_settings(row, model)
+    engine = stated or trtllm_bench_settings(row, model)
     flags += (["--max-batch", str(engine[0]), "--max-batched-tokens",
                str(engine[1]), "--chunked-prefill", "off"] if engine
               else ENGINE_FLAGS)
+    kv_fraction = stated[2] if stated else "0.95"
     tp = int(row["tp"] or 1)
     instances = int(row["num_gpus"]) // tp
     if attention_dp:
@@ -212,8 +225,8 @@ def case_of(row):
             # trtllm-bench stores an FP8 checkpoint's KV cache in FP8, in
             # 0.95 of the memory the weights leave, and runs the prompt's
             # attention in FP8 with it (FP8 context FMHA).
-            flags += ["--kv-cache-dtype", "fp8", "--kv-memory-fraction", "0.95",
-                      "--low-precision-attention"]
+            flags += ["--kv-cache-dtype", "fp8", "--kv-memory-fraction",
+                      kv_fraction, "--low-precision-attention"]
     concurrency, rate = row["concurrency"], row["request_rate"]
     requests = row["num_requests"]
     if metric in ("ttft_mean_ms", "itl_mean_ms", "tpot_mean_ms") and concurrency:
@@ -234,9 +247,12 @@ def case_of(row):
         # benchmark).
         flags += ["--request-rate", "inf", "--requests", concurrency]
         return flags, ("e2e_latency_ms", "mean"), "latency"
-    if metric.startswith("output_tokens_per_s") and rate == "inf" and requests:
-        # trtllm-bench: every request queued at once, as many as it sent.
-        flags += ["--request-rate", "inf", "--requests", requests]
+    if (metric.startswith("output_tokens_per_s") and requests and
+            (rate == "inf" or (stated and concurrency))):
+        # trtllm-bench: every request queued at once, as many as it sent,
+        # or as many in flight as its --concurrency lets.
+        flags += (["--concurrency", concurrency] if stated and concurrency
+                  else ["--request-rate", "inf"]) + ["--requests", requests]
         per_gpu = metric == "output_tokens_per_s_per_gpu"
         return (flags, ("output_tokens_per_s_per_gpu",) if per_gpu
                 else ("output_tokens_per_s",), "throughput")
