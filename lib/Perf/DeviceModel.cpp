@@ -56,44 +56,36 @@ llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
   // (us; a typical figure between dependent kernels), HBM bytes, host link
   // B/s a direction (the datasheets' PCIe generation x16, half their
   // bidirectional figure; a Grace superchip's NVLink-C2C, 900 GB/s both
-  // ways, shared by its two GPUs); then the dense peaks. Hopper's and MI300X's keep the ratios of their datasheets
-  // to the bf16 peak the roofline has always used (989, 1307): the tensor
-  // cores run every format at one clock.
+  // ways, shared by its two GPUs); then the dense peaks. Hopper's and MI300X's
+  // keep the ratios of their datasheets to the bf16 peak the roofline has
+  // always used (989, 1307): the tensor cores run every format at one clock.
   static const DeviceSpec devices[] = {
       // Peaks, TFLOP/s: tf32, bf16, fp16, fp8, mxfp8, mxfp6, mxfp4, nvfp4.
-      withPeaks(
-          {"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8, 108, 2, 80'000'000'000,
-           32e9},
-          {156, 312, 312, 0, 0, 0, 0, 0}),
-      withPeaks(
-          {"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8, 132, 2, 80'000'000'000,
-           64e9},
-          {494.5, 989, 989, 1978, 0, 0, 0, 0}),
-      withPeaks(
-          {"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8, 132, 2, 141'000'000'000,
-           64e9},
-          {494.5, 989, 989, 1978, 0, 0, 0, 0}),
-      withPeaks(
-          {"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2, 180'000'000'000,
-           64e9},
-          {1125, 2250, 2250, 4500, 4500, 4500, 9000, 9000}),
-      withPeaks(
-          {"GB200", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2, 186'000'000'000,
-           225e9},
-          {1250, 2500, 2500, 5000, 5000, 5000, 10000, 10000}),
+      withPeaks({"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8, 108, 2,
+                 80'000'000'000, 32e9},
+                {156, 312, 312, 0, 0, 0, 0, 0}),
+      withPeaks({"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8, 132, 2,
+                 80'000'000'000, 64e9},
+                {494.5, 989, 989, 1978, 0, 0, 0, 0}),
+      withPeaks({"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8, 132, 2,
+                 141'000'000'000, 64e9},
+                {494.5, 989, 989, 1978, 0, 0, 0, 0}),
+      withPeaks({"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2,
+                 180'000'000'000, 64e9},
+                {1125, 2250, 2250, 4500, 4500, 4500, 9000, 9000}),
+      withPeaks({"GB200", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2,
+                 186'000'000'000, 225e9},
+                {1250, 2500, 2500, 5000, 5000, 5000, 10000, 10000}),
       // Blackwell Ultra: fp4 1.5x Blackwell's, the rest as Blackwell.
-      withPeaks(
-          {"B300", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2, 288'000'000'000,
-           64e9},
-          {1125, 2250, 2250, 4500, 4500, 4500, 13500, 13500}),
-      withPeaks(
-          {"GB300", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2, 288'000'000'000,
-           225e9},
-          {1250, 2500, 2500, 5000, 5000, 5000, 15000, 15000}),
-      withPeaks(
-          {"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8, 304, 2, 192'000'000'000,
-           64e9},
-          {653.5, 1307, 1307, 2614, 0, 0, 0, 0}),
+      withPeaks({"B300", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2,
+                 288'000'000'000, 64e9},
+                {1125, 2250, 2250, 4500, 4500, 4500, 13500, 13500}),
+      withPeaks({"GB300", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2,
+                 288'000'000'000, 225e9},
+                {1250, 2500, 2500, 5000, 5000, 5000, 15000, 15000}),
+      withPeaks({"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8, 304, 2,
+                 192'000'000'000, 64e9},
+                {653.5, 1307, 1307, 2614, 0, 0, 0, 0}),
       // 256 CUs at 2.4 GHz: 4096 bf16, 8192 fp8 and 16384 fp6/fp4 FLOPs a
       // CU and clock (AMD's 2.5, 5 and 10.1 PFLOP/s); no TF32 unit.
       withPeaks({"MI355X", 2516.5824e12, 8.0e12, 537.6e9, 0.6, 0.8, 256, 2,

@@ -71,7 +71,8 @@ void Simulation::keepPrefix(Engine &engine, uint32_t request) {
 }
 
 bool Simulation::evictContext(Replica &replica, std::optional<uint32_t> keep) {
-  std::optional<ContextCache::Entry> evicted = replica.contexts.evictOldest(keep);
+  std::optional<ContextCache::Entry> evicted =
+      replica.contexts.evictOldest(keep);
   if (!evicted)
     return false;
   replica.kvUsed -= evicted->bytes;
@@ -119,8 +120,8 @@ bool Simulation::keepContext(unsigned index, uint32_t request) {
   // decoded it the output's but the last token's (never run through the
   // model), in whole blocks.
   const SequenceState &sequence = sequences[request];
-  uint64_t tokens = engine.decode ? record.input + record.output - 1
-                                  : record.input;
+  uint64_t tokens =
+      engine.decode ? record.input + record.output - 1 : record.input;
   tokens = tokens / settings.blockTokens * settings.blockTokens;
   Replica &replica = engine.replicas[sequence.replica];
   replica.contexts.insert({record.conversation, tokens, sequence.kvReserved});
@@ -164,29 +165,28 @@ bool Simulation::checkFits() {
   // engine's cache), the longest prompt (a prefill engine's, and without
   // chunked prefill one iteration's).
   RequestLengths longestContext, longestPrompt;
-  forEachTurn(workload.lengths, workload.turns,
-              [&](uint64_t prompt, uint64_t output) {
-                if (prompt + output >
-                    longestContext.input + longestContext.output)
-                  longestContext = {prompt, output};
-                if (prompt > longestPrompt.input)
-                  longestPrompt = {prompt, output};
-              });
+  forEachTurn(
+      workload.lengths, workload.turns, [&](uint64_t prompt, uint64_t output) {
+        if (prompt + output > longestContext.input + longestContext.output)
+          longestContext = {prompt, output};
+        if (prompt > longestPrompt.input)
+          longestPrompt = {prompt, output};
+      });
   for (const Engine &engine : engines) {
     const RequestLengths &lengths =
         engine.decode ? longestContext : longestPrompt;
     double need = getKVNeed(engine, lengths);
     double budget = engine.cost->kvBudget / engine.cost->stages;
     if (need > budget) {
-      diags.error({}, llvm::formatv(
-                          "a request of {0} input and {1} output tokens "
-                          "needs {2:F2} GB of KV cache a rank, and an "
-                          "engine has {3:F2} GB beside its weights and "
-                          "activations; use more GPUs an instance, shorter "
-                          "requests or a larger --kv-memory-fraction",
-                          lengths.input, lengths.output, need / 1e9,
-                          std::max(0.0, budget) / 1e9)
-                          .str());
+      diags.error(
+          {}, llvm::formatv("a request of {0} input and {1} output tokens "
+                            "needs {2:F2} GB of KV cache a rank, and an "
+                            "engine has {3:F2} GB beside its weights and "
+                            "activations; use more GPUs an instance, shorter "
+                            "requests or a larger --kv-memory-fraction",
+                            lengths.input, lengths.output, need / 1e9,
+                            std::max(0.0, budget) / 1e9)
+                  .str());
       return false;
     }
   }
@@ -196,17 +196,17 @@ bool Simulation::checkFits() {
   // allocation so must a preempted sequence's prompt and output so far.
   bool onDemand = settings.kvAllocation == KVAllocation::OnDemand;
   const RequestLengths &lengths = onDemand ? longestContext : longestPrompt;
-  uint64_t longest = onDemand ? lengths.input + lengths.output - 1
-                              : lengths.input;
+  uint64_t longest =
+      onDemand ? lengths.input + lengths.output - 1 : lengths.input;
   if (longest > settings.limits.maxBatchedTokens) {
-    diags.error({}, llvm::formatv(
-                        "without chunked prefill a request of {0} input "
-                        "and {1} output tokens prefills {2} tokens in one "
-                        "iteration, over its budget of {3}; raise "
-                        "--max-batched-tokens or turn --chunked-prefill on",
-                        lengths.input, lengths.output, longest,
-                        settings.limits.maxBatchedTokens)
-                        .str());
+    diags.error(
+        {}, llvm::formatv("without chunked prefill a request of {0} input "
+                          "and {1} output tokens prefills {2} tokens in one "
+                          "iteration, over its budget of {3}; raise "
+                          "--max-batched-tokens or turn --chunked-prefill on",
+                          lengths.input, lengths.output, longest,
+                          settings.limits.maxBatchedTokens)
+                .str());
     return false;
   }
   return true;

@@ -67,9 +67,9 @@ void Simulation::startConversation(double time) {
 void Simulation::issueTurn(double time, uint32_t conversation) {
   Conversation &state = conversations[conversation];
   const RequestLengths &lengths =
-      workload.lengths[(uint64_t(conversation) * workload.turns +
-                        state.nextTurn) %
-                       workload.lengths.size()];
+      workload
+          .lengths[(uint64_t(conversation) * workload.turns + state.nextTurn) %
+                   workload.lengths.size()];
   RequestRecord record;
   record.input = state.history + lengths.input;
   record.output = lengths.output;
@@ -225,7 +225,8 @@ void Simulation::startIteration(unsigned index, double now) {
       if (sequence.prefilled >= sequence.target || sequence.readyAt > now)
         continue;
       uint64_t rest = sequence.target - sequence.prefilled;
-      uint64_t room = limits.maxBatchedTokens - std::min(tokens, limits.maxBatchedTokens);
+      uint64_t room =
+          limits.maxBatchedTokens - std::min(tokens, limits.maxBatchedTokens);
       if (!room || (!settings.chunkedPrefill && rest > room))
         break;
       uint64_t chunk = std::min(rest, room);
@@ -469,11 +470,11 @@ stg::simulateServing(const ServingDeployment &deployment,
   }
   if (uint64_t longest = getLongestContext(workload.lengths, workload.turns);
       longest > MaxConversationTokens) {
-    diags.error({}, llvm::formatv("a conversation of {0} turns reaches {1} "
-                                  "tokens, over the {2} a sequence may hold",
-                                  workload.turns, longest,
-                                  MaxConversationTokens)
-                        .str());
+    diags.error({},
+                llvm::formatv("a conversation of {0} turns reaches {1} "
+                              "tokens, over the {2} a sequence may hold",
+                              workload.turns, longest, MaxConversationTokens)
+                    .str());
     return std::nullopt;
   }
   return Simulation(deployment, settings, workload, diags).run();

@@ -24,7 +24,12 @@ namespace stg::serve {
 
 /// ReloadEnd: a sequence of an engine has read its context back from host
 /// memory.
-enum class EventKind : uint8_t { Arrival, IterationEnd, TransferEnd, ReloadEnd };
+enum class EventKind : uint8_t {
+  Arrival,
+  IterationEnd,
+  TransferEnd,
+  ReloadEnd
+};
 
 struct Event {
   double time;

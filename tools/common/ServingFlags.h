@@ -117,8 +117,7 @@ inline void addPrefixCachingOptions(CLI::App &app, PrefixCachingFlags &flags,
 inline std::optional<std::string>
 checkPrefixCachingOptions(const CLI::App &app,
                           const PrefixCachingFlags &flags) {
-  if (app.count("--prefix-caching") && !flags.sharedPrefix &&
-      flags.turns < 2)
+  if (app.count("--prefix-caching") && !flags.sharedPrefix && flags.turns < 2)
     return std::string("--prefix-caching needs --shared-prefix N (N > 0) or "
                        "--turns N (N > 1)");
   if (app.count("--think-time-ms") && flags.turns < 2)

@@ -1,4 +1,4 @@
-//===- RequestLengths.h - A serving workload's request lengths ---*- C++ -*-===//
+//===- RequestLengths.h - A serving workload's request lengths -*- C++ -*-===//
 //
 // `--lengths FILE.csv`: one request a line, `input,output` tokens, in the
 // order the requests are sent (and again from the top when there are more
