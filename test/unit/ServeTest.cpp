@@ -56,6 +56,20 @@ struct ServingRun {
   }
 };
 
+/// Three clients' conversations of two turns of 100 + 5 tokens, their
+/// second turns long after the first, in a cache of 320 bytes (a byte a
+/// token): the first turns fit at once, their three contexts (105 each)
+/// too, but not a second turn beside them.
+ServingRun makeThreeConversations() {
+  ServingRun run;
+  run.clock.kvBudget = 320;
+  run.workload.concurrency = 3;
+  run.workload.turns = 2;
+  run.workload.requests = 6;
+  run.workload.thinkMicros = 1e5;
+  return run;
+}
+
 } // namespace
 
 TEST(ServeTest, SampledCurvesInterpolateAndExtendTheirLastSegment) {
@@ -356,12 +370,7 @@ TEST(ServeTest, TheLeastRecentlyCachedContextIsEvictedForRoom) {
   // least recently cached of the others' (the second client's) goes. The
   // second client's turn then prefills whole and waits for room (210),
   // the third's waits behind it, and reads its context when admitted.
-  ServingRun run;
-  run.clock.kvBudget = 320;
-  run.workload.concurrency = 3;
-  run.workload.turns = 2;
-  run.workload.requests = 6;
-  run.workload.thinkMicros = 1e5;
+  ServingRun run = makeThreeConversations();
   std::optional<ServingResult> result = run.simulate();
   ASSERT_TRUE(result) << run.errors;
   EXPECT_EQ(result->prefixHitTokens, 2 * 104u);
@@ -383,12 +392,7 @@ TEST(ServeTest, AnEvictedContextGoesToHostMemoryAndIsReadBack) {
   // dropped. Its next turn is admitted when the first client's ends,
   // reserves its whole cache again, waits 105 us for the context to come
   // back and prefills its 101 new tokens (2010 us).
-  ServingRun run;
-  run.clock.kvBudget = 320;
-  run.workload.concurrency = 3;
-  run.workload.turns = 2;
-  run.workload.requests = 6;
-  run.workload.thinkMicros = 1e5;
+  ServingRun run = makeThreeConversations();
   run.settings.offloadBytes = 1000;
   run.deployment.hostBandwidth = 1e6;
   std::optional<ServingResult> result = run.simulate();
@@ -421,12 +425,7 @@ TEST(ServeTest, AContextReadBackIsNotEvictedToMakeRoomForItself) {
   // tokens, then needs the third client's context evicted too, which
   // takes the host's room: the turn's own context, already taken back,
   // is not the one dropped for it. Every context is read.
-  ServingRun run;
-  run.clock.kvBudget = 320;
-  run.workload.concurrency = 3;
-  run.workload.turns = 2;
-  run.workload.requests = 6;
-  run.workload.thinkMicros = 1e5;
+  ServingRun run = makeThreeConversations();
   run.workload.lengths = {{100, 5}, {100, 5}, {100, 5},
                           {150, 5}, {100, 5}, {100, 5}};
   run.settings.offloadBytes = 105;
