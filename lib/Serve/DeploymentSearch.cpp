@@ -570,13 +570,9 @@ stg::searchDeployments(const DeploymentSearchOptions &options,
                         llvm::Twine(fewest) + " at the least");
     return std::nullopt;
   }
-  if (uint64_t longest = getLongestContext(options.lengths, options.turns);
-      longest > MaxConversationTokens) {
-    diags.error({}, "--turns " + llvm::Twine(options.turns) +
-                        ": a conversation reaches " + llvm::Twine(longest) +
-                        " tokens, over the " +
-                        llvm::Twine(MaxConversationTokens) +
-                        " a sequence may hold");
+  if (std::optional<std::string> error =
+          checkConversationLength(options.lengths, options.turns)) {
+    diags.error({}, *error);
     return std::nullopt;
   }
   return Search(options, system, diags).run(progress);

@@ -4,6 +4,8 @@
 
 #include "stg/Support/InputFile.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -84,4 +86,16 @@ uint64_t stg::getLongestContext(llvm::ArrayRef<RequestLengths> lengths,
     longest = std::max(longest, prompt + output);
   });
   return longest;
+}
+
+std::optional<std::string>
+stg::checkConversationLength(llvm::ArrayRef<RequestLengths> lengths,
+                             unsigned turns) {
+  uint64_t longest = getLongestContext(lengths, turns);
+  if (longest <= MaxConversationTokens)
+    return std::nullopt;
+  return llvm::formatv("a conversation of {0} turns reaches {1} tokens, over "
+                       "the {2} a sequence may hold",
+                       turns, longest, MaxConversationTokens)
+      .str();
 }

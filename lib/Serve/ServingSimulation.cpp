@@ -468,13 +468,9 @@ stg::simulateServing(const ServingDeployment &deployment,
                     "and a finite think time of 0 or more");
     return std::nullopt;
   }
-  if (uint64_t longest = getLongestContext(workload.lengths, workload.turns);
-      longest > MaxConversationTokens) {
-    diags.error({},
-                llvm::formatv("a conversation of {0} turns reaches {1} "
-                              "tokens, over the {2} a sequence may hold",
-                              workload.turns, longest, MaxConversationTokens)
-                    .str());
+  if (std::optional<std::string> error =
+          checkConversationLength(workload.lengths, workload.turns)) {
+    diags.error({}, *error);
     return std::nullopt;
   }
   return Simulation(deployment, settings, workload, diags).run();

@@ -4,10 +4,8 @@
 // read the same way: `--kv-allocation`, `--chunked-prefill`,
 // `--linear-kernels` (stagec's prefill and decode too), `--shared-prefix`,
 // `--turns`, `--think-time-ms`, `--kv-offload-gb` and `--prefix-caching`,
-// and
-// speculative decoding's
-// `--speculative-tokens`, `--acceptance-rate` and `--draft-layers`
-// (docs/serving.md).
+// and speculative decoding's `--speculative-tokens`, `--acceptance-rate`
+// and `--draft-layers` (docs/serving.md).
 //
 //===----------------------------------------------------------------------===//
 

@@ -356,15 +356,12 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   settings.chunkedPrefill = flags.chunkedPrefill;
   applyPrefixCachingOptions(flags.prefixCaching, workload.sharedPrefix,
                             workload.turns, workload.thinkMicros, settings);
-  limits.maxContext = getLongestContext(workload.lengths, workload.turns);
-  if (limits.maxContext > MaxConversationTokens) {
-    diags.error({}, "--turns " + llvm::Twine(workload.turns) +
-                        ": a conversation reaches " +
-                        llvm::Twine(limits.maxContext) + " tokens, over the " +
-                        llvm::Twine(MaxConversationTokens) +
-                        " a sequence may hold");
+  if (std::optional<std::string> error =
+          checkConversationLength(workload.lengths, workload.turns)) {
+    diags.error({}, *error);
     return 1;
   }
+  limits.maxContext = getLongestContext(workload.lengths, workload.turns);
 
   std::vector<std::unique_ptr<IterationCostModel>> models;
   std::vector<CompileOptions> bases; // Each pool's, for the traces (-o).

@@ -18,6 +18,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace stg {
@@ -44,6 +45,12 @@ void forEachTurn(llvm::ArrayRef<RequestLengths> lengths, unsigned turns,
 /// and `turns` make: what an engine must hold for one sequence.
 uint64_t getLongestContext(llvm::ArrayRef<RequestLengths> lengths,
                            unsigned turns);
+
+/// Why the conversations `lengths` and `turns` make are too long, if they
+/// are: over MaxConversationTokens.
+std::optional<std::string>
+checkConversationLength(llvm::ArrayRef<RequestLengths> lengths,
+                        unsigned turns);
 
 } // namespace stg
 
