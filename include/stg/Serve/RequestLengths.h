@@ -49,8 +49,7 @@ uint64_t getLongestContext(llvm::ArrayRef<RequestLengths> lengths,
 /// Why the conversations `lengths` and `turns` make are too long, if they
 /// are: over MaxConversationTokens.
 std::optional<std::string>
-checkConversationLength(llvm::ArrayRef<RequestLengths> lengths,
-                        unsigned turns);
+checkConversationLength(llvm::ArrayRef<RequestLengths> lengths, unsigned turns);
 
 } // namespace stg
 
