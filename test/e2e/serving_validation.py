@@ -46,13 +46,26 @@ TRTLLM_BENCH_MODELS = {
     "DeepSeek-R1": (685e9, 61, 128, 7168 // 128, 1, 1),
     "gpt-oss-120b": None,
 }
+# NVIDIA's NVFP4 checkpoints: the weights packed two to a byte, which the
+# heuristic counts as parameters of half a byte (its NVFP4 entry), with
+# their FP8 scales and the bf16 embeddings: 40.7e9 for Llama-3.3-70B; an
+# FP8 cache.
+TRTLLM_BENCH_FP4_MODELS = {
+    "Llama-3.3-70B": (40.7e9, 80, 8, 128, 0.5, 1),
+}
 TRTLLM_DEFAULT_SETTINGS = (2048, 8192)
 # Engines whose source states their sizes: TensorRT-LLM's DeepSeek-R1
 # guide runs its H200 max-throughput case with max_batch_size 128 a rank,
 # max_num_tokens 1151 and kv_cache_free_gpu_mem_fraction 0.8 (chunked
 # prefill left off), as the row's notes say.
 STATED_ENGINES = {("trtllm-dsr1-bestperf", "H200"): (128, 1151, "0.8")}
-NVML_GIB = {"H100": 81559 / 1024, "H200": 143771 / 1024}
+NVML_GIB = {"H100": 81559 / 1024, "H200": 143771 / 1024,
+            "B200": 183359 / 1024, "GB200": 189471 / 1024}
+
+
+def gpu_of(row):
+    """The GPU a row names: `H100` of `H100-SXM-80GB`."""
+    return row["gpu"].split("-")[0]
 
 
 def trtllm_bench_settings(row, model):
@@ -60,12 +73,14 @@ def trtllm_bench_settings(row, model):
     (a rank's, with attention data parallelism) when it is not told them,
     for prompts run whole (trtllm-bench leaves chunked prefill off), or
     None for rows not run by trtllm-bench."""
-    gpu = row["gpu"][:4]
-    if (model not in TRTLLM_BENCH_MODELS or gpu not in NVML_GIB or
+    gpu = gpu_of(row)
+    fp4 = row["precision"].startswith("fp4")
+    models = TRTLLM_BENCH_FP4_MODELS if fp4 else TRTLLM_BENCH_MODELS
+    if (model not in models or gpu not in NVML_GIB or
             not row["source_id"].startswith("trtllm-perf-overview")):
         return None
     tp, isl, osl = int(row["tp"] or 1), int(row["isl"]), int(row["osl"])
-    facts = TRTLLM_BENCH_MODELS[model]
+    facts = models[model]
     if facts:
         batch, tokens = tuned_settings(facts, NVML_GIB[gpu], tp, isl, osl)
     else:
@@ -126,6 +141,10 @@ UNBOUNDED = {
     ("trtllm-perf-overview-dev-03e27c7", "gpt-oss-120b", "1"):
         "GPT-OSS's MXFP4 experts on Hopper (TensorRT-LLM's Triton MoE "
         "backend)",
+    # NVFP4 on Blackwell (B200, GB200 on one GPU): the clock's Blackwell
+    # kernels are datasheet figures, none measured; docs/serving.md.
+    ("trtllm-perf-overview-dev-03e27c7", "Llama-3.3-70B", "1"):
+        "NVFP4 on Blackwell, no Blackwell kernel measured",
     ("trtllm-perf-overview-dev-03e27c7", "Qwen3-235B-A22B", "4"):
         "MoE with attention DP (DEP4)",
     ("trtllm-perf-overview-dev-03e27c7", "Qwen3-235B-A22B", "8"):
@@ -172,9 +191,8 @@ def plan_of(row):
 def system_flags(gpu):
     if gpu.startswith("H100"):
         return ["--system", os.environ.get("SYS", "dgx-h100")]
-    if gpu.startswith("H200"):
-        return ["--system", "dgx-h200"]
-    return None
+    return {"H200": ["--system", "dgx-h200"], "B200": ["--system", "dgx-b200"],
+            "GB200": ["--system", "gb200-nvl72"]}.get(gpu.split("-")[0])
 
 
 def case_of(row):
@@ -189,7 +207,7 @@ def case_of(row):
     # Attention data parallelism over the group, experts over it too
     # (TensorRT-LLM's DEP): the template splits sequences over dp x ep.
     attention_dp = row["dp_attention"] == "true"
-    stated = STATED_ENGINES.get((row["source_id"], row["gpu"][:4]))
+    stated = STATED_ENGINES.get((row["source_id"], gpu_of(row)))
     if stated and not (attention_dp and metric.startswith("output_tokens")):
         stated = None
     if attention_dp and (row["ep"] != row["num_gpus"] or
@@ -219,8 +237,9 @@ def case_of(row):
         # rest and the cache in bf16.
         flags += ["--weight-precision", "mxfp4", "--weight-precision-scope",
                   "experts", "--kv-memory-fraction", "0.95"]
-    elif row["precision"].startswith("fp8"):
-        flags += ["--precision", "fp8"]
+    elif row["precision"].startswith(("fp8", "fp4 (NVFP4)")):
+        flags += ["--precision",
+                  "nvfp4" if row["precision"].startswith("fp4") else "fp8"]
         if row["framework"].startswith(("TensorRT-LLM", "NVIDIA NIM")):
             # trtllm-bench stores an FP8 checkpoint's KV cache in FP8, in
             # 0.95 of the memory the weights leave, and runs the prompt's
@@ -303,7 +322,8 @@ def main():
             load = (f"{row['concurrency']} clients" if row["concurrency"]
                     else "all at once")
             print(f"| {row['source_id']} | {model_of(row['model'])} | "
-                  f"{row['num_gpus']}, {plan_of(row)} | {row['precision'].split()[0]} | "
+                  f"{row['num_gpus']} {gpu_of(row)}, {plan_of(row)} | "
+                  f"{row['precision'].split()[0]} | "
                   f"{row['isl']}/{row['osl']} | {load} | {row['metric']} | "
                   f"{measured:g} | {value:.4g} | {error:+.0%}"
                   + (f" (not bounded: {reason})" if reason else "") + " |")
