@@ -528,6 +528,17 @@ Expr attentionFlops(const Op &op) {
 
 } // namespace
 
+Expr stg::getAttentionExponentials(const Op &op) {
+  if (op.getKind() == OpKind::Grad &&
+      getGradForwardKind(op) == OpKind::Attention) {
+    ForwardStandIn forward(op);
+    return getAttentionExponentials(forward.get());
+  }
+  if (op.getKind() != OpKind::Attention)
+    return 0;
+  return maskedScores(op);
+}
+
 Expr stg::getFlops(const Op &op) {
   if (auto perElement = flopsPerElement(op.getKind()))
     return *perElement * localElements(op.getResult());

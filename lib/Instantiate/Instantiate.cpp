@@ -493,6 +493,7 @@ LogicalResult stg::repriceProgramSet(ProgramSet &set,
         node.tensorBytes = from.bytesAccessed;
         node.gemm = from.gemm;
         node.attentionRows = from.attentionRows;
+        node.attentionExps = from.attentionExps;
         node.castBytes = from.castBytes;
         node.kernel = from.kernel;
         node.precision = from.precision;

@@ -207,6 +207,9 @@ OpNumberCache::Formulas &OpNumberCache::getFormulas(const Op &op) {
     costs.attentionRows = collective ? Expr(0) : getAttentionQueryRows(op);
     costs.attentionRowsProgram =
         CompiledExpr::compile(costs.attentionRows, slots);
+    costs.attentionExps = collective ? Expr(0) : getAttentionExponentials(op);
+    costs.attentionExpsProgram =
+        CompiledExpr::compile(costs.attentionExps, slots);
     costs.expertReads = getExpertWeightReads(op);
     if (costs.expertReads) {
       const ExpertWeightReads &reads = *costs.expertReads;
@@ -476,9 +479,13 @@ const OpNumbers *OpNumberCache::getOwn(const Op &op) {
       std::optional<int64_t> rows =
           count(costs.attentionRows, costs.attentionRowsProgram,
                 "query rows of ", false);
-      if (!rows)
+      std::optional<int64_t> exps =
+          count(costs.attentionExps, costs.attentionExpsProgram,
+                "exponentials of ", true);
+      if (!rows || !exps)
         return nullptr;
       numbers.attentionRows = *rows;
+      numbers.attentionExps = *exps;
     }
     numbers.precision =
         lowPrecision ? *lowPrecision : getDefaultPrecision(op);

@@ -392,6 +392,7 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
       node.tensorBytes = numbers->bytesAccessed;
       node.gemm = numbers->gemm;
       node.attentionRows = numbers->attentionRows;
+      node.attentionExps = numbers->attentionExps;
       node.castBytes = numbers->castBytes;
       node.kernel = numbers->kernel;
       node.precision = numbers->precision;

@@ -39,9 +39,12 @@ void DeviceSpec::setPeakFlops(Precision precision, double flops) {
 /// mxfp4, nvfp4; 0 where the device has no unit for the format.
 using PeakTFlops = std::array<double, NumPrecisions>;
 
-/// `device` with its peaks in every precision. Its bf16 peak (peakFlops)
-/// stays as the row gives it, so that durations do not move.
-static DeviceSpec withPeaks(DeviceSpec device, const PeakTFlops &tflops) {
+/// `device` with its peaks in every precision and its special function
+/// units' exponentials a second, in 1e12. Its bf16 peak (peakFlops) stays
+/// as the row gives it, so that durations do not move.
+static DeviceSpec withPeaks(DeviceSpec device, const PeakTFlops &tflops,
+                            double teraExponentials = 0) {
+  device.exponentialRate = teraExponentials * 1e12;
   assert(std::abs(tflops[unsigned(Precision::BF16)] * 1e12 -
                   device.peakFlops) <= 1e-9 * device.peakFlops &&
          "a built-in device's bf16 peak is given twice, differently");
@@ -59,30 +62,35 @@ llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
   // ways, shared by its two GPUs); then the dense peaks. Hopper's and MI300X's
   // keep the ratios of their datasheets to the bf16 peak the roofline has
   // always used (989, 1307): the tensor cores run every format at one clock.
+  // Last, exponentials in 1e12/s: SMs x exp2 results a clock and SM (16; 32
+  // on Blackwell Ultra, NVIDIA's "Making Softmax More Efficient with NVIDIA
+  // Blackwell Ultra") x the clock the bf16 peak implies (2048 bf16 FLOPs a
+  // clock and SM on Ampere, 4096 on Hopper, 8192 on Blackwell): 1.41, 1.83,
+  // 1.86 and, for GB200 and GB300, 2.06 GHz. None for the AMD parts.
   static const DeviceSpec devices[] = {
       // Peaks, TFLOP/s: tf32, bf16, fp16, fp8, mxfp8, mxfp6, mxfp4, nvfp4.
       withPeaks({"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8, 108, 2,
                  80'000'000'000, 32e9},
-                {156, 312, 312, 0, 0, 0, 0, 0}),
+                {156, 312, 312, 0, 0, 0, 0, 0}, 2.437),
       withPeaks({"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8, 132, 2,
                  80'000'000'000, 64e9},
-                {494.5, 989, 989, 1978, 0, 0, 0, 0}),
+                {494.5, 989, 989, 1978, 0, 0, 0, 0}, 3.865),
       withPeaks({"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8, 132, 2,
                  141'000'000'000, 64e9},
-                {494.5, 989, 989, 1978, 0, 0, 0, 0}),
+                {494.5, 989, 989, 1978, 0, 0, 0, 0}, 3.865),
       withPeaks({"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2,
                  180'000'000'000, 64e9},
-                {1125, 2250, 2250, 4500, 4500, 4500, 9000, 9000}),
+                {1125, 2250, 2250, 4500, 4500, 4500, 9000, 9000}, 4.395),
       withPeaks({"GB200", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2,
                  186'000'000'000, 225e9},
-                {1250, 2500, 2500, 5000, 5000, 5000, 10000, 10000}),
+                {1250, 2500, 2500, 5000, 5000, 5000, 10000, 10000}, 4.883),
       // Blackwell Ultra: fp4 1.5x Blackwell's, the rest as Blackwell.
       withPeaks({"B300", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2,
                  288'000'000'000, 64e9},
-                {1125, 2250, 2250, 4500, 4500, 4500, 13500, 13500}),
+                {1125, 2250, 2250, 4500, 4500, 4500, 13500, 13500}, 8.790),
       withPeaks({"GB300", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2,
                  288'000'000'000, 225e9},
-                {1250, 2500, 2500, 5000, 5000, 5000, 15000, 15000}),
+                {1250, 2500, 2500, 5000, 5000, 5000, 15000, 15000}, 9.766),
       withPeaks({"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8, 304, 2,
                  192'000'000'000, 64e9},
                 {653.5, 1307, 1307, 2614, 0, 0, 0, 0}),
@@ -209,6 +217,10 @@ llvm::Expected<DeviceSpec> stg::parseDevice(llvm::StringRef text,
       {"attention_row_flops", &device.attentionRowFlops, 1, 0, 1e9, false},
       {"attention_backward_row_flops", &device.attentionBackwardRowFlops, 1, 0,
        1e9, false},
+      {"exponential_tera_per_s", &device.exponentialRate, 1e12, 1e-3, 1e6,
+       false},
+      {"exponential_efficiency", &device.exponentialEfficiency, 1, 0.01, 1,
+       false},
   };
   std::set<std::string> seen;
   for (const auto &entry : root) {

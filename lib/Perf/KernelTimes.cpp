@@ -10,7 +10,9 @@
 // memory-bound kernels of their own and add their time. A
 // fused attention kernel reaches attentionEfficiency of its precision's
 // peak (the softmax between its two products runs on slower units) and
-// does fixed work per query row besides, which short sequences feel. Each
+// does fixed work per query row besides, which short sequences feel; its
+// products cannot outrun the exponentials its softmax needs, one a kept
+// score, at the special function units' rate (exponentialRate). Each
 // kernel pays the device's launch gap. Linear GEMMs that share a kernel
 // (--linear-kernels fused: q, k and v, gate and up, as engines load their
 // weights) each take their share, by FLOPs, of that kernel's time. A
@@ -92,10 +94,18 @@ uint64_t DeviceSpec::getKernelMicros(int64_t flops, uint64_t bytes,
 
 uint64_t DeviceSpec::getAttentionMicros(int64_t flops, uint64_t bytes,
                                         double queryRows, bool backward,
-                                        Precision precision) const {
+                                        Precision precision,
+                                        double exponentials) const {
   double rowFlops = backward ? attentionBackwardRowFlops : attentionRowFlops;
-  return getRooflineMicros(double(flops) + queryRows * rowFlops, bytes,
-                           precision, KernelKind::Attention);
+  double productSeconds = (double(flops) + queryRows * rowFlops) /
+                          getAchievableFlops(precision, KernelKind::Attention);
+  double exponentialSeconds =
+      exponentialRate > 0
+          ? exponentials / (exponentialRate * exponentialEfficiency)
+          : 0;
+  double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
+  return toKernelMicros(
+      std::max({productSeconds, exponentialSeconds, memorySeconds}) * 1e6);
 }
 
 uint64_t DeviceSpec::getGemmMicros(int64_t flops, uint64_t bytes,
@@ -154,7 +164,7 @@ uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node,
     return getAttentionMicros(node.numOps, node.tensorBytes,
                               double(node.attentionRows) * attentionPasses,
                               kernel == NodeKernel::AttentionBackward,
-                              node.precision);
+                              node.precision, double(node.attentionExps));
   case NodeKernel::Other:
     break;
   }

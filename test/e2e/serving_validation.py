@@ -142,7 +142,8 @@ UNBOUNDED = {
         "GPT-OSS's MXFP4 experts on Hopper (TensorRT-LLM's Triton MoE "
         "backend)",
     # NVFP4 on Blackwell (B200, GB200 on one GPU): the clock's Blackwell
-    # kernels are datasheet figures, none measured; docs/serving.md.
+    # kernels are datasheet figures, none measured, and the decode-heavy
+    # rows are over; docs/serving.md.
     ("trtllm-perf-overview-dev-03e27c7", "Llama-3.3-70B", "1"):
         "NVFP4 on Blackwell, no Blackwell kernel measured",
     ("trtllm-perf-overview-dev-03e27c7", "Qwen3-235B-A22B", "4"):

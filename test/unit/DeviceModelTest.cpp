@@ -78,6 +78,55 @@ TEST(DeviceModelTest, EveryKernelPaysItsLaunch) {
             std::string::npos);
 }
 
+// A fused attention's products cannot outrun the exponentials of its
+// softmax, one a kept score: the special function units' rate bounds FP8
+// attention on Blackwell, where the tensor cores doubled and the SFUs did
+// not; Blackwell Ultra doubles them.
+TEST(DeviceModelTest, AttentionCannotOutrunItsExponentials) {
+  // A billion kept scores of head size 128: 512 FLOPs each.
+  const double exponentials = 1e9, flops = 512 * exponentials;
+  auto micros = [&](const char *name, Precision precision) {
+    return double(lookupBuiltinDevice(name)->getAttentionMicros(
+        int64_t(flops), 0, 0, false, precision, exponentials));
+  };
+  // B200 in FP8: products 196 us at 0.58 of 4.5 PFLOP/s, exponentials
+  // 414 us at 0.55 of 148 x 16 x 1.856 GHz; the launch gap besides.
+  EXPECT_NEAR(micros("B200", Precision::FP8), 1e9 / (4.395e12 * 0.55) * 1e6 + 2,
+              1);
+  // Its bf16 products (393 us) are barely shorter than the exponentials.
+  EXPECT_NEAR(micros("B200", Precision::BF16),
+              1e9 / (4.395e12 * 0.55) * 1e6 + 2, 1);
+  // Blackwell Ultra's doubled SFUs halve an exponential-bound kernel.
+  EXPECT_NEAR(micros("B200", Precision::FP8) / micros("B300", Precision::FP8),
+              2.0, 0.02);
+  // An H100's bf16 attention is bound by its products (893 us), as
+  // without the bound.
+  DeviceSpec h100 = *lookupBuiltinDevice("H100");
+  double bound = double(
+      h100.getAttentionMicros(int64_t(flops), 0, 0, false, Precision::BF16,
+                              exponentials));
+  h100.exponentialRate = 0;
+  EXPECT_EQ(bound, double(h100.getAttentionMicros(
+                       int64_t(flops), 0, 0, false, Precision::BF16,
+                       exponentials)));
+  EXPECT_NEAR(bound, flops / (989e12 * 0.58) * 1e6 + 2, 1);
+  // A device file gives the rate and its efficiency, each checked.
+  const std::string base = "peak_tflops: 100\nmemory_bandwidth_gbps: 1000\n"
+                           "link_bandwidth_gbps: 100\n";
+  llvm::Expected<DeviceSpec> custom =
+      parseDevice(base + "exponential_tera_per_s: 2\n"
+                         "exponential_efficiency: 0.5\n",
+                  "gpu.yaml");
+  ASSERT_TRUE(bool(custom)) << llvm::toString(custom.takeError());
+  EXPECT_DOUBLE_EQ(custom->exponentialRate, 2e12);
+  EXPECT_DOUBLE_EQ(custom->exponentialEfficiency, 0.5);
+  llvm::Expected<DeviceSpec> bad =
+      parseDevice(base + "exponential_efficiency: 2\n", "gpu.yaml");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("gpu.yaml:4:"),
+            std::string::npos);
+}
+
 // The link to host memory (serving's KV offload): the built-ins' from
 // their datasheets, a device file's read and checked.
 TEST(DeviceModelTest, DevicesKnowTheirHostLink) {

@@ -107,6 +107,11 @@ double getActiveExpertFraction(double tokens, double topk, double experts);
 /// queries x keys.
 Expr getAttentionScores(const Op &attention);
 
+/// The exponentials a fused attention kernel computes on one rank, one a
+/// kept score, for attention and its gradient (whose kernel recomputes
+/// the probabilities); 0 for any other op.
+Expr getAttentionExponentials(const Op &op);
+
 /// Query rows of a fused attention kernel on one rank (batch x heads x
 /// local queries), for attention and its gradient; 0 for any other op. A
 /// kernel does fixed work per row besides its products (DeviceModel.h).

@@ -48,8 +48,10 @@ struct OpNumbers {
   int64_t commBytes = 0; ///< Collectives: the `bytes` attribute.
   /// Of bytesAccessed, what a low-precision GEMM's casts move.
   uint64_t castBytes = 0;
-  /// A fused attention's query rows (batch x heads x queries).
+  /// A fused attention's query rows (batch x heads x queries) and the
+  /// exponentials its softmax computes (getAttentionExponentials).
   int64_t attentionRows = 0;
+  int64_t attentionExps = 0;
   /// What the op computes in: the `precision` pass's, else its element
   /// type's (fp32 GEMMs in tf32).
   Precision precision = Precision::BF16;
@@ -130,9 +132,9 @@ private:
 
   /// An op's cost formulas: FLOPs and bytes, or a collective's size.
   struct Formulas {
-    Expr flops, bytes, castBytes, attentionRows;
+    Expr flops, bytes, castBytes, attentionRows, attentionExps;
     CompiledExpr flopsProgram, bytesProgram, castBytesProgram,
-        attentionRowsProgram;
+        attentionRowsProgram, attentionExpsProgram;
     /// A linear GEMM's input bytes and their cast's (getGemmInputBytes).
     Expr inputBytes, inputCastBytes;
     CompiledExpr inputBytesProgram, inputCastBytesProgram;

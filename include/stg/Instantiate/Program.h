@@ -90,6 +90,7 @@ struct ProgramNode {
   /// count, so that the set priced on another mesh (a search's plans share
   /// programs across cp degrees) counts that mesh's steps.
   int64_t attentionRows = 0;
+  int64_t attentionExps = 0; ///< OpNumbers::attentionExps.
   AxisMask attentionRing = 0;
   /// Collective: bytes of this rank's input buffer; send/recv: message bytes.
   int64_t commBytes = 0;

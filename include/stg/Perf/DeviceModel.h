@@ -79,6 +79,14 @@ struct DeviceSpec {
   double attentionEfficiency = 0.58;
   double attentionRowFlops = 1.4e5;
   double attentionBackwardRowFlops = 1.0e6;
+  /// Exponentials/s of the special function units (SMs x their exp2
+  /// results a clock x the clock the bf16 peak implies), which a fused
+  /// attention's softmax needs one of a kept score: its products cannot
+  /// outrun them, at exponentialEfficiency of the rate. 0 when not known
+  /// (no bound). The efficiency is set from cuDNN 9.13's attention on a
+  /// B200 (docs/validation.md).
+  double exponentialRate = 0;
+  double exponentialEfficiency = 0.55;
 
   /// What a compute kernel is, for the efficiency that applies to it.
   enum class KernelKind { Gemm, Attention, Other };
@@ -130,11 +138,11 @@ struct DeviceSpec {
                          uint64_t castBytes = 0) const;
   /// A fused attention kernel's duration: its FLOPs and fixed work per
   /// query row (`queryRows`, over all its passes; the backward's heavier)
-  /// at the attention rate, or its bytes at the memory's, whichever is
-  /// longer.
+  /// at the attention rate, or its softmax's `exponentials` at theirs, or
+  /// its bytes at the memory's, whichever is longest.
   uint64_t getAttentionMicros(int64_t flops, uint64_t bytes, double queryRows,
-                              bool backward,
-                              Precision precision = Precision::BF16) const;
+                              bool backward, Precision precision,
+                              double exponentials) const;
   /// A compute node's roofline duration, by its kind and precision; a
   /// fused attention runs `attentionPasses` kernels over its queries (a
   /// context-parallel ring's steps).
