@@ -102,13 +102,12 @@ TEST(DeviceModelTest, AttentionCannotOutrunItsExponentials) {
   // An H100's bf16 attention is bound by its products (893 us), as
   // without the bound.
   DeviceSpec h100 = *lookupBuiltinDevice("H100");
-  double bound = double(
-      h100.getAttentionMicros(int64_t(flops), 0, 0, false, Precision::BF16,
-                              exponentials));
+  double bound = double(h100.getAttentionMicros(int64_t(flops), 0, 0, false,
+                                                Precision::BF16, exponentials));
   h100.exponentialRate = 0;
-  EXPECT_EQ(bound, double(h100.getAttentionMicros(
-                       int64_t(flops), 0, 0, false, Precision::BF16,
-                       exponentials)));
+  EXPECT_EQ(bound,
+            double(h100.getAttentionMicros(int64_t(flops), 0, 0, false,
+                                           Precision::BF16, exponentials)));
   EXPECT_NEAR(bound, flops / (989e12 * 0.58) * 1e6 + 2, 1);
   // A device file gives the rate and its efficiency, each checked.
   const std::string base = "peak_tflops: 100\nmemory_bandwidth_gbps: 1000\n"

@@ -133,12 +133,12 @@ std::optional<std::pair<Kind, uint64_t>> price(const MeasuredRow &row,
     // A kept score's products: two of 2 x head size FLOPs forward, five
     // backward; one exponential each.
     bool backward = row.get("op") == "attn.bwd";
-    double exponentials = double(flops) / double((backward ? 10 : 4) *
-                                                 row.count("head_dim"));
+    double exponentials =
+        double(flops) / double((backward ? 10 : 4) * row.count("head_dim"));
     return std::make_pair(
         group == "heads" ? Kind::AttentionByHeadSize : Kind::Attention,
-        device.getAttentionMicros(flops, bytes, rows, backward,
-                                  Precision::BF16, exponentials));
+        device.getAttentionMicros(flops, bytes, rows, backward, Precision::BF16,
+                                  exponentials));
   }
   if (group == "memory" && row.get("op") != "copy")
     return std::make_pair(Kind::Memory, device.getKernelMicros(0, bytes));
