@@ -3,8 +3,9 @@
 // The state of a discrete-event serving run (ServingSimulation.h), shared
 // by its two halves: the scheduler's events, iterations and routing
 // (ServingSimulation.cpp) and the replicas' KV caches, that is the
-// reservations, preemption, the cached prefix and conversations' contexts,
-// and the check that every request fits (ServingCache.cpp).
+// reservations, preemption, the cached prefix and conversations' contexts
+// (in host memory too), and the check that every request fits
+// (ServingCache.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,8 +23,8 @@
 
 namespace stg::serve {
 
-/// ReloadEnd: a sequence of an engine has read its context back from host
-/// memory.
+/// A request's arrival, an engine's iteration's end, a KV cache's
+/// transfer's end, or a sequence's context read back from host memory.
 enum class EventKind : uint8_t {
   Arrival,
   IterationEnd,
