@@ -97,15 +97,15 @@ uint64_t DeviceSpec::getAttentionMicros(int64_t flops, uint64_t bytes,
                                         Precision precision,
                                         double exponentials) const {
   double rowFlops = backward ? attentionBackwardRowFlops : attentionRowFlops;
-  double productSeconds = (double(flops) + queryRows * rowFlops) /
-                          getAchievableFlops(precision, KernelKind::Attention);
-  double exponentialSeconds =
-      exponentialRate > 0
-          ? exponentials / (exponentialRate * exponentialEfficiency)
-          : 0;
-  double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
-  return toKernelMicros(
-      std::max({productSeconds, exponentialSeconds, memorySeconds}) * 1e6);
+  uint64_t roofline =
+      getRooflineMicros(double(flops) + queryRows * rowFlops, bytes, precision,
+                        KernelKind::Attention);
+  if (!(exponentialRate > 0))
+    return roofline;
+  return std::max(
+      roofline,
+      toKernelMicros(exponentials / (exponentialRate * exponentialEfficiency) *
+                     1e6));
 }
 
 uint64_t DeviceSpec::getGemmMicros(int64_t flops, uint64_t bytes,
