@@ -37,6 +37,7 @@ IterationCostModel makeClock(double kvBudget = 1e9) {
 
 struct ServingRun {
   IterationCostModel clock = makeClock();
+  IterationCostModel prefillClock = makeClock();
   ServingDeployment deployment;
   ServingEngineSettings settings;
   ServingWorkload workload;
@@ -48,8 +49,17 @@ struct ServingRun {
     workload.concurrency = 1;
     workload.requests = 1;
   }
+  /// A prefill pool of one engine beside the decode one, the KV cache
+  /// crossing at 1e6 B/s after 5 us.
+  void disaggregate() {
+    deployment.prefill = EnginePool{&prefillClock, 1, "tp1"};
+    deployment.transferBandwidth = 1e6;
+    deployment.transferLatencyMicros = 5;
+  }
   std::optional<ServingResult> simulate() {
     deployment.decode.cost = &clock;
+    if (deployment.prefill)
+      deployment.prefill->cost = &prefillClock;
     llvm::raw_string_ostream os(errors);
     DiagnosticEngine diags(os);
     return simulateServing(deployment, settings, workload, diags);
@@ -502,11 +512,8 @@ TEST(ServeTest, AttentionReplicasRunTheirSequencesSideBySide) {
 
 TEST(ServeTest, DisaggregatedDecodeWaitsForTheKVCacheToArrive) {
   ServingRun run;
-  IterationCostModel prefillClock = makeClock();
-  run.deployment.prefill = EnginePool{&prefillClock, 1, "tp1"};
   // 100 bytes of cache over 1e6 B/s: 100 us, plus 5 us of latency.
-  run.deployment.transferBandwidth = 1e6;
-  run.deployment.transferLatencyMicros = 5;
+  run.disaggregate();
   std::optional<ServingResult> result = run.simulate();
   ASSERT_TRUE(result) << run.errors;
   const RequestRecord &request = result->requests[0];
@@ -523,10 +530,7 @@ TEST(ServeTest, DisaggregatedPrefillEnginesKeepTheirPrompts) {
   // elsewhere), and the second turn, 205 tokens, goes back to it and
   // prefills 105 (2050 us). Its cache crosses whole: 205 bytes, 210 us.
   ServingRun run;
-  IterationCostModel prefillClock = makeClock();
-  run.deployment.prefill = EnginePool{&prefillClock, 1, "tp1"};
-  run.deployment.transferBandwidth = 1e6;
-  run.deployment.transferLatencyMicros = 5;
+  run.disaggregate();
   run.workload.turns = 2;
   run.workload.requests = 2;
   std::optional<ServingResult> result = run.simulate();
