@@ -190,16 +190,16 @@ def plan_of(row):
 
 
 def system_flags(gpu):
-    if gpu.startswith("H100"):
-        return ["--system", os.environ.get("SYS", "dgx-h100")]
-    return {"H200": ["--system", "dgx-h200"], "B200": ["--system", "dgx-b200"],
-            "GB200": ["--system", "gb200-nvl72"]}.get(gpu.split("-")[0])
+    """stagec's system for a row's GPU (gpu_of), or None."""
+    systems = {"H100": os.environ.get("SYS", "dgx-h100"), "H200": "dgx-h200",
+               "B200": "dgx-b200", "GB200": "gb200-nvl72"}
+    return ["--system", systems[gpu]] if gpu in systems else None
 
 
 def case_of(row):
     """The stagec flags and the report key of a row, or None to skip it."""
     model = model_of(row["model"])
-    system = system_flags(row["gpu"])
+    system = system_flags(gpu_of(row))
     metric = row["metric"]
     if not model or not system or row["deployment"] != "aggregated":
         return None
@@ -231,7 +231,7 @@ def case_of(row):
         flags += ["--tp", str(tp)]
     if instances > 1:
         flags += ["--instances", str(instances)]
-    if model == "gpt-oss-120b" and row["gpu"].startswith(("H100", "H200")):
+    if model == "gpt-oss-120b" and gpu_of(row) in ("H100", "H200"):
         # openai/gpt-oss-120b as TensorRT-LLM serves it on Hopper (the
         # row's notes: the Triton MoE backend, KV cache "auto"): the
         # experts' MXFP4 weights dequantized into bf16 GEMMs (W4A16), the
