@@ -125,6 +125,8 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
     os << " --requests " << *options.requests;
   if (options.warmupRequests)
     os << " --warmup-requests " << options.warmupRequests;
+  if (run.requestRate && options.burstiness != 1)
+    os << " --burstiness " << formatShortest(options.burstiness);
   if (run.requestRate && options.seed)
     os << " --seed " << options.seed;
   return os.str();
@@ -226,8 +228,10 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
   workload["shared_prefix"] = int64_t(options.sharedPrefix);
   workload["turns"] = int64_t(options.turns);
   workload["think_time_ms"] = options.thinkMicros / 1e3;
-  if (!options.requestRates.empty())
+  if (!options.requestRates.empty()) {
     workload["seed"] = int64_t(options.seed);
+    workload["burstiness"] = options.burstiness;
+  }
   if (options.requests)
     workload["requests"] = int64_t(*options.requests);
   else

@@ -372,6 +372,7 @@ void Search::runUnit(size_t unit, std::vector<DeploymentRun> &runs,
   workload.lengths = options.lengths;
   workload.requests = getRequests(point);
   workload.seed = options.seed;
+  workload.burstiness = options.burstiness;
   workload.sharedPrefix = options.sharedPrefix;
   workload.turns = options.turns;
   workload.thinkMicros = options.thinkMicros;

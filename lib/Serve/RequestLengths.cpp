@@ -4,15 +4,77 @@
 
 #include "stg/Support/InputFile.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
+#include <ctime>
 #include <numeric>
 
 using namespace stg;
 
-std::optional<std::vector<RequestLengths>>
-stg::loadRequestLengths(llvm::StringRef path, DiagnosticEngine &diags) {
+namespace {
+
+/// What a column of a `--lengths` file holds.
+enum class Column { Input, Output, ArrivalSeconds, ArrivalMillis, Timestamp };
+
+std::optional<Column> getColumn(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<Column>>(name.lower())
+      .Cases("input", "input_length", "contexttokens", Column::Input)
+      .Cases("output", "output_length", "generatedtokens", Column::Output)
+      .Case("arrival_s", Column::ArrivalSeconds)
+      .Case("arrival_ms", Column::ArrivalMillis)
+      .Case("timestamp", Column::Timestamp)
+      .Default(std::nullopt);
+}
+
+/// A time as whole seconds and a fraction, kept apart so that differences
+/// of Azure's timestamps (10^9 s, to 100 ns) stay exact enough.
+struct Instant {
+  int64_t seconds = 0;
+  double fraction = 0;
+};
+
+/// The largest time a cell may give in seconds: past any date's, small
+/// enough for a whole number of seconds.
+constexpr double MaxInstantSeconds = 1e12;
+
+std::optional<Instant> parseSeconds(llvm::StringRef cell, double unit) {
+  double value = 0;
+  if (cell.getAsDouble(value) || !std::isfinite(value) || value < 0 ||
+      value * unit > MaxInstantSeconds)
+    return std::nullopt;
+  value *= unit;
+  double whole = std::floor(value);
+  return Instant{int64_t(whole), value - whole};
+}
+
+/// `2023-11-16 18:15:46.6805900` (UTC), as the Azure traces write it.
+std::optional<Instant> parseDateTime(llvm::StringRef cell) {
+  std::string text = cell.str();
+  std::tm calendar{};
+  const char *rest = strptime(text.c_str(), "%Y-%m-%d %H:%M:%S", &calendar);
+  if (!rest)
+    return std::nullopt;
+  Instant instant{int64_t(timegm(&calendar)), 0};
+  llvm::StringRef fraction(rest);
+  if (fraction.empty())
+    return instant;
+  std::string decimal = "0" + fraction.str();
+  if (!fraction.consume_front(".") || fraction.empty() ||
+      !llvm::all_of(fraction, llvm::isDigit) ||
+      llvm::StringRef(decimal).getAsDouble(instant.fraction))
+    return std::nullopt;
+  return instant;
+}
+
+} // namespace
+
+std::optional<RequestTrace> stg::loadRequestTrace(llvm::StringRef path,
+                                                  DiagnosticEngine &diags) {
   auto buffer = readInputFile(path, MaxTableBytes, "request-lengths file");
   if (!buffer) {
     diags.error({}, "--lengths: " + llvm::toString(buffer.takeError()));
@@ -20,45 +82,110 @@ stg::loadRequestLengths(llvm::StringRef path, DiagnosticEngine &diags) {
   }
   llvm::StringRef file = diags.addSource(std::move(*buffer), path);
   llvm::StringRef text = diags.getSource(file)->getBuffer();
-  std::vector<RequestLengths> lengths;
+  RequestTrace trace;
+  // The columns: a header's, or `input,output`.
+  llvm::SmallVector<Column, 4> columns{Column::Input, Column::Output};
+  std::optional<Column> arrivalColumn;
+  bool header = false;
+  Instant first, previous;
   unsigned lineNumber = 0;
   while (!text.empty()) {
     auto [line, rest] = text.split('\n');
     text = rest;
     ++lineNumber;
     llvm::StringRef content = line.split('#').first.rtrim(" \t\r");
-    if (content.trim().empty() ||
-        (lengths.empty() && content.trim() == "input,output"))
+    if (content.trim().empty())
       continue;
     auto fail = [&](llvm::StringRef at, const llvm::Twine &message) {
       unsigned col = unsigned(at.data() - line.data()) + 1;
       diags.error({file, lineNumber, col}, message);
       return std::nullopt;
     };
-    llvm::SmallVector<llvm::StringRef, 2> cells;
+    llvm::SmallVector<llvm::StringRef, 4> cells;
     content.split(cells, ',');
-    if (cells.size() != 2)
-      return fail(content, "expected `input,output`: two token counts");
-    uint64_t values[2];
-    for (unsigned index = 0; index < 2; ++index) {
-      llvm::StringRef cell = cells[index].trim();
-      if (cell.empty())
-        cell = cells[index];
-      if (cell.getAsInteger(10, values[index]) || values[index] < 1 ||
-          values[index] > MaxRequestTokens)
-        return fail(cell, llvm::Twine(index ? "output" : "input") +
+    for (llvm::StringRef &cell : cells)
+      if (!cell.trim().empty())
+        cell = cell.trim();
+    if (!header && trace.lengths.empty() && !cells[0].empty() &&
+        llvm::isAlpha(cells[0].front())) {
+      header = true;
+      columns.clear();
+      for (llvm::StringRef cell : cells) {
+        std::optional<Column> column = getColumn(cell);
+        if (!column)
+          return fail(cell, "unknown column '" + cell +
+                                "': expected input, output and an arrival "
+                                "(arrival_s, arrival_ms or timestamp)");
+        if (llvm::is_contained(columns, *column) ||
+            (arrivalColumn && *column > Column::Output))
+          return fail(cell, "column '" + cell +
+                                "' repeats what an earlier "
+                                "one gives");
+        if (*column > Column::Output)
+          arrivalColumn = column;
+        columns.push_back(*column);
+      }
+      if (!llvm::is_contained(columns, Column::Input) ||
+          !llvm::is_contained(columns, Column::Output))
+        return fail(content, "the header needs an input and an output "
+                             "column");
+      continue;
+    }
+    if (cells.size() != columns.size())
+      return fail(content,
+                  header
+                      ? llvm::Twine("expected ") + llvm::Twine(columns.size()) +
+                            " cells, as the header names"
+                      : llvm::Twine("expected `input,output`: two token "
+                                    "counts"));
+    RequestLengths lengths;
+    for (auto [cell, column] : llvm::zip(cells, columns)) {
+      if (column > Column::Output) {
+        std::optional<Instant> instant =
+            parseSeconds(cell, column == Column::ArrivalMillis ? 1e-3 : 1);
+        if (!instant && column == Column::Timestamp)
+          instant = parseDateTime(cell);
+        if (!instant)
+          return fail(cell, "arrival '" + cell +
+                                "' is not a time: seconds (milliseconds for "
+                                "arrival_ms) from 0 to 1e12, or a date and "
+                                "time as 2023-11-16 18:15:46.68");
+        double sincePrevious = double(instant->seconds - previous.seconds) +
+                               (instant->fraction - previous.fraction);
+        if (!trace.lengths.empty() && sincePrevious < 0)
+          return fail(cell, "arrival '" + cell +
+                                "' is before the line before's: the "
+                                "requests are sent in the file's order");
+        if (trace.lengths.empty())
+          first = *instant;
+        previous = *instant;
+        double since = double(instant->seconds - first.seconds) +
+                       (instant->fraction - first.fraction);
+        if (since > MaxArrivalSpanSeconds)
+          return fail(cell, llvm::formatv("arrival '{0}' is {1:e} s after "
+                                          "the first, past the {2:e} s a "
+                                          "run may span",
+                                          cell, since, MaxArrivalSpanSeconds)
+                                .str());
+        trace.arrivals.push_back(since * 1e6);
+        continue;
+      }
+      bool input = column == Column::Input;
+      uint64_t &value = input ? lengths.input : lengths.output;
+      if (cell.getAsInteger(10, value) || value < 1 || value > MaxRequestTokens)
+        return fail(cell, llvm::Twine(input ? "input" : "output") +
                               " tokens '" + cell +
                               "' is not a whole number from 1 to " +
                               llvm::Twine(MaxRequestTokens));
     }
-    lengths.push_back({values[0], values[1]});
+    trace.lengths.push_back(lengths);
   }
-  if (lengths.empty()) {
+  if (trace.lengths.empty()) {
     diags.error({file, 1, 1}, "no request lengths: expected `input,output` "
                               "lines");
     return std::nullopt;
   }
-  return lengths;
+  return trace;
 }
 
 void stg::forEachTurn(llvm::ArrayRef<RequestLengths> lengths, unsigned turns,

@@ -3,6 +3,7 @@
 #include "stg/Serve/ServingReport.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -31,7 +32,7 @@ LatencySummary stg::summarizeLatencies(std::vector<double> values) {
 }
 
 ServingSummary stg::summarizeServing(const ServingResult &result,
-                                     uint64_t warmup) {
+                                     uint64_t warmup, const ServingSLO &slo) {
   ServingSummary summary;
   summary.gpus = result.gpus;
   summary.warmup = std::min<uint64_t>(warmup, result.requests.size());
@@ -41,6 +42,10 @@ ServingSummary stg::summarizeServing(const ServingResult &result,
   std::vector<std::vector<double>> ttftByTurn;
   double first = INFINITY, last = 0, userSpeed = 0;
   uint64_t outputTokens = 0, decoding = 0;
+  uint64_t withinTTFT = 0, withinTPOT = 0, withinE2E = 0, good = 0;
+  auto within = [](std::optional<double> bound, double value) {
+    return !bound || value <= *bound;
+  };
   for (const RequestRecord &record :
        llvm::ArrayRef(result.requests).drop_front(summary.warmup)) {
     first = std::min(first, record.arrival);
@@ -51,14 +56,23 @@ ServingSummary stg::summarizeServing(const ServingResult &result,
       ttftByTurn.resize(record.turn + 1);
     ttftByTurn[record.turn].push_back(ttft.back());
     e2e.push_back((record.finish - record.arrival) / 1e3);
+    double requestTPOT = 0;
     if (record.output > 1) {
       double decodeMicros = record.finish - record.firstToken;
-      tpot.push_back(decodeMicros / double(record.output - 1) / 1e3);
+      requestTPOT = decodeMicros / double(record.output - 1) / 1e3;
+      tpot.push_back(requestTPOT);
       if (decodeMicros > 0) {
         userSpeed += double(record.output - 1) / (decodeMicros / 1e6);
         ++decoding;
       }
     }
+    bool ttftMet = within(slo.ttftMs, ttft.back());
+    bool tpotMet = within(slo.tpotMs, requestTPOT);
+    bool e2eMet = within(slo.e2eMs, e2e.back());
+    withinTTFT += ttftMet;
+    withinTPOT += tpotMet;
+    withinE2E += e2eMet;
+    good += ttftMet && tpotMet && e2eMet;
   }
   summary.ttft = summarizeLatencies(std::move(ttft));
   if (ttftByTurn.size() > 1)
@@ -76,6 +90,18 @@ ServingSummary stg::summarizeServing(const ServingResult &result,
   }
   if (decoding)
     summary.outputTokensPerSecondPerUser = userSpeed / double(decoding);
+  if (!slo.empty() && summary.requests) {
+    SLOAttainment &attained = summary.slo.emplace();
+    attained.bounds = slo;
+    attained.good = good;
+    double measured = double(summary.requests);
+    attained.attainment = double(good) / measured;
+    attained.ttft = double(withinTTFT) / measured;
+    attained.tpot = double(withinTPOT) / measured;
+    attained.e2e = double(withinE2E) / measured;
+    if (duration > 0)
+      attained.goodput = double(good) / duration;
+  }
   // Occupancy weighted by each iteration's time, over the engines.
   double busy = 0, batch = 0, kv = 0;
   for (const IterationRecord &iteration : result.iterations) {
@@ -134,6 +160,24 @@ void stg::printServingReport(llvm::raw_ostream &os,
                       "(peak {3:F1} %)\n",
                       "mean batch", summary.meanBatch,
                       100 * summary.meanKVUsed, 100 * summary.peakKVUsed);
+  if (const std::optional<SLOAttainment> &slo = summary.slo) {
+    os << llvm::formatv("  {0,-27}{1:F1} % of requests within",
+                        "slo attainment", 100 * slo->attainment);
+    llvm::StringRef separator = " ";
+    auto bound = [&](llvm::StringRef name, std::optional<double> limit,
+                     double fraction) {
+      if (!limit)
+        return;
+      os << separator << name << " <= " << llvm::format("%g", *limit)
+         << llvm::formatv(" ms ({0:F1} %)", 100 * fraction);
+      separator = ", ";
+    };
+    bound("ttft", slo->bounds.ttftMs, slo->ttft);
+    bound("tpot", slo->bounds.tpotMs, slo->tpot);
+    bound("e2e", slo->bounds.e2eMs, slo->e2e);
+    os << llvm::formatv("\n  {0,-27}{1:F2} requests/s ({2} good)\n", "goodput",
+                        slo->goodput, slo->good);
+  }
   if (result.preemptions)
     os << llvm::formatv("  {0,-27}{1} (sequences evicted to recompute)\n",
                         "preemptions", result.preemptions);
@@ -192,6 +236,22 @@ llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
       {"engines", std::move(engines)}};
   if (!byTurn.empty())
     serving["ttft_ms_by_turn"] = std::move(byTurn);
+  if (const std::optional<SLOAttainment> &slo = summary.slo) {
+    llvm::json::Object object{{"attainment", slo->attainment},
+                              {"good_requests", int64_t(slo->good)},
+                              {"request_goodput", slo->goodput}};
+    auto bound = [&](llvm::StringRef name, std::optional<double> limit,
+                     double fraction) {
+      if (!limit)
+        return;
+      object[(name + "_ms").str()] = *limit;
+      object[(name + "_attainment").str()] = fraction;
+    };
+    bound("ttft", slo->bounds.ttftMs, slo->ttft);
+    bound("tpot", slo->bounds.tpotMs, slo->tpot);
+    bound("e2e_latency", slo->bounds.e2eMs, slo->e2e);
+    serving["slo"] = std::move(object);
+  }
   return serving;
 }
 

@@ -383,18 +383,11 @@ std::optional<ServingResult> Simulation::run() {
          client < *workload.concurrency && issued < workload.requests; ++client)
       startConversation(0);
   } else {
-    // Conversations arrive at the rate, their later turns as the earlier
-    // end. Exponential gaps from the 53 high bits of a Mersenne twister: the
-    // same times from every standard library (its distributions are not).
-    std::mt19937_64 random(workload.seed);
-    double rate = *workload.requestRate, time = 0;
+    // Conversations arrive at the rate or the trace's times, their later
+    // turns as the earlier end.
     uint64_t starts = (workload.requests + workload.turns - 1) / workload.turns;
-    while (conversations.size() < starts) {
+    for (double time : getArrivalTimes(workload, starts))
       startConversation(time);
-      double uniform = double(random() >> 11) * 0x1.0p-53;
-      if (std::isfinite(rate))
-        time += -std::log1p(-uniform) / rate * 1e6;
-    }
   }
   while (!events.empty()) {
     Event event = events.top();
@@ -454,6 +447,31 @@ stg::simulateServing(const ServingDeployment &deployment,
   if (workload.requestRate && !(*workload.requestRate > 0)) {
     diags.error({}, "a serving run's request rate must be above 0 requests "
                     "a second (infinity: all at once)");
+    return std::nullopt;
+  }
+  if (!(workload.burstiness >= MinBurstiness &&
+        workload.burstiness <= MaxBurstiness)) {
+    diags.error({}, llvm::formatv("a serving run's burstiness must be from "
+                                  "{0} to {1}",
+                                  MinBurstiness, MaxBurstiness)
+                        .str());
+    return std::nullopt;
+  }
+  if (int(workload.concurrency.has_value()) +
+          int(workload.requestRate.has_value()) +
+          int(!workload.arrivals.empty()) !=
+      1) {
+    diags.error({}, "a serving run's requests arrive one way: from clients, "
+                    "at a rate, or at given times");
+    return std::nullopt;
+  }
+  if (!workload.arrivals.empty() &&
+      (workload.turns != 1 || workload.requests > workload.arrivals.size() ||
+       !llvm::is_sorted(workload.arrivals) ||
+       !(workload.arrivals.front() >= 0) ||
+       !std::isfinite(workload.arrivals.back()))) {
+    diags.error({}, "a serving run's arrival times need single turns, one a "
+                    "request, finite, from 0 and in order");
     return std::nullopt;
   }
   if (!(settings.offloadBytes >= 0) || !std::isfinite(settings.offloadBytes) ||

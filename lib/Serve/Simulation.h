@@ -23,6 +23,11 @@
 
 namespace stg::serve {
 
+/// When the first `count` conversations of an open-loop `workload` arrive,
+/// microseconds from the first (Arrivals.cpp).
+std::vector<double> getArrivalTimes(const ServingWorkload &workload,
+                                    uint64_t count);
+
 /// A request's arrival, an engine's iteration's end, a KV cache's
 /// transfer's end, or a sequence's context read back from host memory.
 enum class EventKind : uint8_t {

@@ -1,15 +1,14 @@
 //===- ServeTest.cpp - Continuous batching over a hand-made clock ---------===//
 //
-// The scheduler and the report on a cost model filled by hand, where every
-// time can be worked out on paper: an iteration costs 1000 us plus 10 us a
-// token, attention and top-level work nothing, and a sequence's KV cache
-// one byte a token.
+// The scheduler and the report on the hand-made clock of
+// ServingTestClock.h, where every time can be worked out on paper.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ServingTestClock.h"
+
 #include "stg/Serve/RequestLengths.h"
 #include "stg/Serve/ServingReport.h"
-#include "stg/Serve/ServingSimulation.h"
 
 #include "gtest/gtest.h"
 
@@ -18,53 +17,6 @@
 using namespace stg;
 
 namespace {
-
-SampledCurve line(double at0, double slope) {
-  return SampledCurve{{1, 2}, {at0 + slope, at0 + 2 * slope}};
-}
-
-IterationCostModel makeClock(double kvBudget = 1e9) {
-  IterationCostModel model;
-  model.body = line(1000, 10);
-  model.prefillAttention = line(0, 0);
-  model.top = line(0, 0);
-  model.decodeOne = line(0, 0);
-  model.decodeMany = line(0, 0);
-  model.kvBytes = line(0, 1);
-  model.kvBudget = kvBudget;
-  return model;
-}
-
-struct ServingRun {
-  IterationCostModel clock = makeClock();
-  IterationCostModel prefillClock = makeClock();
-  ServingDeployment deployment;
-  ServingEngineSettings settings;
-  ServingWorkload workload;
-  std::string errors;
-
-  ServingRun() {
-    settings.blockTokens = 1;
-    workload.lengths = {{100, 5}};
-    workload.concurrency = 1;
-    workload.requests = 1;
-  }
-  /// A prefill pool of one engine beside the decode one, the KV cache
-  /// crossing at 1e6 B/s after 5 us.
-  void disaggregate() {
-    deployment.prefill = EnginePool{&prefillClock, 1, "tp1"};
-    deployment.transferBandwidth = 1e6;
-    deployment.transferLatencyMicros = 5;
-  }
-  std::optional<ServingResult> simulate() {
-    deployment.decode.cost = &clock;
-    if (deployment.prefill)
-      deployment.prefill->cost = &prefillClock;
-    llvm::raw_string_ostream os(errors);
-    DiagnosticEngine diags(os);
-    return simulateServing(deployment, settings, workload, diags);
-  }
-};
 
 /// Three clients' conversations of two turns of 100 + 5 tokens, their
 /// second turns long after the first, in a cache of 320 bytes (a byte a

@@ -135,6 +135,12 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "(default 0)")
       ->check(wholeNumber(0, 10'000'000))
       ->group(workload);
+  app.add_option("--burstiness", search.burstiness,
+                 "the shape of the gamma distribution of the gaps between "
+                 "arrivals at a request rate: 1 is Poisson (default), below "
+                 "1 burstier (vLLM's)")
+      ->check(finiteNumber(MinBurstiness, MaxBurstiness))
+      ->group(workload);
   app.add_option("--seed", search.seed,
                  "seeds the arrivals at a request rate (default 0)")
       ->check(wholeNumber(0, UINT64_MAX))
@@ -321,6 +327,9 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   if (app.count("--seed") && search.requestRates.empty())
     return fail("--seed seeds the arrivals of --request-rate; with "
                 "--concurrency there are none");
+  if (app.count("--burstiness") && search.requestRates.empty())
+    return fail("--burstiness shapes the gaps of --request-rate; with "
+                "--concurrency there are none");
   uint64_t fewest = getFewestRequests(search);
   if (search.warmupRequests >= fewest)
     return fail("--warmup-requests must leave some of each run's requests "
@@ -350,11 +359,16 @@ int stg::runServeSearch(int argc, char **argv) {
   DiagnosticEngine diags;
   diags.setProgramName("stage-search");
   if (!search.lengthsFile.empty()) {
-    std::optional<std::vector<RequestLengths>> lengths =
-        loadRequestLengths(search.lengthsFile, diags);
-    if (!lengths)
+    std::optional<RequestTrace> trace =
+        loadRequestTrace(search.lengthsFile, diags);
+    if (!trace)
       return 1;
-    search.lengths = std::move(*lengths);
+    if (!trace->arrivals.empty())
+      return fail("--lengths " + search.lengthsFile +
+                  ": the search runs each deployment at the --concurrency "
+                  "or --request-rate points; a trace's arrival times are "
+                  "for stagec --mode serve");
+    search.lengths = std::move(trace->lengths);
   }
   llvm::Expected<SystemSpec> system = loadSystem(flags.system);
   if (!system)

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <memory>
+#include <tuple>
 
 using namespace stg;
 
@@ -84,8 +85,15 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
       ->group(group);
   app.add_option("--lengths", flags.lengths,
                  "CSV of the requests' `input,output` tokens, one a line, "
-                 "used in turn (instead of --isl and --osl)")
+                 "used in turn (instead of --isl and --osl); with an "
+                 "arrival column (arrival_s, arrival_ms, timestamp; Azure's "
+                 "traces), a trace the requests arrive by")
       ->type_name("FILE")
+      ->group(group);
+  app.add_option("--arrival-speedup", flags.arrivalSpeedup,
+                 "a trace's arrival times divided by this: 2 sends its "
+                 "requests twice as fast (default 1)")
+      ->check(finiteNumber(1e-3, 1e6))
       ->group(group);
   app.add_option("--concurrency", flags.concurrency,
                  "clients, each sending its next request when its last one "
@@ -96,6 +104,12 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
                  "requests per second, Poisson arrivals from --seed; inf: "
                  "all at once")
       ->check(requestRate())
+      ->group(group);
+  app.add_option("--burstiness", flags.burstiness,
+                 "with --request-rate: the shape of the gaps' gamma "
+                 "distribution (vLLM's): 1 is Poisson (default), below 1 "
+                 "burstier, above 1 more even")
+      ->check(finiteNumber(MinBurstiness, MaxBurstiness))
       ->group(group);
   app.add_option("--requests", flags.requests,
                  "requests to send (default: 10 x --concurrency, at least "
@@ -148,6 +162,17 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
   app.add_option("--decode-pool", flags.decodePool,
                  "disaggregated: the decode engines, as --prefill-pool")
       ->group(group);
+  for (auto [flag, bound, what] :
+       {std::tuple("--slo-ttft-ms", &flags.sloTTFTMs, "time to first token"),
+        std::tuple("--slo-tpot-ms", &flags.sloTPOTMs, "time per output token"),
+        std::tuple("--slo-e2e-ms", &flags.sloE2EMs, "end-to-end latency")})
+    app.add_option(flag, *bound,
+                   std::string("a request's ") + what +
+                       " that meets the SLO, in ms: the report gives the "
+                       "share of requests within every bound given and the "
+                       "goodput, those requests a second")
+        ->check(finiteNumber(1e-3, 1e9))
+        ->group(group);
   app.add_option("--window", flags.window,
                  "with -o: iterations of the serving window written as "
                  "traces (default 8; docs/serving.md)")
@@ -164,6 +189,8 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--lengths",
                                           "--concurrency",
                                           "--request-rate",
+                                          "--burstiness",
+                                          "--arrival-speedup",
                                           "--requests",
                                           "--warmup-requests",
                                           "--max-batch",
@@ -184,6 +211,9 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--instances",
                                           "--prefill-pool",
                                           "--decode-pool",
+                                          "--slo-ttft-ms",
+                                          "--slo-tpot-ms",
+                                          "--slo-e2e-ms",
                                           "--window"};
   if (!serve) {
     for (const char *flag : serveOnly)
@@ -197,9 +227,16 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                        "--osl, or --lengths FILE.csv");
   if (fixed && !(app.count("--isl") && app.count("--osl")))
     return std::string("--isl and --osl go together");
-  if (flags.concurrency.has_value() == !flags.requestRate.empty())
+  // A --lengths file with an arrival column is the third way; runServe
+  // checks what the file holds.
+  if (flags.concurrency && !flags.requestRate.empty())
+    return std::string("--concurrency and --request-rate are two ways for "
+                       "the requests to arrive: give one");
+  if (fixed && !flags.concurrency && flags.requestRate.empty())
     return std::string("--mode serve needs one of --concurrency N (clients) "
                        "and --request-rate R (requests/s)");
+  if (app.count("--burstiness") && flags.requestRate.empty())
+    return std::string("--burstiness shapes the gaps of --request-rate");
   if (options.system.empty() && options.device.empty())
     return std::string("--mode serve needs --system or --device: it times "
                        "iterations");
@@ -246,6 +283,29 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
 
 namespace {
 
+/// What is wrong with how the requests arrive, now that the --lengths
+/// file (if any) said whether it is a trace of arrivals.
+std::optional<std::string> checkArrivalFlags(const ServeFlags &flags,
+                                             bool trace) {
+  bool loop = flags.concurrency || !flags.requestRate.empty();
+  if (trace && loop)
+    return "--lengths " + flags.lengths +
+           " gives each request's arrival: no --concurrency or "
+           "--request-rate";
+  if (!trace && !loop)
+    return std::string("--mode serve needs one of --concurrency N (clients) "
+                       "and --request-rate R (requests/s), or a --lengths "
+                       "file with an arrival column");
+  if (!trace && flags.arrivalSpeedup != 1)
+    return "--arrival-speedup: --lengths " +
+           (flags.lengths.empty() ? std::string("(none)") : flags.lengths) +
+           " has no arrival column";
+  if (trace && flags.prefixCaching.turns > 1)
+    return std::string("--turns: a trace's lines are single requests, each "
+                       "arriving when the file says");
+  return std::nullopt;
+}
+
 /// The cluster the deployment runs on: --system, or --device as one
 /// scale-up domain of `ranks`.
 std::optional<SystemSpec> loadServeSystem(const StagecOptions &options,
@@ -280,23 +340,41 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
 
   ServingWorkload workload;
   if (!flags.lengths.empty()) {
-    std::optional<std::vector<RequestLengths>> lengths =
-        loadRequestLengths(flags.lengths, diags);
-    if (!lengths)
+    std::optional<RequestTrace> trace = loadRequestTrace(flags.lengths, diags);
+    if (!trace)
       return 1;
-    workload.lengths = std::move(*lengths);
+    workload.lengths = std::move(trace->lengths);
+    workload.arrivals = std::move(trace->arrivals);
   } else {
     workload.lengths = {{flags.inputTokens, flags.outputTokens}};
+  }
+  if (std::optional<std::string> error =
+          checkArrivalFlags(flags, !workload.arrivals.empty())) {
+    diags.error({}, *error);
+    return 1;
   }
   workload.seed = options.seed.value_or(0);
   if (flags.concurrency) {
     workload.concurrency = flags.concurrency;
     workload.requests =
         flags.requests.value_or(getDefaultRequests(flags.concurrency));
-  } else {
+  } else if (!flags.requestRate.empty()) {
     workload.requestRate = parseRequestRate(flags.requestRate);
+    workload.burstiness = flags.burstiness;
     workload.requests =
         flags.requests.value_or(getDefaultRequests(std::nullopt));
+  } else {
+    for (double &arrival : workload.arrivals)
+      arrival /= flags.arrivalSpeedup;
+    workload.requests = flags.requests.value_or(workload.arrivals.size());
+    if (workload.requests > workload.arrivals.size()) {
+      diags.error({}, llvm::formatv("--requests {0}: {1} holds {2}, each sent "
+                                    "once at its time",
+                                    workload.requests, flags.lengths,
+                                    workload.arrivals.size())
+                          .str());
+      return 1;
+    }
   }
   if (flags.warmupRequests >= workload.requests) {
     diags.error({}, "--warmup-requests " + llvm::Twine(flags.warmupRequests) +
@@ -396,7 +474,8 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
       simulateServing(deployment, settings, workload, diags);
   if (!result)
     return 1;
-  ServingSummary summary = summarizeServing(*result, flags.warmupRequests);
+  ServingSLO slo{flags.sloTTFTMs, flags.sloTPOTMs, flags.sloE2EMs};
+  ServingSummary summary = summarizeServing(*result, flags.warmupRequests, slo);
 
   std::string deploymentText =
       deployment.isDisaggregated()

@@ -29,6 +29,8 @@ struct ServeFlags {
   std::string lengths;                        ///< `--lengths FILE.csv`.
   std::optional<uint64_t> concurrency;
   std::string requestRate; ///< Requests/s, or `inf`.
+  double burstiness = 1;   ///< `--burstiness`: the gaps' gamma shape.
+  double arrivalSpeedup = 1; ///< `--arrival-speedup`: a trace's times over it.
   std::optional<uint64_t> requests;
   uint64_t warmupRequests = 0;
   uint64_t maxBatch = 256, maxBatchedTokens = 8192;
@@ -43,6 +45,8 @@ struct ServeFlags {
   std::string kvAllocation = "reserve"; ///< `--kv-allocation`.
   bool chunkedPrefill = true;           ///< `--chunked-prefill`.
   PrefixCachingFlags prefixCaching; ///< `--shared-prefix`, `--prefix-caching`.
+  /// `--slo-ttft-ms`, `--slo-tpot-ms`, `--slo-e2e-ms`: per-request bounds.
+  std::optional<double> sloTTFTMs, sloTPOTMs, sloE2EMs;
 };
 
 struct StagecOptions {

@@ -3,9 +3,13 @@
 // `--lengths FILE.csv`: one request a line, `input,output` tokens, in the
 // order the requests are sent (and again from the top when there are more
 // requests than lines); with multi-turn conversations a line is a turn's
-// new input and its output. A first line `input,output` is a header; `#` starts
-// a comment. Errors are located: `file.csv:3:7: error: ...` with the line
-// and a caret.
+// new input and its output. `#` starts a comment. A first line of names is
+// a header, which may also name an arrival column: `arrival_s` or
+// `arrival_ms` (from any origin), or `timestamp` in seconds or as the
+// Azure LLM inference traces write it (`TIMESTAMP,ContextTokens,
+// GeneratedTokens`, `2023-11-16 18:15:46.6805900`); the requests then
+// arrive when the file says, each once. Errors are located:
+// `file.csv:3:7: error: ...` with the line and a caret.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,8 +31,21 @@ namespace stg {
 /// context, small enough that sums over a million requests stay exact.
 constexpr uint64_t MaxRequestTokens = 1u << 24;
 
-std::optional<std::vector<RequestLengths>>
-loadRequestLengths(llvm::StringRef path, DiagnosticEngine &diags);
+/// The longest span of a file's arrival times: 10^7 s (115 days), which
+/// keeps a microsecond within a double's precision.
+constexpr double MaxArrivalSpanSeconds = 1e7;
+
+/// A `--lengths` file's requests.
+struct RequestTrace {
+  std::vector<RequestLengths> lengths;
+  /// Each line's arrival in microseconds after the first line's, in file
+  /// order (never earlier than the line before); empty without an arrival
+  /// column.
+  std::vector<double> arrivals;
+};
+
+std::optional<RequestTrace> loadRequestTrace(llvm::StringRef path,
+                                             DiagnosticEngine &diags);
 
 /// The most tokens a conversation may reach, its turns' prompts and
 /// outputs together.

@@ -17,6 +17,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+
 namespace stg {
 
 /// Mean and percentiles of one latency over the requests, milliseconds.
@@ -30,6 +32,24 @@ LatencySummary summarizeLatencies(std::vector<double> values);
 
 /// `{mean, p50, p90, p99}`, as `ttft_ms` and its kin are written.
 llvm::json::Object getLatencyJSON(const LatencySummary &summary);
+
+/// Per-request service-level objectives (vLLM benchmark_serving's
+/// `--goodput`, DistServe's SLO attainment): a request is good when each
+/// latency given is within its bound, in milliseconds.
+struct ServingSLO {
+  std::optional<double> ttftMs, tpotMs, e2eMs;
+  bool empty() const { return !ttftMs && !tpotMs && !e2eMs; }
+};
+
+/// How many measured requests met the SLOs.
+struct SLOAttainment {
+  ServingSLO bounds;
+  uint64_t good = 0; ///< Requests within every bound.
+  /// Fractions of the measured requests: within every bound, and within
+  /// each (1 for a bound not given).
+  double attainment = 0, ttft = 0, tpot = 0, e2e = 0;
+  double goodput = 0; ///< Good requests a second over the run's duration.
+};
 
 struct ServingSummary {
   LatencySummary ttft, tpot, e2e; ///< Milliseconds.
@@ -49,12 +69,16 @@ struct ServingSummary {
   double peakKVUsed = 0;
   uint64_t requests = 0, warmup = 0, iterations = 0;
   unsigned gpus = 0;
+  std::optional<SLOAttainment> slo; ///< With SLOs to check.
 };
 
 /// The figures over the requests after the first `warmup` sent: the run's
-/// steady state, from the first measured arrival to the last finish.
+/// steady state, from the first measured arrival to the last finish; with
+/// SLOs, how many requests met them. A request of one output token has no
+/// time per output token and meets any bound on it, as in vLLM.
 ServingSummary summarizeServing(const ServingResult &result,
-                                uint64_t warmup = 0);
+                                uint64_t warmup = 0,
+                                const ServingSLO &slo = {});
 
 void printServingReport(llvm::raw_ostream &os, const ServingSummary &summary,
                         const ServingResult &result);

@@ -1,10 +1,11 @@
-//===- ServingSimulation.h - Continuous batching over requests ---*- C++ -*-===//
+//===- ServingSimulation.h - Continuous batching over requests ---*- C++
+//-*-===//
 //
 // The scheduler above the iteration clock: requests arrive (a closed loop
-// of clients or a Poisson rate), queue, and run on engines that batch them
-// continuously as vLLM, SGLang and TensorRT-LLM do. Each iteration runs the
-// running sequences' decode tokens plus prefill chunks up to a token budget;
-// a sequence is admitted only when the KV cache can hold all its tokens
+// of clients, a rate, or a trace's times), queue, and run on engines that batch
+// them continuously as vLLM, SGLang and TensorRT-LLM do. Each iteration runs
+// the running sequences' decode tokens plus prefill chunks up to a token
+// budget; a sequence is admitted only when the KV cache can hold all its tokens
 // (TensorRT-LLM's guaranteed-no-evict policy), in paged blocks. A
 // deployment is aggregated (prefill and decode on the same engines) or
 // disaggregated (prefill engines hand each sequence's KV cache to decode
@@ -76,13 +77,23 @@ struct ServingWorkload {
   unsigned turns = 1;
   double thinkMicros = 0;
   uint64_t requests = 0; ///< All turns of all conversations.
-  /// Either a closed loop of clients, each sending its next request when
-  /// the last one finished, or arrivals at a rate (requests/s; infinity:
-  /// all at once), exponential gaps from `seed`.
+  /// A closed loop of clients, each sending its next request when the last
+  /// one finished; or arrivals at a rate (requests/s; infinity: all at
+  /// once), gaps from `seed` drawn from a gamma distribution of shape
+  /// `burstiness` (vLLM benchmark_serving's: 1 is Poisson, below 1
+  /// burstier); or arrivals at given times.
   std::optional<uint64_t> concurrency;
   std::optional<double> requestRate;
+  double burstiness = 1;
   uint64_t seed = 0;
+  /// Each request's arrival, microseconds from the first, in the order the
+  /// requests are sent (a trace: RequestTrace::arrivals); single turns.
+  std::vector<double> arrivals;
 };
+
+/// The most and least --burstiness: gamma shapes whose gaps stay finite
+/// and positive in a double.
+constexpr double MinBurstiness = 0.01, MaxBurstiness = 100;
 
 /// The engine's own time per iteration (scheduling, input preparation,
 /// sampling) that the tools assume: fitted on the published low-concurrency

@@ -1,0 +1,191 @@
+//===- ServingWorkloadTest.cpp - How requests arrive, and the SLOs --------===//
+//
+// Open-loop arrivals (a trace's times, gamma-distributed gaps at a rate),
+// `--lengths` files with an arrival column, and the share of requests that
+// meet per-request SLOs, on the hand-made clock of ServingTestClock.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ServingTestClock.h"
+
+#include "stg/Serve/RequestLengths.h"
+#include "stg/Serve/ServingReport.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace stg;
+
+namespace {
+
+/// The gaps between a run's arrivals: their mean (us) and coefficient of
+/// variation.
+std::pair<double, double> getGapStatistics(const ServingResult &result) {
+  std::vector<double> gaps;
+  for (size_t index = 1; index < result.requests.size(); ++index)
+    gaps.push_back(result.requests[index].arrival -
+                   result.requests[index - 1].arrival);
+  double mean =
+      std::accumulate(gaps.begin(), gaps.end(), 0.0) / double(gaps.size());
+  double variance = 0;
+  for (double gap : gaps)
+    variance += (gap - mean) * (gap - mean);
+  variance /= double(gaps.size() - 1);
+  return {mean, std::sqrt(variance) / mean};
+}
+
+/// `text` in a temporary file, removed with this.
+class TemporaryFile {
+public:
+  explicit TemporaryFile(llvm::StringRef text) {
+    int fd = -1;
+    EXPECT_FALSE(llvm::sys::fs::createTemporaryFile("trace", "csv", fd, path));
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << text;
+  }
+  ~TemporaryFile() { llvm::sys::fs::remove(path); }
+  llvm::StringRef getPath() const { return path; }
+
+private:
+  llvm::SmallString<128> path;
+};
+
+} // namespace
+
+TEST(ServingWorkloadTest, ATraceSendsEachRequestAtItsTime) {
+  ServingRun run;
+  run.workload.concurrency.reset();
+  run.workload.arrivals = {0, 500, 500, 20000};
+  run.workload.requests = 4;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  ASSERT_EQ(result->requests.size(), 4u);
+  for (size_t index = 0; index < 4; ++index)
+    EXPECT_DOUBLE_EQ(result->requests[index].arrival,
+                     run.workload.arrivals[index]);
+  // The two at 500 us wait for the first's prefill (to 2000 us), then
+  // prefill together; all three are done long before the fourth, which
+  // runs alone: 2000 us of prefill, four decode iterations of 1010 us.
+  EXPECT_DOUBLE_EQ(result->requests[1].firstToken,
+                   result->requests[2].firstToken);
+  EXPECT_LT(result->requests[2].finish, 20000);
+  EXPECT_DOUBLE_EQ(result->requests[3].firstToken, 22000);
+  EXPECT_DOUBLE_EQ(result->requests[3].finish, 22000 + 4 * 1010);
+}
+
+TEST(ServingWorkloadTest, ArrivalTimesMustMatchTheRequests) {
+  ServingRun run;
+  run.workload.concurrency.reset();
+  run.workload.arrivals = {0, 500};
+  run.workload.requests = 3;
+  EXPECT_FALSE(run.simulate());
+  EXPECT_NE(run.errors.find("one a request"), std::string::npos);
+  run.errors.clear();
+  run.workload.requests = 2;
+  run.workload.requestRate = 5;
+  EXPECT_FALSE(run.simulate());
+  EXPECT_NE(run.errors.find("arrive one way"), std::string::npos);
+}
+
+TEST(ServingWorkloadTest, BurstinessShapesTheGapsButNotTheirMean) {
+  // Gamma gaps of shape k and mean 1/rate vary by 1/sqrt(k) of their mean:
+  // 2 at k = 0.25, 1 (Poisson) at k = 1, 0.5 at k = 4.
+  for (double shape : {0.25, 1.0, 4.0}) {
+    ServingRun run;
+    run.workload.lengths = {{1, 1}};
+    run.workload.concurrency.reset();
+    run.workload.requestRate = 1000;
+    run.workload.burstiness = shape;
+    run.workload.requests = 4000;
+    run.workload.seed = 11;
+    std::optional<ServingResult> result = run.simulate();
+    ASSERT_TRUE(result) << run.errors;
+    auto [mean, variation] = getGapStatistics(*result);
+    EXPECT_NEAR(mean, 1000, 60) << "shape " << shape;
+    EXPECT_NEAR(variation, 1 / std::sqrt(shape), 0.12 / std::sqrt(shape))
+        << "shape " << shape;
+  }
+}
+
+TEST(ServingWorkloadTest, SLOsCountTheRequestsWithinEveryBound) {
+  // One client: a prompt of 100 tokens (TTFT 2 ms, TPOT 1.01 ms, done at
+  // 6.04 ms), then one of 300 (TTFT 4 ms, done 14.08 ms from the start),
+  // then one of 100 with one output token (no TPOT, done at 16.08 ms).
+  ServingRun run;
+  run.workload.lengths = {{100, 5}, {300, 5}, {100, 1}};
+  run.workload.requests = 3;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  ASSERT_DOUBLE_EQ(result->requests[2].finish, 16080);
+
+  ServingSLO slo;
+  slo.ttftMs = 3;
+  ServingSummary summary = summarizeServing(*result, 0, slo);
+  ASSERT_TRUE(summary.slo);
+  EXPECT_EQ(summary.slo->good, 2u);
+  EXPECT_DOUBLE_EQ(summary.slo->attainment, 2.0 / 3);
+  EXPECT_DOUBLE_EQ(summary.slo->ttft, 2.0 / 3);
+  EXPECT_DOUBLE_EQ(summary.slo->tpot, 1); // no bound on it
+  EXPECT_NEAR(summary.slo->goodput, 2 / 16.08e-3, 1e-9);
+
+  // A TPOT bound of 1 ms: the two of 1.01 ms miss, the single token meets.
+  slo.tpotMs = 1;
+  summary = summarizeServing(*result, 0, slo);
+  EXPECT_EQ(summary.slo->good, 1u);
+  EXPECT_DOUBLE_EQ(summary.slo->tpot, 1.0 / 3);
+  // An end-to-end bound with it: the last request's 2 ms is within 5 ms.
+  slo.e2eMs = 5;
+  summary = summarizeServing(*result, 0, slo);
+  EXPECT_EQ(summary.slo->good, 1u);
+  EXPECT_DOUBLE_EQ(summary.slo->e2e, 1.0 / 3);
+  // After a warm-up request, over the two measured (8.08 - 6.04 ms... the
+  // window runs from the second's arrival at 6.04 ms to 16.08 ms).
+  summary = summarizeServing(*result, 1, slo);
+  EXPECT_EQ(summary.requests, 2u);
+  EXPECT_DOUBLE_EQ(summary.slo->attainment, 0.5);
+  EXPECT_NEAR(summary.slo->goodput, 1 / 10.04e-3, 1e-9);
+  // Without SLOs, nothing to report.
+  EXPECT_FALSE(summarizeServing(*result).slo);
+}
+
+TEST(ServingWorkloadTest, AzureTracesGiveArrivalsFromTheFirstRequest) {
+  TemporaryFile file("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                     "2023-11-16 18:15:46.6805900,374,44\n"
+                     "2023-11-16 18:15:50.9951690,396,109\n"
+                     "2023-11-16 18:16:00,879,28 # a comment\n");
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  std::optional<RequestTrace> trace = loadRequestTrace(file.getPath(), diags);
+  ASSERT_TRUE(trace) << errors;
+  ASSERT_EQ(trace->lengths.size(), 3u);
+  EXPECT_EQ(trace->lengths[1].input, 396u);
+  EXPECT_EQ(trace->lengths[1].output, 109u);
+  ASSERT_EQ(trace->arrivals.size(), 3u);
+  EXPECT_DOUBLE_EQ(trace->arrivals[0], 0);
+  EXPECT_NEAR(trace->arrivals[1], 4314579, 1e-3);
+  EXPECT_NEAR(trace->arrivals[2], 13319410, 1e-3);
+}
+
+TEST(ServingWorkloadTest, ColumnsFollowTheHeaderInAnyOrder) {
+  TemporaryFile file("output,arrival_ms,input\n"
+                     "8,0,100\n"
+                     "16,2.5,200\n");
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  std::optional<RequestTrace> trace = loadRequestTrace(file.getPath(), diags);
+  ASSERT_TRUE(trace) << errors;
+  EXPECT_EQ(trace->lengths[1].input, 200u);
+  EXPECT_EQ(trace->lengths[1].output, 16u);
+  EXPECT_DOUBLE_EQ(trace->arrivals[1], 2500);
+
+  TemporaryFile plain("128,16\n2048,4\n");
+  trace = loadRequestTrace(plain.getPath(), diags);
+  ASSERT_TRUE(trace) << errors;
+  EXPECT_EQ(trace->lengths.size(), 2u);
+  EXPECT_TRUE(trace->arrivals.empty());
+}
