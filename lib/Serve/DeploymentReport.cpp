@@ -125,6 +125,13 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
     os << " --requests " << *options.requests;
   if (options.warmupRequests)
     os << " --warmup-requests " << options.warmupRequests;
+  if (options.sloAttainment) {
+    // stagec reports the share of its requests within the same bounds.
+    if (options.maxTTFTMillis)
+      os << " --slo-ttft-ms " << formatShortest(*options.maxTTFTMillis);
+    if (options.maxTPOTMillis)
+      os << " --slo-tpot-ms " << formatShortest(*options.maxTPOTMillis);
+  }
   if (run.requestRate && options.burstiness != 1)
     os << " --burstiness " << formatShortest(options.burstiness);
   if (run.requestRate && options.seed)
@@ -195,6 +202,8 @@ static llvm::json::Value getRunJSON(const DeploymentTable &table,
     row["output_tokens_per_s"] = summary.outputTokensPerSecond;
     row["output_tokens_per_s_per_gpu"] = summary.outputTokensPerSecondPerGPU;
     row["output_tokens_per_s_per_user"] = summary.outputTokensPerSecondPerUser;
+    if (summary.slo)
+      row["slo_attainment"] = summary.slo->attainment;
     row["mean_batch"] = summary.meanBatch;
     row["mean_kv_cache_used"] = summary.meanKVUsed;
     row["peak_kv_cache_used"] = summary.peakKVUsed;
@@ -276,6 +285,8 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
     slo["max_ttft_ms"] = *options.maxTTFTMillis;
   if (options.maxTPOTMillis)
     slo["max_tpot_ms"] = *options.maxTPOTMillis;
+  if (options.sloAttainment)
+    slo["attainment"] = *options.sloAttainment;
 
   llvm::json::Array plans;
   for (const InstancePlanResult &result : table.plans) {
@@ -467,15 +478,22 @@ void stg::printDeploymentSummary(llvm::raw_ostream &os,
   if (!options.maxTTFTMillis && !options.maxTPOTMillis) {
     os << "none";
   } else {
-    llvm::StringRef name = getSLOStatisticName(options.sloStatistic);
+    // Per-request bounds name no statistic.
+    std::string name =
+        options.sloAttainment
+            ? ""
+            : (getSLOStatisticName(options.sloStatistic) + " ").str();
     if (options.maxTTFTMillis)
-      os << "ttft " << name << " <= " << formatShortest(*options.maxTTFTMillis)
+      os << "ttft " << name << "<= " << formatShortest(*options.maxTTFTMillis)
          << " ms";
     if (options.maxTTFTMillis && options.maxTPOTMillis)
       os << ", ";
     if (options.maxTPOTMillis)
-      os << "tpot " << name << " <= " << formatShortest(*options.maxTPOTMillis)
+      os << "tpot " << name << "<= " << formatShortest(*options.maxTPOTMillis)
          << " ms";
+    if (options.sloAttainment)
+      os << llvm::formatv(" for {0} % of requests",
+                          formatShortest(100 * *options.sloAttainment));
   }
   os << ": " << counts[unsigned(RunStatus::Meets)] << " meet, "
      << counts[unsigned(RunStatus::Misses)] << " miss, "

@@ -304,7 +304,8 @@ DeploymentRun Search::runOne(const Deployment &deployment, size_t slot,
     run.reason = failure.empty() ? firstLine(os.str()) : failure;
     return run;
   }
-  run.summary = summarizeServing(*result, options.warmupRequests);
+  run.summary = summarizeServing(*result, options.warmupRequests,
+                                 options.getRequestSLO());
   // The cap held a sequence back only where a replica was at the cap while
   // requests waited: a record shows the engine right after its admissions,
   // with the sequences of all its replicas (at least one replica's).
@@ -339,8 +340,10 @@ struct SplitSweep {
     const ServingSummary &summary = run.summary;
     bool counts = run.status == RunStatus::Failed;
     if (run.status != RunStatus::Failed && options.maxTPOTMillis)
-      counts = getLatencyStatistic(summary.tpot, options.sloStatistic) >
-               *options.maxTPOTMillis;
+      counts = summary.slo && options.sloAttainment
+                   ? summary.slo->tpot < *options.sloAttainment
+                   : getLatencyStatistic(summary.tpot, options.sloStatistic) >
+                         *options.maxTPOTMillis;
     if (!meeting.empty())
       counts = counts || run.status != RunStatus::Meets ||
                llvm::any_of(meeting, [&](const ServingSummary *other) {

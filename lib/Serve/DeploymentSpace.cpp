@@ -92,6 +92,14 @@ std::string stg::formatShortest(double value) {
 std::optional<std::string>
 stg::checkSLOs(const ServingSummary &summary,
                const DeploymentSearchOptions &options) {
+  if (const std::optional<SLOAttainment> &slo = summary.slo;
+      slo && options.sloAttainment) {
+    if (slo->attainment >= *options.sloAttainment)
+      return std::nullopt;
+    return llvm::formatv("{0:F1} % of requests within the SLOs < {1:F1} %",
+                         100 * slo->attainment, 100 * *options.sloAttainment)
+        .str();
+  }
   std::string missed;
   llvm::StringRef name = getSLOStatisticName(options.sloStatistic);
   auto check = [&](llvm::StringRef what, const LatencySummary &latency,

@@ -136,6 +136,28 @@ TEST(DeploymentSearchTest, SLOsBoundTheChosenStatistic) {
   EXPECT_FALSE(parseSLOStatistic("p95"));
 }
 
+TEST(DeploymentSearchTest, PerRequestSLOsBoundTheShareOfRequestsWithinThem) {
+  DeploymentSearchOptions options;
+  options.maxTPOTMillis = 40;
+  options.sloAttainment = 0.9;
+  ServingSLO slo = options.getRequestSLO();
+  EXPECT_FALSE(slo.ttftMs);
+  EXPECT_EQ(slo.tpotMs, 40);
+  // The statistics would miss (p99 45 ms), the share decides.
+  ServingSummary run;
+  run.tpot.p99 = 45;
+  run.slo.emplace();
+  run.slo->attainment = 0.95;
+  EXPECT_FALSE(checkSLOs(run, options));
+  run.slo->attainment = 0.85;
+  EXPECT_EQ(checkSLOs(run, options),
+            "85.0 % of requests within the SLOs < 90.0 %");
+  // Without the per-request bound, the statistics again (p50: 0 ms).
+  options.sloAttainment.reset();
+  EXPECT_TRUE(options.getRequestSLO().empty());
+  EXPECT_FALSE(checkSLOs(run, options));
+}
+
 /// Llama-3-8B with 4 layers on up to 4 H100s: seconds to search.
 DeploymentSearchOptions smallSearch() {
   DeploymentSearchOptions options;

@@ -252,6 +252,12 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "(default), p90, p99")
       ->check(CLI::IsMember({"mean", "p50", "p90", "p99"}))
       ->group(slo);
+  app.add_option("--slo-attainment", search.sloAttainment,
+                 "per-request SLOs instead (DistServe's): a run meets them "
+                 "when at least this share of its requests is within every "
+                 "bound, as 0.9")
+      ->check(finiteNumber(1e-3, 1))
+      ->group(slo);
 
   const char *output = "Output";
   app.add_option("--top", flags.top, "runs to print (default 10)")
@@ -283,6 +289,12 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   search.maxTTFTMillis = ttft;
   search.maxTPOTMillis = tpot;
   search.sloStatistic = *parseSLOStatistic(flags.sloStatistic);
+  if (search.sloAttainment && !ttft && !tpot)
+    return fail("--slo-attainment needs a bound: --max-ttft-ms or "
+                "--max-tpot-ms");
+  if (search.sloAttainment && app.count("--slo-statistic"))
+    return fail("--slo-attainment bounds each request, --slo-statistic a "
+                "figure of them all: give one");
   if (std::optional<std::string> error =
           appendAssignments(sets, search.base.overrides))
     return fail(*error);

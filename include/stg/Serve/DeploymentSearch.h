@@ -155,6 +155,16 @@ struct DeploymentSearchOptions {
 
   std::optional<double> maxTTFTMillis, maxTPOTMillis;
   SLOStatistic sloStatistic = SLOStatistic::P50;
+  /// Per-request SLOs instead (DistServe's): a run meets them when at least
+  /// this share of its measured requests is within every bound; the
+  /// statistic then only picks the latencies shown.
+  std::optional<double> sloAttainment;
+
+  /// The per-request bounds a run's summary counts, with sloAttainment.
+  ServingSLO getRequestSLO() const {
+    return sloAttainment ? ServingSLO{maxTTFTMillis, maxTPOTMillis, {}}
+                         : ServingSLO{};
+  }
 
   /// A disaggregated pair of plans adds prefill instances until this many
   /// runs in a row miss the time-per-token SLO, or, after a run that meets
@@ -213,7 +223,8 @@ searchDeployments(const DeploymentSearchOptions &options,
 /// the shortest decimal that reads back the same (`0.5`), or `inf`.
 std::string formatShortest(double value);
 
-/// Whether `summary` meets the SLOs; if not, why.
+/// Whether `summary` meets the SLOs (summarized with
+/// options.getRequestSLO()); if not, why.
 std::optional<std::string> checkSLOs(const ServingSummary &summary,
                                      const DeploymentSearchOptions &options);
 

@@ -84,17 +84,23 @@ def main():
         if run["status"] == "failed":
             assert run["reason"] and "ttft_ms" not in run, where
             continue
-        # The SLOs, on the statistic they bound.
-        missed = []
-        if "max_ttft_ms" in slo and statistic(
-                run["ttft_ms"], slo["statistic"]) > slo["max_ttft_ms"]:
-            missed.append("ttft")
-        if "max_tpot_ms" in slo and statistic(
-                run["tpot_ms"], slo["statistic"]) > slo["max_tpot_ms"]:
-            missed.append("tpot")
-        assert (run["status"] == "misses") == bool(missed), where
-        for name in missed:
-            assert name in run["reason"], (where, run["reason"])
+        if "attainment" in slo:
+            # Per-request SLOs: the share of requests within them.
+            within = run["slo_attainment"] >= slo["attainment"]
+            assert (run["status"] == "meets") == within, where
+            assert within or "of requests within the SLOs" in run["reason"]
+        else:
+            # The SLOs, on the statistic they bound.
+            missed = []
+            if "max_ttft_ms" in slo and statistic(
+                    run["ttft_ms"], slo["statistic"]) > slo["max_ttft_ms"]:
+                missed.append("ttft")
+            if "max_tpot_ms" in slo and statistic(
+                    run["tpot_ms"], slo["statistic"]) > slo["max_tpot_ms"]:
+                missed.append("tpot")
+            assert (run["status"] == "misses") == bool(missed), where
+            for name in missed:
+                assert name in run["reason"], (where, run["reason"])
         assert run["output_tokens_per_s_per_gpu"] > 0, where
         assert abs(float(row["output_tokens_per_s_per_gpu"])
                    - run["output_tokens_per_s_per_gpu"]) < 1e-3
@@ -158,6 +164,10 @@ def main():
                     "peak_kv_cache_used", "iterations"):
             assert serving[key] == run[key], (run["deployment"], key,
                                               serving[key], run[key])
+        # Per-request SLOs: stagec counts the same requests within them.
+        if "slo_attainment" in run:
+            assert serving["slo"]["attainment"] == run["slo_attainment"], (
+                run["deployment"], serving["slo"], run["slo_attainment"])
         # A run's requests are those sent; stagec's, those measured.
         assert (serving["requests"] + serving.get("warmup_requests", 0)
                 == run["requests"]), run["deployment"]
