@@ -8,6 +8,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -71,6 +72,145 @@ std::optional<Instant> parseDateTime(llvm::StringRef cell) {
   return instant;
 }
 
+/// Reads a `--lengths` file a line at a time: its header, if any, then
+/// its rows.
+class TraceParser {
+public:
+  TraceParser(llvm::StringRef file, DiagnosticEngine &diags)
+      : file(file), diags(diags) {}
+
+  std::optional<RequestTrace> parse();
+
+private:
+  /// Each reports a located error and returns false on bad input.
+  bool parseHeader(llvm::ArrayRef<llvm::StringRef> cells);
+  bool parseRow(llvm::ArrayRef<llvm::StringRef> cells);
+  bool parseArrival(llvm::StringRef cell, Column column);
+  bool fail(llvm::StringRef at, const llvm::Twine &message) {
+    unsigned col = unsigned(at.data() - line.data()) + 1;
+    diags.error({file, lineNumber, col}, message);
+    return false;
+  }
+
+  llvm::StringRef file;
+  DiagnosticEngine &diags;
+  RequestTrace trace;
+  /// The columns: a header's, or `input,output`.
+  llvm::SmallVector<Column, 4> columns{Column::Input, Column::Output};
+  bool header = false;
+  Instant first, previous; ///< The first line's arrival and the last's.
+  llvm::StringRef line;
+  unsigned lineNumber = 0;
+};
+
+bool TraceParser::parseHeader(llvm::ArrayRef<llvm::StringRef> cells) {
+  header = true;
+  columns.clear();
+  for (llvm::StringRef cell : cells) {
+    std::optional<Column> column = getColumn(cell);
+    if (!column)
+      return fail(cell, "unknown column '" + cell +
+                            "': expected input, output and an arrival "
+                            "(arrival_s, arrival_ms or timestamp)");
+    bool arrival = *column > Column::Output;
+    if (llvm::any_of(columns, [&](Column earlier) {
+          return earlier == *column || (arrival && earlier > Column::Output);
+        }))
+      return fail(cell, "column '" + cell +
+                            "' repeats what an earlier one "
+                            "gives");
+    columns.push_back(*column);
+  }
+  if (!llvm::is_contained(columns, Column::Input) ||
+      !llvm::is_contained(columns, Column::Output))
+    return fail(cells.front(), "the header needs an input and an output "
+                               "column");
+  return true;
+}
+
+bool TraceParser::parseArrival(llvm::StringRef cell, Column column) {
+  std::optional<Instant> instant =
+      parseSeconds(cell, column == Column::ArrivalMillis ? 1e-3 : 1);
+  if (!instant && column == Column::Timestamp)
+    instant = parseDateTime(cell);
+  if (!instant)
+    return fail(cell, "arrival '" + cell +
+                          "' is not a time: seconds (milliseconds for "
+                          "arrival_ms) from 0 to 1e12, or a date and time "
+                          "as 2023-11-16 18:15:46.68");
+  auto secondsAfter = [&](const Instant &earlier) {
+    return double(instant->seconds - earlier.seconds) +
+           (instant->fraction - earlier.fraction);
+  };
+  if (trace.lengths.empty())
+    first = *instant;
+  else if (secondsAfter(previous) < 0)
+    return fail(cell, "arrival '" + cell +
+                          "' is before the line before's: the requests are "
+                          "sent in the file's order");
+  previous = *instant;
+  double since = secondsAfter(first);
+  if (since > MaxArrivalSpanSeconds)
+    return fail(cell, llvm::formatv("arrival '{0}' is {1:e} s after the "
+                                    "first, past the {2:e} s a run may span",
+                                    cell, since, MaxArrivalSpanSeconds)
+                          .str());
+  trace.arrivals.push_back(since * 1e6);
+  return true;
+}
+
+bool TraceParser::parseRow(llvm::ArrayRef<llvm::StringRef> cells) {
+  if (cells.size() != columns.size())
+    return fail(line.ltrim(),
+                header ? "expected " + std::to_string(columns.size()) +
+                             " cells, as the header names"
+                       : std::string("expected `input,output`: two token "
+                                     "counts"));
+  RequestLengths lengths;
+  for (auto [cell, column] : llvm::zip(cells, columns)) {
+    if (column > Column::Output) {
+      if (!parseArrival(cell, column))
+        return false;
+      continue;
+    }
+    bool input = column == Column::Input;
+    uint64_t &value = input ? lengths.input : lengths.output;
+    if (cell.getAsInteger(10, value) || value < 1 || value > MaxRequestTokens)
+      return fail(cell, llvm::Twine(input ? "input" : "output") + " tokens '" +
+                            cell + "' is not a whole number from 1 to " +
+                            llvm::Twine(MaxRequestTokens));
+  }
+  trace.lengths.push_back(lengths);
+  return true;
+}
+
+std::optional<RequestTrace> TraceParser::parse() {
+  llvm::StringRef text = diags.getSource(file)->getBuffer();
+  while (!text.empty()) {
+    std::tie(line, text) = text.split('\n');
+    ++lineNumber;
+    llvm::StringRef content = line.split('#').first.rtrim(" \t\r");
+    if (content.trim().empty())
+      continue;
+    llvm::SmallVector<llvm::StringRef, 4> cells;
+    content.split(cells, ',');
+    // A blank cell stays itself, for its error's caret.
+    for (llvm::StringRef &cell : cells)
+      if (!cell.trim().empty())
+        cell = cell.trim();
+    bool names = !header && trace.lengths.empty() && !cells[0].empty() &&
+                 llvm::isAlpha(cells[0].front());
+    if (!(names ? parseHeader(cells) : parseRow(cells)))
+      return std::nullopt;
+  }
+  if (trace.lengths.empty()) {
+    diags.error({file, 1, 1}, "no request lengths: expected `input,output` "
+                              "lines");
+    return std::nullopt;
+  }
+  return std::move(trace);
+}
+
 } // namespace
 
 std::optional<RequestTrace> stg::loadRequestTrace(llvm::StringRef path,
@@ -80,112 +220,17 @@ std::optional<RequestTrace> stg::loadRequestTrace(llvm::StringRef path,
     diags.error({}, "--lengths: " + llvm::toString(buffer.takeError()));
     return std::nullopt;
   }
-  llvm::StringRef file = diags.addSource(std::move(*buffer), path);
-  llvm::StringRef text = diags.getSource(file)->getBuffer();
-  RequestTrace trace;
-  // The columns: a header's, or `input,output`.
-  llvm::SmallVector<Column, 4> columns{Column::Input, Column::Output};
-  std::optional<Column> arrivalColumn;
-  bool header = false;
-  Instant first, previous;
-  unsigned lineNumber = 0;
-  while (!text.empty()) {
-    auto [line, rest] = text.split('\n');
-    text = rest;
-    ++lineNumber;
-    llvm::StringRef content = line.split('#').first.rtrim(" \t\r");
-    if (content.trim().empty())
-      continue;
-    auto fail = [&](llvm::StringRef at, const llvm::Twine &message) {
-      unsigned col = unsigned(at.data() - line.data()) + 1;
-      diags.error({file, lineNumber, col}, message);
-      return std::nullopt;
-    };
-    llvm::SmallVector<llvm::StringRef, 4> cells;
-    content.split(cells, ',');
-    for (llvm::StringRef &cell : cells)
-      if (!cell.trim().empty())
-        cell = cell.trim();
-    if (!header && trace.lengths.empty() && !cells[0].empty() &&
-        llvm::isAlpha(cells[0].front())) {
-      header = true;
-      columns.clear();
-      for (llvm::StringRef cell : cells) {
-        std::optional<Column> column = getColumn(cell);
-        if (!column)
-          return fail(cell, "unknown column '" + cell +
-                                "': expected input, output and an arrival "
-                                "(arrival_s, arrival_ms or timestamp)");
-        if (llvm::is_contained(columns, *column) ||
-            (arrivalColumn && *column > Column::Output))
-          return fail(cell, "column '" + cell +
-                                "' repeats what an earlier "
-                                "one gives");
-        if (*column > Column::Output)
-          arrivalColumn = column;
-        columns.push_back(*column);
-      }
-      if (!llvm::is_contained(columns, Column::Input) ||
-          !llvm::is_contained(columns, Column::Output))
-        return fail(content, "the header needs an input and an output "
-                             "column");
-      continue;
-    }
-    if (cells.size() != columns.size())
-      return fail(content,
-                  header
-                      ? llvm::Twine("expected ") + llvm::Twine(columns.size()) +
-                            " cells, as the header names"
-                      : llvm::Twine("expected `input,output`: two token "
-                                    "counts"));
-    RequestLengths lengths;
-    for (auto [cell, column] : llvm::zip(cells, columns)) {
-      if (column > Column::Output) {
-        std::optional<Instant> instant =
-            parseSeconds(cell, column == Column::ArrivalMillis ? 1e-3 : 1);
-        if (!instant && column == Column::Timestamp)
-          instant = parseDateTime(cell);
-        if (!instant)
-          return fail(cell, "arrival '" + cell +
-                                "' is not a time: seconds (milliseconds for "
-                                "arrival_ms) from 0 to 1e12, or a date and "
-                                "time as 2023-11-16 18:15:46.68");
-        double sincePrevious = double(instant->seconds - previous.seconds) +
-                               (instant->fraction - previous.fraction);
-        if (!trace.lengths.empty() && sincePrevious < 0)
-          return fail(cell, "arrival '" + cell +
-                                "' is before the line before's: the "
-                                "requests are sent in the file's order");
-        if (trace.lengths.empty())
-          first = *instant;
-        previous = *instant;
-        double since = double(instant->seconds - first.seconds) +
-                       (instant->fraction - first.fraction);
-        if (since > MaxArrivalSpanSeconds)
-          return fail(cell, llvm::formatv("arrival '{0}' is {1:e} s after "
-                                          "the first, past the {2:e} s a "
-                                          "run may span",
-                                          cell, since, MaxArrivalSpanSeconds)
-                                .str());
-        trace.arrivals.push_back(since * 1e6);
-        continue;
-      }
-      bool input = column == Column::Input;
-      uint64_t &value = input ? lengths.input : lengths.output;
-      if (cell.getAsInteger(10, value) || value < 1 || value > MaxRequestTokens)
-        return fail(cell, llvm::Twine(input ? "input" : "output") +
-                              " tokens '" + cell +
-                              "' is not a whole number from 1 to " +
-                              llvm::Twine(MaxRequestTokens));
-    }
-    trace.lengths.push_back(lengths);
-  }
-  if (trace.lengths.empty()) {
-    diags.error({file, 1, 1}, "no request lengths: expected `input,output` "
-                              "lines");
-    return std::nullopt;
-  }
-  return trace;
+  return TraceParser(diags.addSource(std::move(*buffer), path), diags).parse();
+}
+
+std::optional<RequestTrace> stg::parseRequestTrace(llvm::StringRef text,
+                                                   llvm::StringRef name,
+                                                   DiagnosticEngine &diags) {
+  return TraceParser(
+             diags.addSource(llvm::MemoryBuffer::getMemBufferCopy(text, name),
+                             name),
+             diags)
+      .parse();
 }
 
 void stg::forEachTurn(llvm::ArrayRef<RequestLengths> lengths, unsigned turns,

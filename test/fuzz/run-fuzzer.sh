@@ -4,7 +4,7 @@
 # Usage: test/fuzz/run-fuzzer.sh [--target NAME] SECONDS [JOBS] [FLAG...]
 #
 #   NAME     parse (default), import, perturb-spec, device, measured, comm-groups,
-#            system or command-line: the target stg-fuzz-NAME.
+#            system, requests or command-line: the target stg-fuzz-NAME.
 #   SECONDS  how long to fuzz (libFuzzer -max_total_time).
 #   JOBS     parallel fuzzing processes (default 1; >1 uses -fork=JOBS).
 #   Further arguments are passed to libFuzzer as they are (e.g. -seed=1).
@@ -49,7 +49,7 @@ if [[ $# -ge 2 && $1 == --target ]]; then
   shift 2
 fi
 case $TARGET in
-  parse|perturb-spec|device|measured|comm-groups|system|command-line|import) ;;
+  parse|perturb-spec|device|measured|comm-groups|system|requests|command-line|import) ;;
   *) echo "run-fuzzer: unknown target '$TARGET'" >&2; usage ;;
 esac
 [[ $# -ge 1 ]] || usage

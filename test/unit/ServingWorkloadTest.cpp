@@ -171,21 +171,49 @@ TEST(ServingWorkloadTest, AzureTracesGiveArrivalsFromTheFirstRequest) {
 }
 
 TEST(ServingWorkloadTest, ColumnsFollowTheHeaderInAnyOrder) {
-  TemporaryFile file("output,arrival_ms,input\n"
-                     "8,0,100\n"
-                     "16,2.5,200\n");
   std::string errors;
   llvm::raw_string_ostream os(errors);
   DiagnosticEngine diags(os);
-  std::optional<RequestTrace> trace = loadRequestTrace(file.getPath(), diags);
+  std::optional<RequestTrace> trace = parseRequestTrace(
+      "output,arrival_ms,input\n8,0,100\n16,2.5,200\n", "t.csv", diags);
   ASSERT_TRUE(trace) << errors;
   EXPECT_EQ(trace->lengths[1].input, 200u);
   EXPECT_EQ(trace->lengths[1].output, 16u);
   EXPECT_DOUBLE_EQ(trace->arrivals[1], 2500);
 
-  TemporaryFile plain("128,16\n2048,4\n");
-  trace = loadRequestTrace(plain.getPath(), diags);
+  trace = parseRequestTrace("128,16\n2048,4\n", "plain.csv", diags);
   ASSERT_TRUE(trace) << errors;
   EXPECT_EQ(trace->lengths.size(), 2u);
   EXPECT_TRUE(trace->arrivals.empty());
+}
+
+TEST(ServingWorkloadTest, AHeaderNamesEachColumnOnce) {
+  auto error = [](llvm::StringRef text) {
+    std::string errors;
+    llvm::raw_string_ostream os(errors);
+    DiagnosticEngine diags(os);
+    EXPECT_FALSE(parseRequestTrace(text, "h.csv", diags)) << text.str();
+    return os.str();
+  };
+  EXPECT_NE(error("arrival_s,input\n0,5\n")
+                .find("h.csv:1:1: error: the header needs an input and an "
+                      "output column"),
+            std::string::npos);
+  EXPECT_NE(error("input,output,arrival_s,timestamp\n")
+                .find("h.csv:1:24: error: column 'timestamp' repeats what "
+                      "an earlier one gives"),
+            std::string::npos);
+  EXPECT_NE(error("input,output,input_length\n")
+                .find("column 'input_length' repeats"),
+            std::string::npos);
+  EXPECT_NE(error("input,output,arrival_s\n1,2\n")
+                .find("h.csv:2:1: error: expected 3 cells, as the header "
+                      "names"),
+            std::string::npos);
+  EXPECT_NE(error("timestamp,input,output\n1e13,1,1\n")
+                .find("h.csv:2:1: error: arrival '1e13' is not a time"),
+            std::string::npos);
+  EXPECT_NE(error("arrival_s,input,output\n0,1,1\n2e7,1,1\n")
+                .find("arrival '2e7' is 2.000000e+07 s after the first"),
+            std::string::npos);
 }

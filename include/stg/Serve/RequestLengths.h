@@ -46,6 +46,10 @@ struct RequestTrace {
 
 std::optional<RequestTrace> loadRequestTrace(llvm::StringRef path,
                                              DiagnosticEngine &diags);
+/// The same, of a file's text, its errors located in `name`.
+std::optional<RequestTrace> parseRequestTrace(llvm::StringRef text,
+                                              llvm::StringRef name,
+                                              DiagnosticEngine &diags);
 
 /// The most tokens a conversation may reach, its turns' prompts and
 /// outputs together.
