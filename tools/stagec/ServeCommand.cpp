@@ -237,6 +237,9 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                        "and --request-rate R (requests/s)");
   if (app.count("--burstiness") && flags.requestRate.empty())
     return std::string("--burstiness shapes the gaps of --request-rate");
+  if (app.count("--arrival-speedup") && fixed)
+    return std::string("--arrival-speedup needs a --lengths file with an "
+                       "arrival column");
   if (options.system.empty() && options.device.empty())
     return std::string("--mode serve needs --system or --device: it times "
                        "iterations");
@@ -297,8 +300,7 @@ std::optional<std::string> checkArrivalFlags(const ServeFlags &flags,
                        "and --request-rate R (requests/s), or a --lengths "
                        "file with an arrival column");
   if (!trace && flags.arrivalSpeedup != 1)
-    return "--arrival-speedup: --lengths " +
-           (flags.lengths.empty() ? std::string("(none)") : flags.lengths) +
+    return "--arrival-speedup: --lengths " + flags.lengths +
            " has no arrival column";
   if (trace && flags.prefixCaching.turns > 1)
     return std::string("--turns: a trace's lines are single requests, each "
