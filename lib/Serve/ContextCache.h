@@ -12,6 +12,7 @@
 #ifndef STG_LIB_SERVE_CONTEXTCACHE_H
 #define STG_LIB_SERVE_CONTEXTCACHE_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <cstdint>
@@ -45,6 +46,9 @@ public:
     entries.erase(entries.begin() + (entry - entries.data()));
     return taken;
   }
+
+  /// Least recently cached first.
+  llvm::ArrayRef<Entry> getEntries() const { return entries; }
 
   /// Adds an entry as the most recently cached.
   void insert(const Entry &entry) { entries.push_back(entry); }

@@ -105,6 +105,8 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
     os << " --chunked-prefill off";
   if (options.sharedPrefix)
     os << " --shared-prefix " << options.sharedPrefix;
+  if (options.prefixGroups > 1)
+    os << " --prefix-groups " << options.prefixGroups;
   if (options.turns > 1)
     os << " --turns " << options.turns << " --think-time-ms "
        << formatShortest(options.thinkMicros / 1e3);
@@ -235,6 +237,7 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
   }
   workload["warmup_requests"] = int64_t(options.warmupRequests);
   workload["shared_prefix"] = int64_t(options.sharedPrefix);
+  workload["prefix_groups"] = int64_t(options.prefixGroups);
   workload["turns"] = int64_t(options.turns);
   workload["think_time_ms"] = options.thinkMicros / 1e3;
   if (!options.requestRates.empty()) {

@@ -377,6 +377,7 @@ void Search::runUnit(size_t unit, std::vector<DeploymentRun> &runs,
   workload.seed = options.seed;
   workload.burstiness = options.burstiness;
   workload.sharedPrefix = options.sharedPrefix;
+  workload.prefixGroups = options.prefixGroups;
   workload.turns = options.turns;
   workload.thinkMicros = options.thinkMicros;
   if (point < options.concurrencies.size())

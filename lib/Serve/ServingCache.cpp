@@ -3,12 +3,13 @@
 // What a serving run's replicas hold (Simulation.h): a sequence's
 // reservation, its whole cache from admission or (KVAllocation::OnDemand)
 // a block more as its output needs one, preempting the newest sequence
-// when none is free; with prefix caching the shared prefix's blocks, left
-// for good by the first sequence that computes them, and each
-// conversation's context between its turns, evicted least recently cached
-// first when room is needed (before any preemption), to host memory when
-// the engine offloads KV blocks; and the check, before the run, that every
-// request fits an empty engine.
+// when none is free; with prefix caching each prefix group's blocks, left
+// by the first sequence that computes them, and each conversation's
+// context between its turns, evicted least recently cached first when
+// room is needed (before any preemption), to host memory when the engine
+// offloads KV blocks, and then the prefixes nothing reads, least recently
+// read first; and the check, before the run, that every request fits an
+// empty engine.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,14 +61,64 @@ uint64_t Simulation::getReusablePrefix(const Engine &engine,
 void Simulation::keepPrefix(Engine &engine, uint32_t request) {
   SequenceState &sequence = sequences[request];
   Replica &replica = engine.replicas[sequence.replica];
+  CachedPrefix &cached = replica.prefixes[getPrefixGroup(request)];
   uint64_t prefix = getReusablePrefix(engine, result.requests[request].input);
-  if (prefix <= replica.prefixTokens || sequence.prefilled < prefix)
+  if (prefix <= cached.tokens || sequence.prefilled < prefix)
     return;
   // Its blocks of the prefix become the replica's: it reads them as shared.
-  replica.prefixTokens = prefix;
+  // They replace what the replica held beyond what this sequence read
+  // (cached by another after this one's admission).
+  replica.kvUsed -=
+      getKVBytes(engine, cached.tokens) -
+      getKVBytes(engine, std::min(sequence.shared, cached.tokens));
+  cached.tokens = prefix;
+  cached.lastRead = ++prefixReads;
   sequence.kvReserved -=
       getKVBytes(engine, prefix) - getKVBytes(engine, sequence.shared);
   sequence.shared = prefix;
+}
+
+std::vector<bool> Simulation::getPrefixesInUse(const Replica &replica) const {
+  std::vector<bool> inUse(workload.prefixGroups);
+  for (uint32_t request : replica.running)
+    if (sequences[request].shared)
+      inUse[getPrefixGroup(request)] = true;
+  for (const ContextCache *cache : {&replica.contexts, &replica.hostContexts})
+    for (const ContextCache::Entry &entry : cache->getEntries())
+      inUse[entry.conversation % workload.prefixGroups] = true;
+  return inUse;
+}
+
+double Simulation::getEvictablePrefixBytes(const Engine &engine,
+                                           const Replica &replica,
+                                           unsigned keep) const {
+  if (!workload.sharedPrefix)
+    return 0;
+  std::vector<bool> inUse = getPrefixesInUse(replica);
+  double bytes = 0;
+  for (unsigned group = 0; group < replica.prefixes.size(); ++group)
+    if (group != keep && !inUse[group])
+      bytes += getKVBytes(engine, replica.prefixes[group].tokens);
+  return bytes;
+}
+
+bool Simulation::evictPrefix(const Engine &engine, Replica &replica,
+                             unsigned keep) {
+  if (!workload.sharedPrefix)
+    return false;
+  std::vector<bool> inUse = getPrefixesInUse(replica);
+  CachedPrefix *oldest = nullptr;
+  for (unsigned group = 0; group < replica.prefixes.size(); ++group) {
+    CachedPrefix &cached = replica.prefixes[group];
+    if (group != keep && !inUse[group] && cached.tokens &&
+        (!oldest || cached.lastRead < oldest->lastRead))
+      oldest = &cached;
+  }
+  if (!oldest)
+    return false;
+  replica.kvUsed -= getKVBytes(engine, oldest->tokens);
+  *oldest = CachedPrefix();
+  return true;
 }
 
 bool Simulation::evictContext(Replica &replica, std::optional<uint32_t> keep) {
@@ -148,8 +199,9 @@ void Simulation::growCaches(Engine &engine, Replica &replica, double budget) {
         sequence.kvReserved;
     if (extra <= 0)
       continue;
-    // Cached contexts go before running sequences.
-    while (replica.kvUsed + extra > budget && evictContext(replica, {})) {
+    // Cached contexts and prefixes go before running sequences.
+    while (replica.kvUsed + extra > budget &&
+           evictForRoom(engine, replica, std::nullopt, std::nullopt)) {
     }
     while (replica.kvUsed + extra > budget && replica.running.size() > index)
       preempt(engine, replica);

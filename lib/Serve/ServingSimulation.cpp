@@ -45,6 +45,8 @@ void Simulation::addPool(const EnginePool &pool, llvm::StringRef name,
       engine.prefill = prefill;
       engine.decode = decode;
       engine.replicas.resize(cost.replicas);
+      for (Replica &replica : engine.replicas)
+        replica.prefixes.resize(workload.prefixGroups);
       engines.push_back(std::move(engine));
       EngineRecord record;
       record.name = llvm::formatv("{0}.{1}.{2}", name, instance, slot).str();
@@ -114,7 +116,8 @@ void Simulation::startIteration(unsigned index, double now) {
     const RequestRecord &record = result.requests[request];
     SequenceState &sequence = sequences[request];
     const Conversation &conversation = conversations[record.conversation];
-    // A prompt not yet begun reads the prefix a replica holds.
+    // A prompt not yet begun reads its group's prefix a replica holds.
+    unsigned group = getPrefixGroup(request);
     uint64_t prefix =
         sequence.prefilled ? 0 : getReusablePrefix(engine, record.input);
     auto getNeed = [&](uint64_t shared) {
@@ -128,7 +131,8 @@ void Simulation::startIteration(unsigned index, double now) {
     bool chosenHome = false;
     for (unsigned slot = 0; slot < engine.replicas.size(); ++slot) {
       const Replica &replica = engine.replicas[slot];
-      uint64_t shared = std::min(prefix, replica.prefixTokens), hit = shared;
+      uint64_t shared = std::min(prefix, replica.prefixes[group].tokens);
+      uint64_t hit = shared;
       bool home = conversation.engine == int(index) &&
                   conversation.replica == slot && !sequence.prefilled;
       bool onHost = home && conversation.onHost;
@@ -140,6 +144,8 @@ void Simulation::startIteration(unsigned index, double now) {
       double need = getNeed(onHost ? shared : hit);
       double room = budget - replica.kvUsed +
                     replica.contexts.getEvictableBytes(record.conversation);
+      if (need > room) // Prefixes nothing reads go last.
+        room += getEvictablePrefixBytes(engine, replica, group);
       if (replica.running.size() >= limits.maxBatch || need > room)
         continue;
       if (chosen < 0 || (home && !chosenHome) ||
@@ -179,12 +185,15 @@ void Simulation::startIteration(unsigned index, double now) {
       state.engine = -1;
     }
     while (replica.kvUsed + chosenNeed > budget &&
-           evictContext(replica, record.conversation)) {
+           evictForRoom(engine, replica, record.conversation, group)) {
     }
     replica.running.push_back(request);
     replica.kvUsed += chosenNeed;
     if (chosenHit) {
-      sequence.shared = std::min(prefix, replica.prefixTokens);
+      CachedPrefix &cached = replica.prefixes[group];
+      sequence.shared = std::min(prefix, cached.tokens);
+      if (sequence.shared)
+        cached.lastRead = ++prefixReads;
       sequence.prefilled = sequence.cached = chosenHit;
       result.prefixHitTokens += chosenHit;
     }

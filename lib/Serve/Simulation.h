@@ -65,13 +65,19 @@ struct SequenceState {
   double readyAt = 0;
 };
 
+/// A group's shared prefix in a replica's cache.
+struct CachedPrefix {
+  /// Its tokens held (whole blocks; prompts shorter than the prefix leave
+  /// less of it).
+  uint64_t tokens = 0;
+  uint64_t lastRead = 0; ///< When a prompt last read it, in reads.
+};
+
 struct Replica {
   std::vector<uint32_t> running; ///< Requests, in admission order.
-  /// Its sequences' reservations, a cached prefix and cached contexts.
+  /// Its sequences' reservations, cached prefixes and cached contexts.
   double kvUsed = 0;
-  /// Tokens of the shared prefix it holds (whole blocks; prompts shorter
-  /// than the prefix leave less of it).
-  uint64_t prefixTokens = 0;
+  std::vector<CachedPrefix> prefixes; ///< By prefix group.
   ContextCache contexts; ///< Conversations' contexts between turns.
   /// Contexts evicted to host memory (KV offload), and their bytes.
   ContextCache hostContexts;
@@ -164,6 +170,26 @@ private:
   /// After a prefill chunk of `request`: its replica keeps what it has
   /// computed of the shared prefix beyond what it held.
   void keepPrefix(Engine &engine, uint32_t request);
+  unsigned getPrefixGroup(uint32_t request) const {
+    return result.requests[request].conversation % workload.prefixGroups;
+  }
+  /// Which groups' prefixes something on `replica` reads: a running
+  /// sequence, or a cached context (whose bytes leave the prefix out).
+  std::vector<bool> getPrefixesInUse(const Replica &replica) const;
+  /// The bytes of `replica`'s cached prefixes that nothing reads, but
+  /// `keep`'s group's.
+  double getEvictablePrefixBytes(const Engine &engine, const Replica &replica,
+                                 unsigned keep) const;
+  /// Evicts the least recently read of those; false when there is none.
+  bool evictPrefix(const Engine &engine, Replica &replica, unsigned keep);
+  /// Evicts for room: a cached context (but `keepConversation`'s), else a
+  /// cached prefix nothing reads (but `keepGroup`'s).
+  bool evictForRoom(const Engine &engine, Replica &replica,
+                    std::optional<uint32_t> keepConversation,
+                    std::optional<unsigned> keepGroup) {
+    return evictContext(replica, keepConversation) ||
+           evictPrefix(engine, replica, keepGroup.value_or(~0u));
+  }
   double getTransferMicros(uint32_t request) const;
 
   const ServingDeployment &deployment;
@@ -178,7 +204,7 @@ private:
   std::vector<SequenceState> sequences;
   std::vector<Conversation> conversations;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
-  uint64_t nextOrder = 0, issued = 0, finished = 0;
+  uint64_t nextOrder = 0, issued = 0, finished = 0, prefixReads = 0;
   /// Draws the accepted drafts of each speculative step, from the seed.
   std::mt19937_64 acceptances;
   /// The tokens a speculative decode step yields: its own and the accepted

@@ -257,6 +257,78 @@ TEST(ServeTest, AShorterPromptLeavesLessOfThePrefixAndALongerOneTheRest) {
   EXPECT_EQ(result->prefixHitTokens, 32u + 32u + 64u);
 }
 
+TEST(ServeTest, EachPrefixGroupReadsItsOwnPrefix) {
+  // One client, four requests of 100 + 5 tokens, conversations 0 to 3 of
+  // groups 0, 1, 0, 1: each group's first request computes its 64-token
+  // prefix, its second reads it and prefills 36 (1000 + 360 us).
+  ServingRun run;
+  run.workload.requests = 4;
+  run.workload.sharedPrefix = 64;
+  run.workload.prefixGroups = 2;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 128u);
+  const RequestRecord &third = result->requests[2];
+  EXPECT_DOUBLE_EQ(third.firstToken - third.arrival, 1360);
+  // One group: every request after the first reads it.
+  run.workload.prefixGroups = 1;
+  result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 192u);
+}
+
+TEST(ServeTest, APrefixNothingReadsIsEvictedForRoom) {
+  // The same requests in a cache of 150 bytes (a byte a token): the second
+  // request (105) fits only once group 0's prefix (64) goes, and so on, so
+  // no request finds its group's prefix; in 200 bytes both prefixes stay.
+  ServingRun run;
+  run.workload.requests = 4;
+  run.workload.sharedPrefix = 64;
+  run.workload.prefixGroups = 2;
+  run.clock.kvBudget = 150;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 0u);
+  for (const IterationRecord &iteration : result->iterations)
+    EXPECT_LE(iteration.kvUsed, 1.0);
+  run.clock.kvBudget = 200;
+  result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 128u);
+  // One group in 150: its prefix is always read, never evicted.
+  run.clock.kvBudget = 150;
+  run.workload.prefixGroups = 1;
+  result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 192u);
+}
+
+TEST(ServeTest, APrefixARunningSequenceReadsStays) {
+  // Requests of groups 0, 1, 0, 1 arrive 10 ms apart (the last 2 ms after
+  // the third) in a cache of 200. The first two leave their prefixes (128
+  // bytes); the third reads group 0's and, needing 86 with 72 free,
+  // evicts group 1's; the fourth then needs 105 with 50 free, and group
+  // 0's prefix, which the third reads, is not evicted for it: it waits
+  // for the third's end.
+  ServingRun run;
+  run.workload.concurrency.reset();
+  run.workload.lengths = {{100, 5}, {100, 5}, {100, 50}, {100, 5}};
+  run.workload.arrivals = {0, 10000, 20000, 22000};
+  run.workload.requests = 4;
+  run.workload.sharedPrefix = 64;
+  run.workload.prefixGroups = 2;
+  run.clock.kvBudget = 200;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 64u);
+  const RequestRecord &third = result->requests[2],
+                      &fourth = result->requests[3];
+  EXPECT_DOUBLE_EQ(third.firstToken, 20000 + 1360);
+  EXPECT_GE(fourth.firstToken, third.finish);
+  for (const IterationRecord &iteration : result->iterations)
+    EXPECT_LE(iteration.kvUsed, 1.0 + 1e-12);
+}
+
 TEST(ServeTest, APreemptedPromptReadsTheSharedPrefixAgain) {
   // On demand, a cache that holds the shared prefix (48 tokens, kept for
   // good) and about two sequences more: some are preempted, and each

@@ -69,6 +69,7 @@ inline void addLinearKernelsOption(CLI::App &app, std::string &name,
 /// engine caches what they share.
 struct PrefixCachingFlags {
   uint64_t sharedPrefix = 0;
+  unsigned prefixGroups = 1;
   unsigned turns = 1;
   double thinkTimeMillis = 0;
   double offloadGB = 0;
@@ -81,6 +82,12 @@ inline void addPrefixCachingOptions(CLI::App &app, PrefixCachingFlags &flags,
                  "the first N tokens of every prompt are the same (a system "
                  "prompt, few-shot examples; default 0)")
       ->check(wholeNumber(0, MaxRequestTokens))
+      ->group(group);
+  app.add_option("--prefix-groups", flags.prefixGroups,
+                 "with --shared-prefix: G prefixes, each its own, conversation "
+                 "c's prompts beginning with prefix c mod G (a system prompt "
+                 "per application; default 1)")
+      ->check(wholeNumber(1, 65536))
       ->group(group);
   app.add_option("--turns", flags.turns,
                  "multi-turn conversations: each is N requests, one after "
@@ -118,6 +125,8 @@ checkPrefixCachingOptions(const CLI::App &app,
   if (app.count("--prefix-caching") && !flags.sharedPrefix && flags.turns < 2)
     return std::string("--prefix-caching needs --shared-prefix N (N > 0) or "
                        "--turns N (N > 1)");
+  if (app.count("--prefix-groups") && !flags.sharedPrefix)
+    return std::string("--prefix-groups needs --shared-prefix N (N > 0)");
   if (app.count("--think-time-ms") && flags.turns < 2)
     return std::string("--think-time-ms needs --turns N (N > 1)");
   if (flags.offloadGB > 0 && flags.turns < 2)
@@ -139,13 +148,15 @@ inline std::optional<std::string> checkOffloadLink(bool offloading,
   return std::nullopt;
 }
 
-/// The flags into the workload's shared prefix and conversations (a
+/// The flags into the workload's shared prefixes and conversations (a
 /// run's, or a search's for every run) and the engine's setting.
 inline void applyPrefixCachingOptions(const PrefixCachingFlags &flags,
-                                      uint64_t &sharedPrefix, unsigned &turns,
+                                      uint64_t &sharedPrefix,
+                                      unsigned &prefixGroups, unsigned &turns,
                                       double &thinkMicros,
                                       ServingEngineSettings &settings) {
   sharedPrefix = flags.sharedPrefix;
+  prefixGroups = flags.prefixGroups;
   turns = flags.turns;
   thinkMicros = flags.thinkTimeMillis * 1e3;
   settings.offloadBytes = flags.offloadGB * 1e9;

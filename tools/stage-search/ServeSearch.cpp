@@ -308,7 +308,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   if (std::optional<std::string> error =
           checkPrefixCachingOptions(app, prefixCaching))
     return fail(*error);
-  applyPrefixCachingOptions(prefixCaching, search.sharedPrefix, search.turns,
+  applyPrefixCachingOptions(prefixCaching, search.sharedPrefix,
+                            search.prefixGroups, search.turns,
                             search.thinkMicros, settings);
   bool fixed = app.count("--isl") || app.count("--osl");
   if (fixed == !search.lengthsFile.empty())

@@ -200,6 +200,7 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--kv-allocation",
                                           "--chunked-prefill",
                                           "--shared-prefix",
+                                          "--prefix-groups",
                                           "--turns",
                                           "--think-time-ms",
                                           "--kv-offload-gb",
@@ -435,7 +436,8 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   settings.kvAllocation = *parseKVAllocation(flags.kvAllocation);
   settings.chunkedPrefill = flags.chunkedPrefill;
   applyPrefixCachingOptions(flags.prefixCaching, workload.sharedPrefix,
-                            workload.turns, workload.thinkMicros, settings);
+                            workload.prefixGroups, workload.turns,
+                            workload.thinkMicros, settings);
   if (std::optional<std::string> error =
           checkConversationLength(workload.lengths, workload.turns)) {
     diags.error({}, *error);

@@ -142,9 +142,10 @@ struct DeploymentSearchOptions {
   uint64_t warmupRequests = 0;
   uint64_t seed = 0; ///< Of the arrivals at a request rate.
   double burstiness = 1; ///< The gamma shape of their gaps (1: Poisson).
-  /// The prompts' shared prefix and the conversations' turns and think
+  /// The prompts' shared prefixes and the conversations' turns and think
   /// time (ServingWorkload's).
   uint64_t sharedPrefix = 0;
+  unsigned prefixGroups = 1;
   unsigned turns = 1;
   double thinkMicros = 0;
 

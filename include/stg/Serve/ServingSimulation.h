@@ -66,8 +66,12 @@ struct ServingWorkload {
   /// Each request's lengths, used in turn (one entry: fixed lengths).
   std::vector<RequestLengths> lengths;
   /// The first tokens of every prompt, the same for all requests (a system
-  /// prompt, few-shot examples): what prefix caching can reuse.
+  /// prompt, few-shot examples): what prefix caching can reuse. With
+  /// `prefixGroups` groups, conversation c's prompts begin with group
+  /// c mod prefixGroups's prefix, each its own (SGLang's generated shared
+  /// prefix benchmark: a system prompt per application).
   uint64_t sharedPrefix = 0;
+  unsigned prefixGroups = 1;
   /// Multi-turn conversations: each conversation is `turns` requests, one
   /// after another, each sent `thinkMicros` after the last one finished
   /// with the conversation so far (the earlier prompts and outputs) before
@@ -140,9 +144,11 @@ struct ServingEngineSettings {
   SpeculativeDecoding speculation;
   KVAllocation kvAllocation = KVAllocation::Reserve;
   /// Prefix caching (vLLM's automatic prefix caching, SGLang's radix cache,
-  /// TensorRT-LLM's KV-cache block reuse): the whole blocks of the shared
+  /// TensorRT-LLM's KV-cache block reuse): the whole blocks of a shared
   /// prefix, once an attention replica has computed them, stay in its
-  /// cache, and a prompt admitted there prefills only what follows them;
+  /// cache (evicted, least recently read first, for room when nothing
+  /// there reads them), and a prompt admitted there prefills only what
+  /// follows them;
   /// a conversation's context stays where its turn ran, until its next
   /// turn reads it or room is needed (least recently cached first).
   bool prefixCaching = true;
