@@ -32,6 +32,16 @@ ServingRun makeThreeConversations() {
   return run;
 }
 
+/// Requests of 100 + 5 tokens, conversations of alternate prefix groups
+/// (0, 1, 0, 1) of 64 tokens each, on one client.
+ServingRun makeTwoPrefixGroups() {
+  ServingRun run;
+  run.workload.requests = 4;
+  run.workload.sharedPrefix = 64;
+  run.workload.prefixGroups = 2;
+  return run;
+}
+
 } // namespace
 
 TEST(ServeTest, SampledCurvesInterpolateAndExtendTheirLastSegment) {
@@ -261,10 +271,7 @@ TEST(ServeTest, EachPrefixGroupReadsItsOwnPrefix) {
   // One client, four requests of 100 + 5 tokens, conversations 0 to 3 of
   // groups 0, 1, 0, 1: each group's first request computes its 64-token
   // prefix, its second reads it and prefills 36 (1000 + 360 us).
-  ServingRun run;
-  run.workload.requests = 4;
-  run.workload.sharedPrefix = 64;
-  run.workload.prefixGroups = 2;
+  ServingRun run = makeTwoPrefixGroups();
   std::optional<ServingResult> result = run.simulate();
   ASSERT_TRUE(result) << run.errors;
   EXPECT_EQ(result->prefixHitTokens, 128u);
@@ -281,10 +288,7 @@ TEST(ServeTest, APrefixNothingReadsIsEvictedForRoom) {
   // The same requests in a cache of 150 bytes (a byte a token): the second
   // request (105) fits only once group 0's prefix (64) goes, and so on, so
   // no request finds its group's prefix; in 200 bytes both prefixes stay.
-  ServingRun run;
-  run.workload.requests = 4;
-  run.workload.sharedPrefix = 64;
-  run.workload.prefixGroups = 2;
+  ServingRun run = makeTwoPrefixGroups();
   run.clock.kvBudget = 150;
   std::optional<ServingResult> result = run.simulate();
   ASSERT_TRUE(result) << run.errors;
@@ -310,13 +314,10 @@ TEST(ServeTest, APrefixARunningSequenceReadsStays) {
   // evicts group 1's; the fourth then needs 105 with 50 free, and group
   // 0's prefix, which the third reads, is not evicted for it: it waits
   // for the third's end.
-  ServingRun run;
+  ServingRun run = makeTwoPrefixGroups();
   run.workload.concurrency.reset();
   run.workload.lengths = {{100, 5}, {100, 5}, {100, 50}, {100, 5}};
   run.workload.arrivals = {0, 10000, 20000, 22000};
-  run.workload.requests = 4;
-  run.workload.sharedPrefix = 64;
-  run.workload.prefixGroups = 2;
   run.clock.kvBudget = 200;
   std::optional<ServingResult> result = run.simulate();
   ASSERT_TRUE(result) << run.errors;

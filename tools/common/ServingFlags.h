@@ -65,6 +65,18 @@ inline void addLinearKernelsOption(CLI::App &app, std::string &name,
       ->group(group);
 }
 
+/// `--burstiness`: the gamma shape of the gaps between arrivals at a
+/// request rate (stagec's --request-rate, the search's rates).
+inline void addBurstinessOption(CLI::App &app, double &burstiness,
+                                const std::string &group) {
+  app.add_option("--burstiness", burstiness,
+                 "with --request-rate: the shape of the gamma distribution "
+                 "of the gaps between arrivals (vLLM's): 1 is Poisson "
+                 "(default), below 1 burstier, above 1 more even")
+      ->check(finiteNumber(MinBurstiness, MaxBurstiness))
+      ->group(group);
+}
+
 /// The requests' shared prefix, their conversations, and whether the
 /// engine caches what they share.
 struct PrefixCachingFlags {

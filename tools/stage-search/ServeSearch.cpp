@@ -135,12 +135,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "(default 0)")
       ->check(wholeNumber(0, 10'000'000))
       ->group(workload);
-  app.add_option("--burstiness", search.burstiness,
-                 "the shape of the gamma distribution of the gaps between "
-                 "arrivals at a request rate: 1 is Poisson (default), below "
-                 "1 burstier (vLLM's)")
-      ->check(finiteNumber(MinBurstiness, MaxBurstiness))
-      ->group(workload);
+  addBurstinessOption(app, search.burstiness, workload);
   app.add_option("--seed", search.seed,
                  "seeds the arrivals at a request rate (default 0)")
       ->check(wholeNumber(0, UINT64_MAX))

@@ -105,12 +105,7 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
                  "all at once")
       ->check(requestRate())
       ->group(group);
-  app.add_option("--burstiness", flags.burstiness,
-                 "with --request-rate: the shape of the gaps' gamma "
-                 "distribution (vLLM's): 1 is Poisson (default), below 1 "
-                 "burstier, above 1 more even")
-      ->check(finiteNumber(MinBurstiness, MaxBurstiness))
-      ->group(group);
+  addBurstinessOption(app, flags.burstiness, group);
   app.add_option("--requests", flags.requests,
                  "requests to send (default: 10 x --concurrency, at least "
                  "100; 1000 with --request-rate)")
