@@ -46,7 +46,7 @@ endif()
 # fuzzing build only; they need nothing newer. Called once the libraries
 # exist.
 function(stg_fuzzing_compile_json_users_as_cxx17)
-  foreach(target STGPerturb STGTrace STGEmit)
+  foreach(target STGPerturb STGTrace STGEmit STGServe)
     set_target_properties(${target} PROPERTIES CXX_STANDARD 17)
   endforeach()
 endfunction()
