@@ -489,6 +489,10 @@ stg::simulateServing(const ServingDeployment &deployment,
                     "a link to it (the device's host bandwidth)");
     return std::nullopt;
   }
+  if (!workload.prefixGroups) {
+    diags.error({}, "a serving run's prompts need at least one prefix group");
+    return std::nullopt;
+  }
   if (!workload.turns || !(workload.thinkMicros >= 0) ||
       !std::isfinite(workload.thinkMicros)) {
     diags.error({}, "a serving run's conversations need at least one turn "

@@ -76,7 +76,7 @@ TEST(ServingWorkloadTest, ATraceSendsEachRequestAtItsTime) {
   EXPECT_DOUBLE_EQ(result->requests[3].finish, 22000 + 4 * 1010);
 }
 
-TEST(ServingWorkloadTest, ArrivalTimesMustMatchTheRequests) {
+TEST(ServingWorkloadTest, ArrivalsAndPrefixGroupsAreChecked) {
   ServingRun run;
   run.workload.concurrency.reset();
   run.workload.arrivals = {0, 500};
@@ -88,6 +88,11 @@ TEST(ServingWorkloadTest, ArrivalTimesMustMatchTheRequests) {
   run.workload.requestRate = 5;
   EXPECT_FALSE(run.simulate());
   EXPECT_NE(run.errors.find("arrive one way"), std::string::npos);
+  run.errors.clear();
+  run.workload.requestRate.reset();
+  run.workload.prefixGroups = 0;
+  EXPECT_FALSE(run.simulate());
+  EXPECT_NE(run.errors.find("at least one prefix group"), std::string::npos);
 }
 
 TEST(ServingWorkloadTest, BurstinessShapesTheGapsButNotTheirMean) {
