@@ -506,13 +506,17 @@ void stg::printDeploymentSummary(llvm::raw_ostream &os,
     return;
 
   llvm::StringRef name = getSLOStatisticName(options.sloStatistic);
+  // Per-request SLOs: a column of the share of each run's requests within.
+  bool attainment = options.sloAttainment.has_value();
   auto header = [&] {
-    os << llvm::formatv("\n {0,4} {1,10} {2,11} {3,9} {4,9} {5,6} {6,6} "
-                        "{7,5}  {8}\n",
-                        "rank", "tok/s/GPU", "tok/s/user",
-                        ("ttft " + name).str(), ("tpot " + name).str(),
-                        options.concurrencies.empty() ? "rate" : "conc",
-                        "cap", "GPUs", "deployment");
+    os << llvm::formatv("\n {0,4} {1,10} {2,11} {3,9} {4,9} ", "rank",
+                        "tok/s/GPU", "tok/s/user", ("ttft " + name).str(),
+                        ("tpot " + name).str());
+    if (attainment)
+      os << llvm::formatv("{0,6} ", "slo %");
+    os << llvm::formatv("{0,6} {1,6} {2,5}  {3}\n",
+                        options.concurrencies.empty() ? "rate" : "conc", "cap",
+                        "GPUs", "deployment");
   };
   auto line = [&](const DeploymentRun &run) {
     const ServingSummary &summary = run.summary;
@@ -521,13 +525,17 @@ void stg::printDeploymentSummary(llvm::raw_ostream &os,
     std::string cap = std::to_string(run.maxBatch);
     if (!run.maxBatchBinding)
       cap += "+";
-    os << llvm::formatv(" {0,4} {1,10:F1} {2,11:F1} {3,9:F1} {4,9:F2} {5,6} "
-                        "{6,6} {7,5}  {8}{9}\n",
-                        run.rank, summary.outputTokensPerSecondPerGPU,
-                        summary.outputTokensPerSecondPerUser,
-                        getLatencyStatistic(summary.ttft, options.sloStatistic),
-                        getLatencyStatistic(summary.tpot, options.sloStatistic), point, cap,
-                        run.gpus, getDeploymentLabel(table, run.deployment),
+    os << llvm::formatv(
+        " {0,4} {1,10:F1} {2,11:F1} {3,9:F1} {4,9:F2} ", run.rank,
+        summary.outputTokensPerSecondPerGPU,
+        summary.outputTokensPerSecondPerUser,
+        getLatencyStatistic(summary.ttft, options.sloStatistic),
+        getLatencyStatistic(summary.tpot, options.sloStatistic));
+    if (attainment)
+      os << llvm::formatv("{0,6:F1} ",
+                          summary.slo ? 100 * summary.slo->attainment : 0.0);
+    os << llvm::formatv("{0,6} {1,6} {2,5}  {3}{4}\n", point, cap, run.gpus,
+                        getDeploymentLabel(table, run.deployment),
                         run.pareto ? "  *" : "");
   };
   header();
