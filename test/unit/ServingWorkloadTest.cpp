@@ -146,8 +146,9 @@ TEST(ServingWorkloadTest, SLOsCountTheRequestsWithinEveryBound) {
   summary = summarizeServing(*result, 0, slo);
   EXPECT_EQ(summary.slo->good, 1u);
   EXPECT_DOUBLE_EQ(summary.slo->e2e, 1.0 / 3);
-  // After a warm-up request, over the two measured (8.08 - 6.04 ms... the
-  // window runs from the second's arrival at 6.04 ms to 16.08 ms).
+  // After a warm-up request, over the two measured: the window runs from
+  // the second's arrival at 6.04 ms to 16.08 ms, and the last is the good
+  // one.
   summary = summarizeServing(*result, 1, slo);
   EXPECT_EQ(summary.requests, 2u);
   EXPECT_DOUBLE_EQ(summary.slo->attainment, 0.5);
