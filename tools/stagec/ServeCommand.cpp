@@ -364,6 +364,14 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   } else {
     for (double &arrival : workload.arrivals)
       arrival /= flags.arrivalSpeedup;
+    if (double span = workload.arrivals.back() / 1e6;
+        span > MaxArrivalSpanSeconds) {
+      diags.error({}, llvm::formatv("--arrival-speedup: {0} then spans "
+                                    "{1:e} s, past the {2:e} s a run may span",
+                                    flags.lengths, span, MaxArrivalSpanSeconds)
+                          .str());
+      return 1;
+    }
     workload.requests = flags.requests.value_or(workload.arrivals.size());
     if (workload.requests > workload.arrivals.size()) {
       diags.error({}, llvm::formatv("--requests {0}: {1} holds {2}, each sent "
