@@ -196,6 +196,7 @@ static llvm::json::Value getRunJSON(const DeploymentTable &table,
   if (run.status != RunStatus::Failed) {
     const ServingSummary &summary = run.summary;
     row["ttft_ms"] = getLatencyJSON(summary.ttft);
+    row["queue_ms"] = getLatencyJSON(summary.queue);
     row["tpot_ms"] = getLatencyJSON(summary.tpot);
     row["e2e_latency_ms"] = getLatencyJSON(summary.e2e);
     row["duration_s"] = summary.durationSeconds;

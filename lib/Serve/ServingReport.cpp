@@ -38,7 +38,7 @@ ServingSummary stg::summarizeServing(const ServingResult &result,
   summary.warmup = std::min<uint64_t>(warmup, result.requests.size());
   summary.requests = result.requests.size() - summary.warmup;
   summary.iterations = result.iterations.size();
-  std::vector<double> ttft, tpot, e2e;
+  std::vector<double> ttft, tpot, e2e, queue;
   std::vector<std::vector<double>> ttftByTurn;
   double first = INFINITY, last = 0, userSpeed = 0;
   uint64_t outputTokens = 0, decoding = 0;
@@ -52,6 +52,7 @@ ServingSummary stg::summarizeServing(const ServingResult &result,
     last = std::max(last, record.finish);
     outputTokens += record.output;
     ttft.push_back((record.firstToken - record.arrival) / 1e3);
+    queue.push_back((record.admitted - record.arrival) / 1e3);
     if (ttftByTurn.size() <= record.turn)
       ttftByTurn.resize(record.turn + 1);
     ttftByTurn[record.turn].push_back(ttft.back());
@@ -78,6 +79,7 @@ ServingSummary stg::summarizeServing(const ServingResult &result,
   if (ttftByTurn.size() > 1)
     for (std::vector<double> &values : ttftByTurn)
       summary.ttftByTurn.push_back(summarizeLatencies(std::move(values)));
+  summary.queue = summarizeLatencies(std::move(queue));
   summary.tpot = summarizeLatencies(std::move(tpot));
   summary.e2e = summarizeLatencies(std::move(e2e));
   double duration = summary.requests ? (last - first) / 1e6 : 0;
@@ -145,6 +147,7 @@ void stg::printServingReport(llvm::raw_ostream &os,
                         name, value.mean, value.p50, value.p90, value.p99);
   };
   latency("ttft (ms)", summary.ttft);
+  latency("  of it queued", summary.queue);
   for (size_t turn = 0; turn < summary.ttftByTurn.size(); ++turn)
     latency(llvm::formatv("  turn {0}", turn + 1).str(),
             summary.ttftByTurn[turn]);
@@ -220,6 +223,7 @@ llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
       {"iterations", int64_t(summary.iterations)},
       {"duration_s", summary.durationSeconds},
       {"ttft_ms", getLatencyJSON(summary.ttft)},
+      {"queue_ms", getLatencyJSON(summary.queue)},
       {"tpot_ms", getLatencyJSON(summary.tpot)},
       {"e2e_latency_ms", getLatencyJSON(summary.e2e)},
       {"requests_per_s", summary.requestsPerSecond},

@@ -189,6 +189,12 @@ void Simulation::startIteration(unsigned index, double now) {
     }
     replica.running.push_back(request);
     replica.kvUsed += chosenNeed;
+    // A preempted sequence readmitted, or one at its decode pool, keeps
+    // its first admission.
+    if (!sequence.started && !sequence.admitted) {
+      result.requests[request].admitted = now;
+      sequence.admitted = true;
+    }
     if (chosenHit) {
       CachedPrefix &cached = replica.prefixes[group];
       sequence.shared = std::min(prefix, cached.tokens);

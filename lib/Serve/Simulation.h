@@ -59,6 +59,7 @@ struct SequenceState {
   uint64_t cached = 0;  ///< Tokens whose KV it holds.
   uint64_t shared = 0;  ///< Of those, the replica's cached prefix.
   bool started = false; ///< Its first token is out.
+  bool admitted = false; ///< An engine has admitted it once.
   double kvReserved = 0;
   /// When its context, read back from host memory, is in the device's
   /// cache: no prefill before.

@@ -223,3 +223,24 @@ TEST(ServingWorkloadTest, AHeaderNamesEachColumnOnce) {
                 .find("arrival '2e7' is 2.000000e+07 s after the first"),
             std::string::npos);
 }
+
+TEST(ServingWorkloadTest, QueueTimeIsTheWaitBeforeAnEngineAdmits) {
+  // Two requests of 100 + 5 tokens at once in a cache that holds one: the
+  // first is admitted at once and done at 6040 us (a prefill of 2000, four
+  // decodes of 1010); the second waits for it, then prefills.
+  ServingRun run;
+  run.clock.kvBudget = 150;
+  run.workload.concurrency = 2;
+  run.workload.requests = 2;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  const RequestRecord &first = result->requests[0],
+                      &second = result->requests[1];
+  EXPECT_DOUBLE_EQ(first.admitted, 0);
+  EXPECT_DOUBLE_EQ(second.admitted, 6040);
+  EXPECT_DOUBLE_EQ(second.firstToken, 6040 + 2000);
+  ServingSummary summary = summarizeServing(*result);
+  EXPECT_DOUBLE_EQ(summary.queue.mean, 3.02);
+  EXPECT_DOUBLE_EQ(summary.queue.p99, 6.04 * 0.99);
+  EXPECT_DOUBLE_EQ(summary.ttft.mean, (2.0 + 8.04) / 2);
+}

@@ -53,6 +53,9 @@ struct SLOAttainment {
 
 struct ServingSummary {
   LatencySummary ttft, tpot, e2e; ///< Milliseconds.
+  /// Of the time to first token, what a request waited before an engine
+  /// admitted it (vLLM's queue time).
+  LatencySummary queue;
   /// Multi-turn conversations: the time to first token of each turn's
   /// requests (turn 1 first), which the conversation's cached context
   /// shortens; empty for single requests.

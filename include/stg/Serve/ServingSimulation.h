@@ -175,6 +175,9 @@ struct RequestRecord {
   uint32_t conversation = 0; ///< Its conversation, and its turn there.
   unsigned turn = 0;
   double arrival = 0, firstToken = 0, finish = 0;
+  /// When an engine first admitted it (its prefill pool's, when
+  /// disaggregated): what it waited in the queue before.
+  double admitted = 0;
   double transfer = 0; ///< Disaggregated: the KV cache's move.
   unsigned prefillEngine = 0; ///< The engine that ran its prefill.
 };

@@ -158,7 +158,7 @@ def main():
                            + sys.argv[4:] + ["--report-json", report],
                            check=True, stdout=subprocess.DEVNULL)
             serving = json.load(open(report))["serving"]
-        for key in ("ttft_ms", "tpot_ms", "e2e_latency_ms",
+        for key in ("ttft_ms", "queue_ms", "tpot_ms", "e2e_latency_ms",
                     "output_tokens_per_s_per_gpu",
                     "output_tokens_per_s_per_user", "mean_batch",
                     "peak_kv_cache_used", "iterations"):
