@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "stg/Serve/DeploymentSearch.h"
+#include "stg/Serve/RequestLengths.h"
 
 #include "stg/Support/Version.h"
 
@@ -112,7 +113,12 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
        << formatShortest(options.thinkMicros / 1e3);
   if (engine.offloadBytes > 0)
     os << " --kv-offload-gb " << formatShortest(engine.offloadBytes / 1e9);
-  if ((options.sharedPrefix || options.turns > 1) && !engine.prefixCaching)
+  if (uint64_t tokens = options.promptBlocks.tokens;
+      tokens && tokens != DefaultTraceBlockTokens)
+    os << " --trace-block-tokens " << tokens;
+  if ((options.sharedPrefix || options.turns > 1 ||
+       !options.promptBlocks.empty()) &&
+      !engine.prefixCaching)
     os << " --prefix-caching off";
   if (const SpeculativeDecoding &speculation = engine.speculation;
       speculation.draftTokens)

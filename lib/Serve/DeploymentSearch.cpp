@@ -373,6 +373,7 @@ void Search::runUnit(size_t unit, std::vector<DeploymentRun> &runs,
 
   ServingWorkload workload;
   workload.lengths = options.lengths;
+  workload.promptBlocks = options.promptBlocks;
   workload.requests = getRequests(point);
   workload.seed = options.seed;
   workload.burstiness = options.burstiness;

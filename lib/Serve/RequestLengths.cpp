@@ -1,4 +1,11 @@
 //===- RequestLengths.cpp - A serving workload's request lengths ----------===//
+//
+// Two formats, told apart by the first line: CSV (a line a request, a
+// header optional) and JSON lines (Mooncake's traces). Both give lengths
+// and, where the file has them, arrival times; JSON lines also the
+// prompts' blocks.
+//
+//===----------------------------------------------------------------------===//
 
 #include "stg/Serve/RequestLengths.h"
 
@@ -8,7 +15,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Regex.h"
 
 #include <algorithm>
 #include <cmath>
@@ -72,12 +81,47 @@ std::optional<Instant> parseDateTime(llvm::StringRef cell) {
   return instant;
 }
 
+/// A file's arrivals in order: each after the first line's, none before
+/// the line before's, none past the span a run may have.
+class ArrivalTimes {
+public:
+  explicit ArrivalTimes(std::vector<double> &arrivals) : arrivals(arrivals) {}
+
+  /// Records `instant`, the file's `spelled`; the error, if any.
+  std::optional<std::string> add(const Instant &instant,
+                                 llvm::StringRef spelled) {
+    auto secondsAfter = [&](const Instant &earlier) {
+      return double(instant.seconds - earlier.seconds) +
+             (instant.fraction - earlier.fraction);
+    };
+    if (arrivals.empty())
+      first = instant;
+    else if (secondsAfter(previous) < 0)
+      return "arrival '" + spelled.str() +
+             "' is before the line before's: the requests are sent in the "
+             "file's order";
+    previous = instant;
+    double since = secondsAfter(first);
+    if (since > MaxArrivalSpanSeconds)
+      return llvm::formatv("arrival '{0}' is {1:e} s after the first, past "
+                           "the {2:e} s a run may span",
+                           spelled, since, MaxArrivalSpanSeconds)
+          .str();
+    arrivals.push_back(since * 1e6);
+    return std::nullopt;
+  }
+
+private:
+  std::vector<double> &arrivals;
+  Instant first, previous; ///< The first line's arrival and the last's.
+};
+
 /// Reads a `--lengths` file a line at a time: its header, if any, then
 /// its rows.
 class TraceParser {
 public:
   TraceParser(llvm::StringRef file, DiagnosticEngine &diags)
-      : file(file), diags(diags) {}
+      : file(file), diags(diags), arrivals(trace.arrivals) {}
 
   std::optional<RequestTrace> parse();
 
@@ -98,7 +142,7 @@ private:
   /// The columns: a header's, or `input,output`.
   llvm::SmallVector<Column, 4> columns{Column::Input, Column::Output};
   bool header = false;
-  Instant first, previous; ///< The first line's arrival and the last's.
+  ArrivalTimes arrivals;
   llvm::StringRef line;
   unsigned lineNumber = 0;
 };
@@ -138,24 +182,8 @@ bool TraceParser::parseArrival(llvm::StringRef cell, Column column) {
                           "' is not a time: seconds (milliseconds for "
                           "arrival_ms) from 0 to 1e12, or a date and time "
                           "as 2023-11-16 18:15:46.68");
-  auto secondsAfter = [&](const Instant &earlier) {
-    return double(instant->seconds - earlier.seconds) +
-           (instant->fraction - earlier.fraction);
-  };
-  if (trace.lengths.empty())
-    first = *instant;
-  else if (secondsAfter(previous) < 0)
-    return fail(cell, "arrival '" + cell +
-                          "' is before the line before's: the requests are "
-                          "sent in the file's order");
-  previous = *instant;
-  double since = secondsAfter(first);
-  if (since > MaxArrivalSpanSeconds)
-    return fail(cell, llvm::formatv("arrival '{0}' is {1:e} s after the "
-                                    "first, past the {2:e} s a run may span",
-                                    cell, since, MaxArrivalSpanSeconds)
-                          .str());
-  trace.arrivals.push_back(since * 1e6);
+  if (std::optional<std::string> error = arrivals.add(*instant, cell))
+    return fail(cell, *error);
   return true;
 }
 
@@ -211,26 +239,216 @@ std::optional<RequestTrace> TraceParser::parse() {
   return std::move(trace);
 }
 
+/// Reads a trace of JSON lines, one request's object a line (Mooncake's
+/// format). llvm::json parses each line; it keeps no locations, so an
+/// error about a member points at its key in the line.
+class JsonLinesParser {
+public:
+  JsonLinesParser(llvm::StringRef file, uint64_t blockTokens,
+                  DiagnosticEngine &diags)
+      : file(file), blockTokens(blockTokens), diags(diags),
+        arrivals(trace.arrivals) {}
+
+  std::optional<RequestTrace> parse();
+
+private:
+  bool parseLine();
+  bool parseLength(const llvm::json::Object &object, llvm::StringRef key,
+                   uint64_t &value);
+  bool parseBlocks(const llvm::json::Array &ids, uint64_t input);
+  bool fail(size_t column, const llvm::Twine &message) {
+    diags.error({file, lineNumber, unsigned(column) + 1}, message);
+    return false;
+  }
+  /// An error about `key`'s member, at the key.
+  bool failAt(llvm::StringRef key, const llvm::Twine &message) {
+    size_t at = line.find(("\"" + key + "\"").str());
+    return fail(at == llvm::StringRef::npos ? 0 : at, message);
+  }
+
+  llvm::StringRef file;
+  uint64_t blockTokens;
+  DiagnosticEngine &diags;
+  RequestTrace trace;
+  ArrivalTimes arrivals;
+  std::vector<uint64_t> blockIds, blockBegin{0};
+  bool anyBlocks = false;
+  llvm::StringRef line;
+  unsigned lineNumber = 0;
+};
+
+/// Where llvm::json says a parse failed, and why: its ParseError keeps both
+/// private and prints them as `[line:column, byte=offset]: message`.
+std::pair<size_t, std::string> locateParseError(llvm::Error error) {
+  std::string text = llvm::toString(std::move(error));
+  llvm::SmallVector<llvm::StringRef, 3> parts;
+  static const llvm::Regex printed("^\\[[0-9]+:[0-9]+, byte=([0-9]+)\\]: (.*)$");
+  size_t offset = 0;
+  if (!printed.match(text, &parts) || parts[1].getAsInteger(10, offset))
+    return {0, text};
+  return {offset, parts[2].str()};
+}
+
+bool JsonLinesParser::parseLength(const llvm::json::Object &object,
+                                  llvm::StringRef key, uint64_t &value) {
+  const llvm::json::Value *member = object.get(key);
+  if (!member)
+    return fail(0, "expected \"" + key + "\": every line gives its "
+                   "input_length and output_length");
+  llvm::Optional<int64_t> number = member->getAsInteger();
+  if (!number || *number < 1 || uint64_t(*number) > MaxRequestTokens)
+    return failAt(key, key + " is not a whole number from 1 to " +
+                           llvm::Twine(MaxRequestTokens));
+  value = uint64_t(*number);
+  return true;
+}
+
+bool JsonLinesParser::parseBlocks(const llvm::json::Array &ids,
+                                  uint64_t input) {
+  uint64_t fill = (input + blockTokens - 1) / blockTokens;
+  if (ids.size() > fill)
+    return failAt("hash_ids",
+                  llvm::formatv("hash_ids names {0} blocks of {1} tokens, "
+                                "more than the prompt's {2} tokens fill "
+                                "({3}); give the trace's block size with "
+                                "--trace-block-tokens",
+                                ids.size(), blockTokens, input, fill));
+  size_t first = blockIds.size();
+  for (size_t index = 0; index < ids.size(); ++index) {
+    llvm::Optional<int64_t> id = ids[index].getAsInteger();
+    if (!id || *id < 0 || uint64_t(*id) > MaxBlockId)
+      return failAt("hash_ids",
+                    llvm::formatv("hash_ids[{0}] is not a block id: a whole "
+                                  "number from 0 to {1}",
+                                  index, MaxBlockId));
+    // A block stands for its content and all before it: a prompt cannot
+    // hold it twice.
+    if (llvm::is_contained(llvm::makeArrayRef(blockIds).drop_front(first),
+                           uint64_t(*id)))
+      return failAt("hash_ids",
+                    llvm::formatv("hash_ids[{0}] repeats block {1} of the "
+                                  "same prompt",
+                                  index, *id));
+    blockIds.push_back(uint64_t(*id));
+  }
+  anyBlocks |= !ids.empty();
+  return true;
+}
+
+bool JsonLinesParser::parseLine() {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(line);
+  if (!value) {
+    auto [offset, message] = locateParseError(value.takeError());
+    return fail(offset, "not a JSON line: " + message);
+  }
+  const llvm::json::Object *object = value->getAsObject();
+  if (!object)
+    return fail(0, "expected a JSON object a line, as {\"timestamp\": 0, "
+                   "\"input_length\": 6955, \"output_length\": 52, "
+                   "\"hash_ids\": [0, 1]}");
+  // Keys in the line's order, for a deterministic first error.
+  llvm::SmallVector<llvm::StringRef, 4> keys;
+  for (const auto &member : *object)
+    keys.push_back(member.first);
+  llvm::sort(keys, [&](llvm::StringRef a, llvm::StringRef b) {
+    return line.find(("\"" + a + "\"").str()) <
+           line.find(("\"" + b + "\"").str());
+  });
+  static const llvm::StringRef known[] = {"timestamp", "input_length",
+                                          "output_length", "hash_ids"};
+  for (llvm::StringRef key : keys)
+    if (!llvm::is_contained(known, key))
+      return failAt(key, "unknown key '" + key +
+                             "': expected timestamp (ms), input_length, "
+                             "output_length and hash_ids");
+  RequestLengths lengths;
+  if (!parseLength(*object, "input_length", lengths.input) ||
+      !parseLength(*object, "output_length", lengths.output))
+    return false;
+
+  const llvm::json::Value *timestamp = object->get("timestamp");
+  if (!trace.lengths.empty() && bool(timestamp) != !trace.arrivals.empty())
+    return fail(0, timestamp ? "a timestamp where the lines before have none"
+                             : "no timestamp where the lines before have "
+                               "one: give every line's or none");
+  if (timestamp) {
+    llvm::Optional<double> millis = timestamp->getAsNumber();
+    if (!millis || !std::isfinite(*millis) || *millis < 0 ||
+        *millis * 1e-3 > MaxInstantSeconds)
+      return failAt("timestamp", "timestamp is not a time: milliseconds "
+                                 "from 0 to 1e15");
+    double seconds = *millis * 1e-3, whole = std::floor(seconds);
+    std::string spelled = llvm::formatv("{0}", *timestamp).str();
+    if (std::optional<std::string> error =
+            arrivals.add({int64_t(whole), seconds - whole}, spelled))
+      return failAt("timestamp", *error);
+  }
+
+  if (const llvm::json::Value *hashes = object->get("hash_ids")) {
+    const llvm::json::Array *ids = hashes->getAsArray();
+    if (!ids)
+      return failAt("hash_ids", "hash_ids is not an array of block ids");
+    if (!parseBlocks(*ids, lengths.input))
+      return false;
+  }
+  blockBegin.push_back(blockIds.size());
+  trace.lengths.push_back(lengths);
+  return true;
+}
+
+std::optional<RequestTrace> JsonLinesParser::parse() {
+  llvm::StringRef text = diags.getSource(file)->getBuffer();
+  while (!text.empty()) {
+    std::tie(line, text) = text.split('\n');
+    ++lineNumber;
+    line = line.rtrim("\r");
+    if (!line.trim().empty() && !parseLine())
+      return std::nullopt;
+  }
+  if (anyBlocks) {
+    trace.blocks.tokens = blockTokens;
+    trace.blocks.ids = std::move(blockIds);
+    trace.blocks.begin = std::move(blockBegin);
+  }
+  return std::move(trace);
+}
+
+/// Whether `text` is JSON lines: its first line that is not blank opens an
+/// object (or an array, to say that a line must be an object).
+bool isJsonLines(llvm::StringRef text) {
+  text = text.ltrim();
+  return text.startswith("{") || text.startswith("[");
+}
+
+std::optional<RequestTrace> parseTrace(llvm::StringRef file,
+                                       uint64_t blockTokens,
+                                       DiagnosticEngine &diags) {
+  if (isJsonLines(diags.getSource(file)->getBuffer()))
+    return JsonLinesParser(file, blockTokens, diags).parse();
+  return TraceParser(file, diags).parse();
+}
+
 } // namespace
 
 std::optional<RequestTrace> stg::loadRequestTrace(llvm::StringRef path,
-                                                  DiagnosticEngine &diags) {
+                                                  DiagnosticEngine &diags,
+                                                  uint64_t blockTokens) {
   auto buffer = readInputFile(path, MaxTableBytes, "request-lengths file");
   if (!buffer) {
     diags.error({}, "--lengths: " + llvm::toString(buffer.takeError()));
     return std::nullopt;
   }
-  return TraceParser(diags.addSource(std::move(*buffer), path), diags).parse();
+  return parseTrace(diags.addSource(std::move(*buffer), path), blockTokens,
+                    diags);
 }
 
 std::optional<RequestTrace> stg::parseRequestTrace(llvm::StringRef text,
                                                    llvm::StringRef name,
-                                                   DiagnosticEngine &diags) {
-  return TraceParser(
-             diags.addSource(llvm::MemoryBuffer::getMemBufferCopy(text, name),
-                             name),
-             diags)
-      .parse();
+                                                   DiagnosticEngine &diags,
+                                                   uint64_t blockTokens) {
+  return parseTrace(
+      diags.addSource(llvm::MemoryBuffer::getMemBufferCopy(text, name), name),
+      blockTokens, diags);
 }
 
 void stg::forEachTurn(llvm::ArrayRef<RequestLengths> lengths, unsigned turns,

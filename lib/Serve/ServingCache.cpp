@@ -4,7 +4,8 @@
 // reservation, its whole cache from admission or (KVAllocation::OnDemand)
 // a block more as its output needs one, preempting the newest sequence
 // when none is free; with prefix caching each prefix group's blocks, left
-// by the first sequence that computes them, and each conversation's
+// by the first sequence that computes them (or a trace's prompt blocks,
+// each kept by the first sequence that computes it), and each conversation's
 // context between its turns, evicted least recently cached first when
 // room is needed (before any preemption), to host memory when the engine
 // offloads KV blocks, and then the prefixes nothing reads, least recently
@@ -37,11 +38,19 @@ double Simulation::getKVBytes(const Engine &engine, uint64_t tokens) const {
   return engine.cost->kvBytes(double(tokens));
 }
 
+void Simulation::release(Replica &replica, const SequenceState &sequence,
+                         uint32_t request) {
+  replica.kvUsed -= sequence.kvReserved;
+  if (!workload.promptBlocks.empty() && sequence.shared)
+    replica.blocks.release(getPromptBlocks(request).take_front(
+        sequence.shared / workload.promptBlocks.tokens));
+}
+
 void Simulation::preempt(Engine &engine, Replica &replica) {
   uint32_t request = replica.running.back();
   replica.running.pop_back();
   SequenceState &sequence = sequences[request];
-  replica.kvUsed -= sequence.kvReserved;
+  release(replica, sequence, request);
   sequence.kvReserved = 0;
   sequence.cached = sequence.prefilled = sequence.shared = 0;
   sequence.readyAt = 0;
@@ -51,18 +60,49 @@ void Simulation::preempt(Engine &engine, Replica &replica) {
 }
 
 uint64_t Simulation::getReusablePrefix(const Engine &engine,
-                                       uint64_t input) const {
+                                       uint32_t request) const {
+  uint64_t input = result.requests[request].input;
   if (!settings.prefixCaching || !engine.prefill || input < 2)
     return 0;
+  if (uint64_t block = workload.promptBlocks.tokens)
+    return std::min<uint64_t>(getPromptBlocks(request).size(),
+                              (input - 1) / block) *
+           block;
   uint64_t tokens = std::min(workload.sharedPrefix, input - 1);
   return tokens / settings.blockTokens * settings.blockTokens;
+}
+
+uint64_t Simulation::getCachedPrefix(const Replica &replica, uint32_t request,
+                                     uint64_t reusable) const {
+  if (uint64_t block = workload.promptBlocks.tokens)
+    return replica.blocks.countHeld(
+               getPromptBlocks(request).take_front(reusable / block)) *
+           block;
+  return std::min(reusable, replica.prefixes[getPrefixGroup(request)].tokens);
 }
 
 void Simulation::keepPrefix(Engine &engine, uint32_t request) {
   SequenceState &sequence = sequences[request];
   Replica &replica = engine.replicas[sequence.replica];
+  uint64_t prefix = getReusablePrefix(engine, request);
+  if (uint64_t block = workload.promptBlocks.tokens) {
+    // The blocks it has computed beyond those it read become the
+    // replica's, or are dropped for the copies the replica has.
+    uint64_t computed = std::min(prefix, sequence.prefilled / block * block);
+    if (computed <= sequence.shared)
+      return;
+    replica.kvUsed -= replica.blocks.add(
+        getPromptBlocks(request).slice(sequence.shared / block,
+                                       (computed - sequence.shared) / block),
+        sequence.shared / block,
+        [&](uint64_t depth) { return getBlockBytes(engine, depth); },
+        ++prefixReads);
+    sequence.kvReserved -=
+        getKVBytes(engine, computed) - getKVBytes(engine, sequence.shared);
+    sequence.shared = computed;
+    return;
+  }
   CachedPrefix &cached = replica.prefixes[getPrefixGroup(request)];
-  uint64_t prefix = getReusablePrefix(engine, result.requests[request].input);
   if (prefix <= cached.tokens || sequence.prefilled < prefix)
     return;
   // Its blocks of the prefix become the replica's: it reads them as shared.
@@ -91,9 +131,14 @@ std::vector<bool> Simulation::getPrefixesInUse(const Replica &replica) const {
 
 double Simulation::getEvictablePrefixBytes(const Engine &engine,
                                            const Replica &replica,
-                                           unsigned keep) const {
+                                           uint32_t request) const {
+  if (uint64_t block = workload.promptBlocks.tokens)
+    return replica.blocks.getEvictableBytes(getPromptBlocks(request).take_front(
+        getCachedPrefix(replica, request, getReusablePrefix(engine, request)) /
+        block));
   if (!workload.sharedPrefix)
     return 0;
+  unsigned keep = getPrefixGroup(request);
   std::vector<bool> inUse = getPrefixesInUse(replica);
   double bytes = 0;
   for (unsigned group = 0; group < replica.prefixes.size(); ++group)
@@ -104,6 +149,12 @@ double Simulation::getEvictablePrefixBytes(const Engine &engine,
 
 bool Simulation::evictPrefix(const Engine &engine, Replica &replica,
                              unsigned keep) {
+  if (!workload.promptBlocks.empty()) {
+    std::optional<double> bytes = replica.blocks.evictOldest();
+    if (bytes)
+      replica.kvUsed -= *bytes;
+    return bytes.has_value();
+  }
   if (!workload.sharedPrefix)
     return false;
   std::vector<bool> inUse = getPrefixesInUse(replica);

@@ -116,10 +116,10 @@ void Simulation::startIteration(unsigned index, double now) {
     const RequestRecord &record = result.requests[request];
     SequenceState &sequence = sequences[request];
     const Conversation &conversation = conversations[record.conversation];
-    // A prompt not yet begun reads its group's prefix a replica holds.
+    // A prompt not yet begun reads what a replica holds of its prefix.
     unsigned group = getPrefixGroup(request);
     uint64_t prefix =
-        sequence.prefilled ? 0 : getReusablePrefix(engine, record.input);
+        sequence.prefilled ? 0 : getReusablePrefix(engine, request);
     auto getNeed = [&](uint64_t shared) {
       return onDemand
                  ? getKVBytes(engine, sequence.target + 1 - shared)
@@ -131,7 +131,7 @@ void Simulation::startIteration(unsigned index, double now) {
     bool chosenHome = false;
     for (unsigned slot = 0; slot < engine.replicas.size(); ++slot) {
       const Replica &replica = engine.replicas[slot];
-      uint64_t shared = std::min(prefix, replica.prefixes[group].tokens);
+      uint64_t shared = getCachedPrefix(replica, request, prefix);
       uint64_t hit = shared;
       bool home = conversation.engine == int(index) &&
                   conversation.replica == slot && !sequence.prefilled;
@@ -145,7 +145,7 @@ void Simulation::startIteration(unsigned index, double now) {
       double room = budget - replica.kvUsed +
                     replica.contexts.getEvictableBytes(record.conversation);
       if (need > room) // Prefixes nothing reads go last.
-        room += getEvictablePrefixBytes(engine, replica, group);
+        room += getEvictablePrefixBytes(engine, replica, request);
       if (replica.running.size() >= limits.maxBatch || need > room)
         continue;
       if (chosen < 0 || (home && !chosenHome) ||
@@ -184,6 +184,19 @@ void Simulation::startIteration(unsigned index, double now) {
       }
       state.engine = -1;
     }
+    // What it reads of the cache is its own before any eviction makes
+    // room.
+    if (chosenHit) {
+      sequence.shared = getCachedPrefix(replica, request, prefix);
+      if (uint64_t block = workload.promptBlocks.tokens)
+        replica.blocks.read(
+            getPromptBlocks(request).take_front(sequence.shared / block),
+            ++prefixReads);
+      else if (sequence.shared)
+        replica.prefixes[group].lastRead = ++prefixReads;
+      sequence.prefilled = sequence.cached = chosenHit;
+      result.prefixHitTokens += chosenHit;
+    }
     while (replica.kvUsed + chosenNeed > budget &&
            evictForRoom(engine, replica, record.conversation, group)) {
     }
@@ -194,14 +207,6 @@ void Simulation::startIteration(unsigned index, double now) {
     if (!sequence.started && !sequence.admitted) {
       result.requests[request].admitted = now;
       sequence.admitted = true;
-    }
-    if (chosenHit) {
-      CachedPrefix &cached = replica.prefixes[group];
-      sequence.shared = std::min(prefix, cached.tokens);
-      if (sequence.shared)
-        cached.lastRead = ++prefixReads;
-      sequence.prefilled = sequence.cached = chosenHit;
-      result.prefixHitTokens += chosenHit;
     }
   }
   if (onDemand && engine.decode)
@@ -348,7 +353,7 @@ void Simulation::endIteration(unsigned index, double now) {
     Replica &replica = engine.replicas[sequence.replica];
     replica.running.erase(llvm::find(replica.running, work.request));
     if (!keepContext(index, work.request))
-      replica.kvUsed -= sequence.kvReserved;
+      release(replica, sequence, work.request);
     if (!engine.decode && record.output > 1) {
       record.transfer = getTransferMicros(work.request);
       push(now + record.transfer, EventKind::TransferEnd, work.request);
@@ -493,6 +498,19 @@ stg::simulateServing(const ServingDeployment &deployment,
       (settings.offloadBytes > 0 && !(deployment.hostBandwidth > 0))) {
     diags.error({}, "KV offload needs a finite host memory of 0 or more and "
                     "a link to it (the device's host bandwidth)");
+    return std::nullopt;
+  }
+  if (const PromptBlocks &blocks = workload.promptBlocks;
+      !blocks.empty() &&
+      (blocks.begin.size() != workload.lengths.size() + 1 ||
+       blocks.begin.front() != 0 || blocks.begin.back() != blocks.ids.size() ||
+       !llvm::is_sorted(blocks.begin) ||
+       llvm::any_of(blocks.ids, [](uint64_t id) { return id > MaxBlockId; }) ||
+       workload.turns != 1 || workload.sharedPrefix ||
+       blocks.tokens % settings.blockTokens)) {
+    diags.error({}, "a serving run's prompt blocks need a line of ids (each "
+                    "at most 2^53 - 1) for each of its lengths, single turns, "
+                    "no shared prefix, and whole KV pages a block");
     return std::nullopt;
   }
   if (!workload.prefixGroups) {

@@ -3,15 +3,16 @@
 // The state of a discrete-event serving run (ServingSimulation.h), shared
 // by its two halves: the scheduler's events, iterations and routing
 // (ServingSimulation.cpp) and the replicas' KV caches, that is the
-// reservations, preemption, the cached prefix and conversations' contexts
-// (in host memory too), and the check that every request fits
-// (ServingCache.cpp).
+// reservations, preemption, the cached prefixes (a prefix group's, or a
+// trace's prompt blocks) and conversations' contexts (in host memory too),
+// and the check that every request fits (ServingCache.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef STG_LIB_SERVE_SIMULATION_H
 #define STG_LIB_SERVE_SIMULATION_H
 
+#include "BlockCache.h"
 #include "ContextCache.h"
 #include "stg/Serve/ServingSimulation.h"
 
@@ -57,7 +58,9 @@ struct SequenceState {
   /// and the output so far.
   uint64_t target = 0;
   uint64_t cached = 0;  ///< Tokens whose KV it holds.
-  uint64_t shared = 0;  ///< Of those, the replica's cached prefix.
+  /// Of those, the replica's cached prefix (its group's, or the leading
+  /// blocks of its prompt it reads from the replica's BlockCache).
+  uint64_t shared = 0;
   bool started = false; ///< Its first token is out.
   bool admitted = false; ///< An engine has admitted it once.
   double kvReserved = 0;
@@ -79,6 +82,7 @@ struct Replica {
   /// Its sequences' reservations, cached prefixes and cached contexts.
   double kvUsed = 0;
   std::vector<CachedPrefix> prefixes; ///< By prefix group.
+  BlockCache blocks; ///< A trace's prompt blocks (PromptBlocks).
   ContextCache contexts; ///< Conversations' contexts between turns.
   /// Contexts evicted to host memory (KV offload), and their bytes.
   ContextCache hostContexts;
@@ -164,24 +168,45 @@ private:
   /// After a turn: keeps its context where it ran if the conversation goes
   /// on there, and says whether it did.
   bool keepContext(unsigned engine, uint32_t request);
-  /// The tokens of a prompt of `input` tokens that prefix caching can
-  /// read instead of prefilling: the shared prefix's whole blocks, short of
-  /// the prompt's last token (its logits are needed).
-  uint64_t getReusablePrefix(const Engine &engine, uint64_t input) const;
+  /// The tokens of `request`'s prompt that prefix caching can read
+  /// instead of prefilling: the shared prefix's whole KV blocks, or the
+  /// trace's blocks of its prompt, short of the prompt's last token (its
+  /// logits are needed).
+  uint64_t getReusablePrefix(const Engine &engine, uint32_t request) const;
+  /// Of those, the tokens `replica` holds.
+  uint64_t getCachedPrefix(const Replica &replica, uint32_t request,
+                           uint64_t reusable) const;
   /// After a prefill chunk of `request`: its replica keeps what it has
   /// computed of the shared prefix beyond what it held.
   void keepPrefix(Engine &engine, uint32_t request);
+  /// A sequence of `replica` leaves it: its reservation is freed, and the
+  /// trace's blocks it read are read by one sequence fewer.
+  void release(Replica &replica, const SequenceState &sequence,
+               uint32_t request);
   unsigned getPrefixGroup(uint32_t request) const {
     return result.requests[request].conversation % workload.prefixGroups;
+  }
+  /// The trace's blocks of `request`'s prompt (PromptBlocks).
+  llvm::ArrayRef<uint64_t> getPromptBlocks(uint32_t request) const {
+    return workload.promptBlocks.getLine(result.requests[request].conversation %
+                                         workload.lengths.size());
+  }
+  /// The bytes of the block at `depth` in a prompt, on `engine`.
+  double getBlockBytes(const Engine &engine, uint64_t depth) const {
+    uint64_t tokens = workload.promptBlocks.tokens;
+    return getKVBytes(engine, (depth + 1) * tokens) -
+           getKVBytes(engine, depth * tokens);
   }
   /// Which groups' prefixes something on `replica` reads: a running
   /// sequence, or a cached context (whose bytes leave the prefix out).
   std::vector<bool> getPrefixesInUse(const Replica &replica) const;
-  /// The bytes of `replica`'s cached prefixes that nothing reads, but
-  /// `keep`'s group's.
+  /// The bytes of `replica`'s cached prefixes that nothing reads, but those
+  /// `keep` would read (its group's, or its prompt's cached blocks).
   double getEvictablePrefixBytes(const Engine &engine, const Replica &replica,
-                                 unsigned keep) const;
-  /// Evicts the least recently read of those; false when there is none.
+                                 uint32_t keep) const;
+  /// Evicts the least recently read of those but `keep`'s group's prefix
+  /// (a trace's blocks that a sequence reads stay anyway); false when there
+  /// is none.
   bool evictPrefix(const Engine &engine, Replica &replica, unsigned keep);
   /// Evicts for room: a cached context (but `keepConversation`'s), else a
   /// cached prefix nothing reads (but `keepGroup`'s).

@@ -85,7 +85,7 @@ struct PrefixCachingFlags {
   unsigned turns = 1;
   double thinkTimeMillis = 0;
   double offloadGB = 0;
-  std::string caching = "on";
+  std::string caching; ///< `on` or `off`; empty: not given, on.
 };
 
 inline void addPrefixCachingOptions(CLI::App &app, PrefixCachingFlags &flags,
@@ -120,7 +120,8 @@ inline void addPrefixCachingOptions(CLI::App &app, PrefixCachingFlags &flags,
       ->check(finiteNumber(0, 1e6))
       ->group(group);
   app.add_option("--prefix-caching", flags.caching,
-                 "with --shared-prefix or --turns: on (default, as vLLM, "
+                 "with --shared-prefix, --turns or a trace of prompt blocks: "
+                 "on (default, as vLLM, "
                  "SGLang and TensorRT-LLM run) keeps the prefix's whole "
                  "blocks in the cache of each attention replica that "
                  "computed it, and a conversation's context where its turn "
@@ -130,13 +131,18 @@ inline void addPrefixCachingOptions(CLI::App &app, PrefixCachingFlags &flags,
       ->group(group);
 }
 
+constexpr const char *PrefixCachingNeeds =
+    "--prefix-caching needs --shared-prefix N (N > 0), --turns N (N > 1) or "
+    "a --lengths trace whose prompts name their blocks (hash_ids)";
+
 /// What is wrong with the flags addPrefixCachingOptions read, if anything.
 inline std::optional<std::string>
 checkPrefixCachingOptions(const CLI::App &app,
                           const PrefixCachingFlags &flags) {
-  if (app.count("--prefix-caching") && !flags.sharedPrefix && flags.turns < 2)
-    return std::string("--prefix-caching needs --shared-prefix N (N > 0) or "
-                       "--turns N (N > 1)");
+  // With a --lengths file, checkPromptBlocks decides once it is read.
+  if (!flags.caching.empty() && !flags.sharedPrefix && flags.turns < 2 &&
+      !app.count("--lengths"))
+    return std::string(PrefixCachingNeeds);
   if (app.count("--prefix-groups") && !flags.sharedPrefix)
     return std::string("--prefix-groups needs --shared-prefix N (N > 0)");
   if (app.count("--think-time-ms") && flags.turns < 2)
@@ -146,6 +152,47 @@ checkPrefixCachingOptions(const CLI::App &app,
   if (flags.offloadGB > 0 && flags.caching == "off")
     return std::string("--kv-offload-gb keeps cached contexts: it needs "
                        "--prefix-caching on");
+  return std::nullopt;
+}
+
+/// `--trace-block-tokens`: what a `--lengths` trace's hash id stands for.
+inline void addTraceBlockOption(CLI::App &app,
+                                std::optional<uint64_t> &blockTokens,
+                                const std::string &group) {
+  app.add_option("--trace-block-tokens", blockTokens,
+                 "with a --lengths trace of JSON lines: the tokens each of a "
+                 "prompt's hash_ids stands for (default 512, Mooncake's)")
+      ->check(wholeNumber(1, MaxRequestTokens))
+      ->group(group);
+}
+
+/// What is wrong with running the prompt blocks of the trace at `path`
+/// with these flags, if anything: the blocks say what the prompts share,
+/// so no shared prefix or conversations beside them, and each block is
+/// whole KV pages.
+inline std::optional<std::string>
+checkPromptBlocks(const PromptBlocks &blocks, const std::string &path,
+                  std::optional<uint64_t> blockTokens,
+                  const PrefixCachingFlags &flags, unsigned kvBlockTokens) {
+  if (blocks.empty()) {
+    if (blockTokens)
+      return "--trace-block-tokens: " + path +
+             " names no prompt blocks (hash_ids)";
+    if (!flags.caching.empty() && !flags.sharedPrefix && flags.turns < 2)
+      return std::string(PrefixCachingNeeds);
+    return std::nullopt;
+  }
+  if (flags.sharedPrefix)
+    return "--shared-prefix: " + path +
+           "'s hash_ids say which prompts share which blocks";
+  if (flags.turns > 1)
+    return "--turns: " + path +
+           "'s hash_ids name each prompt's blocks, and a turn's prompt "
+           "holds the conversation before it";
+  if (blocks.tokens % kvBlockTokens)
+    return "--trace-block-tokens " + std::to_string(blocks.tokens) +
+           " is not a whole number of KV cache pages of " +
+           std::to_string(kvBlockTokens) + " tokens (--kv-block-tokens)";
   return std::nullopt;
 }
 
@@ -172,7 +219,7 @@ inline void applyPrefixCachingOptions(const PrefixCachingFlags &flags,
   turns = flags.turns;
   thinkMicros = flags.thinkTimeMillis * 1e3;
   settings.offloadBytes = flags.offloadGB * 1e9;
-  settings.prefixCaching = flags.caching == "on";
+  settings.prefixCaching = flags.caching != "off";
 }
 
 inline void addSpeculationOptions(CLI::App &app,

@@ -57,6 +57,9 @@ struct ServeSearchFlags {
   std::string sloStatistic = "p50";
   unsigned top = 10, jobs = 0;
   bool quiet = false;
+  PrefixCachingFlags prefixCaching;
+  /// `--trace-block-tokens`: what a trace's hash id stands for.
+  std::optional<uint64_t> traceBlockTokens;
 };
 
 int fail(const llvm::Twine &message) {
@@ -111,9 +114,11 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
       ->group(workload);
   app.add_option("--lengths", search.lengthsFile,
                  "CSV of the requests' `input,output` tokens, used in turn "
-                 "(instead of --isl and --osl)")
+                 "(instead of --isl and --osl), or JSON lines whose prompts "
+                 "name their blocks (Mooncake's hash_ids) without timestamps")
       ->type_name("FILE")
       ->group(workload);
+  addTraceBlockOption(app, flags.traceBlockTokens, workload);
   app.add_option("--concurrency", search.concurrencies,
                  "clients of the whole deployment, one run each: 16,64,256")
       ->delimiter(',')
@@ -230,7 +235,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   addChunkedPrefillOption(app, settings.chunkedPrefill, engine);
   std::string linearKernels = "separate";
   addLinearKernelsOption(app, linearKernels, engine);
-  PrefixCachingFlags prefixCaching;
+  PrefixCachingFlags &prefixCaching = flags.prefixCaching;
   addPrefixCachingOptions(app, prefixCaching, engine);
   addSpeculationOptions(app, settings.speculation, engine);
 
@@ -367,16 +372,22 @@ int stg::runServeSearch(int argc, char **argv) {
   DiagnosticEngine diags;
   diags.setProgramName("stage-search");
   if (!search.lengthsFile.empty()) {
-    std::optional<RequestTrace> trace =
-        loadRequestTrace(search.lengthsFile, diags);
+    std::optional<RequestTrace> trace = loadRequestTrace(
+        search.lengthsFile, diags,
+        flags.traceBlockTokens.value_or(DefaultTraceBlockTokens));
     if (!trace)
       return 1;
+    if (std::optional<std::string> error = checkPromptBlocks(
+            trace->blocks, search.lengthsFile, flags.traceBlockTokens,
+            flags.prefixCaching, search.engine.blockTokens))
+      return fail(*error);
     if (!trace->arrivals.empty())
       return fail("--lengths " + search.lengthsFile +
                   ": the search runs each deployment at the --concurrency "
                   "or --request-rate points; a trace's arrival times are "
                   "for stagec --mode serve");
     search.lengths = std::move(trace->lengths);
+    search.promptBlocks = std::move(trace->blocks);
   }
   llvm::Expected<SystemSpec> system = loadSystem(flags.system);
   if (!system)

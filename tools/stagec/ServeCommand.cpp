@@ -90,6 +90,7 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
                  "traces), a trace the requests arrive by")
       ->type_name("FILE")
       ->group(group);
+  addTraceBlockOption(app, flags.traceBlockTokens, group);
   app.add_option("--arrival-speedup", flags.arrivalSpeedup,
                  "a trace's arrival times divided by this: 2 sends its "
                  "requests twice as fast (default 1)")
@@ -186,6 +187,7 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--request-rate",
                                           "--burstiness",
                                           "--arrival-speedup",
+                                          "--trace-block-tokens",
                                           "--requests",
                                           "--warmup-requests",
                                           "--max-batch",
@@ -236,6 +238,9 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
   if (app.count("--arrival-speedup") && fixed)
     return std::string("--arrival-speedup needs a --lengths file with an "
                        "arrival column");
+  if (app.count("--trace-block-tokens") && fixed)
+    return std::string("--trace-block-tokens needs a --lengths trace whose "
+                       "prompts name their blocks (hash_ids)");
   if (options.system.empty() && options.device.empty())
     return std::string("--mode serve needs --system or --device: it times "
                        "iterations");
@@ -338,11 +343,22 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
 
   ServingWorkload workload;
   if (!flags.lengths.empty()) {
-    std::optional<RequestTrace> trace = loadRequestTrace(flags.lengths, diags);
+    std::optional<RequestTrace> trace =
+        loadRequestTrace(flags.lengths, diags,
+                         flags.traceBlockTokens.value_or(
+                             DefaultTraceBlockTokens));
     if (!trace)
       return 1;
+    if (std::optional<std::string> error =
+            checkPromptBlocks(trace->blocks, flags.lengths,
+                              flags.traceBlockTokens, flags.prefixCaching,
+                              flags.kvBlockTokens)) {
+      diags.error({}, *error);
+      return 1;
+    }
     workload.lengths = std::move(trace->lengths);
     workload.arrivals = std::move(trace->arrivals);
+    workload.promptBlocks = std::move(trace->blocks);
   } else {
     workload.lengths = {{flags.inputTokens, flags.outputTokens}};
   }

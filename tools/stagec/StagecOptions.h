@@ -27,6 +27,8 @@ namespace stg {
 struct ServeFlags {
   uint64_t inputTokens = 0, outputTokens = 0; ///< `--isl`, `--osl`.
   std::string lengths;                        ///< `--lengths FILE.csv`.
+  /// `--trace-block-tokens`: what a trace's hash id stands for.
+  std::optional<uint64_t> traceBlockTokens;
   std::optional<uint64_t> concurrency;
   std::string requestRate; ///< Requests/s, or `inf`.
   double burstiness = 1;   ///< `--burstiness`: the gaps' gamma shape.

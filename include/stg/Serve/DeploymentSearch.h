@@ -132,6 +132,8 @@ struct DeploymentSearchOptions {
   /// points: concurrencies or request rates, one run each.
   std::vector<RequestLengths> lengths;
   std::string lengthsFile; ///< Where `lengths` came from, if a file.
+  /// The file's prompt blocks (a trace's hash_ids), if it names any.
+  PromptBlocks promptBlocks;
   std::vector<uint64_t> concurrencies;
   std::vector<double> requestRates;
   /// Requests a run; none: 10 x the concurrency (at least 100), or 1000 at

@@ -8,8 +8,13 @@
 // `arrival_ms` (from any origin), or `timestamp` in seconds or as the
 // Azure LLM inference traces write it (`TIMESTAMP,ContextTokens,
 // GeneratedTokens`, `2023-11-16 18:15:46.6805900`); the requests then
-// arrive when the file says, each once. Errors are located:
-// `file.csv:3:7: error: ...` with the line and a caret.
+// arrive when the file says, each once. A file whose first line opens a
+// JSON object is JSON lines as Mooncake's traces are written (and NVIDIA
+// Dynamo's and AIPerf's replays read them): `{"timestamp": 27482,
+// "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, ...]}`,
+// the timestamp in milliseconds and optional, each hash id a block of the
+// prompt (PromptBlocks). Errors are located: `file.csv:3:7: error: ...`
+// with the line and a caret.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +40,10 @@ constexpr uint64_t MaxRequestTokens = 1u << 24;
 /// keeps a microsecond within a double's precision.
 constexpr double MaxArrivalSpanSeconds = 1e7;
 
+/// The tokens a trace's block (a hash id) stands for unless told:
+/// Mooncake's.
+constexpr uint64_t DefaultTraceBlockTokens = 512;
+
 /// A `--lengths` file's requests.
 struct RequestTrace {
   std::vector<RequestLengths> lengths;
@@ -42,14 +51,20 @@ struct RequestTrace {
   /// order (never earlier than the line before); empty without an arrival
   /// column.
   std::vector<double> arrivals;
+  /// Each line's prompt blocks, when some line names any (hash_ids).
+  PromptBlocks blocks;
 };
 
-std::optional<RequestTrace> loadRequestTrace(llvm::StringRef path,
-                                             DiagnosticEngine &diags);
+/// Reads a `--lengths` file; a hash id stands for `blockTokens` tokens, so
+/// a prompt names no more than its tokens fill.
+std::optional<RequestTrace>
+loadRequestTrace(llvm::StringRef path, DiagnosticEngine &diags,
+                 uint64_t blockTokens = DefaultTraceBlockTokens);
 /// The same, of a file's text, its errors located in `name`.
-std::optional<RequestTrace> parseRequestTrace(llvm::StringRef text,
-                                              llvm::StringRef name,
-                                              DiagnosticEngine &diags);
+std::optional<RequestTrace>
+parseRequestTrace(llvm::StringRef text, llvm::StringRef name,
+                  DiagnosticEngine &diags,
+                  uint64_t blockTokens = DefaultTraceBlockTokens);
 
 /// The most tokens a conversation may reach, its turns' prompts and
 /// outputs together.

@@ -20,6 +20,8 @@
 #include "stg/Serve/IterationCost.h"
 #include "stg/Support/Diagnostics.h"
 
+#include "llvm/ADT/ArrayRef.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -31,6 +33,28 @@ namespace stg {
 struct RequestLengths {
   uint64_t input = 0, output = 0;
 };
+
+/// The blocks a trace says each prompt is made of (Mooncake's `hash_ids`):
+/// equal ids are equal content, and so is everything before them in their
+/// prompts, so two prompts share the blocks up to their first different id.
+/// Prefix caching reads a prompt's leading blocks that its replica holds.
+struct PromptBlocks {
+  uint64_t tokens = 0; ///< Each block's; 0: the prompts name no blocks.
+  std::vector<uint64_t> ids;
+  /// Line i's ids are ids[begin[i]] to ids[begin[i + 1]]: a line each, and
+  /// one past the last.
+  std::vector<uint64_t> begin;
+
+  bool empty() const { return !tokens; }
+  llvm::ArrayRef<uint64_t> getLine(size_t line) const {
+    return llvm::ArrayRef<uint64_t>(ids).slice(begin[line],
+                                               begin[line + 1] - begin[line]);
+  }
+};
+
+/// The largest id a block may have: every double below it is a whole
+/// number, as JSON's numbers are read.
+constexpr uint64_t MaxBlockId = (uint64_t(1) << 53) - 1;
 
 /// Engines of one plan: `instances` copies of a model instance. With
 /// pipeline stages each instance runs one batch per stage at once
@@ -93,6 +117,9 @@ struct ServingWorkload {
   /// Each request's arrival, microseconds from the first, in the order the
   /// requests are sent (a trace: RequestTrace::arrivals); single turns.
   std::vector<double> arrivals;
+  /// The blocks of each line of `lengths` (a trace's); single turns and no
+  /// shared prefix, which they replace.
+  PromptBlocks promptBlocks;
 };
 
 /// The most and least --burstiness: gamma shapes whose gaps stay finite
@@ -145,10 +172,10 @@ struct ServingEngineSettings {
   KVAllocation kvAllocation = KVAllocation::Reserve;
   /// Prefix caching (vLLM's automatic prefix caching, SGLang's radix cache,
   /// TensorRT-LLM's KV-cache block reuse): the whole blocks of a shared
-  /// prefix, once an attention replica has computed them, stay in its
-  /// cache (evicted, least recently read first, for room when nothing
-  /// there reads them), and a prompt admitted there prefills only what
-  /// follows them;
+  /// prefix (or of a trace's prompts, PromptBlocks), once an attention
+  /// replica has computed them, stay in its cache (evicted, least recently
+  /// read first, for room when nothing there reads them), and a prompt
+  /// admitted there prefills only what follows them;
   /// a conversation's context stays where its turn ran, until its next
   /// turn reads it or room is needed (least recently cached first).
   bool prefixCaching = true;

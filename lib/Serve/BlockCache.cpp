@@ -1,0 +1,84 @@
+//===- BlockCache.cpp - A trace's prompt blocks a replica keeps -----------===//
+
+#include "BlockCache.h"
+
+#include <cassert>
+
+using namespace stg;
+
+size_t BlockCache::countHeld(llvm::ArrayRef<uint64_t> ids) const {
+  size_t held = 0;
+  while (held < ids.size() && blocks.count(ids[held]))
+    ++held;
+  return held;
+}
+
+void BlockCache::read(llvm::ArrayRef<uint64_t> ids, uint64_t stamp) {
+  for (uint64_t id : ids) {
+    Block &block = blocks.find(id)->second;
+    if (!block.readers++) {
+      victims.erase(getVictim(id, block));
+      victimBytes -= block.bytes;
+    }
+    block.lastRead = stamp;
+  }
+}
+
+void BlockCache::release(llvm::ArrayRef<uint64_t> ids) {
+  for (uint64_t id : ids) {
+    Block &block = blocks.find(id)->second;
+    assert(block.readers && "a block released more often than read");
+    if (!--block.readers) {
+      victims.insert(getVictim(id, block));
+      victimBytes += block.bytes;
+    }
+  }
+  if (victims.empty())
+    victimBytes = 0; // What is left is rounding.
+}
+
+double BlockCache::add(llvm::ArrayRef<uint64_t> ids, uint64_t depth,
+                       llvm::function_ref<double(uint64_t)> getBytes,
+                       uint64_t stamp) {
+  double held = 0;
+  for (uint64_t id : ids) {
+    auto [it, inserted] = blocks.try_emplace(id);
+    Block &block = it->second;
+    if (inserted) {
+      block.depth = depth;
+      block.bytes = getBytes(depth);
+    } else {
+      held += getBytes(depth);
+      if (!block.readers) {
+        victims.erase(getVictim(id, block));
+        victimBytes -= block.bytes;
+      }
+    }
+    ++block.readers;
+    block.lastRead = stamp;
+    ++depth;
+  }
+  return held;
+}
+
+double BlockCache::getEvictableBytes(llvm::ArrayRef<uint64_t> keep) const {
+  double bytes = victimBytes;
+  for (uint64_t id : keep) {
+    auto it = blocks.find(id);
+    if (it != blocks.end() && !it->second.readers)
+      bytes -= it->second.bytes;
+  }
+  return std::max(0.0, bytes);
+}
+
+std::optional<double> BlockCache::evictOldest() {
+  if (victims.empty())
+    return std::nullopt;
+  Victim victim = *victims.begin();
+  victims.erase(victims.begin());
+  auto it = blocks.find(victim.id);
+  double bytes = it->second.bytes;
+  blocks.erase(it);
+  victimBytes = victims.empty() ? 0 : victimBytes - bytes;
+  return bytes;
+}

@@ -1,0 +1,215 @@
+//===- PromptBlocksTest.cpp - A trace's prompt blocks in the cache --------===//
+//
+// Traces that name their prompts' blocks (Mooncake's JSON lines and their
+// hash_ids): how the reader takes them, and how the replicas' caches keep,
+// share and evict the blocks on the hand clock of ServingTestClock.h
+// (1000 us an iteration and 10 a token, a byte of cache a token).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ServingTestClock.h"
+
+#include "stg/Serve/RequestLengths.h"
+
+#include "gtest/gtest.h"
+
+using namespace stg;
+
+namespace {
+
+/// Each line's prompt of `blockTokens`-token blocks.
+PromptBlocks makeBlocks(uint64_t blockTokens,
+                        std::vector<std::vector<uint64_t>> lines) {
+  PromptBlocks blocks;
+  blocks.tokens = blockTokens;
+  blocks.begin.push_back(0);
+  for (const std::vector<uint64_t> &line : lines) {
+    blocks.ids.insert(blocks.ids.end(), line.begin(), line.end());
+    blocks.begin.push_back(blocks.ids.size());
+  }
+  return blocks;
+}
+
+/// The prefill each request of a one-client run did: its time to the first
+/// token, less the iteration's 1000 us, over 10 us a token.
+std::vector<double> getPrefilledTokens(const ServingResult &result) {
+  std::vector<double> tokens;
+  for (const RequestRecord &request : result.requests)
+    tokens.push_back((request.firstToken - request.arrival - 1000) / 10);
+  return tokens;
+}
+
+/// The error parsing `text` as the trace `t.jsonl` gives.
+std::string getTraceError(llvm::StringRef text, uint64_t blockTokens = 16) {
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  EXPECT_FALSE(parseRequestTrace(text, "t.jsonl", diags, blockTokens))
+      << text.str();
+  return os.str();
+}
+
+} // namespace
+
+TEST(PromptBlocksTest, JsonLinesGiveLengthsArrivalsAndBlocks) {
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  std::optional<RequestTrace> trace = parseRequestTrace(
+      "{\"timestamp\": 0, \"input_length\": 40, \"output_length\": 5, "
+      "\"hash_ids\": [0, 1, 2]}\n"
+      "\n"
+      "{\"hash_ids\": [0, 3], \"output_length\": 7, \"input_length\": 20, "
+      "\"timestamp\": 3052.5}\r\n"
+      "{\"timestamp\": 3052.5, \"input_length\": 9, \"output_length\": 1}\n",
+      "t.jsonl", diags, 16);
+  ASSERT_TRUE(trace) << errors;
+  ASSERT_EQ(trace->lengths.size(), 3u);
+  EXPECT_EQ(trace->lengths[1].input, 20u);
+  EXPECT_EQ(trace->lengths[1].output, 7u);
+  ASSERT_EQ(trace->arrivals.size(), 3u);
+  EXPECT_DOUBLE_EQ(trace->arrivals[1], 3052500);
+  EXPECT_DOUBLE_EQ(trace->arrivals[2], 3052500);
+  const PromptBlocks &blocks = trace->blocks;
+  EXPECT_EQ(blocks.tokens, 16u);
+  EXPECT_EQ(blocks.getLine(0), llvm::makeArrayRef<uint64_t>({0, 1, 2}));
+  EXPECT_EQ(blocks.getLine(1), llvm::makeArrayRef<uint64_t>({0, 3}));
+  EXPECT_TRUE(blocks.getLine(2).empty());
+  // Without hash ids or timestamps: lengths alone.
+  trace = parseRequestTrace("{\"input_length\": 9, \"output_length\": 1}\n",
+                            "plain.jsonl", diags);
+  ASSERT_TRUE(trace) << errors;
+  EXPECT_TRUE(trace->arrivals.empty());
+  EXPECT_TRUE(trace->blocks.empty());
+}
+
+TEST(PromptBlocksTest, ATraceLineIsCheckedWhereItIsRead) {
+  auto has = [](const std::string &errors, llvm::StringRef expected) {
+    return errors.find(expected.str()) != std::string::npos;
+  };
+  EXPECT_TRUE(has(getTraceError("{\"input_length\": 9, \"output_length\": }\n"),
+                  "t.jsonl:1:39: error: not a JSON line: "))
+      << getTraceError("{\"input_length\": 9, \"output_length\": }\n");
+  EXPECT_TRUE(has(getTraceError("[1, 2]\n{\"input_length\": 9}\n"),
+                  "t.jsonl:1:1: error: expected a JSON object a line"));
+  EXPECT_TRUE(has(getTraceError("{\"input_length\": 9, \"output_length\": 1, "
+                                "\"session\": 4}\n"),
+                  "t.jsonl:1:41: error: unknown key 'session'"));
+  EXPECT_TRUE(has(getTraceError("{\"input_length\": 9}\n"),
+                  "t.jsonl:1:1: error: expected \"output_length\""));
+  EXPECT_TRUE(has(getTraceError("{\"input_length\": 0, \"output_length\": 1}\n"),
+                  "t.jsonl:1:2: error: input_length is not a whole number"));
+  EXPECT_TRUE(has(getTraceError("{\"input_length\": 9, \"output_length\": 1, "
+                                "\"timestamp\": 5}\n"
+                                "{\"input_length\": 9, \"output_length\": 1}\n"),
+                  "t.jsonl:2:1: error: no timestamp where the lines before "
+                  "have one"));
+  EXPECT_TRUE(has(getTraceError("{\"timestamp\": 5, \"input_length\": 9, "
+                                "\"output_length\": 1}\n"
+                                "{\"timestamp\": 4, \"input_length\": 9, "
+                                "\"output_length\": 1}\n"),
+                  "t.jsonl:2:2: error: arrival '4' is before the line "
+                  "before's"));
+  // 33 tokens fill three blocks of 16: four ids are too many, and say so
+  // with the flag that sets the blocks' size.
+  EXPECT_TRUE(has(getTraceError("{\"input_length\": 33, \"output_length\": 1, "
+                                "\"hash_ids\": [0, 1, 2, 3]}\n"),
+                  "t.jsonl:1:42: error: hash_ids names 4 blocks of 16 tokens, "
+                  "more than the prompt's 33 tokens fill (3); give the "
+                  "trace's block size with --trace-block-tokens"));
+  EXPECT_TRUE(has(getTraceError("{\"input_length\": 33, \"output_length\": 1, "
+                                "\"hash_ids\": [0, 1, 0]}\n"),
+                  "error: hash_ids[2] repeats block 0 of the same prompt"));
+  EXPECT_TRUE(has(getTraceError("{\"input_length\": 33, \"output_length\": 1, "
+                                "\"hash_ids\": [0, -1]}\n"),
+                  "error: hash_ids[1] is not a block id: a whole number from "
+                  "0 to 9007199254740991"));
+}
+
+TEST(PromptBlocksTest, APromptReadsTheLeadingBlocksItsReplicaHolds) {
+  // One client; prompts of 100, 100 and 40 tokens in blocks of 16. The
+  // second shares its first three blocks with the first, the third its
+  // first two, of which it can read both (32 tokens, short of its last).
+  ServingRun run;
+  run.workload.lengths = {{100, 5}, {100, 5}, {40, 5}};
+  run.workload.requests = 3;
+  run.workload.promptBlocks = makeBlocks(
+      16, {{1, 2, 3, 4, 5, 6, 7}, {1, 2, 3, 9, 10, 11, 12}, {1, 2, 20}});
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 48u + 32u);
+  EXPECT_EQ(getPrefilledTokens(*result), (std::vector<double>{100, 52, 8}));
+  // Without prefix caching every prompt is prefilled whole.
+  run.settings.prefixCaching = false;
+  result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 0u);
+  EXPECT_EQ(getPrefilledTokens(*result), (std::vector<double>{100, 100, 40}));
+}
+
+TEST(PromptBlocksTest, BlocksGoLeastRecentlyReadFirstAndTailsBeforeHeads) {
+  // One client; prompts of 31 + 1 tokens in blocks of 10 (three whole
+  // blocks each cache) in a cache of 60 bytes, so that every admission
+  // from the second on evicts:
+  //   1 [1,2,3] cached;
+  //   2 [5,6,7]: evicts 3 (the deepest of those read last), reads nothing;
+  //   3 [1,2,9]: reads 1, 2 and evicts 7, not them;
+  //   4 [5,6,7]: reads 5, 6; evicts 2 (1 and 2 were read before 9 was
+  //     cached; 2 is the deeper);
+  //   5 [1,2,3]: reads 1; evicts 9, then 6 (5 and 6 were read together).
+  ServingRun run;
+  run.clock.kvBudget = 60;
+  run.workload.lengths = {{31, 1}};
+  run.workload.requests = 5;
+  run.workload.promptBlocks = makeBlocks(10, {{1, 2, 3, 4}, {5, 6, 7, 8},
+                                              {1, 2, 9, 10}, {5, 6, 7, 11},
+                                              {1, 2, 3, 12}});
+  run.workload.lengths.assign(5, {31, 1});
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(getPrefilledTokens(*result),
+            (std::vector<double>{31, 31, 11, 11, 21}));
+  EXPECT_EQ(result->prefixHitTokens, 20u + 20u + 10u);
+  for (const IterationRecord &iteration : result->iterations)
+    EXPECT_LE(iteration.kvUsed, 1.0 + 1e-12);
+}
+
+TEST(PromptBlocksTest, ABlockARunningSequenceReadsStays) {
+  // A cache of 70 bytes, blocks of 10. The first request ([1,2,3], 31 + 20
+  // tokens, 51 bytes) caches its blocks and decodes to 20.6 ms; the second
+  // ([1,2,5], 31 + 1, at 5 ms) reads 1 and 2 and caches 5 (61 bytes used
+  // once it is done). The third ([7,8,9], 31 + 1, at 6 ms) needs 32 where
+  // 9 are free and only block 5 may go: blocks 1 to 3, which the first
+  // still reads, stay, and it waits for the first to finish.
+  ServingRun run;
+  run.clock.kvBudget = 70;
+  run.workload.concurrency.reset();
+  run.workload.lengths = {{31, 20}, {31, 1}, {31, 1}};
+  run.workload.arrivals = {0, 5000, 6000};
+  run.workload.requests = 3;
+  run.workload.promptBlocks =
+      makeBlocks(10, {{1, 2, 3, 4}, {1, 2, 5, 6}, {7, 8, 9, 10}});
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->prefixHitTokens, 20u);
+  const std::vector<RequestRecord> &requests = result->requests;
+  // Its 19 decodes, one beside the second's prefill of 11 tokens.
+  EXPECT_DOUBLE_EQ(requests[0].finish, 1310 + 18 * 1010 + 1120);
+  EXPECT_DOUBLE_EQ(requests[2].admitted, requests[0].finish);
+  for (const IterationRecord &iteration : result->iterations)
+    EXPECT_LE(iteration.kvUsed, 1.0 + 1e-12);
+}
+
+TEST(PromptBlocksTest, ARunRefusesBlocksThatDoNotFitItsWorkload) {
+  ServingRun run;
+  run.workload.promptBlocks = makeBlocks(16, {{1, 2}, {3}});
+  EXPECT_FALSE(run.simulate()); // Two lines of blocks, one of lengths.
+  EXPECT_NE(run.errors.find("a serving run's prompt blocks need a line of "
+                            "ids"),
+            std::string::npos);
+  run.workload.promptBlocks = makeBlocks(16, {{1, 2}});
+  run.settings.blockTokens = 5; // Blocks of 16 are not whole pages of 5.
+  EXPECT_FALSE(run.simulate());
+  run.settings.blockTokens = 16;
+  EXPECT_TRUE(run.simulate()) << run.errors;
+}
