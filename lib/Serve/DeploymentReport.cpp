@@ -230,6 +230,8 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
   } else {
     workload["lengths_file"] = options.lengthsFile;
     workload["lengths_in_file"] = int64_t(options.lengths.size());
+    if (!options.promptBlocks.empty())
+      workload["trace_block_tokens"] = int64_t(options.promptBlocks.tokens);
   }
   llvm::json::Array points;
   if (!options.concurrencies.empty()) {

@@ -278,7 +278,8 @@ private:
 };
 
 /// Where llvm::json says a parse failed, and why: its ParseError keeps both
-/// private and prints them as `[line:column, byte=offset]: message`.
+/// private and prints them as `[line:column, byte=offset]: message`, the
+/// offset past the character it could not take.
 std::pair<size_t, std::string> locateParseError(llvm::Error error) {
   std::string text = llvm::toString(std::move(error));
   llvm::SmallVector<llvm::StringRef, 3> parts;
@@ -286,7 +287,7 @@ std::pair<size_t, std::string> locateParseError(llvm::Error error) {
   size_t offset = 0;
   if (!printed.match(text, &parts) || parts[1].getAsInteger(10, offset))
     return {0, text};
-  return {offset, parts[2].str()};
+  return {offset ? offset - 1 : 0, parts[2].str()};
 }
 
 bool JsonLinesParser::parseLength(const llvm::json::Object &object,

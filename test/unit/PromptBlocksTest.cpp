@@ -88,7 +88,7 @@ TEST(PromptBlocksTest, ATraceLineIsCheckedWhereItIsRead) {
     return errors.find(expected.str()) != std::string::npos;
   };
   EXPECT_TRUE(has(getTraceError("{\"input_length\": 9, \"output_length\": }\n"),
-                  "t.jsonl:1:39: error: not a JSON line: "))
+                  "t.jsonl:1:38: error: not a JSON line: "))
       << getTraceError("{\"input_length\": 9, \"output_length\": }\n");
   EXPECT_TRUE(has(getTraceError("[1, 2]\n{\"input_length\": 9}\n"),
                   "t.jsonl:1:1: error: expected a JSON object a line"));
