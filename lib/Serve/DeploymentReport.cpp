@@ -104,6 +104,9 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
     os << " --kv-allocation " << getKVAllocationName(engine.kvAllocation);
   if (!engine.chunkedPrefill)
     os << " --chunked-prefill off";
+  if (engine.router != Router::Load)
+    os << " --router " << getRouterName(engine.router)
+       << " --kv-overlap-weight " << formatShortest(engine.kvOverlapWeight);
   if (options.sharedPrefix)
     os << " --shared-prefix " << options.sharedPrefix;
   if (options.prefixGroups > 1)
@@ -272,6 +275,8 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
       {"iteration_overhead_us", settings.iterationOverheadMicros},
       {"kv_allocation", getKVAllocationName(settings.kvAllocation)},
       {"chunked_prefill", settings.chunkedPrefill},
+      {"router", getRouterName(settings.router)},
+      {"kv_overlap_weight", settings.kvOverlapWeight},
       {"prefix_caching", settings.prefixCaching},
       {"kv_offload_gb", settings.offloadBytes / 1e9},
       {"linear_kernels",

@@ -83,6 +83,23 @@ void Simulation::issueTurn(double time, uint32_t conversation) {
   push(time, EventKind::Arrival, uint32_t(issued++));
 }
 
+double Simulation::getRoutingCost(const Engine &engine,
+                                  const Replica &replica, uint32_t request,
+                                  uint64_t hit) const {
+  uint64_t input = result.requests[request].input;
+  double prefill = double(input - hit), held = double(input);
+  for (uint32_t running : replica.running) {
+    const SequenceState &sequence = sequences[running];
+    prefill += double(sequence.target - sequence.prefilled);
+    held += double(result.requests[running].input + sequence.generated);
+  }
+  // The engine's queue is not yet any replica's: a share each.
+  for (uint32_t waiting : engine.waiting)
+    prefill +=
+        double(result.requests[waiting].input) / double(engine.replicas.size());
+  return settings.kvOverlapWeight * prefill + held;
+}
+
 void Simulation::route(uint32_t request, bool toPrefill) {
   // Aggregated engines take both phases; else a pool's engines its phase.
   bool aggregated = !deployment.isDisaggregated();
@@ -90,9 +107,23 @@ void Simulation::route(uint32_t request, bool toPrefill) {
   unsigned last = !aggregated && toPrefill ? firstDecodeEngine
                                            : unsigned(engines.size());
   unsigned best = first;
-  for (unsigned index = first + 1; index < last; ++index)
-    if (engines[index].getLoad() < engines[best].getLoad())
-      best = index;
+  if (toPrefill && settings.router == Router::KVAware) {
+    std::optional<double> cheapest;
+    for (unsigned index = first; index < last; ++index)
+      for (const Replica &replica : engines[index].replicas) {
+        double cost = getRoutingCost(
+            engines[index], replica, request,
+            getReplicaHit(engines[index], replica, request));
+        if (!cheapest || cost < *cheapest) {
+          cheapest = cost;
+          best = index;
+        }
+      }
+  } else {
+    for (unsigned index = first + 1; index < last; ++index)
+      if (engines[index].getLoad() < engines[best].getLoad())
+        best = index;
+  }
   // A conversation's turn goes where its context is cached.
   int home = conversations[result.requests[request].conversation].engine;
   if (toPrefill && home >= int(first) && home < int(last))
@@ -127,8 +158,9 @@ void Simulation::startIteration(unsigned index, double now) {
     };
     int chosen = -1;
     uint64_t chosenHit = 0;
-    double chosenNeed = 0;
+    double chosenNeed = 0, chosenCost = 0;
     bool chosenHome = false;
+    bool byCost = settings.router == Router::KVAware && engine.prefill;
     for (unsigned slot = 0; slot < engine.replicas.size(); ++slot) {
       const Replica &replica = engine.replicas[slot];
       uint64_t shared = getCachedPrefix(replica, request, prefix);
@@ -148,12 +180,19 @@ void Simulation::startIteration(unsigned index, double now) {
         room += getEvictablePrefixBytes(engine, replica, request);
       if (replica.running.size() >= limits.maxBatch || need > room)
         continue;
-      if (chosen < 0 || (home && !chosenHome) ||
-          (!chosenHome &&
-           replica.running.size() < engine.replicas[chosen].running.size())) {
+      // The KV router's cost, else the fewest running, decides among the
+      // replicas that are not the conversation's home.
+      double cost =
+          byCost ? getRoutingCost(engine, replica, request, hit) : 0;
+      bool better =
+          byCost ? cost < chosenCost
+                 : replica.running.size() <
+                       engine.replicas[chosen < 0 ? 0 : chosen].running.size();
+      if (chosen < 0 || (home && !chosenHome) || (!chosenHome && better)) {
         chosen = int(slot);
         chosenHit = hit;
         chosenNeed = need;
+        chosenCost = cost;
         chosenHome = home;
       }
     }
@@ -444,6 +483,17 @@ void stg::setDeploymentLinks(ServingDeployment &deployment,
       system.device.hostBandwidth * system.device.memoryEfficiency;
 }
 
+llvm::StringRef stg::getRouterName(Router router) {
+  return router == Router::KVAware ? "kv" : "load";
+}
+
+std::optional<Router> stg::parseRouter(llvm::StringRef name) {
+  for (Router router : {Router::Load, Router::KVAware})
+    if (name == getRouterName(router))
+      return router;
+  return std::nullopt;
+}
+
 llvm::StringRef stg::getKVAllocationName(KVAllocation allocation) {
   return allocation == KVAllocation::OnDemand ? "on-demand" : "reserve";
 }
@@ -511,6 +561,12 @@ stg::simulateServing(const ServingDeployment &deployment,
     diags.error({}, "a serving run's prompt blocks need a line of ids (each "
                     "at most 2^53 - 1) for each of its lengths, single turns, "
                     "no shared prefix, and whole KV pages a block");
+    return std::nullopt;
+  }
+  if (!(settings.kvOverlapWeight >= 0) ||
+      !std::isfinite(settings.kvOverlapWeight)) {
+    diags.error({}, "the KV router's overlap weight must be finite and 0 "
+                    "or more");
     return std::nullopt;
   }
   if (!workload.prefixGroups) {

@@ -143,6 +143,16 @@ private:
   void issueTurn(double time, uint32_t conversation);
   void handle(const Event &event);
   void route(uint32_t request, bool toPrefill);
+  /// What sending `request` to `replica` of `engine` costs the KV router
+  /// (Router::KVAware), with `hit` of its prompt's tokens cached there.
+  double getRoutingCost(const Engine &engine, const Replica &replica,
+                        uint32_t request, uint64_t hit) const;
+  /// The tokens of `request`'s prompt that `replica` of `engine` holds.
+  uint64_t getReplicaHit(const Engine &engine, const Replica &replica,
+                         uint32_t request) const {
+    return getCachedPrefix(replica, request,
+                           getReusablePrefix(engine, request));
+  }
   /// Marks an engine to start an iteration once the events of this time
   /// are all taken: requests that arrive together are batched together.
   void touch(unsigned engine) {

@@ -1,12 +1,14 @@
 //===- fuzz_requests.cpp - libFuzzer target for request-lengths files -----===//
 //
 // The bytes are a `--lengths` file (CSV: lengths, and a header that may name
-// an arrival column: seconds, milliseconds or Azure's date and time), parsed
-// as stagec parses it. A file that parses is served on the unit tests' hand
-// clock (ServingTestClock.h) with a cache of 10^6 bytes for its first 32
-// requests, at their arrivals or by four clients, so the arrival times, the
-// lengths and the scheduler's arithmetic on them run too. Errors are expected;
-// the fuzzer looks for crashes, sanitizer reports, leaks and hangs.
+// an arrival column: seconds, milliseconds or Azure's date and time; or JSON
+// lines as Mooncake's traces, with timestamps and the prompts' blocks),
+// parsed as stagec parses it, blocks of 16 tokens. A file that parses is
+// served on the unit tests' hand clock (ServingTestClock.h) with a cache of
+// 10^6 bytes for its first 32 requests, at their arrivals or by four
+// clients, so the arrival times, the lengths, the blocks' caching and the
+// scheduler's arithmetic on them run too. Errors are expected; the fuzzer
+// looks for crashes, sanitizer reports, leaks and hangs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,7 +24,7 @@ using namespace stg;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   DiagnosticEngine diags(llvm::nulls());
   std::optional<RequestTrace> trace =
-      parseRequestTrace(fuzz::asText(data, size), "requests.csv", diags);
+      parseRequestTrace(fuzz::asText(data, size), "requests.csv", diags, 16);
   if (!trace)
     return 0;
   ServingRun run;
@@ -30,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   run.settings.limits.maxContext = getLongestContext(trace->lengths, 1);
   ServingWorkload &workload = run.workload;
   workload.lengths = std::move(trace->lengths);
+  workload.promptBlocks = std::move(trace->blocks);
   workload.requests = std::min<uint64_t>(32, workload.lengths.size());
   if (!trace->arrivals.empty()) {
     workload.concurrency.reset();

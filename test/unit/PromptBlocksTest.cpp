@@ -213,3 +213,49 @@ TEST(PromptBlocksTest, ARunRefusesBlocksThatDoNotFitItsWorkload) {
   run.settings.blockTokens = 16;
   EXPECT_TRUE(run.simulate()) << run.errors;
 }
+
+TEST(PromptBlocksTest, TheKVRouterSendsAPromptWhereItsBlocksAre) {
+  // Two engines; prompts of 31 + 1 tokens in blocks of 10, documents A, B,
+  // A, B arriving at 0, 0, 10 and 20 ms. The first two go to engines 0 and
+  // 1 and cache their documents there; the later two find both engines
+  // idle. By load both go to engine 0, where B is not cached; the KV
+  // router sends each to its document's engine (its cost there: 1 token
+  // to prefill and 31 held, against 31 and 31).
+  ServingRun run;
+  run.deployment.decode.instances = 2;
+  run.workload.concurrency.reset();
+  run.workload.lengths.assign(4, {31, 1});
+  run.workload.arrivals = {0, 0, 10000, 20000};
+  run.workload.requests = 4;
+  run.workload.promptBlocks = makeBlocks(
+      10, {{1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2, 3, 9}, {5, 6, 7, 10}});
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(getPrefilledTokens(*result), (std::vector<double>{31, 31, 1, 31}));
+  EXPECT_EQ(result->requests[3].prefillEngine, 0u);
+  run.settings.router = Router::KVAware;
+  result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(getPrefilledTokens(*result), (std::vector<double>{31, 31, 1, 1}));
+  EXPECT_EQ(result->requests[1].prefillEngine, 1u);
+  EXPECT_EQ(result->requests[3].prefillEngine, 1u);
+  // Weighing prefill tokens at nothing, the cost is the tokens held alone,
+  // the same on both idle engines: the first takes both.
+  run.settings.kvOverlapWeight = 0;
+  result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->requests[3].prefillEngine, 0u);
+  // So between the attention replicas of one engine: by the fewest
+  // running, B's second prompt goes to replica 0; by cost, to B's.
+  run.deployment.decode.instances = 1;
+  run.clock.replicas = 2;
+  run.settings.kvOverlapWeight = 1;
+  run.settings.router = Router::Load;
+  result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(getPrefilledTokens(*result), (std::vector<double>{31, 31, 1, 31}));
+  run.settings.router = Router::KVAware;
+  result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(getPrefilledTokens(*result), (std::vector<double>{31, 31, 1, 1}));
+}

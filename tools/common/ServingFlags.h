@@ -39,6 +39,36 @@ inline void addKVAllocationOption(CLI::App &app, std::string &name,
 
 /// `--chunked-prefill on|off` into `setting` (ServingEngineSettings::
 /// chunkedPrefill).
+/// `--router` and `--kv-overlap-weight`: how requests find their engines.
+inline void addRouterOptions(CLI::App &app, Router &router, double &weight,
+                             const std::string &group) {
+  app.add_option_function<std::string>(
+         "--router",
+         [&router](const std::string &value) { router = *parseRouter(value); },
+         "load (default: a request goes to the engine with the fewest "
+         "sequences) or kv (to the attention replica where its uncached "
+         "prompt tokens and the pending prefills, by --kv-overlap-weight, "
+         "plus the tokens its sequences hold cost least, as NVIDIA "
+         "Dynamo's KV router)")
+      ->check(CLI::IsMember({getRouterName(Router::Load).str(),
+                             getRouterName(Router::KVAware).str()}))
+      ->group(group);
+  app.add_option("--kv-overlap-weight", weight,
+                 "with --router kv: the weight of prefill tokens against "
+                 "held ones (Dynamo's kv-overlap-score-weight; default 1; "
+                 "higher favours cache hits, lower balances load)")
+      ->check(finiteNumber(0, 1e6))
+      ->group(group);
+}
+
+/// What is wrong with the flags addRouterOptions read, if anything.
+inline std::optional<std::string> checkRouterOptions(const CLI::App &app,
+                                                     Router router) {
+  if (app.count("--kv-overlap-weight") && router != Router::KVAware)
+    return std::string("--kv-overlap-weight weighs the costs of --router kv");
+  return std::nullopt;
+}
+
 inline void addChunkedPrefillOption(CLI::App &app, bool &setting,
                                     const std::string &group) {
   app.add_option_function<std::string>(

@@ -233,6 +233,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   std::string kvAllocation = "reserve";
   addKVAllocationOption(app, kvAllocation, engine);
   addChunkedPrefillOption(app, settings.chunkedPrefill, engine);
+  addRouterOptions(app, settings.router, settings.kvOverlapWeight, engine);
   std::string linearKernels = "separate";
   addLinearKernelsOption(app, linearKernels, engine);
   PrefixCachingFlags &prefixCaching = flags.prefixCaching;
@@ -304,6 +305,9 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
 
   if (std::optional<std::string> error =
           checkSpeculationOptions(app, settings.speculation))
+    return fail(*error);
+  if (std::optional<std::string> error =
+          checkRouterOptions(app, settings.router))
     return fail(*error);
   if (std::optional<std::string> error =
           checkPrefixCachingOptions(app, prefixCaching))

@@ -144,6 +144,7 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
       ->group(group);
   addKVAllocationOption(app, flags.kvAllocation, group);
   addChunkedPrefillOption(app, flags.chunkedPrefill, group);
+  addRouterOptions(app, flags.router, flags.kvOverlapWeight, group);
   addPrefixCachingOptions(app, flags.prefixCaching, group);
   addSpeculationOptions(app, flags.speculation, group);
   app.add_option("--instances", flags.instances,
@@ -196,6 +197,8 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--kv-block-tokens",
                                           "--kv-allocation",
                                           "--chunked-prefill",
+                                          "--router",
+                                          "--kv-overlap-weight",
                                           "--shared-prefix",
                                           "--prefix-groups",
                                           "--turns",
@@ -253,6 +256,8 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
     return error;
   if (std::optional<std::string> error =
           checkPrefixCachingOptions(app, flags.prefixCaching))
+    return error;
+  if (std::optional<std::string> error = checkRouterOptions(app, flags.router))
     return error;
   if (flags.speculation.draftTokens && !options.outputDir.empty())
     return std::string("-o: the serving window's traces run plain decode "
@@ -454,6 +459,8 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   settings.speculation = flags.speculation;
   settings.kvAllocation = *parseKVAllocation(flags.kvAllocation);
   settings.chunkedPrefill = flags.chunkedPrefill;
+  settings.router = flags.router;
+  settings.kvOverlapWeight = flags.kvOverlapWeight;
   applyPrefixCachingOptions(flags.prefixCaching, workload.sharedPrefix,
                             workload.prefixGroups, workload.turns,
                             workload.thinkMicros, settings);

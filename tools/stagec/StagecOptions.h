@@ -46,6 +46,8 @@ struct ServeFlags {
   SpeculativeDecoding speculation;
   std::string kvAllocation = "reserve"; ///< `--kv-allocation`.
   bool chunkedPrefill = true;           ///< `--chunked-prefill`.
+  Router router = Router::Load;         ///< `--router`.
+  double kvOverlapWeight = 1;           ///< `--kv-overlap-weight`.
   PrefixCachingFlags prefixCaching; ///< `--shared-prefix`, `--prefix-caching`.
   /// `--slo-ttft-ms`, `--slo-tpot-ms`, `--slo-e2e-ms`: per-request bounds.
   std::optional<double> sloTTFTMs, sloTPOTMs, sloE2EMs;

@@ -166,8 +166,28 @@ enum class KVAllocation {
 llvm::StringRef getKVAllocationName(KVAllocation allocation);
 std::optional<KVAllocation> parseKVAllocation(llvm::StringRef name);
 
+/// How a pool's requests are sent to its engines.
+enum class Router {
+  /// To the engine with the fewest sequences waiting or running.
+  Load,
+  /// To the attention replica, of any engine, where the request costs
+  /// least: the prompt tokens its cache does not hold and the prefills
+  /// pending there, weighted by ServingEngineSettings::kvOverlapWeight,
+  /// plus the tokens its running sequences hold (NVIDIA Dynamo's KV
+  /// router's cost, in tokens rather than blocks).
+  KVAware,
+};
+
+/// `load` or `kv`, as `--router` names them.
+llvm::StringRef getRouterName(Router router);
+std::optional<Router> parseRouter(llvm::StringRef name);
+
 struct ServingEngineSettings {
   ServingLimits limits;
+  Router router = Router::Load;
+  /// The KV router's weight of prefill tokens against held ones (Dynamo's
+  /// kv-overlap-score-weight): above 1 favours cache hits, below 1 load.
+  double kvOverlapWeight = 1;
   SpeculativeDecoding speculation;
   KVAllocation kvAllocation = KVAllocation::Reserve;
   /// Prefix caching (vLLM's automatic prefix caching, SGLang's radix cache,
