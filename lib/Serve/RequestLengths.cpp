@@ -11,6 +11,7 @@
 
 #include "stg/Support/InputFile.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -283,7 +284,8 @@ private:
 std::pair<size_t, std::string> locateParseError(llvm::Error error) {
   std::string text = llvm::toString(std::move(error));
   llvm::SmallVector<llvm::StringRef, 3> parts;
-  static const llvm::Regex printed("^\\[[0-9]+:[0-9]+, byte=([0-9]+)\\]: (.*)$");
+  static const llvm::Regex printed(
+      "^\\[[0-9]+:[0-9]+, byte=([0-9]+)\\]: (.*)$");
   size_t offset = 0;
   if (!printed.match(text, &parts) || parts[1].getAsInteger(10, offset))
     return {0, text};
@@ -294,8 +296,9 @@ bool JsonLinesParser::parseLength(const llvm::json::Object &object,
                                   llvm::StringRef key, uint64_t &value) {
   const llvm::json::Value *member = object.get(key);
   if (!member)
-    return fail(0, "expected \"" + key + "\": every line gives its "
-                   "input_length and output_length");
+    return fail(0, "expected \"" + key +
+                       "\": every line gives its "
+                       "input_length and output_length");
   llvm::Optional<int64_t> number = member->getAsInteger();
   if (!number || *number < 1 || uint64_t(*number) > MaxRequestTokens)
     return failAt(key, key + " is not a whole number from 1 to " +
@@ -314,7 +317,7 @@ bool JsonLinesParser::parseBlocks(const llvm::json::Array &ids,
                                 "({3}); give the trace's block size with "
                                 "--trace-block-tokens",
                                 ids.size(), blockTokens, input, fill));
-  size_t first = blockIds.size();
+  llvm::SmallDenseSet<uint64_t, 64> seen;
   for (size_t index = 0; index < ids.size(); ++index) {
     llvm::Optional<int64_t> id = ids[index].getAsInteger();
     if (!id || *id < 0 || uint64_t(*id) > MaxBlockId)
@@ -324,8 +327,7 @@ bool JsonLinesParser::parseBlocks(const llvm::json::Array &ids,
                                   index, MaxBlockId));
     // A block stands for its content and all before it: a prompt cannot
     // hold it twice.
-    if (llvm::is_contained(llvm::makeArrayRef(blockIds).drop_front(first),
-                           uint64_t(*id)))
+    if (!seen.insert(uint64_t(*id)).second)
       return failAt("hash_ids",
                     llvm::formatv("hash_ids[{0}] repeats block {1} of the "
                                   "same prompt",
@@ -398,6 +400,10 @@ bool JsonLinesParser::parseLine() {
 }
 
 std::optional<RequestTrace> JsonLinesParser::parse() {
+  if (!blockTokens) {
+    diags.error({file, 1, 1}, "a trace's blocks need a token at least");
+    return std::nullopt;
+  }
   llvm::StringRef text = diags.getSource(file)->getBuffer();
   while (!text.empty()) {
     std::tie(line, text) = text.split('\n');

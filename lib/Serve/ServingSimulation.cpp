@@ -83,9 +83,8 @@ void Simulation::issueTurn(double time, uint32_t conversation) {
   push(time, EventKind::Arrival, uint32_t(issued++));
 }
 
-double Simulation::getRoutingCost(const Engine &engine,
-                                  const Replica &replica, uint32_t request,
-                                  uint64_t hit) const {
+double Simulation::getRoutingCost(const Engine &engine, const Replica &replica,
+                                  uint32_t request, uint64_t hit) const {
   uint64_t input = result.requests[request].input;
   double prefill = double(input - hit), held = double(input);
   for (uint32_t running : replica.running) {
@@ -111,9 +110,9 @@ void Simulation::route(uint32_t request, bool toPrefill) {
     std::optional<double> cheapest;
     for (unsigned index = first; index < last; ++index)
       for (const Replica &replica : engines[index].replicas) {
-        double cost = getRoutingCost(
-            engines[index], replica, request,
-            getReplicaHit(engines[index], replica, request));
+        double cost =
+            getRoutingCost(engines[index], replica, request,
+                           getReplicaHit(engines[index], replica, request));
         if (!cheapest || cost < *cheapest) {
           cheapest = cost;
           best = index;
@@ -182,8 +181,7 @@ void Simulation::startIteration(unsigned index, double now) {
         continue;
       // The KV router's cost, else the fewest running, decides among the
       // replicas that are not the conversation's home.
-      double cost =
-          byCost ? getRoutingCost(engine, replica, request, hit) : 0;
+      double cost = byCost ? getRoutingCost(engine, replica, request, hit) : 0;
       bool better =
           byCost ? cost < chosenCost
                  : replica.running.size() <

@@ -82,7 +82,7 @@ struct Replica {
   /// Its sequences' reservations, cached prefixes and cached contexts.
   double kvUsed = 0;
   std::vector<CachedPrefix> prefixes; ///< By prefix group.
-  BlockCache blocks; ///< A trace's prompt blocks (PromptBlocks).
+  BlockCache blocks;     ///< A trace's prompt blocks (PromptBlocks).
   ContextCache contexts; ///< Conversations' contexts between turns.
   /// Contexts evicted to host memory (KV offload), and their bytes.
   ContextCache hostContexts;
@@ -211,9 +211,9 @@ private:
   /// sequence, or a cached context (whose bytes leave the prefix out).
   std::vector<bool> getPrefixesInUse(const Replica &replica) const;
   /// The bytes of `replica`'s cached prefixes that nothing reads, but those
-  /// `keep` would read (its group's, or its prompt's cached blocks).
+  /// `request` would read (its group's, or its prompt's cached blocks).
   double getEvictablePrefixBytes(const Engine &engine, const Replica &replica,
-                                 uint32_t keep) const;
+                                 uint32_t request) const;
   /// Evicts the least recently read of those but `keep`'s group's prefix
   /// (a trace's blocks that a sequence reads stay anyway); false when there
   /// is none.

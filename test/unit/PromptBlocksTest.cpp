@@ -97,13 +97,15 @@ TEST(PromptBlocksTest, ATraceLineIsCheckedWhereItIsRead) {
                   "t.jsonl:1:41: error: unknown key 'session'"));
   EXPECT_TRUE(has(getTraceError("{\"input_length\": 9}\n"),
                   "t.jsonl:1:1: error: expected \"output_length\""));
-  EXPECT_TRUE(has(getTraceError("{\"input_length\": 0, \"output_length\": 1}\n"),
-                  "t.jsonl:1:2: error: input_length is not a whole number"));
-  EXPECT_TRUE(has(getTraceError("{\"input_length\": 9, \"output_length\": 1, "
-                                "\"timestamp\": 5}\n"
-                                "{\"input_length\": 9, \"output_length\": 1}\n"),
-                  "t.jsonl:2:1: error: no timestamp where the lines before "
-                  "have one"));
+  EXPECT_TRUE(
+      has(getTraceError("{\"input_length\": 0, \"output_length\": 1}\n"),
+          "t.jsonl:1:2: error: input_length is not a whole number"));
+  EXPECT_TRUE(
+      has(getTraceError("{\"input_length\": 9, \"output_length\": 1, "
+                        "\"timestamp\": 5}\n"
+                        "{\"input_length\": 9, \"output_length\": 1}\n"),
+          "t.jsonl:2:1: error: no timestamp where the lines before "
+          "have one"));
   EXPECT_TRUE(has(getTraceError("{\"timestamp\": 5, \"input_length\": 9, "
                                 "\"output_length\": 1}\n"
                                 "{\"timestamp\": 4, \"input_length\": 9, "
@@ -161,8 +163,10 @@ TEST(PromptBlocksTest, BlocksGoLeastRecentlyReadFirstAndTailsBeforeHeads) {
   run.clock.kvBudget = 60;
   run.workload.lengths = {{31, 1}};
   run.workload.requests = 5;
-  run.workload.promptBlocks = makeBlocks(10, {{1, 2, 3, 4}, {5, 6, 7, 8},
-                                              {1, 2, 9, 10}, {5, 6, 7, 11},
+  run.workload.promptBlocks = makeBlocks(10, {{1, 2, 3, 4},
+                                              {5, 6, 7, 8},
+                                              {1, 2, 9, 10},
+                                              {5, 6, 7, 11},
                                               {1, 2, 3, 12}});
   run.workload.lengths.assign(5, {31, 1});
   std::optional<ServingResult> result = run.simulate();
@@ -227,8 +231,8 @@ TEST(PromptBlocksTest, TheKVRouterSendsAPromptWhereItsBlocksAre) {
   run.workload.lengths.assign(4, {31, 1});
   run.workload.arrivals = {0, 0, 10000, 20000};
   run.workload.requests = 4;
-  run.workload.promptBlocks = makeBlocks(
-      10, {{1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2, 3, 9}, {5, 6, 7, 10}});
+  run.workload.promptBlocks =
+      makeBlocks(10, {{1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2, 3, 9}, {5, 6, 7, 10}});
   std::optional<ServingResult> result = run.simulate();
   ASSERT_TRUE(result) << run.errors;
   EXPECT_EQ(getPrefilledTokens(*result), (std::vector<double>{31, 31, 1, 31}));

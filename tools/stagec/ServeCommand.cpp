@@ -348,16 +348,14 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
 
   ServingWorkload workload;
   if (!flags.lengths.empty()) {
-    std::optional<RequestTrace> trace =
-        loadRequestTrace(flags.lengths, diags,
-                         flags.traceBlockTokens.value_or(
-                             DefaultTraceBlockTokens));
+    std::optional<RequestTrace> trace = loadRequestTrace(
+        flags.lengths, diags,
+        flags.traceBlockTokens.value_or(DefaultTraceBlockTokens));
     if (!trace)
       return 1;
-    if (std::optional<std::string> error =
-            checkPromptBlocks(trace->blocks, flags.lengths,
-                              flags.traceBlockTokens, flags.prefixCaching,
-                              flags.kvBlockTokens)) {
+    if (std::optional<std::string> error = checkPromptBlocks(
+            trace->blocks, flags.lengths, flags.traceBlockTokens,
+            flags.prefixCaching, flags.kvBlockTokens)) {
       diags.error({}, *error);
       return 1;
     }
