@@ -61,6 +61,25 @@ double BlockCache::add(llvm::ArrayRef<uint64_t> ids, uint64_t depth,
   return held;
 }
 
+double BlockCache::keep(uint64_t id, uint64_t depth, double bytes,
+                        uint64_t stamp) {
+  auto [it, inserted] = blocks.try_emplace(id);
+  Block &block = it->second;
+  assert(!block.readers && "a kept block is read by nothing");
+  double previous = 0;
+  if (!inserted) {
+    victims.erase(getVictim(id, block));
+    victimBytes -= block.bytes;
+    previous = block.bytes;
+  }
+  block.depth = depth;
+  block.bytes = bytes;
+  block.lastRead = stamp;
+  victims.insert(getVictim(id, block));
+  victimBytes += bytes;
+  return previous;
+}
+
 double BlockCache::getEvictableBytes(llvm::ArrayRef<uint64_t> keep) const {
   double bytes = victimBytes;
   for (uint64_t id : keep) {
@@ -71,14 +90,14 @@ double BlockCache::getEvictableBytes(llvm::ArrayRef<uint64_t> keep) const {
   return std::max(0.0, bytes);
 }
 
-std::optional<double> BlockCache::evictOldest() {
+std::optional<BlockCache::Evicted> BlockCache::evictOldest() {
   if (victims.empty())
     return std::nullopt;
   Victim victim = *victims.begin();
   victims.erase(victims.begin());
   auto it = blocks.find(victim.id);
-  double bytes = it->second.bytes;
+  Evicted evicted{victim.id, victim.depth, victim.lastRead, it->second.bytes};
   blocks.erase(it);
-  victimBytes = victims.empty() ? 0 : victimBytes - bytes;
-  return bytes;
+  victimBytes = victims.empty() ? 0 : victimBytes - evicted.bytes;
+  return evicted;
 }

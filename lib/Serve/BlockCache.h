@@ -8,7 +8,8 @@
 // reads stays; the others are evicted for room, the least recently read
 // first and, of blocks read together, the deepest in its prompt first (so
 // a prefix loses its tail before its head, as vLLM frees a sequence's
-// blocks in reverse).
+// blocks in reverse). A replica's host memory keeps the blocks its device
+// evicted (KV offload) in a second BlockCache whose blocks nothing pins.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,11 +45,20 @@ public:
   double add(llvm::ArrayRef<uint64_t> ids, uint64_t depth,
              llvm::function_ref<double(uint64_t)> getBytes, uint64_t stamp);
 
+  /// Holds block `id` (at `depth` in its prompt, of `bytes`) that nothing
+  /// reads, as read at `stamp`: a block offloaded to host memory. Returns
+  /// the bytes of the copy it held before, if any.
+  double keep(uint64_t id, uint64_t depth, double bytes, uint64_t stamp);
+
   /// The bytes of the blocks nothing reads, but those of `keep`.
   double getEvictableBytes(llvm::ArrayRef<uint64_t> keep) const;
-  /// Evicts the block to go first of those nothing reads and returns its
-  /// bytes; nothing when there is none.
-  std::optional<double> evictOldest();
+  struct Evicted {
+    uint64_t id, depth, lastRead;
+    double bytes;
+  };
+  /// Evicts the block to go first of those nothing reads and returns it;
+  /// nothing when there is none.
+  std::optional<Evicted> evictOldest();
 
   size_t size() const { return blocks.size(); }
 

@@ -81,6 +81,36 @@ uint64_t Simulation::getCachedPrefix(const Replica &replica, uint32_t request,
   return std::min(reusable, replica.prefixes[getPrefixGroup(request)].tokens);
 }
 
+uint64_t Simulation::getOffloadedPrefix(const Replica &replica,
+                                        uint32_t request, uint64_t reusable,
+                                        uint64_t shared) const {
+  uint64_t block = workload.promptBlocks.tokens;
+  if (!block || !(settings.offloadBytes > 0))
+    return 0;
+  llvm::ArrayRef<uint64_t> ids =
+      getPromptBlocks(request).take_front(reusable / block);
+  return replica.hostBlocks.countHeld(ids.drop_front(shared / block)) * block;
+}
+
+void Simulation::offloadBlock(Replica &replica,
+                              const BlockCache::Evicted &block) {
+  if (block.bytes > settings.offloadBytes)
+    return;
+  // A copy kept from before is kept anew; else the least recently read go
+  // for its room.
+  if (!replica.hostBlocks.countHeld(block.id))
+    while (replica.hostUsed + block.bytes > settings.offloadBytes) {
+      std::optional<BlockCache::Evicted> dropped =
+          replica.hostBlocks.evictOldest();
+      if (!dropped)
+        break; // Empty: what is left of hostUsed is rounding.
+      replica.hostUsed -= dropped->bytes;
+    }
+  replica.hostUsed +=
+      block.bytes - replica.hostBlocks.keep(block.id, block.depth, block.bytes,
+                                            block.lastRead);
+}
+
 void Simulation::keepPrefix(Engine &engine, uint32_t request) {
   SequenceState &sequence = sequences[request];
   Replica &replica = engine.replicas[sequence.replica];
@@ -150,10 +180,12 @@ double Simulation::getEvictablePrefixBytes(const Engine &engine,
 bool Simulation::evictPrefix(const Engine &engine, Replica &replica,
                              unsigned keep) {
   if (!workload.promptBlocks.empty()) {
-    std::optional<double> bytes = replica.blocks.evictOldest();
-    if (bytes)
-      replica.kvUsed -= *bytes;
-    return bytes.has_value();
+    std::optional<BlockCache::Evicted> evicted = replica.blocks.evictOldest();
+    if (!evicted)
+      return false;
+    replica.kvUsed -= evicted->bytes;
+    offloadBlock(replica, *evicted);
+    return true;
   }
   if (!workload.sharedPrefix)
     return false;

@@ -171,8 +171,11 @@ void Simulation::startIteration(unsigned index, double now) {
         hit = std::max(hit, (onHost ? replica.hostContexts : replica.contexts)
                                 .find(record.conversation)
                                 ->tokens);
-      // A context read back from host memory needs device blocks again.
-      double need = getNeed(onHost ? shared : hit);
+      // A trace's blocks past those on the device may be in host memory.
+      uint64_t offloaded = getOffloadedPrefix(replica, request, prefix, shared);
+      hit += offloaded;
+      // What is read back from host memory needs device blocks again.
+      double need = getNeed(onHost || offloaded ? shared : hit);
       double room = budget - replica.kvUsed +
                     replica.contexts.getEvictableBytes(record.conversation);
       if (need > room) // Prefixes nothing reads go last.
@@ -225,12 +228,26 @@ void Simulation::startIteration(unsigned index, double now) {
     // room.
     if (chosenHit) {
       sequence.shared = getCachedPrefix(replica, request, prefix);
-      if (uint64_t block = workload.promptBlocks.tokens)
-        replica.blocks.read(
-            getPromptBlocks(request).take_front(sequence.shared / block),
-            ++prefixReads);
-      else if (sequence.shared)
+      if (uint64_t block = workload.promptBlocks.tokens) {
+        llvm::ArrayRef<uint64_t> ids =
+            getPromptBlocks(request).take_front(chosenHit / block);
+        replica.blocks.read(ids.take_front(sequence.shared / block),
+                            ++prefixReads);
+        // Blocks in host memory are read back over the host link before
+        // the prefill goes on, and keep their copies there.
+        if (chosenHit > sequence.shared) {
+          ids = ids.drop_front(sequence.shared / block);
+          replica.hostBlocks.read(ids, prefixReads);
+          replica.hostBlocks.release(ids);
+          double bytes = getKVBytes(engine, chosenHit) -
+                         getKVBytes(engine, sequence.shared);
+          sequence.readyAt = now + bytes / deployment.hostBandwidth * 1e6;
+          push(sequence.readyAt, EventKind::ReloadEnd, index);
+          result.hostHitTokens += chosenHit - sequence.shared;
+        }
+      } else if (sequence.shared) {
         replica.prefixes[group].lastRead = ++prefixReads;
+      }
       sequence.prefilled = sequence.cached = chosenHit;
       result.prefixHitTokens += chosenHit;
     }

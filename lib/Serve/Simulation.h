@@ -83,8 +83,10 @@ struct Replica {
   double kvUsed = 0;
   std::vector<CachedPrefix> prefixes; ///< By prefix group.
   BlockCache blocks;     ///< A trace's prompt blocks (PromptBlocks).
+  BlockCache hostBlocks; ///< Those evicted to host memory (KV offload).
   ContextCache contexts; ///< Conversations' contexts between turns.
-  /// Contexts evicted to host memory (KV offload), and their bytes.
+  /// Contexts evicted to host memory (KV offload); the bytes of these and
+  /// of hostBlocks.
   ContextCache hostContexts;
   double hostUsed = 0;
 };
@@ -186,6 +188,13 @@ private:
   /// Of those, the tokens `replica` holds.
   uint64_t getCachedPrefix(const Replica &replica, uint32_t request,
                            uint64_t reusable) const;
+  /// Of those after the `shared` tokens `replica` holds, the tokens its
+  /// host memory holds of a trace's blocks (KV offload).
+  uint64_t getOffloadedPrefix(const Replica &replica, uint32_t request,
+                              uint64_t reusable, uint64_t shared) const;
+  /// Keeps a block the device of `replica` evicted in its host memory,
+  /// which drops its least recently read for the room.
+  void offloadBlock(Replica &replica, const BlockCache::Evicted &block);
   /// After a prefill chunk of `request`: its replica keeps what it has
   /// computed of the shared prefix beyond what it held.
   void keepPrefix(Engine &engine, uint32_t request);

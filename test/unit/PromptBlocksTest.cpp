@@ -178,6 +178,44 @@ TEST(PromptBlocksTest, BlocksGoLeastRecentlyReadFirstAndTailsBeforeHeads) {
     EXPECT_LE(iteration.kvUsed, 1.0 + 1e-12);
 }
 
+TEST(PromptBlocksTest, EvictedBlocksWaitInHostMemoryAndAreReadBack) {
+  // The run above with 100 bytes of host memory a replica, read at a byte
+  // a microsecond: each block the device evicts goes there, and a prompt
+  // reads its blocks past those on the device from it, waiting for them
+  // before its prefill. The third reads 1 and 2 and block 3 from the host
+  // (10 us), the fourth 5, 6 and 7 from the host, the fifth 1 and 2 and 3
+  // from the host (20 us): each prefills one token.
+  ServingRun run;
+  run.clock.kvBudget = 60;
+  run.deployment.hostBandwidth = 1e6;
+  run.settings.offloadBytes = 100;
+  run.workload.lengths.assign(5, {31, 1});
+  run.workload.requests = 5;
+  run.workload.promptBlocks = makeBlocks(10, {{1, 2, 3, 4},
+                                              {5, 6, 7, 8},
+                                              {1, 2, 3, 10},
+                                              {5, 6, 7, 11},
+                                              {1, 2, 3, 12}});
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  std::vector<double> ttfts;
+  for (const RequestRecord &request : result->requests)
+    ttfts.push_back(request.firstToken - request.arrival);
+  EXPECT_EQ(ttfts,
+            (std::vector<double>{1310, 1310, 10 + 1010, 10 + 1010, 20 + 1010}));
+  EXPECT_EQ(result->prefixHitTokens, 90u);
+  EXPECT_EQ(result->hostHitTokens, 40u);
+  for (const IterationRecord &iteration : result->iterations)
+    EXPECT_LE(iteration.kvUsed, 1.0 + 1e-12);
+  // With room for one block on the host, the last evicted goes first: the
+  // fifth finds block 2 there but not 3, and prefills 11 tokens.
+  run.settings.offloadBytes = 10;
+  result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_DOUBLE_EQ(result->requests[4].firstToken - result->requests[4].arrival,
+                   10 + 1000 + 110);
+}
+
 TEST(PromptBlocksTest, ABlockARunningSequenceReadsStays) {
   // A cache of 70 bytes, blocks of 10. The first request ([1,2,3], 31 + 20
   // tokens, 51 bytes) caches its blocks and decodes to 20.6 ms; the second

@@ -144,9 +144,10 @@ inline void addPrefixCachingOptions(CLI::App &app, PrefixCachingFlags &flags,
       ->check(finiteNumber(0, 1e9))
       ->group(group);
   app.add_option("--kv-offload-gb", flags.offloadGB,
-                 "with --turns: host memory a GPU gives the conversations' "
-                 "contexts evicted from its KV cache, read back over the "
-                 "host link before the next turn's prefill (default 0)")
+                 "with --turns or a trace of prompt blocks: host memory a "
+                 "GPU gives the conversations' contexts (or the blocks) "
+                 "evicted from its KV cache, read back over the host link "
+                 "before the prefill that reads them (default 0)")
       ->check(finiteNumber(0, 1e6))
       ->group(group);
   app.add_option("--prefix-caching", flags.caching,
@@ -160,6 +161,10 @@ inline void addPrefixCachingOptions(CLI::App &app, PrefixCachingFlags &flags,
       ->check(CLI::IsMember({"on", "off"}))
       ->group(group);
 }
+
+constexpr const char *OffloadNeeds =
+    "--kv-offload-gb needs --turns N (N > 1) or a --lengths trace whose "
+    "prompts name their blocks (hash_ids)";
 
 constexpr const char *PrefixCachingNeeds =
     "--prefix-caching needs --shared-prefix N (N > 0), --turns N (N > 1) or "
@@ -177,10 +182,10 @@ checkPrefixCachingOptions(const CLI::App &app,
     return std::string("--prefix-groups needs --shared-prefix N (N > 0)");
   if (app.count("--think-time-ms") && flags.turns < 2)
     return std::string("--think-time-ms needs --turns N (N > 1)");
-  if (flags.offloadGB > 0 && flags.turns < 2)
-    return std::string("--kv-offload-gb needs --turns N (N > 1)");
+  if (flags.offloadGB > 0 && flags.turns < 2 && !app.count("--lengths"))
+    return std::string(OffloadNeeds);
   if (flags.offloadGB > 0 && flags.caching == "off")
-    return std::string("--kv-offload-gb keeps cached contexts: it needs "
+    return std::string("--kv-offload-gb keeps what is cached: it needs "
                        "--prefix-caching on");
   return std::nullopt;
 }
@@ -210,6 +215,8 @@ checkPromptBlocks(const PromptBlocks &blocks, const std::string &path,
              " names no prompt blocks (hash_ids)";
     if (!flags.caching.empty() && !flags.sharedPrefix && flags.turns < 2)
       return std::string(PrefixCachingNeeds);
+    if (flags.offloadGB > 0 && flags.turns < 2)
+      return std::string(OffloadNeeds);
     return std::nullopt;
   }
   if (flags.sharedPrefix)
