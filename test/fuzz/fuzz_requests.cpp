@@ -5,10 +5,11 @@
 // lines as Mooncake's traces, with timestamps and the prompts' blocks),
 // parsed as stagec parses it, blocks of 16 tokens. A file that parses is
 // served on the unit tests' hand clock (ServingTestClock.h) with a cache of
-// 10^6 bytes for its first 32 requests, at their arrivals or by four
-// clients, so the arrival times, the lengths, the blocks' caching and the
-// scheduler's arithmetic on them run too. Errors are expected; the fuzzer
-// looks for crashes, sanitizer reports, leaks and hangs.
+// 10^6 bytes (and 10^5 of host memory) for its first 32 requests, at their
+// arrivals or by four clients, so the arrival times, the lengths, the
+// blocks' caching and offload and the scheduler's arithmetic on them run
+// too. Errors are expected; the fuzzer looks for crashes, sanitizer
+// reports, leaks and hangs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   ServingRun run;
   run.clock.kvBudget = 1e6;
+  // Blocks the device evicts wait in 10^5 bytes of host memory.
+  run.deployment.hostBandwidth = 1e6;
+  run.settings.offloadBytes = 1e5;
   run.settings.limits.maxContext = getLongestContext(trace->lengths, 1);
   ServingWorkload &workload = run.workload;
   workload.lengths = std::move(trace->lengths);
