@@ -2,6 +2,7 @@
 
 #include "BlockCache.h"
 
+#include <algorithm>
 #include <cassert>
 
 using namespace stg;

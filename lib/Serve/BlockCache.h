@@ -60,8 +60,6 @@ public:
   /// nothing when there is none.
   std::optional<Evicted> evictOldest();
 
-  size_t size() const { return blocks.size(); }
-
 private:
   struct Block {
     uint64_t lastRead = 0;

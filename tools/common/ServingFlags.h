@@ -37,8 +37,6 @@ inline void addKVAllocationOption(CLI::App &app, std::string &name,
       ->group(group);
 }
 
-/// `--chunked-prefill on|off` into `setting` (ServingEngineSettings::
-/// chunkedPrefill).
 /// `--router` and `--kv-overlap-weight`: how requests find their engines.
 inline void addRouterOptions(CLI::App &app, Router &router, double &weight,
                              const std::string &group) {
@@ -69,6 +67,8 @@ inline std::optional<std::string> checkRouterOptions(const CLI::App &app,
   return std::nullopt;
 }
 
+/// `--chunked-prefill on|off` into `setting` (ServingEngineSettings::
+/// chunkedPrefill).
 inline void addChunkedPrefillOption(CLI::App &app, bool &setting,
                                     const std::string &group) {
   app.add_option_function<std::string>(
@@ -151,13 +151,13 @@ inline void addPrefixCachingOptions(CLI::App &app, PrefixCachingFlags &flags,
       ->check(finiteNumber(0, 1e6))
       ->group(group);
   app.add_option("--prefix-caching", flags.caching,
-                 "with --shared-prefix, --turns or a trace of prompt blocks: "
-                 "on (default, as vLLM, "
-                 "SGLang and TensorRT-LLM run) keeps the prefix's whole "
-                 "blocks in the cache of each attention replica that "
-                 "computed it, and a conversation's context where its turn "
-                 "ran until room is needed, and prompts prefill only what "
-                 "follows what is cached; off prefills every prompt whole")
+                 "with --shared-prefix, --turns or a trace of prompt "
+                 "blocks: on (default, as vLLM, SGLang and TensorRT-LLM "
+                 "run) keeps the prefix's (or the prompts') whole blocks in "
+                 "the cache of each attention replica that computed them, "
+                 "and a conversation's context where its turn ran until "
+                 "room is needed, and prompts prefill only what follows "
+                 "what is cached; off prefills every prompt whole")
       ->check(CLI::IsMember({"on", "off"}))
       ->group(group);
 }

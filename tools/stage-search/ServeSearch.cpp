@@ -321,6 +321,9 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                 "--lengths FILE.csv");
   if (fixed && !(app.count("--isl") && app.count("--osl")))
     return fail("--isl and --osl go together");
+  if (fixed && flags.traceBlockTokens)
+    return fail("--trace-block-tokens needs a --lengths trace whose prompts "
+                "name their blocks (hash_ids)");
   if (search.concurrencies.empty() == flags.requestRates.empty())
     return fail("--serve needs one of --concurrency N,... (clients) and "
                 "--request-rate R,... (requests/s)");
