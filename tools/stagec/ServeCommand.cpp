@@ -87,7 +87,9 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
                  "CSV of the requests' `input,output` tokens, one a line, "
                  "used in turn (instead of --isl and --osl); with an "
                  "arrival column (arrival_s, arrival_ms, timestamp; Azure's "
-                 "traces), a trace the requests arrive by")
+                 "traces), a trace the requests arrive by; or JSON lines as "
+                 "Mooncake's traces (timestamp in ms, input_length, "
+                 "output_length, hash_ids: the prompt's blocks)")
       ->type_name("FILE")
       ->group(group);
   addTraceBlockOption(app, flags.traceBlockTokens, group);
