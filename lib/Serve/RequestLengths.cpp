@@ -240,6 +240,9 @@ std::optional<RequestTrace> TraceParser::parse() {
   return std::move(trace);
 }
 
+/// The deepest nesting of a trace line's arrays and objects.
+constexpr unsigned MaxTraceLineNesting = 8;
+
 /// Reads a trace of JSON lines, one request's object a line (Mooncake's
 /// format). llvm::json parses each line; it keeps no locations, so an
 /// error about a member points at its key in the line.
@@ -339,6 +342,13 @@ bool JsonLinesParser::parseBlocks(const llvm::json::Array &ids,
 }
 
 bool JsonLinesParser::parseLine() {
+  // llvm::json recurses into nested values: bound the depth first.
+  size_t tooDeep = findJSONNestingPast(line, MaxTraceLineNesting);
+  if (tooDeep != llvm::StringRef::npos)
+    return fail(tooDeep, "arrays and objects nested deeper than " +
+                             llvm::Twine(MaxTraceLineNesting) +
+                             " levels: a trace line is an object of numbers "
+                             "and one array");
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(line);
   if (!value) {
     auto [offset, message] = locateParseError(value.takeError());

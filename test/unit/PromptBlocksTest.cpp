@@ -91,6 +91,12 @@ TEST(PromptBlocksTest, ATraceLineIsCheckedWhereItIsRead) {
                   "t.jsonl:1:38: error: not a JSON line: "));
   EXPECT_TRUE(has(getTraceError("[1, 2]\n{\"input_length\": 9}\n"),
                   "t.jsonl:1:1: error: expected a JSON object a line"));
+  // Nesting that would take llvm::json's recursion deep stops at its ninth
+  // level.
+  EXPECT_TRUE(
+      has(getTraceError("{\"hash_ids\": " + std::string(100000, '[') + "\n"),
+          "t.jsonl:1:21: error: arrays and objects nested deeper "
+          "than 8 levels"));
   EXPECT_TRUE(has(getTraceError("{\"input_length\": 9, \"output_length\": 1, "
                                 "\"session\": 4}\n"),
                   "t.jsonl:1:41: error: unknown key 'session'"));
