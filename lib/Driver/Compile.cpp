@@ -218,6 +218,8 @@ std::unique_ptr<Module> stg::loadModel(const CompileOptions &options,
   if (options.kvCacheType)
     setOption(*module, "kv_cache_dtype",
               getElementTypeName(*options.kvCacheType).str());
+  if (options.wholeWindowCaches)
+    setOption(*module, "kv_window_cache", std::string("whole"));
   return module;
 }
 

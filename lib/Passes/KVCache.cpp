@@ -14,7 +14,11 @@
 // language's min, symbolic until bound) and sees them all, so its mask is
 // dropped too. A chunked attention (chunks of C aligned at 0) caches its
 // current chunk, min(CTX, C) positions, and is priced at the worst case,
-// the last token of a chunk, which sees them all. The new token's keys and
+// the last token of a chunk, which sees them all. With the model's option
+// `kv_window_cache = "whole"` both cache the whole context instead, as an
+// engine that reserves it does (TensorRT-LLM sizes a window layer's blocks
+// as full attention's), and the step reads it all: serving takes only the
+// cache's size from such a step (IterationCost.cpp). The new token's keys and
 // values are still computed (they are appended to the cache); the cache is
 // counted as per-rank state memory. The model's option `kv_cache_dtype`
 // (`--kv-cache-dtype fp8`, as serving engines quantize the cache) stores
@@ -299,6 +303,17 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
       return failure();
     }
   }
+  bool wholeWindows = false;
+  if (const Option *option = m.lookupOption("kv_window_cache")) {
+    const auto *name = std::get_if<std::string>(&option->value);
+    if (!name || (*name != "window" && *name != "whole")) {
+      diags.error(option->loc, "option 'kv_window_cache' is \"window\" (a "
+                               "window's positions) or \"whole\" (the "
+                               "whole context)");
+      return failure();
+    }
+    wholeWindows = *name == "whole";
+  }
   llvm::SmallVector<Op *, 8> attentions, scans, convs;
   model->walk([&](Op &op) {
     if (op.getKind() == OpKind::Attention)
@@ -388,7 +403,8 @@ LogicalResult KVCachePass::run(Module &m, DiagnosticEngine &diags) {
                         " divides by zero with " + m.describeBindings(written));
         return failure();
       }
-      positions = *makeFunction("min", {context->symbol, *window});
+      if (!wholeWindows)
+        positions = *makeFunction("min", {context->symbol, *window});
       attention->setAttr("window", Attribute::getExpr(AttrKind::Expr, 0));
     }
     if (failed(checkCacheBound(*attention, positions, context->symbol, diags)))

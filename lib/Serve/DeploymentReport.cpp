@@ -104,6 +104,8 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
     os << " --kv-allocation " << getKVAllocationName(engine.kvAllocation);
   if (!engine.chunkedPrefill)
     os << " --chunked-prefill off";
+  if (engine.limits.wholeWindowCaches)
+    os << " --kv-window-cache whole";
   if (engine.router != Router::Load)
     os << " --router " << getRouterName(engine.router)
        << " --kv-overlap-weight " << formatShortest(engine.kvOverlapWeight);
@@ -275,6 +277,8 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
       {"iteration_overhead_us", settings.iterationOverheadMicros},
       {"kv_allocation", getKVAllocationName(settings.kvAllocation)},
       {"chunked_prefill", settings.chunkedPrefill},
+      {"kv_window_cache",
+       settings.limits.wholeWindowCaches ? "whole" : "window"},
       {"router", getRouterName(settings.router)},
       {"kv_overlap_weight", settings.kvOverlapWeight},
       {"prefix_caching", settings.prefixCaching},

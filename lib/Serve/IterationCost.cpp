@@ -224,6 +224,14 @@ IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
   for (uint64_t context = 16; context < limits.maxContext; context *= 2)
     contexts.push_back(context);
   contexts.push_back(limits.maxContext);
+  // An engine that reserves window layers' caches whole: their size from
+  // steps that cache the whole context, their time from the windowed ones.
+  CompileOptions wholeBase = base;
+  wholeBase.wholeWindowCaches = true;
+  std::optional<Sampler> whole;
+  if (limits.wholeWindowCaches &&
+      !whole.emplace(wholeBase, system, diags).inspect())
+    return std::nullopt;
   for (uint64_t context : contexts) {
     std::optional<Sample> one = sampler.decode(1, context);
     std::optional<Sample> many =
@@ -233,7 +241,14 @@ IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
     double c = double(context);
     model.decodeOne.add(c, one->attentionMicros);
     model.decodeMany.add(c, many->attentionMicros);
-    model.kvBytes.add(c, double(many->state) / model.manyBatch);
+    if (!limits.wholeWindowCaches) {
+      model.kvBytes.add(c, double(many->state) / model.manyBatch);
+      continue;
+    }
+    std::optional<Sample> reserved = whole->decode(1, context);
+    if (!reserved)
+      return std::nullopt;
+    model.kvBytes.add(c, double(reserved->state));
   }
 
   double usable = limits.memoryFraction * double(system.device.memoryBytes);

@@ -238,6 +238,13 @@ def case_of(row):
         # rest and the cache in bf16.
         flags += ["--weight-precision", "mxfp4", "--weight-precision-scope",
                   "experts", "--kv-memory-fraction", "0.95"]
+        if row["framework"].startswith("TensorRT-LLM"):
+            # Its KV cache manager sizes a window layer's blocks as full
+            # attention's ("SWA allocates blocks linearly, and we need as
+            # many blocks as full attention", kvCacheManager.cpp since
+            # NVIDIA/TensorRT-LLM#6768): the window layers cost a sequence
+            # its whole length.
+            flags += ["--kv-window-cache", "whole"]
     elif row["precision"].startswith(("fp8", "fp4 (NVFP4)")):
         flags += ["--precision",
                   "nvfp4" if row["precision"].startswith("fp4") else "fp8"]

@@ -67,6 +67,22 @@ inline std::optional<std::string> checkRouterOptions(const CLI::App &app,
   return std::nullopt;
 }
 
+/// `--kv-window-cache window|whole` into `whole` (ServingLimits::
+/// wholeWindowCaches).
+inline void addWindowCacheOption(CLI::App &app, bool &whole,
+                                 const std::string &group) {
+  app.add_option_function<std::string>(
+         "--kv-window-cache",
+         [&whole](const std::string &value) { whole = value == "whole"; },
+         "how the engine keeps a sliding-window or chunked layer's cache: "
+         "window (default: its window's positions, as vLLM's hybrid KV "
+         "cache manager and SGLang) or whole (blocks for the whole "
+         "sequence, as TensorRT-LLM sizes them; attention still reads the "
+         "window)")
+      ->check(CLI::IsMember({"window", "whole"}))
+      ->group(group);
+}
+
 /// `--chunked-prefill on|off` into `setting` (ServingEngineSettings::
 /// chunkedPrefill).
 inline void addChunkedPrefillOption(CLI::App &app, bool &setting,

@@ -233,6 +233,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   std::string kvAllocation = "reserve";
   addKVAllocationOption(app, kvAllocation, engine);
   addChunkedPrefillOption(app, settings.chunkedPrefill, engine);
+  addWindowCacheOption(app, settings.limits.wholeWindowCaches, engine);
   addRouterOptions(app, settings.router, settings.kvOverlapWeight, engine);
   std::string linearKernels = "separate";
   addLinearKernelsOption(app, linearKernels, engine);

@@ -146,6 +146,7 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
       ->group(group);
   addKVAllocationOption(app, flags.kvAllocation, group);
   addChunkedPrefillOption(app, flags.chunkedPrefill, group);
+  addWindowCacheOption(app, flags.wholeWindowCaches, group);
   addRouterOptions(app, flags.router, flags.kvOverlapWeight, group);
   addPrefixCachingOptions(app, flags.prefixCaching, group);
   addSpeculationOptions(app, flags.speculation, group);
@@ -199,6 +200,7 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--kv-block-tokens",
                                           "--kv-allocation",
                                           "--chunked-prefill",
+                                          "--kv-window-cache",
                                           "--router",
                                           "--kv-overlap-weight",
                                           "--shared-prefix",
@@ -454,6 +456,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   limits.maxBatch = flags.maxBatch;
   limits.maxBatchedTokens = flags.maxBatchedTokens;
   limits.memoryFraction = flags.kvMemoryFraction;
+  limits.wholeWindowCaches = flags.wholeWindowCaches;
   settings.blockTokens = flags.kvBlockTokens;
   settings.iterationOverheadMicros = flags.iterationOverheadMicros;
   settings.speculation = flags.speculation;

@@ -59,6 +59,10 @@ struct CompileOptions {
   /// `--kv-cache-dtype`: the KV cache's element type (the model's option
   /// kv_cache_dtype), over the model's.
   std::optional<ElementType> kvCacheType;
+  /// Decode: sliding-window and chunked attentions cache (and read) the
+  /// whole context (the model's option kv_window_cache = "whole"), as an
+  /// engine that reserves it; serving takes the cache's size alone from it.
+  bool wholeWindowCaches = false;
   std::string recompute = "none"; ///< `none`, `full` or `selective`.
   /// ZeRO-1: shard the optimizer step over the data-parallel axes.
   bool distributedOptimizer = false;

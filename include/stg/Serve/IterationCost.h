@@ -40,6 +40,10 @@ struct ServingLimits {
   uint64_t maxContext = 4096;
   /// Fraction of device memory the engine may use (gpu_memory_utilization).
   double memoryFraction = 0.9;
+  /// The engine reserves a sliding-window (or chunked) layer's cache for
+  /// the whole sequence, as TensorRT-LLM sizes such a layer's blocks as
+  /// full attention's; its attention still reads the window.
+  bool wholeWindowCaches = false;
 };
 
 /// One prefill chunk: `tokens` new tokens of a sequence that has `context`
