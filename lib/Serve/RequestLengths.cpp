@@ -29,13 +29,25 @@ using namespace stg;
 
 namespace {
 
-/// What a column of a `--lengths` file holds.
-enum class Column { Input, Output, ArrivalSeconds, ArrivalMillis, Timestamp };
+/// What a column of a `--lengths` file holds: nothing stagec reads (a
+/// trace's other columns), a length, or an arrival (those after Output).
+enum class Column {
+  Ignored,
+  Input,
+  Output,
+  ArrivalSeconds,
+  ArrivalMillis,
+  Timestamp
+};
 
 std::optional<Column> getColumn(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<Column>>(name.lower())
-      .Cases("input", "input_length", "contexttokens", Column::Input)
-      .Cases("output", "output_length", "generatedtokens", Column::Output)
+      .Cases("input", "input_length", "contexttokens", "request tokens",
+             Column::Input)
+      .Cases("output", "output_length", "generatedtokens", "response tokens",
+             Column::Output)
+      // BurstGPT's other columns.
+      .Cases("model", "total tokens", "log type", Column::Ignored)
       .Case("arrival_s", Column::ArrivalSeconds)
       .Case("arrival_ms", Column::ArrivalMillis)
       .Case("timestamp", Column::Timestamp)
@@ -158,7 +170,8 @@ bool TraceParser::parseHeader(llvm::ArrayRef<llvm::StringRef> cells) {
                             "': expected input, output and an arrival "
                             "(arrival_s, arrival_ms or timestamp)");
     bool arrival = *column > Column::Output;
-    if (llvm::any_of(columns, [&](Column earlier) {
+    if (*column != Column::Ignored &&
+        llvm::any_of(columns, [&](Column earlier) {
           return earlier == *column || (arrival && earlier > Column::Output);
         }))
       return fail(cell, "column '" + cell +
@@ -197,6 +210,8 @@ bool TraceParser::parseRow(llvm::ArrayRef<llvm::StringRef> cells) {
                                      "counts"));
   RequestLengths lengths;
   for (auto [cell, column] : llvm::zip(cells, columns)) {
+    if (column == Column::Ignored)
+      continue;
     if (column > Column::Output) {
       if (!parseArrival(cell, column))
         return false;
@@ -207,7 +222,11 @@ bool TraceParser::parseRow(llvm::ArrayRef<llvm::StringRef> cells) {
     if (cell.getAsInteger(10, value) || value < 1 || value > MaxRequestTokens)
       return fail(cell, llvm::Twine(input ? "input" : "output") + " tokens '" +
                             cell + "' is not a whole number from 1 to " +
-                            llvm::Twine(MaxRequestTokens));
+                            llvm::Twine(MaxRequestTokens) +
+                            (!input && cell == "0"
+                                 ? " (a failed request: BurstGPT's "
+                                   "without_fails files leave them out)"
+                                 : ""));
   }
   trace.lengths.push_back(lengths);
   return true;

@@ -176,6 +176,36 @@ TEST(ServingWorkloadTest, AzureTracesGiveArrivalsFromTheFirstRequest) {
   EXPECT_NEAR(trace->arrivals[2], 13319410, 1e-3);
 }
 
+TEST(ServingWorkloadTest, BurstGPTTracesReadAsPublished) {
+  // BurstGPT's columns, its model, total and log type ignored; a failed
+  // request (0 response tokens) is refused with where to find the file
+  // without them.
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  llvm::StringRef header =
+      "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
+  std::optional<RequestTrace> trace = parseRequestTrace(
+      header.str() + "5,ChatGPT,472,18,490,Conversation log\n"
+                     "45,ChatGPT,1087,253,1340,Conversation log\n"
+                     "118,GPT-4,417,276,693,Conversation log\n",
+      "burst.csv", diags);
+  ASSERT_TRUE(trace) << errors;
+  ASSERT_EQ(trace->lengths.size(), 3u);
+  EXPECT_EQ(trace->lengths[1].input, 1087u);
+  EXPECT_EQ(trace->lengths[1].output, 253u);
+  EXPECT_DOUBLE_EQ(trace->arrivals[2], 113e6);
+  EXPECT_FALSE(parseRequestTrace(
+      header.str() + "5,ChatGPT,472,0,472,Conversation log\n", "fails.csv",
+      diags));
+  EXPECT_NE(os.str().find("fails.csv:2:15: error: output tokens '0' is not "
+                          "a whole number from 1 to 16777216 (a failed "
+                          "request: BurstGPT's without_fails files leave "
+                          "them out)"),
+            std::string::npos)
+      << os.str();
+}
+
 TEST(ServingWorkloadTest, ColumnsFollowTheHeaderInAnyOrder) {
   std::string errors;
   llvm::raw_string_ostream os(errors);

@@ -7,8 +7,9 @@
 // a header, which may also name an arrival column: `arrival_s` or
 // `arrival_ms` (from any origin), or `timestamp` in seconds or as the
 // Azure LLM inference traces write it (`TIMESTAMP,ContextTokens,
-// GeneratedTokens`, `2023-11-16 18:15:46.6805900`); the requests then
-// arrive when the file says, each once. A file whose first line opens a
+// GeneratedTokens`, `2023-11-16 18:15:46.6805900`; BurstGPT's `Timestamp,
+// Model,Request tokens,Response tokens,Total tokens,Log Type`, its other
+// columns ignored); the requests then arrive when the file says, each once. A file whose first line opens a
 // JSON object is JSON lines as Mooncake's traces are written (and NVIDIA
 // Dynamo's and AIPerf's replays read them): `{"timestamp": 27482,
 // "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, ...]}`,
