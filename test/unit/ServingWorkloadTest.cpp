@@ -195,9 +195,9 @@ TEST(ServingWorkloadTest, BurstGPTTracesReadAsPublished) {
   EXPECT_EQ(trace->lengths[1].input, 1087u);
   EXPECT_EQ(trace->lengths[1].output, 253u);
   EXPECT_DOUBLE_EQ(trace->arrivals[2], 113e6);
-  EXPECT_FALSE(parseRequestTrace(
-      header.str() + "5,ChatGPT,472,0,472,Conversation log\n", "fails.csv",
-      diags));
+  EXPECT_FALSE(
+      parseRequestTrace(header.str() + "5,ChatGPT,472,0,472,Conversation log\n",
+                        "fails.csv", diags));
   EXPECT_NE(os.str().find("fails.csv:2:15: error: output tokens '0' is not "
                           "a whole number from 1 to 16777216 (a failed "
                           "request: BurstGPT's without_fails files leave "
