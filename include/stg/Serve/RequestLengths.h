@@ -9,13 +9,14 @@
 // Azure LLM inference traces write it (`TIMESTAMP,ContextTokens,
 // GeneratedTokens`, `2023-11-16 18:15:46.6805900`; BurstGPT's `Timestamp,
 // Model,Request tokens,Response tokens,Total tokens,Log Type`, its other
-// columns ignored); the requests then arrive when the file says, each once. A
-// file whose first line opens a JSON object is JSON lines as Mooncake's traces
-// are written (and NVIDIA Dynamo's and AIPerf's replays read them):
-// `{"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids":
-// [46, 47, ...]}`, the timestamp in milliseconds and optional, each hash id a
-// block of the prompt (PromptBlocks). Errors are located: `file.csv:3:7: error:
-// ...` with the line and a caret.
+// columns ignored); the requests then arrive when the file says, each
+// once. A file whose first line opens a JSON object is JSON lines as
+// Mooncake's traces are written (and NVIDIA Dynamo's and AIPerf's replays
+// read them): `{"timestamp": 27482, "input_length": 6955,
+// "output_length": 52, "hash_ids": [46, 47, ...]}`, the timestamp in
+// milliseconds and optional, each hash id a block of the prompt
+// (PromptBlocks). Errors are located: `file.csv:3:7: error: ...` with the
+// line and a caret.
 //
 //===----------------------------------------------------------------------===//
 
