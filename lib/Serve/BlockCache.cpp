@@ -17,10 +17,8 @@ size_t BlockCache::countHeld(llvm::ArrayRef<uint64_t> ids) const {
 void BlockCache::read(llvm::ArrayRef<uint64_t> ids, uint64_t stamp) {
   for (uint64_t id : ids) {
     Block &block = blocks.find(id)->second;
-    if (!block.readers++) {
-      victims.erase(getVictim(id, block));
-      victimBytes -= block.bytes;
-    }
+    if (!block.readers++)
+      unlistVictim(id, block);
     block.lastRead = stamp;
   }
 }
@@ -29,10 +27,8 @@ void BlockCache::release(llvm::ArrayRef<uint64_t> ids) {
   for (uint64_t id : ids) {
     Block &block = blocks.find(id)->second;
     assert(block.readers && "a block released more often than read");
-    if (!--block.readers) {
-      victims.insert(getVictim(id, block));
-      victimBytes += block.bytes;
-    }
+    if (!--block.readers)
+      listVictim(id, block);
   }
   if (victims.empty())
     victimBytes = 0; // What is left is rounding.
@@ -50,10 +46,8 @@ double BlockCache::add(llvm::ArrayRef<uint64_t> ids, uint64_t depth,
       block.bytes = getBytes(depth);
     } else {
       held += getBytes(depth);
-      if (!block.readers) {
-        victims.erase(getVictim(id, block));
-        victimBytes -= block.bytes;
-      }
+      if (!block.readers)
+        unlistVictim(id, block);
     }
     ++block.readers;
     block.lastRead = stamp;
@@ -69,15 +63,13 @@ double BlockCache::keep(uint64_t id, uint64_t depth, double bytes,
   assert(!block.readers && "a kept block is read by nothing");
   double previous = 0;
   if (!inserted) {
-    victims.erase(getVictim(id, block));
-    victimBytes -= block.bytes;
+    unlistVictim(id, block);
     previous = block.bytes;
   }
   block.depth = depth;
   block.bytes = bytes;
   block.lastRead = stamp;
-  victims.insert(getVictim(id, block));
-  victimBytes += bytes;
+  listVictim(id, block);
   return previous;
 }
 

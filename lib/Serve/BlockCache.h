@@ -82,6 +82,16 @@ private:
   Victim getVictim(uint64_t id, const Block &block) const {
     return {block.lastRead, block.depth, id};
   }
+  /// A block nothing reads joins the victims, or one that a sequence now
+  /// reads (or whose stamp changes) leaves them.
+  void listVictim(uint64_t id, const Block &block) {
+    victims.insert(getVictim(id, block));
+    victimBytes += block.bytes;
+  }
+  void unlistVictim(uint64_t id, const Block &block) {
+    victims.erase(getVictim(id, block));
+    victimBytes -= block.bytes;
+  }
 
   /// Ids are at most MaxBlockId, clear of DenseMap's two reserved keys.
   llvm::DenseMap<uint64_t, Block> blocks;

@@ -164,8 +164,7 @@ double Simulation::getEvictablePrefixBytes(const Engine &engine,
                                            uint32_t request) const {
   if (uint64_t block = workload.promptBlocks.tokens)
     return replica.blocks.getEvictableBytes(getPromptBlocks(request).take_front(
-        getCachedPrefix(replica, request, getReusablePrefix(engine, request)) /
-        block));
+        getReplicaHit(engine, replica, request) / block));
   if (!workload.sharedPrefix)
     return 0;
   unsigned keep = getPrefixGroup(request);

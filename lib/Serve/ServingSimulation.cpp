@@ -83,19 +83,22 @@ void Simulation::issueTurn(double time, uint32_t conversation) {
   push(time, EventKind::Arrival, uint32_t(issued++));
 }
 
-double Simulation::getRoutingCost(const Engine &engine, const Replica &replica,
-                                  uint32_t request, uint64_t hit) const {
+double Simulation::getQueuedPrefill(const Engine &engine) const {
+  uint64_t tokens = 0;
+  for (uint32_t waiting : engine.waiting)
+    tokens += result.requests[waiting].input;
+  return double(tokens) / double(engine.replicas.size());
+}
+
+double Simulation::getRoutingCost(const Replica &replica, uint32_t request,
+                                  uint64_t hit, double queued) const {
   uint64_t input = result.requests[request].input;
-  double prefill = double(input - hit), held = double(input);
+  double prefill = double(input - hit) + queued, held = double(input);
   for (uint32_t running : replica.running) {
     const SequenceState &sequence = sequences[running];
     prefill += double(sequence.target - sequence.prefilled);
     held += double(result.requests[running].input + sequence.generated);
   }
-  // The engine's queue is not yet any replica's: a share each.
-  for (uint32_t waiting : engine.waiting)
-    prefill +=
-        double(result.requests[waiting].input) / double(engine.replicas.size());
   return settings.kvOverlapWeight * prefill + held;
 }
 
@@ -108,16 +111,18 @@ void Simulation::route(uint32_t request, bool toPrefill) {
   unsigned best = first;
   if (toPrefill && settings.router == Router::KVAware) {
     std::optional<double> cheapest;
-    for (unsigned index = first; index < last; ++index)
+    for (unsigned index = first; index < last; ++index) {
+      double queued = getQueuedPrefill(engines[index]);
       for (const Replica &replica : engines[index].replicas) {
-        double cost =
-            getRoutingCost(engines[index], replica, request,
-                           getReplicaHit(engines[index], replica, request));
+        double cost = getRoutingCost(
+            replica, request, getReplicaHit(engines[index], replica, request),
+            queued);
         if (!cheapest || cost < *cheapest) {
           cheapest = cost;
           best = index;
         }
       }
+    }
   } else {
     for (unsigned index = first + 1; index < last; ++index)
       if (engines[index].getLoad() < engines[best].getLoad())
@@ -156,10 +161,11 @@ void Simulation::startIteration(unsigned index, double now) {
                  : getKVNeed(engine, {record.input - shared, record.output});
     };
     int chosen = -1;
-    uint64_t chosenHit = 0;
+    uint64_t chosenHit = 0, chosenShared = 0;
     double chosenNeed = 0, chosenCost = 0;
     bool chosenHome = false;
     bool byCost = settings.router == Router::KVAware && engine.prefill;
+    double queued = byCost ? getQueuedPrefill(engine) : 0;
     for (unsigned slot = 0; slot < engine.replicas.size(); ++slot) {
       const Replica &replica = engine.replicas[slot];
       uint64_t shared = getCachedPrefix(replica, request, prefix);
@@ -184,7 +190,7 @@ void Simulation::startIteration(unsigned index, double now) {
         continue;
       // The KV router's cost, else the fewest running, decides among the
       // replicas that are not the conversation's home.
-      double cost = byCost ? getRoutingCost(engine, replica, request, hit) : 0;
+      double cost = byCost ? getRoutingCost(replica, request, hit, queued) : 0;
       bool better =
           byCost ? cost < chosenCost
                  : replica.running.size() <
@@ -192,6 +198,7 @@ void Simulation::startIteration(unsigned index, double now) {
       if (chosen < 0 || (home && !chosenHome) || (!chosenHome && better)) {
         chosen = int(slot);
         chosenHit = hit;
+        chosenShared = shared;
         chosenNeed = need;
         chosenCost = cost;
         chosenHome = home;
@@ -227,7 +234,7 @@ void Simulation::startIteration(unsigned index, double now) {
     // What it reads of the cache is its own before any eviction makes
     // room.
     if (chosenHit) {
-      sequence.shared = getCachedPrefix(replica, request, prefix);
+      sequence.shared = chosenShared;
       if (uint64_t block = workload.promptBlocks.tokens) {
         llvm::ArrayRef<uint64_t> ids =
             getPromptBlocks(request).take_front(chosenHit / block);

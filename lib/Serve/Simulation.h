@@ -145,10 +145,14 @@ private:
   void issueTurn(double time, uint32_t conversation);
   void handle(const Event &event);
   void route(uint32_t request, bool toPrefill);
-  /// What sending `request` to `replica` of `engine` costs the KV router
-  /// (Router::KVAware), with `hit` of its prompt's tokens cached there.
-  double getRoutingCost(const Engine &engine, const Replica &replica,
-                        uint32_t request, uint64_t hit) const;
+  /// What sending `request` to `replica` costs the KV router
+  /// (Router::KVAware), with `hit` of its prompt's tokens cached there and
+  /// `queued` prefill tokens of its engine's queue (getQueuedPrefill).
+  double getRoutingCost(const Replica &replica, uint32_t request, uint64_t hit,
+                        double queued) const;
+  /// The prompt tokens `engine`'s queue holds, a share for each replica:
+  /// the queue is not yet any replica's.
+  double getQueuedPrefill(const Engine &engine) const;
   /// The tokens of `request`'s prompt that `replica` of `engine` holds.
   uint64_t getReplicaHit(const Engine &engine, const Replica &replica,
                          uint32_t request) const {
