@@ -9,6 +9,7 @@
 #include "stg/Passes/Passes.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace stg;
 
@@ -276,6 +277,21 @@ stg::parseDeepEpMode(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
+llvm::StringRef stg::getDeepEpModeName(CompileOptions::DeepEpMode mode) {
+  using DeepEpMode = CompileOptions::DeepEpMode;
+  switch (mode) {
+  case DeepEpMode::Off:
+    return "off";
+  case DeepEpMode::Normal:
+    return "normal";
+  case DeepEpMode::LowLatency:
+    return "low-latency";
+  case DeepEpMode::Auto:
+    return "auto";
+  }
+  llvm_unreachable("unknown DeepEP mode");
+}
+
 InstantiateOptions stg::getInstantiateOptions(const Mesh &mesh,
                                               const CompileOptions &options) {
   InstantiateOptions instantiateOptions;
@@ -298,6 +314,7 @@ InstantiateOptions stg::getInstantiateOptions(const Mesh &mesh,
   instantiateOptions.twoBatchOverlap = options.twoBatchOverlap;
   instantiateOptions.foldMicrobatches = options.foldMicrobatches;
   instantiateOptions.foldLayers = options.foldLayers;
+  instantiateOptions.expertExchangeUnits = options.deepEpUnits;
   using DeepEpMode = CompileOptions::DeepEpMode;
   switch (options.deepEpMode) {
   case DeepEpMode::Off:

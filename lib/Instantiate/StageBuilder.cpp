@@ -357,6 +357,8 @@ void StageBuilder::buildOp(const Op &op, int layer, int microbatch) {
         node.expertExchange = shared.options.expertExchange;
         node.tokenCopies = shared.tokenCopies;
         node.experts = shared.experts;
+        if (node.expertExchange == ExpertExchange::Normal)
+          node.heldUnits = shared.options.expertExchangeUnits;
       }
       bool bucketed = shared.options.gradientBucketBytes && mask &&
                       node.phase == Phase::GradientSync &&

@@ -113,8 +113,9 @@ void StepSimulation::setSameFor() {
   // what follows from it (tracked while simulating): one that comes into
   // an idle step moves all that is left, for any later arrival. Not when
   // what moves shared a tier with what stays: moving it would change how
-  // long they overlap (LinkSharing.cpp).
-  if (!tracking || mixedSharing ||
+  // long they overlap (LinkSharing.cpp); nor when compute ran slowed beside
+  // held units (HeldUnits.cpp), for the same reason.
+  if (!tracking || mixedSharing || slowedCompute ||
       outcome.sameFor[movingCandidate].second -
               outcome.sameFor[movingCandidate].first >
           1)

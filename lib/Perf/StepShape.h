@@ -157,6 +157,12 @@ struct StepShape {
   bool sharesLinks = false;
   std::vector<uint32_t> transferBegin;
   std::vector<ShapeTransfer> transfers;
+  /// Per slot, the compute units its node holds while it runs
+  /// (ProgramNode::heldUnits), of the device's `computeUnits`: only when
+  /// some node of the step holds any on a device that counts them (else
+  /// empty), and only then does compute slow beside them (HeldUnits.cpp).
+  std::vector<uint16_t> heldUnits;
+  uint32_t computeUnits = 0;
 
   const StepStructure *operator->() const { return structure.get(); }
   llvm::ArrayRef<ShapeTransfer> getTransfers(uint32_t slot) const {
@@ -228,6 +234,10 @@ struct SimulationScratch {
     /// remainder as of `now`.
     std::vector<uint8_t> transfer;
     std::vector<int64_t> remaining;
+    /// When compute shares the device with held units (HeldUnits.cpp): the
+    /// running compute node's full-rate picoseconds left as last settled,
+    /// and how long ago that was.
+    int64_t computeLeft = 0, computeSince = 0;
   };
   Snapshot snapshots[2];
 };

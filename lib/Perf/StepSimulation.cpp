@@ -107,12 +107,15 @@ void StepStructure::finish() {
 bool StepShape::operator==(const StepShape &other) const {
   return picos == other.picos && sharesLinks == other.sharesLinks &&
          transferBegin == other.transferBegin && transfers == other.transfers &&
+         heldUnits == other.heldUnits && computeUnits == other.computeUnits &&
          (structure == other.structure || *structure == *other.structure);
 }
 
 uint64_t StepShape::hash() const {
   uint64_t value = llvm::hash_combine(
-      structure->hash, llvm::hash_combine_range(picos.begin(), picos.end()));
+      structure->hash, llvm::hash_combine_range(picos.begin(), picos.end()),
+      llvm::hash_combine_range(heldUnits.begin(), heldUnits.end()),
+      computeUnits);
   // Field by field (a ShapeTransfer's padding is not part of it), and
   // cheaply: equal hashes are compared in full.
   for (const ShapeTransfer &transfer : transfers)
@@ -156,6 +159,7 @@ StepSimulation::StepSimulation(const StepShape &shape,
     moves.assign(total, 0);
   }
   sharing = shape.sharesLinks;
+  contending = !shape.heldUnits.empty();
   if (recordTimes)
     starts.assign(total, 0);
   if (sharing) {
@@ -237,9 +241,12 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::issue(int64_t now) {
     if (queue.empty())
       queued &= ~(1u << stream);
     int64_t duration = shape.picos[slots[id]];
-    (ReplayStream(stream) == ReplayStream::Compute ? computePicos
-                                                   : communicationPicos) +=
-        duration;
+    bool compute = ReplayStream(stream) == ReplayStream::Compute;
+    // Compute beside held units is counted once it ends (HeldUnits.cpp).
+    if (!compute)
+      communicationPicos += duration;
+    else if (LLVM_LIKELY(!contending))
+      computePicos += duration;
     if (LLVM_UNLIKELY(unresolved) && watchingIssues)
       watchIssue(stream, id, now, int(stream) != freedStream);
     idle &= ~(1u << stream);
@@ -249,9 +256,13 @@ LLVM_ATTRIBUTE_ALWAYS_INLINE void StepSimulation::issue(int64_t now) {
     if (LLVM_UNLIKELY(sharing) && hasTransfers(id)) {
       pushEvent(now, id); // Its time follows from its tier's members.
       startTransfers(id, now);
+    } else if (LLVM_UNLIKELY(contending) && compute) {
+      pushEvent(startCompute(id, now, duration), id);
     } else {
       pushEvent(now + duration, id);
     }
+    if (LLVM_UNLIKELY(contending) && !compute && getHeldUnits(id))
+      changeHeldUnits(getHeldUnits(id), now);
   }
 }
 
@@ -316,6 +327,9 @@ void StepSimulation::takeSnapshot(uint32_t copy, int64_t now,
       into.remaining.push_back(state.second);
     }
   }
+  bool computing = contending && computeNode != NoNode;
+  into.computeLeft = computing ? computeLeft : 0;
+  into.computeSince = computing ? now - computeSettled : 0;
 }
 
 bool StepSimulation::repeats(const Snapshot &before,
@@ -326,7 +340,10 @@ bool StepSimulation::repeats(const Snapshot &before,
       after.outsideChanges != before.outsideChanges || outsideRunning ||
       after.status != before.status || after.pending != before.pending ||
       after.ends != before.ends || after.moves != before.moves ||
-      after.transfer != before.transfer || after.remaining != before.remaining)
+      after.transfer != before.transfer ||
+      after.remaining != before.remaining ||
+      after.computeLeft != before.computeLeft ||
+      after.computeSince != before.computeSince)
     return false;
   return true;
 }
@@ -348,6 +365,12 @@ void StepSimulation::jump(const Snapshot &before, const Snapshot &after,
   }
   if (sharing)
     jumpTransfers(begin, end, shift, copies * period);
+  // The running compute node is the window's (nothing outside it runs).
+  if (contending && computeNode != NoNode) {
+    computeNode += shift;
+    computeSettled += copies * period;
+    computeStart += copies * period;
+  }
   // The completion just processed is the marker's, of the window.
   previous.first += copies * period;
   previous.second += shift;
@@ -406,6 +429,14 @@ StepOutcome StepSimulation::run() {
     ReplayStream stream = structure.unfoldedStreams[id];
     if (stream != ReplayStream::None)
       idle |= 1u << unsigned(stream);
+    if (LLVM_UNLIKELY(contending)) {
+      if (id == computeNode) {
+        computePicos += now - computeStart;
+        computeNode = NoNode;
+      } else if (stream != ReplayStream::None && getHeldUnits(id)) {
+        changeHeldUnits(-int32_t(getHeldUnits(id)), now);
+      }
+    }
     finish = std::max(finish, now);
     freedStream = stream == ReplayStream::None ? -1 : int(stream);
     if (stream == ReplayStream::None) {

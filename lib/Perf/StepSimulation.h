@@ -3,8 +3,9 @@
 // The state of one step's discrete-event simulation (simulateStep): the
 // events and queues, the search for a folded layer's period
 // (StepSimulation.cpp), what bounds the arrivals of the step's messages
-// that give the same outcome (ArrivalRanges.cpp), and the transfers that
-// share a tier's bandwidth (LinkSharing.cpp).
+// that give the same outcome (ArrivalRanges.cpp), the transfers that
+// share a tier's bandwidth (LinkSharing.cpp), and compute beside kernels
+// that hold some of the device's units (HeldUnits.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,6 +78,32 @@ private:
   std::pair<uint8_t, int64_t> getTransferState(uint32_t id, int64_t now) const;
   void jumpTransfers(uint32_t begin, uint32_t end, uint32_t shift,
                      int64_t moved);
+
+  // Held units: while communication nodes that hold `held` of the
+  // device's `computeUnits` run, the compute node runs at (units - held) /
+  // units of its rate. Its full-rate picoseconds left are settled whenever
+  // the rate changes; a whole picosecond's progress is rounded down and its
+  // end up, so the clock stays whole and translation-invariant.
+  static constexpr uint32_t NoNode = ~0u;
+  bool contending = false; ///< The step has nodes that hold units.
+  uint32_t held = 0;
+  uint32_t computeNode = NoNode; ///< The running compute node, if any.
+  int64_t computeLeft = 0, computeSettled = 0, computeStart = 0;
+  /// Whether compute ran slowed while the moving receive was tracked: its
+  /// time then depends on what overlapped it, so the outcome is not moved.
+  bool slowedCompute = false;
+  uint16_t getHeldUnits(uint32_t id) const {
+    return shape.heldUnits[slots[id]];
+  }
+  /// Starts compute node `id` of `duration` full-rate picoseconds at
+  /// `now`; when it ends at the current rate.
+  int64_t startCompute(uint32_t id, int64_t now, int64_t duration);
+  /// A node that holds units starts (`delta` > 0) or ends: the running
+  /// compute node is settled and retimed.
+  void changeHeldUnits(int32_t delta, int64_t now);
+  /// The running compute node's end at the current rate, from `now`, its
+  /// remainder settled then.
+  int64_t getComputeEnd(int64_t now) const;
 
   using Snapshot = SimulationScratch::Snapshot;
   void takeSnapshot(uint32_t copy, int64_t now, Snapshot &into) const;

@@ -14,6 +14,8 @@
 #include "StepReplay.h"
 
 #include <algorithm>
+#include <array>
+#include <numeric>
 
 using namespace stg;
 
@@ -210,6 +212,8 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
   shape.picos.clear();
   shape.transferBegin.clear();
   shape.transfers.clear();
+  shape.heldUnits.clear();
+  shape.computeUnits = 0;
   // A bit per stream and tier (2 * stream + tier) its nodes move bytes over.
   uint32_t streamTiers = 0;
   // The clock counts whole picoseconds in an int64: the step's times may
@@ -228,6 +232,33 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
     shape.picos.push_back(roundToInteger(state.micros[id] * 1e6));
     streamTiers |= uint32_t(state.tierMasks[id])
                    << 2 * unsigned(shape->streams[id - step.begin]);
+  }
+  // Nodes that hold compute units, on a device that counts them: the step
+  // keeps what each holds. A stream runs one node at a time, so compute is
+  // slowest beside each stream's largest; the step must fit the clock at
+  // that rate.
+  if (unsigned units = system.device.computeUnits) {
+    std::array<uint32_t, NumReplayStreams> mostHeld{};
+    for (uint32_t id = step.begin; id < step.end; ++id)
+      if (uint16_t held = node(stage, id).heldUnits) {
+        shape.heldUnits.resize(step.end - step.begin);
+        shape.heldUnits[id - step.begin] = held;
+        uint32_t &most = mostHeld[unsigned(shape->streams[id - step.begin])];
+        most = std::max<uint32_t>(most, held);
+      }
+    uint32_t held = std::accumulate(mostHeld.begin(), mostHeld.end(), 0u);
+    if (held) {
+      shape.computeUnits = units;
+      double slowest =
+          double(units) / double(units - std::min(held, units - 1));
+      if (!(sum * slowest <= MaxStepMicros)) {
+        failure = "stage " + std::to_string(stage) +
+                  " has a schedule step longer than " +
+                  std::to_string(int64_t(MaxStepMicros)) +
+                  " us at the compute rate its communication leaves";
+        return NoShape;
+      }
+    }
   }
   // Two streams on one tier that may run at once: the step keeps its
   // transfers.

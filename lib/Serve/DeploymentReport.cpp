@@ -73,6 +73,9 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
                                            : "");
   if (base.fusedLinearKernels)
     os << " --linear-kernels fused";
+  if (base.deepEpMode != CompileOptions::DeepEpMode::Off)
+    os << " --deepep-mode " << getDeepEpModeName(base.deepEpMode)
+       << " --deepep-sms " << base.deepEpUnits;
   if (options.lengthsFile.empty())
     os << " --isl " << options.lengths.front().input << " --osl "
        << options.lengths.front().output;
@@ -107,8 +110,14 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
   if (engine.limits.wholeWindowCaches)
     os << " --kv-window-cache whole";
   if (engine.router != Router::Load)
-    os << " --router " << getRouterName(engine.router)
-       << " --kv-overlap-weight " << formatShortest(engine.kvOverlapWeight);
+    os << " --router " << getRouterName(engine.router);
+  if (engine.router == Router::KVAware)
+    os << " --kv-overlap-weight " << formatShortest(engine.kvOverlapWeight);
+  if (const CacheAwareRouting &rule = engine.cacheAware;
+      engine.router == Router::CacheAware)
+    os << " --cache-threshold " << formatShortest(rule.cacheThreshold)
+       << " --balance-abs-threshold " << rule.balanceAbsolute
+       << " --balance-rel-threshold " << formatShortest(rule.balanceRelative);
   if (options.sharedPrefix)
     os << " --shared-prefix " << options.sharedPrefix;
   if (options.prefixGroups > 1)
@@ -281,10 +290,15 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
        settings.limits.wholeWindowCaches ? "whole" : "window"},
       {"router", getRouterName(settings.router)},
       {"kv_overlap_weight", settings.kvOverlapWeight},
+      {"cache_threshold", settings.cacheAware.cacheThreshold},
+      {"balance_abs_threshold", int64_t(settings.cacheAware.balanceAbsolute)},
+      {"balance_rel_threshold", settings.cacheAware.balanceRelative},
       {"prefix_caching", settings.prefixCaching},
       {"kv_offload_gb", settings.offloadBytes / 1e9},
       {"linear_kernels",
        options.base.fusedLinearKernels ? "fused" : "separate"},
+      {"deepep_mode", getDeepEpModeName(options.base.deepEpMode)},
+      {"deepep_sms", int64_t(options.base.deepEpUnits)},
       {"kv_cache_dtype",
        options.base.kvCacheType
            ? llvm::json::Value(getElementTypeName(*options.base.kvCacheType))

@@ -25,6 +25,7 @@
 #include "stg/Serve/RequestLengths.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cassert>
@@ -102,6 +103,47 @@ double Simulation::getRoutingCost(const Replica &replica, uint32_t request,
   return settings.kvOverlapWeight * prefill + held;
 }
 
+unsigned Simulation::getLeastLoaded(unsigned first, unsigned last) const {
+  unsigned best = first;
+  for (unsigned index = first + 1; index < last; ++index)
+    if (engines[index].getLoad() < engines[best].getLoad())
+      best = index;
+  return best;
+}
+
+unsigned Simulation::routeByCache(uint32_t request, unsigned first,
+                                  unsigned last) const {
+  const CacheAwareRouting &rule = settings.cacheAware;
+  unsigned leastLoaded = getLeastLoaded(first, last);
+  uint64_t least = engines[leastLoaded].getLoad(), most = least;
+  for (unsigned index = first; index < last; ++index)
+    most = std::max(most, engines[index].getLoad());
+  if (most - least > rule.balanceAbsolute &&
+      double(most) > double(least) * rule.balanceRelative)
+    return leastLoaded;
+  // The engine whose cache holds the longest prefix of the prompt, if it
+  // holds enough of it (sgl-router's match rate, in tokens).
+  unsigned matched = first;
+  uint64_t longest = 0;
+  for (unsigned index = first; index < last; ++index)
+    for (const Replica &replica : engines[index].replicas)
+      if (uint64_t hit = getReplicaHit(engines[index], replica, request);
+          hit > longest) {
+        longest = hit;
+        matched = index;
+      }
+  if (double(longest) >
+      rule.cacheThreshold * double(result.requests[request].input))
+    return matched;
+  // Else the engine sent the fewest prompt tokens: sgl-router's smallest
+  // tree, its record of the prompts it sent each engine.
+  unsigned smallest = first;
+  for (unsigned index = first + 1; index < last; ++index)
+    if (engines[index].routedTokens < engines[smallest].routedTokens)
+      smallest = index;
+  return smallest;
+}
+
 void Simulation::route(uint32_t request, bool toPrefill) {
   // Aggregated engines take both phases; else a pool's engines its phase.
   bool aggregated = !deployment.isDisaggregated();
@@ -123,15 +165,17 @@ void Simulation::route(uint32_t request, bool toPrefill) {
         }
       }
     }
+  } else if (toPrefill && settings.router == Router::CacheAware) {
+    best = routeByCache(request, first, last);
   } else {
-    for (unsigned index = first + 1; index < last; ++index)
-      if (engines[index].getLoad() < engines[best].getLoad())
-        best = index;
+    best = getLeastLoaded(first, last);
   }
   // A conversation's turn goes where its context is cached.
   int home = conversations[result.requests[request].conversation].engine;
   if (toPrefill && home >= int(first) && home < int(last))
     best = unsigned(home);
+  if (toPrefill)
+    engines[best].routedTokens += result.requests[request].input;
   engines[best].waiting.push_back(request);
   touch(best);
 }
@@ -506,11 +550,19 @@ void stg::setDeploymentLinks(ServingDeployment &deployment,
 }
 
 llvm::StringRef stg::getRouterName(Router router) {
-  return router == Router::KVAware ? "kv" : "load";
+  switch (router) {
+  case Router::Load:
+    return "load";
+  case Router::KVAware:
+    return "kv";
+  case Router::CacheAware:
+    return "cache-aware";
+  }
+  llvm_unreachable("unknown router");
 }
 
 std::optional<Router> stg::parseRouter(llvm::StringRef name) {
-  for (Router router : {Router::Load, Router::KVAware})
+  for (Router router : {Router::Load, Router::KVAware, Router::CacheAware})
     if (name == getRouterName(router))
       return router;
   return std::nullopt;
@@ -589,6 +641,14 @@ stg::simulateServing(const ServingDeployment &deployment,
       !std::isfinite(settings.kvOverlapWeight)) {
     diags.error({}, "the KV router's overlap weight must be finite and 0 "
                     "or more");
+    return std::nullopt;
+  }
+  if (const CacheAwareRouting &rule = settings.cacheAware;
+      !(rule.cacheThreshold >= 0 && rule.cacheThreshold <= 1) ||
+      !(rule.balanceRelative >= 1) || !std::isfinite(rule.balanceRelative)) {
+    diags.error({}, "the cache-aware router's cache threshold must lie in "
+                    "[0, 1] and its relative balance threshold be finite "
+                    "and 1 or more");
     return std::nullopt;
   }
   if (!workload.prefixGroups) {

@@ -112,6 +112,8 @@ struct Engine {
   bool prefill = true, decode = true;
   std::vector<Replica> replicas;
   std::deque<uint32_t> waiting;
+  /// The prompt tokens of the requests routed here for their prefill.
+  uint64_t routedTokens = 0;
   bool busy = false, touched = false;
   std::vector<PlannedWork> planned;
 
@@ -154,6 +156,12 @@ private:
   /// the queue is not yet any replica's.
   double getQueuedPrefill(const Engine &engine) const;
   /// The tokens of `request`'s prompt that `replica` of `engine` holds.
+  /// The engine of [first, last) with the fewest requests waiting or
+  /// running, the first of equals.
+  unsigned getLeastLoaded(unsigned first, unsigned last) const;
+  /// The engine of [first, last) that SGLang's cache-aware router sends
+  /// `request` to (Router::CacheAware).
+  unsigned routeByCache(uint32_t request, unsigned first, unsigned last) const;
   uint64_t getReplicaHit(const Engine &engine, const Replica &replica,
                          uint32_t request) const {
     return getCachedPrefix(replica, request,

@@ -306,3 +306,61 @@ TEST(PromptBlocksTest, TheKVRouterSendsAPromptWhereItsBlocksAre) {
   ASSERT_TRUE(result) << run.errors;
   EXPECT_EQ(getPrefilledTokens(*result), (std::vector<double>{31, 31, 1, 1}));
 }
+
+TEST(PromptBlocksTest, TheCacheAwareRouterFollowsThePromptsBlocks) {
+  // Documents A, B, A, A as above. SGLang's router sends the first to
+  // engine 0 and the second, which finds no prefix anywhere, to the engine
+  // sent the fewest prompt tokens: engine 1. The later two find A's blocks
+  // on engine 0 (30 of 31 tokens, over the 0.3 threshold) and go there.
+  ServingRun run;
+  run.deployment.decode.instances = 2;
+  run.workload.concurrency.reset();
+  run.workload.lengths.assign(4, {31, 1});
+  run.workload.arrivals = {0, 0, 10000, 20000};
+  run.workload.requests = 4;
+  run.workload.promptBlocks =
+      makeBlocks(10, {{1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2, 3, 9}, {1, 2, 3, 10}});
+  run.settings.router = Router::CacheAware;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(getPrefilledTokens(*result), (std::vector<double>{31, 31, 1, 1}));
+  EXPECT_EQ(result->requests[1].prefillEngine, 1u);
+  EXPECT_EQ(result->requests[3].prefillEngine, 0u);
+  // A threshold no prefix passes leaves it to the tokens sent: the third
+  // goes to engine 0 (31 and 31, the first of equals), the fourth to
+  // engine 1 (62 against 31), where A is not cached.
+  run.settings.cacheAware.cacheThreshold = 1;
+  result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(getPrefilledTokens(*result), (std::vector<double>{31, 31, 1, 31}));
+  EXPECT_EQ(result->requests[3].prefillEngine, 1u);
+}
+
+TEST(PromptBlocksTest, TheCacheAwareRouterBalancesLoadsOutOfBalance) {
+  // A's first prompt decodes 50 tokens on engine 0, B's one on engine 1;
+  // A's second comes at 10 ms, engine 0 running one request and engine 1
+  // none. Within sgl-router's thresholds it goes where A is cached; with
+  // thresholds of 0 requests and 1 x, the loads are out of balance and it
+  // goes to the idle engine.
+  ServingRun run;
+  run.deployment.decode.instances = 2;
+  run.workload.concurrency.reset();
+  run.workload.lengths = {{31, 50}, {31, 1}, {31, 1}};
+  run.workload.arrivals = {0, 0, 10000};
+  run.workload.requests = 3;
+  run.workload.promptBlocks =
+      makeBlocks(10, {{1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2, 3, 9}});
+  run.settings.router = Router::CacheAware;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->requests[0].prefillEngine, 0u);
+  EXPECT_EQ(result->requests[2].prefillEngine, 0u);
+  run.settings.cacheAware.balanceAbsolute = 0;
+  run.settings.cacheAware.balanceRelative = 1;
+  result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  EXPECT_EQ(result->requests[2].prefillEngine, 1u);
+  // Thresholds out of range are an error.
+  run.settings.cacheAware.balanceRelative = 0.5;
+  EXPECT_FALSE(run.simulate());
+}

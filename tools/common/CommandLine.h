@@ -125,6 +125,17 @@ inline CLI::Option *addDeepEpModeOption(CLI::App &app, std::string &mode,
       ->check(CLI::IsMember({"off", "normal", "low-latency", "auto"}));
 }
 
+/// `--deepep-sms`, as stagec, stage-search and its --serve take it: the
+/// SMs DeepEP's normal kernels hold while they run (CompileOptions).
+inline CLI::Option *addDeepEpUnitsOption(CLI::App &app, uint16_t &units) {
+  return app
+      .add_option("--deepep-sms", units,
+                  "the SMs DeepEP's normal kernels hold while they move "
+                  "tokens, which compute beside them runs without (default "
+                  "20, DeepEP's and Megatron's; 0: none)")
+      ->check(CLI::Range(0, 1024));
+}
+
 /// `--version`: prints `TOOL VERSION` and exits 0.
 inline void addVersionFlag(CLI::App &app, const std::string &tool) {
   app.set_version_flag("--version", tool + " " + getToolVersion().str(),

@@ -37,25 +37,46 @@ inline void addKVAllocationOption(CLI::App &app, std::string &name,
       ->group(group);
 }
 
-/// `--router` and `--kv-overlap-weight`: how requests find their engines.
+/// `--router`, `--kv-overlap-weight` and the cache-aware router's
+/// thresholds: how requests find their engines.
 inline void addRouterOptions(CLI::App &app, Router &router, double &weight,
+                             CacheAwareRouting &cacheAware,
                              const std::string &group) {
   app.add_option_function<std::string>(
          "--router",
          [&router](const std::string &value) { router = *parseRouter(value); },
          "load (default: a request goes to the engine with the fewest "
-         "sequences) or kv (to the attention replica where its uncached "
+         "sequences), kv (to the attention replica where its uncached "
          "prompt tokens and the pending prefills, by --kv-overlap-weight, "
          "plus the tokens its sequences hold cost least, as NVIDIA "
-         "Dynamo's KV router)")
+         "Dynamo's KV router) or cache-aware (SGLang's router: the least "
+         "loaded engine while loads are out of balance, else the one "
+         "caching most of the prompt if over --cache-threshold of it, else "
+         "the one sent the fewest prompt tokens)")
       ->check(CLI::IsMember({getRouterName(Router::Load).str(),
-                             getRouterName(Router::KVAware).str()}))
+                             getRouterName(Router::KVAware).str(),
+                             getRouterName(Router::CacheAware).str()}))
       ->group(group);
   app.add_option("--kv-overlap-weight", weight,
                  "with --router kv: the weight of prefill tokens against "
                  "held ones (Dynamo's kv-overlap-score-weight; default 1; "
                  "higher favours cache hits, lower balances load)")
       ->check(finiteNumber(0, 1e6))
+      ->group(group);
+  app.add_option("--cache-threshold", cacheAware.cacheThreshold,
+                 "with --router cache-aware: the share of a prompt an "
+                 "engine must cache to get it (default 0.3, sgl-router's)")
+      ->check(finiteNumber(0, 1))
+      ->group(group);
+  app.add_option("--balance-abs-threshold", cacheAware.balanceAbsolute,
+                 "with --router cache-aware: loads are out of balance when "
+                 "the most loaded engine has more than this many requests "
+                 "over the least (default 64)...")
+      ->check(wholeNumber(0, 1000000))
+      ->group(group);
+  app.add_option("--balance-rel-threshold", cacheAware.balanceRelative,
+                 "... and more than this many times its (default 1.5)")
+      ->check(finiteNumber(1, 1e6))
       ->group(group);
 }
 
@@ -64,6 +85,10 @@ inline std::optional<std::string> checkRouterOptions(const CLI::App &app,
                                                      Router router) {
   if (app.count("--kv-overlap-weight") && router != Router::KVAware)
     return std::string("--kv-overlap-weight weighs the costs of --router kv");
+  for (const char *flag : {"--cache-threshold", "--balance-abs-threshold",
+                           "--balance-rel-threshold"})
+    if (app.count(flag) && router != Router::CacheAware)
+      return std::string(flag) + " is a threshold of --router cache-aware";
   return std::nullopt;
 }
 

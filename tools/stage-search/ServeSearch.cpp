@@ -225,6 +225,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                       "the experts' all-to-alls: off (default), normal, "
                       "low-latency or auto, as for stagec")
       ->group(engine);
+  addDeepEpUnitsOption(app, search.base.deepEpUnits)->group(engine);
   app.add_option("--iteration-overhead-us", settings.iterationOverheadMicros,
                  "the engine's own time per iteration (default 1500, as "
                  "stagec)")
@@ -234,7 +235,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   addKVAllocationOption(app, kvAllocation, engine);
   addChunkedPrefillOption(app, settings.chunkedPrefill, engine);
   addWindowCacheOption(app, settings.limits.wholeWindowCaches, engine);
-  addRouterOptions(app, settings.router, settings.kvOverlapWeight, engine);
+  addRouterOptions(app, settings.router, settings.kvOverlapWeight,
+                   settings.cacheAware, engine);
   std::string linearKernels = "separate";
   addLinearKernelsOption(app, linearKernels, engine);
   PrefixCachingFlags &prefixCaching = flags.prefixCaching;

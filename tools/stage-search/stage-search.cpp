@@ -172,6 +172,7 @@ static std::optional<int> parseOptions(int argc, char **argv,
   addDeepEpModeOption(app, deepEpMode,
                       "the experts' all-to-alls: off (default), normal, "
                       "low-latency or auto, as for stagec");
+  addDeepEpUnitsOption(app, options.compile.deepEpUnits);
   app.add_option("--cp-comm-type", options.cpExchanges,
                  "context parallelism's exchanges to try for plans with "
                  "cp > 1: p2p (default), all_gather, a2a, as for stagec")

@@ -147,7 +147,8 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
   addKVAllocationOption(app, flags.kvAllocation, group);
   addChunkedPrefillOption(app, flags.chunkedPrefill, group);
   addWindowCacheOption(app, flags.wholeWindowCaches, group);
-  addRouterOptions(app, flags.router, flags.kvOverlapWeight, group);
+  addRouterOptions(app, flags.router, flags.kvOverlapWeight, flags.cacheAware,
+                   group);
   addPrefixCachingOptions(app, flags.prefixCaching, group);
   addSpeculationOptions(app, flags.speculation, group);
   app.add_option("--instances", flags.instances,
@@ -464,6 +465,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   settings.chunkedPrefill = flags.chunkedPrefill;
   settings.router = flags.router;
   settings.kvOverlapWeight = flags.kvOverlapWeight;
+  settings.cacheAware = flags.cacheAware;
   applyPrefixCachingOptions(flags.prefixCaching, workload.sharedPrefix,
                             workload.prefixGroups, workload.turns,
                             workload.thinkMicros, settings);

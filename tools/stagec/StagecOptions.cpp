@@ -235,6 +235,7 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
       "(low-latency for decode, normal otherwise, as SGLang's) or off "
       "(default: NCCL's all-to-all)")
       ->group(step);
+  addDeepEpUnitsOption(app, options.compile.deepEpUnits)->group(step);
   app.add_flag("--two-batch-overlap", options.compile.twoBatchOverlap,
                "prefill, decode and serve: split each step's batch into two "
                "micro-batches that run overlapped, each one's expert "
@@ -553,8 +554,10 @@ StagecOptions::describe() const {
                                           ? "on"
                                           : "off"});
   given.push_back({"cp_comm_type", cpCommType});
-  if (deepEpMode != "off")
+  if (deepEpMode != "off") {
     given.push_back({"deepep_mode", deepEpMode});
+    given.push_back({"deepep_sms", std::to_string(compile.deepEpUnits)});
+  }
   if (compile.twoBatchOverlap)
     given.push_back({"two_batch_overlap", "true"});
   if (compile.distributedOptimizer)

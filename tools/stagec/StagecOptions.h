@@ -49,6 +49,8 @@ struct ServeFlags {
   bool chunkedPrefill = true;           ///< `--chunked-prefill`.
   Router router = Router::Load;         ///< `--router`.
   double kvOverlapWeight = 1;           ///< `--kv-overlap-weight`.
+  /// `--cache-threshold`, `--balance-abs-threshold`, `--balance-rel-threshold`.
+  CacheAwareRouting cacheAware;
   PrefixCachingFlags prefixCaching; ///< `--shared-prefix`, `--prefix-caching`.
   /// `--slo-ttft-ms`, `--slo-tpot-ms`, `--slo-e2e-ms`: per-request bounds.
   std::optional<double> sloTTFTMs, sloTPOTMs, sloE2EMs;

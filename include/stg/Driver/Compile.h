@@ -97,6 +97,9 @@ struct CompileOptions {
   /// other's with the normal ones, as SGLang's `--deepep-mode auto`.
   enum class DeepEpMode { Off, Normal, LowLatency, Auto };
   DeepEpMode deepEpMode = DeepEpMode::Off;
+  /// `--deepep-sms`: the SMs DeepEP's normal kernels hold while they run,
+  /// taken from the compute they overlap (InstantiateOptions).
+  uint16_t deepEpUnits = 20;
   /// `--two-batch-overlap`: inference runs its micro-batches in overlapped
   /// pairs (InstantiateOptions::twoBatchOverlap).
   bool twoBatchOverlap = false;
@@ -107,6 +110,7 @@ struct CompileOptions {
 
 /// `off`, `normal`, `low-latency` or `auto`, as --deepep-mode names them.
 std::optional<CompileOptions::DeepEpMode> parseDeepEpMode(llvm::StringRef name);
+llvm::StringRef getDeepEpModeName(CompileOptions::DeepEpMode mode);
 
 /// Rewrites a dualpipe plan as instantiation runs it (Schedule.h): its
 /// `pp` = 2P stages and `dp` = D replicas become DualPipeV's V over P

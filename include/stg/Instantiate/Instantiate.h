@@ -120,6 +120,10 @@ struct InstantiateOptions {
   /// count, read off the model's `route` ops, go with them.
   ExpertExchange expertExchange = ExpertExchange::AllToAll;
   std::string expertAxis = "ep";
+  /// The SMs normal expert exchanges hold while they run
+  /// (ProgramNode::heldUnits): DeepEP's default, and Megatron-Core's
+  /// `moe_deepep_num_sms`.
+  uint16_t expertExchangeUnits = 20;
 };
 
 /// Where the numbers of a program set's nodes come from, recorded while

@@ -101,6 +101,10 @@ struct ProgramNode {
   ExpertExchange expertExchange = ExpertExchange::AllToAll;
   uint16_t tokenCopies = 0;
   uint32_t experts = 0;
+  /// Collective: the SMs (compute units) its kernels hold while they run,
+  /// which compute on the same rank runs without (DeepEP's normal kernels;
+  /// StepEstimate.h). 0 for collectives that take none from compute.
+  uint16_t heldUnits = 0;
   unsigned peerStage = 0; ///< Send: destination stage; recv: source stage.
   /// Send/recv of a folded dualpipe: the peer is in the other half of the
   /// mirror axis (ProgramSet::mirrorAxis), the other direction's copy.

@@ -9,7 +9,9 @@
 // overlap the backward; and the pipeline's sends. Each stream runs its
 // ready node with the lowest id.
 //
-// A compute node takes its duration_micros (from the device model). A
+// A compute node takes its duration_micros (from the device model), longer
+// beside a collective that holds some of the device's SMs
+// (ProgramNode::heldUnits: DeepEP's normal kernels). A
 // collective is priced by where its group sits, with an alpha-beta model
 // per tier (alpha per algorithm step, beta the per-GPU bandwidth): inside a
 // node at scale-up speed, across nodes at NIC speed, and a group that spans

@@ -176,11 +176,29 @@ enum class Router {
   /// plus the tokens its running sequences hold (NVIDIA Dynamo's KV
   /// router's cost, in tokens rather than blocks).
   KVAware,
+  /// SGLang's cache-aware router (CacheAwareRouting): to the least loaded
+  /// engine while the loads are out of balance, else to the engine that
+  /// caches the longest prefix of the prompt if that is enough of it, else
+  /// to the engine sent the fewest prompt tokens (sgl-router's smallest
+  /// radix tree).
+  CacheAware,
 };
 
-/// `load` or `kv`, as `--router` names them.
+/// `load`, `kv` or `cache-aware`, as `--router` names them.
 llvm::StringRef getRouterName(Router router);
 std::optional<Router> parseRouter(llvm::StringRef name);
+
+/// The thresholds of SGLang's cache-aware router, with sgl-router's
+/// defaults (`--cache-threshold`, `--balance-abs-threshold`,
+/// `--balance-rel-threshold`). Loads are requests waiting or running.
+struct CacheAwareRouting {
+  /// The share of the prompt an engine must cache for the cache to decide.
+  double cacheThreshold = 0.3;
+  /// Out of balance: the most loaded engine has more than this many
+  /// requests over the least loaded, and more than relative times its.
+  uint64_t balanceAbsolute = 64;
+  double balanceRelative = 1.5;
+};
 
 struct ServingEngineSettings {
   ServingLimits limits;
@@ -188,6 +206,7 @@ struct ServingEngineSettings {
   /// The KV router's weight of prefill tokens against held ones (Dynamo's
   /// kv-overlap-score-weight): above 1 favours cache hits, below 1 load.
   double kvOverlapWeight = 1;
+  CacheAwareRouting cacheAware;
   SpeculativeDecoding speculation;
   KVAllocation kvAllocation = KVAllocation::Reserve;
   /// Prefix caching (vLLM's automatic prefix caching, SGLang's radix cache,
