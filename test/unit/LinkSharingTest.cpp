@@ -24,41 +24,6 @@ namespace {
 
 const SystemSpec OneDomain = makeSingleDomainSystem(TestDevice, 4);
 
-/// An all-reduce of `bytes` per rank over the axes of `group`: over two
-/// ranks of one tier, bytes / 1000 us of bandwidth. On the gradient
-/// stream if `gradient`, else on the forward and backward one.
-ProgramNode makeAllReduce(int64_t bytes, AxisMask group, bool gradient,
-                          llvm::SmallVector<uint32_t, 4> deps = {}) {
-  ProgramNode reduce;
-  reduce.kind = ProgramNodeKind::Collective;
-  reduce.commType = CollectiveKind::AllReduce;
-  reduce.commBytes = bytes;
-  reduce.group = group;
-  reduce.phase = gradient ? Phase::GradientSync : Phase::Backward;
-  reduce.dataDeps = deps;
-  return reduce;
-}
-
-StepEstimate estimate(const ProgramSet &programs, const SystemSpec &system,
-                      StepTimeline *timeline = nullptr) {
-  llvm::Expected<StepEstimate> result =
-      estimateStep(programs, system, timeline);
-  if (!result) {
-    ADD_FAILURE() << llvm::toString(result.takeError());
-    return {};
-  }
-  return *result;
-}
-
-/// When node `id` of stage 0 ended, in microseconds.
-double getEnd(const StepTimeline &timeline, uint32_t id) {
-  for (const TimelineEvent &event : timeline.events)
-    if (event.stage == 0 && event.node == id)
-      return event.endMicros;
-  ADD_FAILURE() << "node " << id << " never ran";
-  return -1;
-}
-
 /// A stage of tp 2 x dp 2 on `system` that runs `nodes`.
 ProgramSet makeStage(std::vector<ProgramNode> nodes) {
   ProgramSet programs;
@@ -187,70 +152,6 @@ TEST(LinkSharingTest, AFoldedLayerThatSharesJumpsOverItsPeriod) {
   EXPECT_DOUBLE_EQ(jumped.stages[0].communicationMicros, 23 * 2 * 8);
   EXPECT_EQ(jumped.stages[0].communicationMicros,
             fresh.stages[0].communicationMicros);
-}
-
-/// A pipeline of three stages, a micro-batch a step: stage 0 computes for
-/// durations[i] us and sends (5 us); stage 1's steps, which share their
-/// nodes, receive it, run a gradient all-reduce of `reduce` us from the
-/// start and a `first` us kernel, read the message for `reading` us and
-/// send on to stage 2 (5 us, sharing the link with the all-reduce), after
-/// the reading or (`sendAtOnce`) as soon as the message is there.
-ProgramSet makeForwardingPipeline(const std::vector<uint64_t> &durations,
-                                  int64_t reduce, uint64_t first,
-                                  uint64_t reading, bool sendAtOnce) {
-  ProgramSet programs;
-  programs.mesh = Mesh({{"pp", 3}});
-  programs.pipelineAxis = 0;
-  programs.stages.resize(3);
-  StageProgram &producer = programs.stages[0];
-  for (uint32_t index = 0; index < durations.size(); ++index) {
-    producer.nodes.push_back(makeCompute(durations[index], {}));
-    producer.nodes.push_back(
-        makeMessage(ProgramNodeKind::Send, 1, 5000, {2 * index}));
-    producer.nodes.back().tag = index;
-    producer.steps.push_back({2 * index, 2 * index + 2, 0, -1});
-  }
-  StageProgram &forwarder = programs.stages[1];
-  forwarder.nodes = {
-      makeMessage(ProgramNodeKind::Recv, 0, 5000, {}),
-      makeAllReduce(reduce * 750, 1, true), makeCompute(first, {}),
-      makeCompute(reading, {0}),
-      makeMessage(ProgramNodeKind::Send, 2, 5000, {sendAtOnce ? 0u : 3u})};
-  // (Over the three stages' ranks, 2 * 2/3 * 750 bytes a microsecond.)
-  forwarder.nodes[0].tag = 0;
-  forwarder.nodes[4].tag = 1000;
-  StageProgram &consumer = programs.stages[2];
-  consumer.nodes = {makeMessage(ProgramNodeKind::Recv, 1, 5000, {}),
-                    makeCompute(1, {0})};
-  consumer.nodes[0].tag = 1000;
-  for (int32_t index = 0; index < int32_t(durations.size()); ++index) {
-    forwarder.steps.push_back({0, 5, index, -1});
-    consumer.steps.push_back({0, 2, index, -1});
-  }
-  return programs;
-}
-
-/// Expects every outcome the replay reuses for another arrival of
-/// `programs`' messages (in its range, or moved with the message) to be
-/// what simulating that step gives (as recording a timeline does), and
-/// returns how many steps reused one.
-uint64_t expectReusedAsSimulated(const ProgramSet &programs,
-                                 const SystemSpec &system,
-                                 const std::string &trial) {
-  StepTimeline timeline;
-  StepEstimate fresh = estimate(programs, system, &timeline);
-  StepEstimate shortcut = estimate(programs, system);
-  EXPECT_EQ(fresh.rangedSteps, 0u);
-  EXPECT_EQ(shortcut.stepMicros, fresh.stepMicros) << trial;
-  for (size_t stage = 0; stage < fresh.stages.size(); ++stage) {
-    EXPECT_EQ(shortcut.stages[stage].finishMicros,
-              fresh.stages[stage].finishMicros)
-        << trial << ", stage " << stage;
-    EXPECT_EQ(shortcut.stages[stage].communicationMicros,
-              fresh.stages[stage].communicationMicros)
-        << trial << ", stage " << stage;
-  }
-  return shortcut.rangedSteps;
 }
 
 TEST(LinkSharingTest, ReusedOutcomesAreTheSimulatedOnes) {

@@ -39,6 +39,21 @@ std::vector<double> getPrefilledTokens(const ServingResult &result) {
   return tokens;
 }
 
+/// Two engines, each request's prompt one of `lines` in blocks of 10,
+/// arriving at `arrivals` (us) with `lengths`.
+ServingRun makeTwoEngineRun(std::vector<RequestLengths> lengths,
+                            std::vector<double> arrivals,
+                            std::vector<std::vector<uint64_t>> lines) {
+  ServingRun run;
+  run.deployment.decode.instances = 2;
+  run.workload.concurrency.reset();
+  run.workload.requests = lengths.size();
+  run.workload.lengths = std::move(lengths);
+  run.workload.arrivals = std::move(arrivals);
+  run.workload.promptBlocks = makeBlocks(10, std::move(lines));
+  return run;
+}
+
 /// The error parsing `text` as the trace `t.jsonl` gives.
 std::string getTraceError(llvm::StringRef text, uint64_t blockTokens = 16) {
   std::string errors;
@@ -268,14 +283,9 @@ TEST(PromptBlocksTest, TheKVRouterSendsAPromptWhereItsBlocksAre) {
   // idle. By load both go to engine 0, where B is not cached; the KV
   // router sends each to its document's engine (its cost there: 1 token
   // to prefill and 31 held, against 31 and 31).
-  ServingRun run;
-  run.deployment.decode.instances = 2;
-  run.workload.concurrency.reset();
-  run.workload.lengths.assign(4, {31, 1});
-  run.workload.arrivals = {0, 0, 10000, 20000};
-  run.workload.requests = 4;
-  run.workload.promptBlocks =
-      makeBlocks(10, {{1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2, 3, 9}, {5, 6, 7, 10}});
+  ServingRun run = makeTwoEngineRun(
+      std::vector<RequestLengths>(4, {31, 1}), {0, 0, 10000, 20000},
+      {{1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2, 3, 9}, {5, 6, 7, 10}});
   std::optional<ServingResult> result = run.simulate();
   ASSERT_TRUE(result) << run.errors;
   EXPECT_EQ(getPrefilledTokens(*result), (std::vector<double>{31, 31, 1, 31}));
@@ -312,14 +322,9 @@ TEST(PromptBlocksTest, TheCacheAwareRouterFollowsThePromptsBlocks) {
   // engine 0 and the second, which finds no prefix anywhere, to the engine
   // sent the fewest prompt tokens: engine 1. The later two find A's blocks
   // on engine 0 (30 of 31 tokens, over the 0.3 threshold) and go there.
-  ServingRun run;
-  run.deployment.decode.instances = 2;
-  run.workload.concurrency.reset();
-  run.workload.lengths.assign(4, {31, 1});
-  run.workload.arrivals = {0, 0, 10000, 20000};
-  run.workload.requests = 4;
-  run.workload.promptBlocks =
-      makeBlocks(10, {{1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2, 3, 9}, {1, 2, 3, 10}});
+  ServingRun run = makeTwoEngineRun(
+      std::vector<RequestLengths>(4, {31, 1}), {0, 0, 10000, 20000},
+      {{1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2, 3, 9}, {1, 2, 3, 10}});
   run.settings.router = Router::CacheAware;
   std::optional<ServingResult> result = run.simulate();
   ASSERT_TRUE(result) << run.errors;
@@ -342,14 +347,8 @@ TEST(PromptBlocksTest, TheCacheAwareRouterBalancesLoadsOutOfBalance) {
   // none. Within sgl-router's thresholds it goes where A is cached; with
   // thresholds of 0 requests and 1 x, the loads are out of balance and it
   // goes to the idle engine.
-  ServingRun run;
-  run.deployment.decode.instances = 2;
-  run.workload.concurrency.reset();
-  run.workload.lengths = {{31, 50}, {31, 1}, {31, 1}};
-  run.workload.arrivals = {0, 0, 10000};
-  run.workload.requests = 3;
-  run.workload.promptBlocks =
-      makeBlocks(10, {{1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2, 3, 9}});
+  ServingRun run = makeTwoEngineRun({{31, 50}, {31, 1}, {31, 1}}, {0, 0, 10000},
+                                    {{1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2, 3, 9}});
   run.settings.router = Router::CacheAware;
   std::optional<ServingResult> result = run.simulate();
   ASSERT_TRUE(result) << run.errors;

@@ -35,15 +35,6 @@ ProgramNode collective(CollectiveKind kind, int64_t bytes, AxisMask group,
   return node;
 }
 
-StepEstimate estimate(const ProgramSet &programs, const SystemSpec &system) {
-  llvm::Expected<StepEstimate> step = estimateStep(programs, system);
-  if (!step) {
-    ADD_FAILURE() << llvm::toString(step.takeError());
-    return {};
-  }
-  return *step;
-}
-
 TEST(StepMetricsTest, ComputeOnlyStepSpendsNothingOnCommunication) {
   ProgramSet programs;
   programs.mesh = Mesh({{"dp", 1}});
