@@ -71,11 +71,15 @@ inline void addRouterOptions(CLI::App &app, Router &router, double &weight,
   app.add_option("--balance-abs-threshold", cacheAware.balanceAbsolute,
                  "with --router cache-aware: loads are out of balance when "
                  "the most loaded engine has more than this many requests "
-                 "over the least (default 64)...")
+                 "over the least, and --balance-rel-threshold times its "
+                 "(default 64)")
       ->check(wholeNumber(0, 1000000))
       ->group(group);
   app.add_option("--balance-rel-threshold", cacheAware.balanceRelative,
-                 "... and more than this many times its (default 1.5)")
+                 "with --router cache-aware: loads are out of balance when "
+                 "the most loaded engine has more than this many times the "
+                 "requests of the least, and --balance-abs-threshold more "
+                 "(default 1.5)")
       ->check(finiteNumber(1, 1e6))
       ->group(group);
 }
