@@ -1,10 +1,11 @@
 //===- fuzz_command_line.cpp - libFuzzer target for stagec's flags --------===//
 //
 // The input is a command line, one argument per line, after
-// `stagec MODEL`: MODEL is a small two-layer MLP written once to a
-// temporary file. The flags are parsed as stagec parses them; when they
-// parse, the model is compiled with them (no file is ever written: -o is
-// dropped) and, with --device or --system, priced. Errors are expected; the
+// `stagec MODEL`: MODEL is two small layers, each an MLP and experts (so
+// that --ep, --deepep-mode and --two-batch-overlap reach their exchanges),
+// written once to a temporary file. The flags are parsed as stagec parses
+// them; when they parse, the model is compiled with them (no file is ever
+// written: -o is dropped) and, with --device or --system, priced. Errors are expected; the
 // fuzzer looks for crashes, sanitizer reports, leaks and hangs.
 //
 //===----------------------------------------------------------------------===//
@@ -26,17 +27,29 @@
 
 using namespace stg;
 
-static const char *const Model = R"(dim B = 8, S = 16, D = 32, F = 64, L = 2;
-axis dp, tp, pp;
-block mlp(x: [B/dp, S, D]) -> [B/dp, S, D] {
+static const char *const Model = R"(
+dim B = 8, S = 16, D = 32, F = 64, E = 4, K = 2, FE = 16, L = 2;
+axis dp, tp, ep, pp;
+dim C = ceil(B * S * K / (E * dp * ep)) * dp * ep;
+block layer(x: [B/(dp*ep), S, D]) -> [B/(dp*ep), S, D] {
   param w1: [D, F/tp];
   param w2: [F/tp, D];
-  y: [B/dp, S, D] = einsum[bsf,fd->bsd](gelu(einsum[bsd,df->bsf](x, w1)), w2);
-  return add(x, y);
+  y: [B/(dp*ep), S, D] =
+      einsum[bsf,fd->bsd](gelu(einsum[bsd,df->bsf](x, w1)), w2);
+  param w_router: [D, E];
+  logits: [B/(dp*ep), S, E] = einsum[bsd,de->bse](x, w_router);
+  r = route[topk=K, experts=E](logits);
+  d: [E/ep, C/dp, D] = dispatch[capacity = 100](x, r);
+  param w_in: [E/ep, D, FE/tp];
+  param w_out: [E/ep, FE/tp, D];
+  o: [E/ep, C/dp, D] =
+      einsum[ecf,efd->ecd](gelu(einsum[ecd,edf->ecf](d, w_in)), w_out);
+  z: [B/(dp*ep), S, D] = combine(o, r);
+  return add(add(x, y), z);
 }
 model stack {
-  x: [B/dp, S, D] = input();
-  repeat L { x = mlp(x); }
+  x: [B/(dp*ep), S, D] = input();
+  repeat L { x = layer(x); }
   loss = cross_entropy(x);
 }
 )";
