@@ -6,9 +6,10 @@
 // parsed as stagec parses it, blocks of 16 tokens. A file that parses is
 // served on the unit tests' hand clock (ServingTestClock.h) with a cache of
 // 10^6 bytes (and 10^5 of host memory) for its first 32 requests, at their
-// arrivals or by four clients, so the arrival times, the lengths, the
-// blocks' caching and offload and the scheduler's arithmetic on them run
-// too. Errors are expected; the fuzzer looks for crashes, sanitizer
+// arrivals or by four clients, on two engines routed by load, by the KV
+// router or by SGLang's (the input's size picks), so the arrival times, the
+// lengths, the blocks' caching, offload and routing and the scheduler's
+// arithmetic on them run too. Errors are expected; the fuzzer looks for crashes, sanitizer
 // reports, leaks and hangs.
 //
 //===----------------------------------------------------------------------===//
@@ -33,6 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // Blocks the device evicts wait in 10^5 bytes of host memory.
   run.deployment.hostBandwidth = 1e6;
   run.settings.offloadBytes = 1e5;
+  run.deployment.decode.instances = 2;
+  const Router routers[] = {Router::Load, Router::KVAware, Router::CacheAware};
+  run.settings.router = routers[size % 3];
+  run.settings.cacheAware.balanceAbsolute = 2;
   run.settings.limits.maxContext = getLongestContext(trace->lengths, 1);
   ServingWorkload &workload = run.workload;
   workload.lengths = std::move(trace->lengths);
