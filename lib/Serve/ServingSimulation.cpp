@@ -5,7 +5,8 @@
 // at equal times, in the order they were made, so a run is a function of
 // its inputs and seed. Requests are turns of conversations (one turn each
 // unless the workload says more); a turn goes to the engine that caches
-// its conversation's context, else to the least loaded. An engine that is
+// its conversation's context, else to the one the router picks (the least
+// loaded, Dynamo's KV router's or SGLang's choice). An engine that is
 // idle starts an iteration as soon as it has work: it admits waiting
 // sequences (first come, first served; the head of the queue waits for
 // room rather than being overtaken) to the replica that holds the
