@@ -136,6 +136,16 @@ inline CLI::Option *addDeepEpUnitsOption(CLI::App &app, uint16_t &units) {
       ->check(CLI::Range(0, 1024));
 }
 
+/// What is wrong with `--deepep-sms` beside `--deepep-mode MODE`, if
+/// anything: only the normal kernels hold SMs.
+inline std::optional<std::string>
+checkDeepEpUnitsOption(const CLI::App &app, const std::string &mode) {
+  if (app.count("--deepep-sms") && mode != "normal" && mode != "auto")
+    return std::string("--deepep-sms is the SMs DeepEP's normal kernels "
+                       "hold: it needs --deepep-mode normal or auto");
+  return std::nullopt;
+}
+
 /// `--version`: prints `TOOL VERSION` and exits 0.
 inline void addVersionFlag(CLI::App &app, const std::string &tool) {
   app.set_version_flag("--version", tool + " " + getToolVersion().str(),

@@ -290,6 +290,9 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
           applyWeightPrecisionFlags(weightPrecision, search.base))
     return fail(*error);
   search.base.deepEpMode = *parseDeepEpMode(deepEpMode);
+  if (std::optional<std::string> error =
+          checkDeepEpUnitsOption(app, deepEpMode))
+    return fail(*error);
   search.maxTTFTMillis = ttft;
   search.maxTPOTMillis = tpot;
   search.sloStatistic = *parseSLOStatistic(flags.sloStatistic);

@@ -314,6 +314,9 @@ static std::optional<int> parseOptions(int argc, char **argv,
   options.compile.tensorParallelOverlap = tpCommOverlap == "on";
   options.compile.overlapParamGather = overlapParamGather == "on";
   options.compile.deepEpMode = *parseDeepEpMode(deepEpMode);
+  if (std::optional<std::string> error =
+          checkDeepEpUnitsOption(app, deepEpMode))
+    return fail(*error);
   options.compile.memoryAccounting = *parseMemoryAccounting(memoryAccounting);
   if (std::optional<std::string> error =
           appendAssignments(sets, options.compile.overrides))

@@ -486,6 +486,11 @@ std::optional<int> stg::parseStagecOptions(int argc, char **argv,
     std::fprintf(stderr, "stagec: error: %s\n", error->c_str());
     return 1;
   }
+  if (std::optional<std::string> error =
+          checkDeepEpUnitsOption(app, options.deepEpMode)) {
+    std::fprintf(stderr, "stagec: error: %s\n", error->c_str());
+    return 1;
+  }
   options.compile.schedule = *parsePipelineSchedule(options.schedule);
   // dualpipe's two chunks a rank are its two copies' (foldDualPipe).
   if (getChunkPlacement(options.compile.schedule) == ChunkPlacement::VShape &&
