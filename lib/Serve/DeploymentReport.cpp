@@ -277,42 +277,20 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
   llvm::json::Array caps;
   for (uint64_t cap : options.maxBatches)
     caps.push_back(int64_t(cap));
-  const ServingEngineSettings &settings = options.engine;
-  llvm::json::Object engine{
-      {"max_batch", std::move(caps)},
-      {"max_batched_tokens", int64_t(settings.limits.maxBatchedTokens)},
-      {"kv_memory_fraction", settings.limits.memoryFraction},
-      {"kv_block_tokens", int64_t(settings.blockTokens)},
-      {"iteration_overhead_us", settings.iterationOverheadMicros},
-      {"kv_allocation", getKVAllocationName(settings.kvAllocation)},
-      {"chunked_prefill", settings.chunkedPrefill},
-      {"kv_window_cache",
-       settings.limits.wholeWindowCaches ? "whole" : "window"},
-      {"router", getRouterName(settings.router)},
-      {"kv_overlap_weight", settings.kvOverlapWeight},
-      {"cache_threshold", settings.cacheAware.cacheThreshold},
-      {"balance_abs_threshold", int64_t(settings.cacheAware.balanceAbsolute)},
-      {"balance_rel_threshold", settings.cacheAware.balanceRelative},
-      {"prefix_caching", settings.prefixCaching},
-      {"kv_offload_gb", settings.offloadBytes / 1e9},
-      {"linear_kernels",
-       options.base.fusedLinearKernels ? "fused" : "separate"},
-      {"deepep_mode", getDeepEpModeName(options.base.deepEpMode)},
-      {"deepep_sms", int64_t(options.base.deepEpUnits)},
-      {"kv_cache_dtype",
-       options.base.kvCacheType
-           ? llvm::json::Value(getElementTypeName(*options.base.kvCacheType))
-           : llvm::json::Value("the model's")}};
-  if (const CompileOptions &base = options.base; base.weightPrecision)
+  llvm::json::Object engine = getEngineSettingsJSON(options.engine);
+  engine["max_batch"] = std::move(caps);
+  const CompileOptions &base = options.base;
+  engine["linear_kernels"] = base.fusedLinearKernels ? "fused" : "separate";
+  engine["deepep_mode"] = getDeepEpModeName(base.deepEpMode);
+  engine["deepep_sms"] = int64_t(base.deepEpUnits);
+  engine["kv_cache_dtype"] =
+      base.kvCacheType
+          ? llvm::json::Value(getElementTypeName(*base.kvCacheType))
+          : llvm::json::Value("the model's");
+  if (base.weightPrecision)
     engine["weight_precision"] = llvm::json::Object{
         {"format", getPrecisionName(*base.weightPrecision)},
         {"scope", base.weightPrecisionExpertsOnly ? "experts" : "all"}};
-  if (const SpeculativeDecoding &speculation = settings.speculation;
-      speculation.draftTokens)
-    engine["speculative_decoding"] =
-        llvm::json::Object{{"draft_tokens", int64_t(speculation.draftTokens)},
-                           {"acceptance_rate", speculation.acceptance},
-                           {"draft_layers", int64_t(speculation.draftLayers)}};
 
   llvm::json::Object slo{
       {"statistic", getSLOStatisticName(options.sloStatistic)}};

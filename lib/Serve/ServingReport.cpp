@@ -204,6 +204,33 @@ void stg::printServingReport(llvm::raw_ostream &os,
   }
 }
 
+llvm::json::Object
+stg::getEngineSettingsJSON(const ServingEngineSettings &settings) {
+  llvm::json::Object engine{
+      {"max_batched_tokens", int64_t(settings.limits.maxBatchedTokens)},
+      {"kv_memory_fraction", settings.limits.memoryFraction},
+      {"kv_block_tokens", int64_t(settings.blockTokens)},
+      {"iteration_overhead_us", settings.iterationOverheadMicros},
+      {"kv_allocation", getKVAllocationName(settings.kvAllocation)},
+      {"chunked_prefill", settings.chunkedPrefill},
+      {"kv_window_cache",
+       settings.limits.wholeWindowCaches ? "whole" : "window"},
+      {"router", getRouterName(settings.router)},
+      {"kv_overlap_weight", settings.kvOverlapWeight},
+      {"cache_threshold", settings.cacheAware.cacheThreshold},
+      {"balance_abs_threshold", int64_t(settings.cacheAware.balanceAbsolute)},
+      {"balance_rel_threshold", settings.cacheAware.balanceRelative},
+      {"prefix_caching", settings.prefixCaching},
+      {"kv_offload_gb", settings.offloadBytes / 1e9}};
+  if (const SpeculativeDecoding &speculation = settings.speculation;
+      speculation.draftTokens)
+    engine["speculative_decoding"] =
+        llvm::json::Object{{"draft_tokens", int64_t(speculation.draftTokens)},
+                           {"acceptance_rate", speculation.acceptance},
+                           {"draft_layers", int64_t(speculation.draftLayers)}};
+  return engine;
+}
+
 llvm::json::Object stg::getServingJSON(const ServingSummary &summary,
                                        const ServingResult &result) {
   llvm::json::Array engines;

@@ -546,6 +546,8 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   }
 
   std::vector<std::unique_ptr<OutputFile>> sideFiles;
+  llvm::json::Object engine = getEngineSettingsJSON(settings);
+  engine["max_batch"] = int64_t(settings.limits.maxBatch);
   llvm::json::Array given;
   for (const auto &[flag, value] : options.describe())
     given.push_back(llvm::json::Array{flag, value});
@@ -559,6 +561,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
                 {"options", std::move(given)},
                 {"deployment", deploymentText},
                 {"system", system->name},
+                {"engine", std::move(engine)},
                 {"serving", getServingJSON(summary, *result)},
                 {"metrics", getServingMetricsJSON(summary)},
                 {"metric_units", getServingMetricUnitsJSON()}};

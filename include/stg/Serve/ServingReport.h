@@ -91,6 +91,11 @@ void printServingReport(llvm::raw_ostream &os, const ServingSummary &summary,
 llvm::json::Object getServingJSON(const ServingSummary &summary,
                                   const ServingResult &result);
 
+/// The engine's settings as the reports name them (`max_batched_tokens`,
+/// `kv_allocation`, `router`, ...), `max_batch` being the caller's: the
+/// `engine` object of stagec's serving report and of `deployments.json`.
+llvm::json::Object getEngineSettingsJSON(const ServingEngineSettings &settings);
+
 /// CCL-Bench's inference keys (docs/metrics.md) of the run: `ttft` and
 /// `tpot`, their means in seconds, and `tokens_per_second_per_gpu`, output
 /// tokens; with `units`, the `metric_units` object beside them.
