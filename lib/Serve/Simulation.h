@@ -155,13 +155,13 @@ private:
   /// The prompt tokens `engine`'s queue holds, a share for each replica:
   /// the queue is not yet any replica's.
   double getQueuedPrefill(const Engine &engine) const;
-  /// The tokens of `request`'s prompt that `replica` of `engine` holds.
   /// The engine of [first, last) with the fewest requests waiting or
   /// running, the first of equals.
   unsigned getLeastLoaded(unsigned first, unsigned last) const;
   /// The engine of [first, last) that SGLang's cache-aware router sends
   /// `request` to (Router::CacheAware).
   unsigned routeByCache(uint32_t request, unsigned first, unsigned last) const;
+  /// The tokens of `request`'s prompt that `replica` of `engine` holds.
   uint64_t getReplicaHit(const Engine &engine, const Replica &replica,
                          uint32_t request) const {
     return getCachedPrefix(replica, request,

@@ -98,6 +98,19 @@ inline ProgramNode makeAllReduce(int64_t bytes, AxisMask group, bool gradient,
   return reduce;
 }
 
+/// A producing stage: a step a micro-batch, each computing for
+/// durations[i] us and sending 5000 bytes, tag i, to stage 1.
+inline void addProducer(StageProgram &producer,
+                        const std::vector<uint64_t> &durations) {
+  for (uint32_t index = 0; index < durations.size(); ++index) {
+    producer.nodes.push_back(makeCompute(durations[index], {}));
+    producer.nodes.push_back(
+        makeMessage(ProgramNodeKind::Send, 1, 5000, {2 * index}));
+    producer.nodes.back().tag = index;
+    producer.steps.push_back({2 * index, 2 * index + 2, 0, -1});
+  }
+}
+
 /// A pipeline of three stages, a micro-batch a step: stage 0 computes for
 /// durations[i] us and sends (5 us); stage 1's steps, which share their
 /// nodes, receive it, run a gradient all-reduce of `reduce` us from the
@@ -114,13 +127,7 @@ inline ProgramSet makeForwardingPipeline(const std::vector<uint64_t> &durations,
   programs.pipelineAxis = 0;
   programs.stages.resize(3);
   StageProgram &producer = programs.stages[0];
-  for (uint32_t index = 0; index < durations.size(); ++index) {
-    producer.nodes.push_back(makeCompute(durations[index], {}));
-    producer.nodes.push_back(
-        makeMessage(ProgramNodeKind::Send, 1, 5000, {2 * index}));
-    producer.nodes.back().tag = index;
-    producer.steps.push_back({2 * index, 2 * index + 2, 0, -1});
-  }
+  addProducer(producer, durations);
   StageProgram &forwarder = programs.stages[1];
   forwarder.nodes = {
       makeMessage(ProgramNodeKind::Recv, 0, 5000, {}),

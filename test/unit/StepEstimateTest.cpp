@@ -386,13 +386,7 @@ ProgramSet makeConsumerPipeline(const std::vector<uint64_t> &durations,
   programs.pipelineAxis = 1;
   programs.stages.resize(2);
   StageProgram &producer = programs.stages[0], &consumer = programs.stages[1];
-  for (uint32_t index = 0; index < durations.size(); ++index) {
-    producer.nodes.push_back(makeCompute(durations[index], {}));
-    producer.nodes.push_back(
-        makeMessage(ProgramNodeKind::Send, 1, 5000, {2 * index}));
-    producer.nodes.back().tag = index;
-    producer.steps.push_back({2 * index, 2 * index + 2, 0, -1});
-  }
+  addProducer(producer, durations);
   consumer.nodes = {makeMessage(ProgramNodeKind::Recv, 0, 5000, {}),
                     makeCompute(first, {}), makeCompute(reading, {0})};
   consumer.nodes[0].tag = 0;
