@@ -13,7 +13,10 @@
 // does fixed work per query row besides, which short sequences feel; its
 // products cannot outrun the exponentials its softmax needs, one a kept
 // score, at the special function units' rate (exponentialRate). Each
-// kernel pays the device's launch gap. Linear GEMMs that share a kernel
+// kernel pays the device's launch gap, and says how it uses the device's
+// SMs (getUnitUse: how many of them, over which part of its time), which
+// decides how it slows beside kernels that hold some (HeldUnits.cpp).
+// Linear GEMMs that share a kernel
 // (--linear-kernels fused: q, k and v, gate and up, as engines load their
 // weights) each take their share, by FLOPs, of that kernel's time. A
 // table of measured kernels
@@ -31,6 +34,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 using namespace stg;
 
@@ -78,55 +83,98 @@ double DeviceSpec::getWaveEfficiency(const GemmShape &gemm) const {
   return std::min<double>(1, pieces / computeUnits);
 }
 
-uint64_t DeviceSpec::getRooflineMicros(double flops, uint64_t bytes,
-                                       Precision precision,
-                                       KernelKind kind) const {
+/// Work of `seconds`, `boundSeconds` of them bound by the compute units
+/// with `unitShare` of them busy.
+static DeviceSpec::KernelWork makeWork(double seconds, double boundSeconds,
+                                       double unitShare) {
+  DeviceSpec::KernelWork work;
+  work.micros = seconds * 1e6;
+  if (seconds > 0)
+    work.boundShare = std::min(1.0, boundSeconds / seconds);
+  work.unitShare = std::min(1.0, unitShare);
+  return work;
+}
+
+/// The share of its units a kernel of `computeSeconds` keeps busy over
+/// `seconds`: a memory-bound kernel's FLOPs need only part of them.
+static double getUnitShare(double computeSeconds, double seconds) {
+  return seconds > 0 ? computeSeconds / seconds : 1;
+}
+
+DeviceSpec::KernelWork DeviceSpec::getRooflineWork(double flops, uint64_t bytes,
+                                                   Precision precision,
+                                                   KernelKind kind) const {
   double computeSeconds = flops / getAchievableFlops(precision, kind);
   double memorySeconds = bytes / (memoryBandwidth * memoryEfficiency);
-  return toKernelMicros(std::max(computeSeconds, memorySeconds) * 1e6);
+  double seconds = std::max(computeSeconds, memorySeconds);
+  return makeWork(seconds, seconds, getUnitShare(computeSeconds, seconds));
 }
 
 uint64_t DeviceSpec::getKernelMicros(int64_t flops, uint64_t bytes,
                                      Precision precision,
                                      KernelKind kind) const {
-  return getRooflineMicros(double(flops), bytes, precision, kind);
+  return toKernelMicros(
+      getRooflineWork(double(flops), bytes, precision, kind).micros);
+}
+
+DeviceSpec::KernelWork
+DeviceSpec::getAttentionWork(int64_t flops, uint64_t bytes, double queryRows,
+                             bool backward, Precision precision,
+                             double exponentials) const {
+  double rowFlops = backward ? attentionBackwardRowFlops : attentionRowFlops;
+  KernelWork roofline =
+      getRooflineWork(double(flops) + queryRows * rowFlops, bytes, precision,
+                      KernelKind::Attention);
+  if (!(exponentialRate > 0))
+    return roofline;
+  // The special function units are the SMs' too.
+  double exponentialSeconds =
+      exponentials / (exponentialRate * exponentialEfficiency);
+  if (exponentialSeconds * 1e6 > roofline.micros)
+    return makeWork(exponentialSeconds, exponentialSeconds, 1);
+  return roofline;
 }
 
 uint64_t DeviceSpec::getAttentionMicros(int64_t flops, uint64_t bytes,
                                         double queryRows, bool backward,
                                         Precision precision,
                                         double exponentials) const {
-  double rowFlops = backward ? attentionBackwardRowFlops : attentionRowFlops;
-  uint64_t roofline =
-      getRooflineMicros(double(flops) + queryRows * rowFlops, bytes, precision,
-                        KernelKind::Attention);
-  if (!(exponentialRate > 0))
-    return roofline;
-  return std::max(
-      roofline,
-      toKernelMicros(exponentials / (exponentialRate * exponentialEfficiency) *
-                     1e6));
+  return toKernelMicros(getAttentionWork(flops, bytes, queryRows, backward,
+                                         precision, exponentials)
+                            .micros);
+}
+
+DeviceSpec::KernelWork DeviceSpec::getGemmWork(int64_t flops, uint64_t bytes,
+                                               const GemmShape &gemm,
+                                               Precision precision,
+                                               uint64_t castBytes) const {
+  double wave = getWaveEfficiency(gemm);
+  double rate = getAchievableFlops(precision, KernelKind::Gemm) * wave;
+  double bandwidth = memoryBandwidth * memoryEfficiency;
+  uint64_t gemmBytes = bytes - std::min(bytes, castBytes);
+  double computeSeconds = flops / rate;
+  double kernelSeconds = std::max(computeSeconds, gemmBytes / bandwidth);
+  return makeWork(kernelSeconds + castBytes / bandwidth, kernelSeconds,
+                  wave * getUnitShare(computeSeconds, kernelSeconds));
 }
 
 uint64_t DeviceSpec::getGemmMicros(int64_t flops, uint64_t bytes,
                                    const GemmShape &gemm, Precision precision,
                                    uint64_t castBytes) const {
-  double rate = getAchievableFlops(precision, KernelKind::Gemm) *
-                getWaveEfficiency(gemm);
-  double bandwidth = memoryBandwidth * memoryEfficiency;
-  uint64_t gemmBytes = bytes - std::min(bytes, castBytes);
-  double micros =
-      (std::max(flops / rate, gemmBytes / bandwidth) + castBytes / bandwidth) *
-      1e6;
-  return toKernelMicros(micros);
+  return toKernelMicros(
+      getGemmWork(flops, bytes, gemm, precision, castBytes).micros);
+}
+
+DeviceSpec::KernelWork DeviceSpec::getSequentialWork(int64_t flops,
+                                                     uint64_t bytes) const {
+  double computeSeconds = flops / (peakFlops * computeEfficiency);
+  return makeWork(computeSeconds + bytes / (memoryBandwidth * memoryEfficiency),
+                  computeSeconds, 1);
 }
 
 uint64_t DeviceSpec::getSequentialKernelsMicros(int64_t flops,
                                                 uint64_t bytes) const {
-  double micros = (flops / (peakFlops * computeEfficiency) +
-                   bytes / (memoryBandwidth * memoryEfficiency)) *
-                  1e6;
-  return toKernelMicros(micros);
+  return toKernelMicros(getSequentialWork(flops, bytes).micros);
 }
 
 NodeKernel stg::getNodeKernel(const ProgramNode &node) {
@@ -142,34 +190,55 @@ NodeKernel stg::getNodeKernel(const ProgramNode &node) {
   return NodeKernel::Other;
 }
 
-uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node,
-                                   unsigned attentionPasses) const {
+DeviceSpec::KernelWork DeviceSpec::getNodeWork(const ProgramNode &node,
+                                               unsigned attentionPasses) const {
   NodeKernel kernel = getNodeKernel(node);
   switch (kernel) {
   case NodeKernel::Sequential:
-    return getSequentialKernelsMicros(node.numOps, node.tensorBytes);
+    return getSequentialWork(node.numOps, node.tensorBytes);
   case NodeKernel::Gemm:
     if (node.kernel.isShared()) {
-      // Its share of the kernel it runs in, launch gap included.
       const SharedKernel &kernel = node.kernel;
-      uint64_t micros = getGemmMicros(kernel.flops, kernel.bytes, kernel.gemm,
-                                      node.precision, kernel.castBytes);
-      double share = double(node.numOps) / double(kernel.flops);
-      return std::max<int64_t>(1, scaleCount(int64_t(micros), share));
+      return getGemmWork(kernel.flops, kernel.bytes, kernel.gemm,
+                         node.precision, kernel.castBytes);
     }
-    return getGemmMicros(node.numOps, node.tensorBytes, node.gemm,
-                         node.precision, node.castBytes);
+    return getGemmWork(node.numOps, node.tensorBytes, node.gemm, node.precision,
+                       node.castBytes);
   case NodeKernel::Attention:
   case NodeKernel::AttentionBackward:
-    return getAttentionMicros(node.numOps, node.tensorBytes,
-                              double(node.attentionRows) * attentionPasses,
-                              kernel == NodeKernel::AttentionBackward,
-                              node.precision, double(node.attentionExps));
+    return getAttentionWork(node.numOps, node.tensorBytes,
+                            double(node.attentionRows) * attentionPasses,
+                            kernel == NodeKernel::AttentionBackward,
+                            node.precision, double(node.attentionExps));
   case NodeKernel::Other:
     break;
   }
-  return getKernelMicros(node.numOps, node.tensorBytes, node.precision,
+  return getRooflineWork(double(node.numOps), node.tensorBytes, node.precision,
                          KernelKind::Other);
+}
+
+uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node,
+                                   unsigned attentionPasses) const {
+  uint64_t micros = toKernelMicros(getNodeWork(node, attentionPasses).micros);
+  if (!node.kernel.isShared() || getNodeKernel(node) != NodeKernel::Gemm)
+    return micros;
+  // Its share of the kernel it runs in, launch gap included.
+  double share = double(node.numOps) / double(node.kernel.flops);
+  return std::max<int64_t>(1, scaleCount(int64_t(micros), share));
+}
+
+UnitUse DeviceSpec::getUnitUse(const ProgramNode &node,
+                               unsigned attentionPasses) const {
+  UnitUse use;
+  KernelWork work = getNodeWork(node, attentionPasses);
+  if (!computeUnits || !(work.micros > 0))
+    return use;
+  use.busy = uint32_t(std::clamp(std::ceil(work.unitShare * computeUnits), 1.0,
+                                 double(computeUnits)));
+  use.unbound =
+      uint16_t(std::clamp(std::round((1 - work.boundShare) * UnitUse::Scale),
+                          0.0, double(UnitUse::Scale)));
+  return use;
 }
 
 std::optional<Precision>
@@ -183,19 +252,19 @@ stg::findUnsupportedPrecision(const ProgramSet &programs,
   return std::nullopt;
 }
 
-/// A compute node's time on `mesh`: from `measured` where it has the
-/// kernel, else from the device's roofline.
-static uint64_t getComputeMicros(const ProgramNode &node, const Mesh &mesh,
-                                 const DeviceSpec &device,
-                                 const MeasuredKernels *measured) {
+/// A compute node's time on `mesh`, from `measured` where it has the
+/// kernel, else from the device's roofline; and how it uses the compute
+/// units, from the roofline.
+static std::pair<uint64_t, UnitUse>
+getComputeTime(const ProgramNode &node, const Mesh &mesh,
+               const DeviceSpec &device, const MeasuredKernels *measured) {
+  unsigned passes =
+      node.attentionRing ? mesh.getGroupSize(node.attentionRing) : 1;
+  UnitUse use = device.getUnitUse(node, passes);
   uint64_t micros =
       measured ? measured->lookup(node.opType, node.numOps, node.tensorBytes)
                : 0;
-  if (micros)
-    return micros;
-  unsigned passes =
-      node.attentionRing ? mesh.getGroupSize(node.attentionRing) : 1;
-  return device.getNodeMicros(node, passes);
+  return {micros ? micros : device.getNodeMicros(node, passes), use};
 }
 
 /// The device as `programs` use it. A served FP8 checkpoint carries its
@@ -217,7 +286,8 @@ void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &spec,
   for (StageProgram &program : programs.stages)
     for (ProgramNode &node : program.nodes)
       if (node.kind == ProgramNodeKind::Compute)
-        node.durationMicros = getComputeMicros(node, programs.mesh, device, measured);
+        std::tie(node.durationMicros, node.unitUse) =
+            getComputeTime(node, programs.mesh, device, measured);
 }
 
 void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &spec,
@@ -227,7 +297,8 @@ void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &spec,
     return applyDeviceModel(programs, spec, measured);
   DeviceSpec device = getDeviceFor(programs, spec);
   constexpr uint64_t Unpriced = ~uint64_t(0);
-  std::vector<uint64_t> byQuery(sources.queries.size(), Unpriced);
+  std::vector<std::pair<uint64_t, UnitUse>> byQuery(sources.queries.size(),
+                                                    {Unpriced, UnitUse()});
   for (size_t stage = 0; stage < programs.stages.size(); ++stage) {
     std::vector<ProgramNode> &nodes = programs.stages[stage].nodes;
     llvm::ArrayRef<uint32_t> queries = sources.stages[stage].nodeQueries;
@@ -236,13 +307,14 @@ void stg::applyDeviceModel(ProgramSet &programs, const DeviceSpec &spec,
       if (node.kind != ProgramNodeKind::Compute)
         continue;
       if (queries[id] == ProgramSources::NoQuery) {
-        node.durationMicros = getComputeMicros(node, programs.mesh, device, measured);
+        std::tie(node.durationMicros, node.unitUse) =
+            getComputeTime(node, programs.mesh, device, measured);
         continue;
       }
-      uint64_t &micros = byQuery[queries[id]];
-      if (micros == Unpriced)
-        micros = getComputeMicros(node, programs.mesh, device, measured);
-      node.durationMicros = micros;
+      std::pair<uint64_t, UnitUse> &time = byQuery[queries[id]];
+      if (time.first == Unpriced)
+        time = getComputeTime(node, programs.mesh, device, measured);
+      std::tie(node.durationMicros, node.unitUse) = time;
     }
   }
 }

@@ -163,6 +163,9 @@ struct StepShape {
   /// empty), and only then does compute slow beside them (HeldUnits.cpp).
   std::vector<uint16_t> heldUnits;
   uint32_t computeUnits = 0;
+  /// Per slot, beside heldUnits: how a compute node uses the units
+  /// (ProgramNode::unitUse).
+  std::vector<UnitUse> unitUse;
 
   const StepStructure *operator->() const { return structure.get(); }
   llvm::ArrayRef<ShapeTransfer> getTransfers(uint32_t slot) const {

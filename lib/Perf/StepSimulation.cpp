@@ -108,6 +108,7 @@ bool StepShape::operator==(const StepShape &other) const {
   return picos == other.picos && sharesLinks == other.sharesLinks &&
          transferBegin == other.transferBegin && transfers == other.transfers &&
          heldUnits == other.heldUnits && computeUnits == other.computeUnits &&
+         unitUse == other.unitUse &&
          (structure == other.structure || *structure == *other.structure);
 }
 
@@ -116,6 +117,8 @@ uint64_t StepShape::hash() const {
       structure->hash, llvm::hash_combine_range(picos.begin(), picos.end()),
       llvm::hash_combine_range(heldUnits.begin(), heldUnits.end()),
       computeUnits);
+  for (const UnitUse &use : unitUse)
+    value = llvm::hash_combine(value, use.busy, use.unbound);
   // Field by field (a ShapeTransfer's padding is not part of it), and
   // cheaply: equal hashes are compared in full.
   for (const ShapeTransfer &transfer : transfers)

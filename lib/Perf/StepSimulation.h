@@ -80,14 +80,16 @@ private:
                      int64_t moved);
 
   // Held units: while communication nodes that hold `held` of the
-  // device's `computeUnits` run, the compute node runs at (units - held) /
-  // units of its rate. Its full-rate picoseconds left are settled whenever
-  // the rate changes; a whole picosecond's progress is rounded down and its
-  // end up, so the clock stays whole and translation-invariant.
+  // device's `computeUnits` run, the compute node runs slower once fewer
+  // units are left than it keeps busy (HeldUnits.cpp). Its full-rate
+  // picoseconds left are settled whenever the rate changes; a whole
+  // picosecond's progress is rounded down and its end up, so the clock
+  // stays whole and translation-invariant.
   static constexpr uint32_t NoNode = ~0u;
   bool contending = false; ///< The step has nodes that hold units.
   uint32_t held = 0;
   uint32_t computeNode = NoNode; ///< The running compute node, if any.
+  UnitUse computeUse;            ///< How it uses the units, busy set.
   int64_t computeLeft = 0, computeSettled = 0, computeStart = 0;
   /// Whether compute ran slowed while the moving receive was tracked: its
   /// time then depends on what overlapped it, so the outcome is not moved.
@@ -104,6 +106,8 @@ private:
   /// The running compute node's end at the current rate, from `now`, its
   /// remainder settled then.
   int64_t getComputeEnd(int64_t now) const;
+  /// The running compute node's rate, as a fraction of its full rate.
+  std::pair<int64_t, int64_t> getComputeRate() const;
 
   using Snapshot = SimulationScratch::Snapshot;
   void takeSnapshot(uint32_t copy, int64_t now, Snapshot &into) const;

@@ -214,6 +214,7 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
   shape.transfers.clear();
   shape.heldUnits.clear();
   shape.computeUnits = 0;
+  shape.unitUse.clear();
   // A bit per stream and tier (2 * stream + tier) its nodes move bytes over.
   uint32_t streamTiers = 0;
   // The clock counts whole picoseconds in an int64: the step's times may
@@ -249,6 +250,10 @@ uint32_t Replay::getShape(unsigned stage, size_t stepIndex) {
     uint32_t held = std::accumulate(mostHeld.begin(), mostHeld.end(), 0u);
     if (held) {
       shape.computeUnits = units;
+      shape.unitUse.resize(step.end - step.begin);
+      for (uint32_t id = step.begin; id < step.end; ++id)
+        if (shape->streams[id - step.begin] == ReplayStream::Compute)
+          shape.unitUse[id - step.begin] = node(stage, id).unitUse;
       double slowest =
           double(units) / double(units - std::min(held, units - 1));
       if (!(sum * slowest <= MaxStepMicros)) {

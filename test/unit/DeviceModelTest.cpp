@@ -14,6 +14,19 @@ using namespace stg;
 
 namespace {
 
+/// An FP8 GEMM of `flops` that fills any machine, with `castBytes` of
+/// casts.
+ProgramNode makeGemmForUnits(int64_t flops, uint64_t castBytes) {
+  ProgramNode node;
+  node.opType = "einsum";
+  node.numOps = flops;
+  node.tensorBytes = castBytes + 1000;
+  node.castBytes = castBytes;
+  node.precision = Precision::FP8;
+  node.gemm = {1, 128 * 1000, 256, 4096};
+  return node;
+}
+
 TEST(DeviceModelTest, RooflineTakesTheSlowerOfComputeAndMemory) {
   DeviceSpec device{"test", 100e12, 1e12, 100e9, 0.5, 0.5};
   // 100 TFLOP at 50 TFLOP/s achievable: 2 s, compute-bound.
@@ -249,6 +262,54 @@ TEST(DeviceModelTest, ApplyFillsEveryComputeNodeByRoofline) {
   applyDeviceModel(programs, device, nullptr);
   EXPECT_EQ(programs.stages[0].nodes[0].durationMicros, 2'000'000u);
   EXPECT_EQ(programs.stages[0].nodes[1].durationMicros, 1000u);
+  // A device that counts no compute units says nothing of their use.
+  EXPECT_EQ(programs.stages[0].nodes[0].unitUse, UnitUse());
+  device.computeUnits = 100;
+  applyDeviceModel(programs, device, nullptr);
+  EXPECT_EQ(programs.stages[0].nodes[0].unitUse.busy, 100u);
+  EXPECT_EQ(programs.stages[0].nodes[1].unitUse.busy, 1u);
+}
+
+// How a kernel uses the SMs decides how held ones slow it (HeldUnits.cpp):
+// on an H200, a copy beside a kernel holding 66 of the 132 SMs took the
+// same time, a large GEMM 1.8 x (docs/data/gpu/h200-held-sms.csv).
+TEST(DeviceModelTest, KernelsUseTheUnitsTheirBoundNeeds) {
+  DeviceSpec device{"test", 100e12, 1e12, 100e9, 0.5, 0.5};
+  device.computeUnits = 100;
+  device.setPeakFlops(Precision::FP8, 200e12);
+  ProgramNode node;
+  node.opType = "elementwise";
+  // Bound by its FLOPs (2 s of them against 2 ns of bytes): every unit,
+  // all of its time.
+  node.numOps = 100'000'000'000'000;
+  node.tensorBytes = 1000;
+  EXPECT_EQ(device.getUnitUse(node).busy, 100u);
+  EXPECT_EQ(device.getUnitUse(node).unbound, 0u);
+  // Bound by memory: 0.2 ms of FLOPs over 2 ms of bytes keep a tenth of
+  // the units busy, over all of its time.
+  node.numOps = 10'000'000'000;
+  node.tensorBytes = 1'000'000'000;
+  EXPECT_EQ(device.getUnitUse(node).busy, 10u);
+  EXPECT_EQ(device.getUnitUse(node).unbound, 0u);
+  // Unfused attention: its products (0.2 ms) and its memory-bound kernels
+  // (2 ms) one after another: every unit, over 1/11 of its time.
+  node.opType = "attention_unfused";
+  EXPECT_EQ(device.getUnitUse(node).busy, 100u);
+  EXPECT_EQ(device.getUnitUse(node).unbound,
+            uint16_t(std::lround(UnitUse::Scale * 10.0 / 11)));
+  // An FP8 GEMM, 1 ms of FLOPs at 0.49 of 200 TFLOP/s, and 1 ms of casts:
+  // the casts are time no unit bounds.
+  ProgramNode gemm = makeGemmForUnits(98'000'000'000, 500'000'000);
+  UnitUse use = device.getUnitUse(gemm);
+  EXPECT_EQ(use.busy, 100u);
+  EXPECT_EQ(use.unbound, UnitUse::Scale / 2);
+  // A GEMM too small to fill the machine keeps its share busy: 16 tiles
+  // of one piece of K (K = 256) on 100 units.
+  gemm.castBytes = 0;
+  gemm.gemm = {1, 128, 4096, 256};
+  EXPECT_EQ(device.getUnitUse(gemm).busy, 16u);
+  device.computeUnits = 0;
+  EXPECT_EQ(device.getUnitUse(gemm), UnitUse());
 }
 
 } // namespace

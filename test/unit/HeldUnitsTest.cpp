@@ -70,6 +70,41 @@ TEST(HeldUnitsTest, ComputeBesideAHoldingExchangeRunsOnTheRest) {
       12.0);
 }
 
+TEST(HeldUnitsTest, OnlyWhatTheUnitsBoundSlows) {
+  // A 12 us kernel beside a 14 us exchange that holds `held` of the four
+  // units: when the kernel ends.
+  SystemSpec system = makeFourUnitSystem();
+  auto getKernelEnd = [&](UnitUse use, uint16_t held) {
+    ProgramNode kernel = makeCompute(12, {});
+    kernel.unitUse = use;
+    StepTimeline timeline;
+    estimate(makeStage({kernel, makeExchange(14000, held)}), system, &timeline);
+    return getEnd(timeline, 0);
+  };
+  // Bound by memory, its FLOPs keeping two units busy: three left are
+  // enough, so are two; one left halves its rate (7 us of work in 14).
+  EXPECT_DOUBLE_EQ(getKernelEnd({2, 0}, 1), 12.0);
+  EXPECT_DOUBLE_EQ(getKernelEnd({2, 0}, 2), 12.0);
+  EXPECT_DOUBLE_EQ(getKernelEnd({2, 0}, 3), 19.0);
+  // Bound by its FLOPs over half of its time (a GEMM and its casts): that
+  // half stretches by 4/3, so it runs at 6/7 of its rate, 12 us of work
+  // in the exchange's 14; over all of it, 4/3: 10.5 us of work, 1.5 left.
+  EXPECT_DOUBLE_EQ(getKernelEnd({4, UnitUse::Scale / 2}, 1), 14.0);
+  EXPECT_DOUBLE_EQ(getKernelEnd({4, 0}, 1), 15.5);
+  EXPECT_DOUBLE_EQ(getKernelEnd(UnitUse(), 1), 15.5);
+  // Two pipeline stages whose steps differ only in that use are not one.
+  ProgramSet programs;
+  programs.mesh = Mesh({{"tp", 2}, {"pp", 2}});
+  programs.pipelineAxis = 1;
+  programs.stages.resize(2);
+  for (StageProgram &stage : programs.stages)
+    stage.nodes = {makeCompute(12, {}), makeExchange(14000, 1)};
+  programs.stages[1].nodes[0].unitUse = {2, 0};
+  StepEstimate step = estimate(programs, system);
+  EXPECT_DOUBLE_EQ(step.stages[0].computeMicros, 15.5);
+  EXPECT_DOUBLE_EQ(step.stages[1].computeMicros, 12.0);
+}
+
 TEST(HeldUnitsTest, AnExchangeThatStartsMidKernelSlowsTheRest) {
   // The exchange waits for a 4 us gradient reduction (on another stream,
   // holding nothing), so it holds its unit from 4 to 8 us: the 12 us kernel
@@ -129,7 +164,8 @@ TEST(HeldUnitsTest, AFoldedLayerThatHoldsUnitsJumpsOverItsPeriod) {
 TEST(HeldUnitsTest, ReusedOutcomesAreTheSimulatedOnes) {
   // Messages that come at many times into steps whose kernels overlap an
   // all-reduce holding one unit (LinkSharingTest's pipeline): an outcome
-  // reused for another arrival must be the simulated one.
+  // reused for another arrival must be the simulated one, whatever the
+  // kernels' use of the units.
   SystemSpec system = makeFourUnitSystem();
   std::mt19937 random(2026);
   uint64_t ranged = 0;
@@ -140,10 +176,17 @@ TEST(HeldUnitsTest, ReusedOutcomesAreTheSimulatedOnes) {
     std::vector<uint64_t> durations;
     for (int index = 0; index < 24; ++index)
       durations.push_back(draw(1, 30));
-    ranged += expectReusedAsSimulated(
+    ProgramSet programs =
         makeForwardingPipeline(durations, int64_t(draw(2, 30)), draw(1, 12),
-                               draw(1, 6), trial % 2 == 0, 1),
-        system, "trial " + std::to_string(trial));
+                               draw(1, 6), trial % 2 == 0, 1);
+    // A third of the trials' kernels use the units as memory-bound kernels
+    // or GEMMs with casts do.
+    if (trial % 3 == 0)
+      for (uint32_t kernel : {2u, 3u})
+        programs.stages[1].nodes[kernel].unitUse = {
+            uint32_t(draw(1, 4)), uint16_t(draw(0, UnitUse::Scale))};
+    ranged += expectReusedAsSimulated(programs, system,
+                                      "trial " + std::to_string(trial));
     if (HasFailure())
       return;
   }

@@ -69,6 +69,20 @@ struct SharedKernel {
   bool isShared() const { return flops > 0; }
 };
 
+/// How a compute kernel uses the device's compute units (SMs), which
+/// decides how it slows while communication kernels hold some of them
+/// (HeldUnits.cpp, DeviceSpec::getUnitUse): it keeps `busy` of them busy
+/// over the part of its time they bound, all but `unbound` / Scale of it.
+/// Zero: all of them, all of the time.
+struct UnitUse {
+  static constexpr uint32_t Scale = 1024;
+  uint32_t busy = 0;
+  uint16_t unbound = 0;
+  bool operator==(const UnitUse &other) const {
+    return busy == other.busy && unbound == other.unbound;
+  }
+};
+
 struct ProgramNode {
   ProgramNode() = default;
   ProgramNode(const ProgramNode &) = default;
@@ -105,6 +119,9 @@ struct ProgramNode {
   /// which compute on the same rank runs without (DeepEP's normal kernels;
   /// StepEstimate.h). 0 for collectives that take none from compute.
   uint16_t heldUnits = 0;
+  /// Compute, with a device model that counts compute units: how its
+  /// kernel uses them.
+  UnitUse unitUse;
   unsigned peerStage = 0; ///< Send: destination stage; recv: source stage.
   /// Send/recv of a folded dualpipe: the peer is in the other half of the
   /// mirror axis (ProgramSet::mirrorAxis), the other direction's copy.

@@ -148,6 +148,25 @@ struct DeviceSpec {
   /// context-parallel ring's steps).
   uint64_t getNodeMicros(const ProgramNode &node,
                          unsigned attentionPasses = 1) const;
+  /// How a compute node's kernel uses the device's compute units (zero
+  /// without them): all of them over all of its time when its FLOPs bound
+  /// it; a GEMM too small to fill the machine keeps its share busy; a
+  /// kernel bound by memory keeps busy those its FLOPs need over the time
+  /// its bytes take, as fewer units still draw the whole bandwidth
+  /// (measured: docs/data/gpu/h200-held-sms.csv); a low-precision GEMM's
+  /// casts and unfused attention's memory-bound kernels add time no unit
+  /// bounds.
+  UnitUse getUnitUse(const ProgramNode &node,
+                     unsigned attentionPasses = 1) const;
+
+  /// A kernel's work before its launch gap: its time, the share of that
+  /// time its compute units bound, and the share of them it keeps busy
+  /// then.
+  struct KernelWork {
+    double micros = 0;
+    double boundShare = 0;
+    double unitShare = 0;
+  };
 
 private:
   /// Whole microseconds of a kernel that works `micros`, launch included:
@@ -155,8 +174,17 @@ private:
   uint64_t toKernelMicros(double micros) const;
   /// A kernel of `flops` (fractional: attention's row work) and `bytes`
   /// at the roofline of its kind.
-  uint64_t getRooflineMicros(double flops, uint64_t bytes,
-                             Precision precision, KernelKind kind) const;
+  KernelWork getRooflineWork(double flops, uint64_t bytes, Precision precision,
+                             KernelKind kind) const;
+  KernelWork getSequentialWork(int64_t flops, uint64_t bytes) const;
+  KernelWork getGemmWork(int64_t flops, uint64_t bytes, const GemmShape &gemm,
+                         Precision precision, uint64_t castBytes) const;
+  KernelWork getAttentionWork(int64_t flops, uint64_t bytes, double queryRows,
+                              bool backward, Precision precision,
+                              double exponentials) const;
+  /// The work of the kernel `node` runs in (a shared kernel's whole).
+  KernelWork getNodeWork(const ProgramNode &node,
+                         unsigned attentionPasses) const;
 };
 
 /// How DeviceSpec::getNodeMicros prices a compute node: unfused attention
