@@ -109,12 +109,12 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
     os << " --chunked-prefill off";
   if (engine.limits.wholeWindowCaches)
     os << " --kv-window-cache whole";
-  if (engine.router != Router::Load)
-    os << " --router " << getRouterName(engine.router);
-  if (engine.router == Router::KVAware)
+  if (run.router != Router::Load)
+    os << " --router " << getRouterName(run.router);
+  if (run.router == Router::KVAware)
     os << " --kv-overlap-weight " << formatShortest(engine.kvOverlapWeight);
   if (const CacheAwareRouting &rule = engine.cacheAware;
-      engine.router == Router::CacheAware)
+      run.router == Router::CacheAware)
     os << " --cache-threshold " << formatShortest(rule.cacheThreshold)
        << " --balance-abs-threshold " << rule.balanceAbsolute
        << " --balance-rel-threshold " << formatShortest(rule.balanceRelative);
@@ -198,6 +198,7 @@ static llvm::json::Value getRunJSON(const DeploymentTable &table,
       {"two_batch_overlap", serve.twoBatchOverlap},
       {"max_batch", int64_t(run.maxBatch)},
       {"max_batch_binding", run.maxBatchBinding},
+      {"router", getRouterName(run.router)},
       {"requests", int64_t(run.requests)},
       {"stagec", getStagecFlags(table, run, options)}};
   addPool(row, "", table, deployment.serve);
@@ -279,6 +280,12 @@ void stg::writeDeploymentsJSON(llvm::raw_ostream &os,
     caps.push_back(int64_t(cap));
   llvm::json::Object engine = getEngineSettingsJSON(options.engine);
   engine["max_batch"] = std::move(caps);
+  // Each run's router is its own.
+  engine.erase("router");
+  llvm::json::Array routers;
+  for (Router router : options.routers)
+    routers.push_back(getRouterName(router));
+  engine["routers"] = std::move(routers);
   const CompileOptions &base = options.base;
   engine["linear_kernels"] = base.fusedLinearKernels ? "fused" : "separate";
   engine["deepep_mode"] = getDeepEpModeName(base.deepEpMode);
@@ -382,7 +389,7 @@ void stg::writeDeploymentsCSV(llvm::raw_ostream &os,
                               const DeploymentTable &table) {
   os << "rank,pareto,status,kind,deployment,gpus,instances,plan,"
         "prefill_instances,prefill_plan,precision,two_batch_overlap,max_batch,"
-        "max_batch_binding,concurrency,request_rate,requests,"
+        "max_batch_binding,router,concurrency,request_rate,requests,"
         "ttft_ms_mean,ttft_ms_p50,ttft_ms_p90,ttft_ms_p99,"
         "tpot_ms_mean,tpot_ms_p50,tpot_ms_p90,tpot_ms_p99,e2e_latency_ms_p50,"
         "output_tokens_per_s_per_gpu,output_tokens_per_s_per_user,"
@@ -407,7 +414,8 @@ void stg::writeDeploymentsCSV(llvm::raw_ostream &os,
     const InstancePlan &serve = getPlan(table, deployment.serve);
     os << "," << getPrecisionName(serve.precision) << ","
        << (serve.twoBatchOverlap ? "true" : "false") << "," << run.maxBatch
-       << "," << (run.maxBatchBinding ? "true" : "false") << ",";
+       << "," << (run.maxBatchBinding ? "true" : "false") << ","
+       << getRouterName(run.router) << ",";
     if (run.concurrency)
       os << *run.concurrency << ",";
     else
@@ -480,11 +488,22 @@ void stg::printDeploymentSummary(llvm::raw_ostream &os,
   os << "  deployments: " << table.aggregatedDeployments << " aggregated, "
      << table.disaggregatedDeployments << " disaggregated; "
      << options.maxBatches.size() << " batch cap"
-     << (options.maxBatches.size() == 1 ? "" : "s") << "\n";
+     << (options.maxBatches.size() == 1 ? "" : "s");
+  if (options.routers.size() > 1) {
+    os << "; routers";
+    for (Router router : options.routers)
+      os << (router == options.routers.front() ? " " : ", ")
+         << getRouterName(router);
+  }
+  os << "\n";
   os << "  runs: " << table.runs.size() << " of " << table.candidateRuns;
   if (table.repeatedRuns || table.skippedRuns)
     os << "; left out: " << table.repeatedRuns
-       << " that a smaller cap's run repeats (it never bound), "
+       << (options.routers.size() > 1
+               ? " that another run repeats (a smaller cap's that never "
+                 "bound, the first router's where one replica takes every "
+                 "request), "
+               : " that a smaller cap's run repeats (it never bound), ")
        << table.skippedRuns << " past a split sweep's end";
   os << "\n";
   os << "  SLO: ";
@@ -544,9 +563,11 @@ void stg::printDeploymentSummary(llvm::raw_ostream &os,
     if (attainment)
       os << llvm::formatv("{0,6:F1} ",
                           summary.slo ? 100 * summary.slo->attainment : 0.0);
+    std::string label = getDeploymentLabel(table, run.deployment);
+    if (options.routers.size() > 1)
+      label += ", router " + getRouterName(run.router).str();
     os << llvm::formatv("{0,6} {1,6} {2,5}  {3}{4}\n", point, cap, run.gpus,
-                        getDeploymentLabel(table, run.deployment),
-                        run.pareto ? "  *" : "");
+                        label, run.pareto ? "  *" : "");
   };
   header();
   unsigned shown = 0;

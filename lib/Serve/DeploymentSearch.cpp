@@ -129,11 +129,15 @@ private:
   void addPlans(const ModelInfo &info);
   /// The plan's cost model at `cap`: the same at every cap.
   const IterationCostModel *getModel(unsigned plan, uint64_t cap);
-  /// One deployment at one cap; the cost models it ran on.
-  DeploymentRun runOne(const Deployment &deployment, size_t slot,
+  /// One deployment at one cap by one router; the cost models it ran on.
+  DeploymentRun runOne(const Deployment &deployment, size_t slot, Router router,
                        const ServingWorkload &workload,
                        const IterationCostModel *&serveCost,
                        const IterationCostModel *&prefillCost) const;
+  /// Whether the deployment's requests have more than one attention
+  /// replica to go to in a pool at cap `slot`: only then can routers
+  /// differ.
+  bool hasRoutingChoice(const Deployment &deployment, size_t slot) const;
   /// A group of deployments (Search::groups) at one workload point.
   void runUnit(size_t unit, std::vector<DeploymentRun> &runs,
                size_t &repeated, size_t &skipped) const;
@@ -256,14 +260,24 @@ const IterationCostModel *Search::getModel(unsigned plan, uint64_t cap) {
   return built[slot] = built.front();
 }
 
+bool Search::hasRoutingChoice(const Deployment &deployment, size_t slot) const {
+  auto hasChoice = [&](const PoolChoice &pool) {
+    const IterationCostModel *model = models[pool.plan][slot];
+    return pool.instances > 1 || (model && model->replicas > 1);
+  };
+  return hasChoice(deployment.serve) ||
+         (deployment.prefill && hasChoice(*deployment.prefill));
+}
+
 DeploymentRun Search::runOne(const Deployment &deployment, size_t slot,
-                             const ServingWorkload &workload,
+                             Router router, const ServingWorkload &workload,
                              const IterationCostModel *&serveCost,
                              const IterationCostModel *&prefillCost) const {
   uint64_t cap = caps[slot];
   DeploymentRun run;
   run.deployment = deployment;
   run.maxBatch = cap;
+  run.router = router;
   run.concurrency = workload.concurrency;
   run.requestRate = workload.requestRate;
   run.requests = workload.requests;
@@ -292,6 +306,7 @@ DeploymentRun Search::runOne(const Deployment &deployment, size_t slot,
 
   ServingEngineSettings settings = options.engine;
   settings.limits = getLimits(cap);
+  settings.router = router;
   std::string errors;
   llvm::raw_string_ostream os(errors);
   DiagnosticEngine diags(os);
@@ -388,39 +403,48 @@ void Search::runUnit(size_t unit, std::vector<DeploymentRun> &runs,
         options.requestRates[point - options.concurrencies.size()];
 
   // The sweeps point into the runs: room for the most this unit makes.
-  runs.reserve(group.size() * caps.size());
-  std::vector<SplitSweep> sweeps(caps.size());
+  size_t routers = options.routers.size();
+  runs.reserve(group.size() * caps.size() * routers);
+  // A sweep a cap and router.
+  std::vector<SplitSweep> sweeps(caps.size() * routers);
   unsigned patience =
       group.size() > 1 ? options.splitPatience : 0; // aggregated: one run
   for (unsigned index : group) {
     const Deployment &deployment = deployments[index];
-    const IterationCostModel *lastServe = nullptr, *lastPrefill = nullptr;
-    const DeploymentRun *last = nullptr;
-    for (size_t slot = 0; slot < caps.size(); ++slot) {
-      SplitSweep &sweep = sweeps[slot];
-      if (sweep.done) {
-        ++skipped;
-        last = nullptr;
-        continue;
-      }
-      const IterationCostModel *serveCost =
-          models[deployment.serve.plan][slot];
-      const IterationCostModel *prefillCost =
-          deployment.prefill ? models[deployment.prefill->plan][slot]
-                             : nullptr;
-      // A cap that never held a sequence back, on the same models: the
-      // next cap's run would repeat it.
-      if (last && last->status != RunStatus::Failed &&
-          !last->maxBatchBinding && serveCost == lastServe &&
-          prefillCost == lastPrefill) {
-        ++repeated;
+    for (size_t choice = 0; choice < routers; ++choice) {
+      const IterationCostModel *lastServe = nullptr, *lastPrefill = nullptr;
+      const DeploymentRun *last = nullptr;
+      for (size_t slot = 0; slot < caps.size(); ++slot) {
+        SplitSweep &sweep = sweeps[slot * routers + choice];
+        if (sweep.done) {
+          ++skipped;
+          last = nullptr;
+          continue;
+        }
+        // One replica to route to: the first router's run says it all.
+        if (choice && !hasRoutingChoice(deployment, slot)) {
+          ++repeated;
+          continue;
+        }
+        const IterationCostModel *serveCost =
+            models[deployment.serve.plan][slot];
+        const IterationCostModel *prefillCost =
+            deployment.prefill ? models[deployment.prefill->plan][slot]
+                               : nullptr;
+        // A cap that never held a sequence back, on the same models: the
+        // next cap's run would repeat it.
+        if (last && last->status != RunStatus::Failed &&
+            !last->maxBatchBinding && serveCost == lastServe &&
+            prefillCost == lastPrefill) {
+          ++repeated;
+          sweep.add(*last, options, patience);
+          continue;
+        }
+        runs.push_back(runOne(deployment, slot, options.routers[choice],
+                              workload, lastServe, lastPrefill));
+        last = &runs.back();
         sweep.add(*last, options, patience);
-        continue;
       }
-      runs.push_back(
-          runOne(deployment, slot, workload, lastServe, lastPrefill));
-      last = &runs.back();
-      sweep.add(*last, options, patience);
     }
   }
 }
@@ -455,18 +479,21 @@ Search::run(const DeploymentProgress &progress) {
     ++(deployment.prefill ? table.disaggregatedDeployments
                           : table.aggregatedDeployments);
   size_t points = options.concurrencies.size() + options.requestRates.size();
+  size_t routers = options.routers.size();
   table.candidateRuns = llvm::SaturatingMultiply(
       llvm::SaturatingMultiply(uint64_t(deployments.size()),
-                               uint64_t(caps.size())),
+                               uint64_t(caps.size()) * routers),
       uint64_t(points));
   if (table.candidateRuns > options.maxRuns) {
     diags.error({}, llvm::formatv("the search has {0} runs ({1} deployments "
-                                  "x {2} batch caps x {3} workload points), "
-                                  "more than the {4} a search takes: narrow "
-                                  "it (--tp, --pp, --max-batch, "
-                                  "--deployments, fewer points)",
+                                  "x {2} batch caps x {3} router{4} x {5} "
+                                  "workload points), more than the {6} a "
+                                  "search takes: narrow it (--tp, --pp, "
+                                  "--max-batch, --router, --deployments, "
+                                  "fewer points)",
                                   table.candidateRuns, deployments.size(),
-                                  caps.size(), points, options.maxRuns)
+                                  caps.size(), routers, routers == 1 ? "" : "s",
+                                  points, options.maxRuns)
                         .str());
     return std::nullopt;
   }
@@ -516,7 +543,7 @@ Search::run(const DeploymentProgress &progress) {
       size_t unit = order[taken];
       runUnit(unit, results[unit], repeated[unit], skipped[unit]);
       std::lock_guard<std::mutex> lock(progressLock);
-      done += groups[unit / points].size() * caps.size();
+      done += groups[unit / points].size() * caps.size() * routers;
       if (progress)
         progress(done, table.candidateRuns);
     }
@@ -564,9 +591,11 @@ stg::searchDeployments(const DeploymentSearchOptions &options,
                        const SystemSpec &system, DiagnosticEngine &diags,
                        const DeploymentProgress &progress) {
   if (!options.gpus || options.lengths.empty() || options.maxBatches.empty() ||
+      options.routers.empty() ||
       (options.concurrencies.empty() && options.requestRates.empty())) {
     diags.error({}, "a serving search needs GPUs, request lengths, batch "
-                    "caps and at least one concurrency or request rate");
+                    "caps, a router and at least one concurrency or request "
+                    "rate");
     return std::nullopt;
   }
   uint64_t fewest = getFewestRequests(options);

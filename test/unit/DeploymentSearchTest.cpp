@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -270,6 +271,37 @@ TEST(DeploymentSearchTest, CapsThatNeverBindAreNotRunAgain) {
   }
   EXPECT_EQ(table.runs.size(), 6u);
   EXPECT_EQ(table.repeatedRuns, 6u);
+}
+
+TEST(DeploymentSearchTest, RoutersRunWhereThereIsAChoice) {
+  // Four tp1 instances, two tp2 ones, and the disaggregated pairs (1 -> 1
+  // of tp2 has one engine a pool, one replica each).
+  DeploymentSearchOptions options = smallSearch();
+  options.maxBatches = {64};
+  options.concurrencies = {16};
+  options.routers = {Router::Load, Router::KVAware};
+  DeploymentTable table = search(options);
+  EXPECT_EQ(table.candidateRuns, 16u); // 8 deployments x 2 routers
+  std::map<std::string, std::map<Router, const DeploymentRun *>> byLabel;
+  for (const DeploymentRun &run : table.runs)
+    byLabel[getDeploymentLabel(table, run.deployment)][run.router] = &run;
+  // The 1 -> 1 pair ran by load alone: the KV router's run would repeat it.
+  ASSERT_TRUE(byLabel.count("1xtp2 -> 1xtp2"));
+  EXPECT_EQ(byLabel["1xtp2 -> 1xtp2"].size(), 1u);
+  EXPECT_TRUE(byLabel["1xtp2 -> 1xtp2"].count(Router::Load));
+  EXPECT_EQ(table.repeatedRuns, 16u - table.runs.size() - table.skippedRuns);
+  EXPECT_GE(table.repeatedRuns, 1u);
+  // Four aggregated instances: both routers ran (that they route apart,
+  // and as stagec does, stage-search/serve.test shows).
+  const auto &four = byLabel["4xtp1"];
+  ASSERT_EQ(four.size(), 2u);
+  const DeploymentRun &load = *four.at(Router::Load);
+  const DeploymentRun &kv = *four.at(Router::KVAware);
+  // Each run's command names its router, as stagec takes it.
+  EXPECT_EQ(getStagecFlags(table, load, options).find("--router"),
+            std::string::npos);
+  EXPECT_NE(getStagecFlags(table, kv, options).find("--router kv"),
+            std::string::npos);
 }
 
 TEST(DeploymentSearchTest, SplitSweepsKeepTheFront) {

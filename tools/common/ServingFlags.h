@@ -17,8 +17,12 @@
 #include "stg/Serve/RequestLengths.h"
 #include "stg/Serve/ServingSimulation.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
+
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace stg {
 
@@ -38,25 +42,33 @@ inline void addKVAllocationOption(CLI::App &app, std::string &name,
 }
 
 /// `--router`, `--kv-overlap-weight` and the cache-aware router's
-/// thresholds: how requests find their engines.
-inline void addRouterOptions(CLI::App &app, Router &router, double &weight,
+/// thresholds: how requests find their engines. The routers' names go to
+/// `routers` (parseRouters reads them): one, or with `several` a
+/// comma-separated list to search over.
+inline void addRouterOptions(CLI::App &app, std::vector<std::string> &routers,
+                             bool several, double &weight,
                              CacheAwareRouting &cacheAware,
                              const std::string &group) {
-  app.add_option_function<std::string>(
-         "--router",
-         [&router](const std::string &value) { router = *parseRouter(value); },
-         "load (default: a request goes to the engine with the fewest "
-         "sequences), kv (to the attention replica where its uncached "
-         "prompt tokens and the pending prefills, by --kv-overlap-weight, "
-         "plus the tokens its sequences hold cost least, as NVIDIA "
-         "Dynamo's KV router) or cache-aware (SGLang's router: the least "
-         "loaded engine while loads are out of balance, else the one "
-         "caching most of the prompt if over --cache-threshold of it, else "
-         "the one sent the fewest prompt tokens)")
+  CLI::Option *option = app.add_option(
+      "--router", routers,
+      std::string(several ? "routers to try, comma-separated: " : "") +
+          "load (default: a request goes to the engine with the fewest "
+          "sequences), kv (to the attention replica where its uncached "
+          "prompt tokens and the pending prefills, by --kv-overlap-weight, "
+          "plus the tokens its sequences hold cost least, as NVIDIA "
+          "Dynamo's KV router) or cache-aware (SGLang's router: the least "
+          "loaded engine while loads are out of balance, else the one "
+          "caching most of the prompt if over --cache-threshold of it, "
+          "else the one sent the fewest prompt tokens)");
+  option
       ->check(CLI::IsMember({getRouterName(Router::Load).str(),
                              getRouterName(Router::KVAware).str(),
                              getRouterName(Router::CacheAware).str()}))
       ->group(group);
+  if (several)
+    option->delimiter(',');
+  else
+    option->expected(1);
   app.add_option("--kv-overlap-weight", weight,
                  "with --router kv: the weight of prefill tokens against "
                  "held ones (Dynamo's kv-overlap-score-weight; default 1; "
@@ -84,14 +96,24 @@ inline void addRouterOptions(CLI::App &app, Router &router, double &weight,
       ->group(group);
 }
 
+/// The routers `names` name, each once, in the order Router lists them.
+inline std::vector<Router> parseRouters(const std::vector<std::string> &names) {
+  std::vector<Router> routers;
+  for (Router router : {Router::Load, Router::KVAware, Router::CacheAware})
+    if (llvm::is_contained(names, getRouterName(router)))
+      routers.push_back(router);
+  return routers;
+}
+
 /// What is wrong with the flags addRouterOptions read, if anything.
-inline std::optional<std::string> checkRouterOptions(const CLI::App &app,
-                                                     Router router) {
-  if (app.count("--kv-overlap-weight") && router != Router::KVAware)
+inline std::optional<std::string>
+checkRouterOptions(const CLI::App &app, llvm::ArrayRef<Router> routers) {
+  if (app.count("--kv-overlap-weight") &&
+      !llvm::is_contained(routers, Router::KVAware))
     return std::string("--kv-overlap-weight weighs the costs of --router kv");
   for (const char *flag : {"--cache-threshold", "--balance-abs-threshold",
                            "--balance-rel-threshold"})
-    if (app.count(flag) && router != Router::CacheAware)
+    if (app.count(flag) && !llvm::is_contained(routers, Router::CacheAware))
       return std::string(flag) + " is a threshold of --router cache-aware";
   return std::nullopt;
 }

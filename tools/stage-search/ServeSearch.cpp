@@ -53,6 +53,7 @@ struct ServeSearchFlags {
   std::vector<std::string> requestRates;
   std::vector<std::string> precisions{"bf16"};
   std::vector<std::string> twoBatchOverlap{"off"};
+  std::vector<std::string> routers{"load"};
   std::vector<std::string> deployments{"aggregated", "disaggregated"};
   std::string sloStatistic = "p50";
   unsigned top = 10, jobs = 0;
@@ -235,7 +236,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   addKVAllocationOption(app, kvAllocation, engine);
   addChunkedPrefillOption(app, settings.chunkedPrefill, engine);
   addWindowCacheOption(app, settings.limits.wholeWindowCaches, engine);
-  addRouterOptions(app, settings.router, settings.kvOverlapWeight,
+  addRouterOptions(app, flags.routers, true, settings.kvOverlapWeight,
                    settings.cacheAware, engine);
   std::string linearKernels = "separate";
   addLinearKernelsOption(app, linearKernels, engine);
@@ -312,8 +313,9 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   if (std::optional<std::string> error =
           checkSpeculationOptions(app, settings.speculation))
     return fail(*error);
+  search.routers = parseRouters(flags.routers);
   if (std::optional<std::string> error =
-          checkRouterOptions(app, settings.router))
+          checkRouterOptions(app, search.routers))
     return fail(*error);
   if (std::optional<std::string> error =
           checkPrefixCachingOptions(app, prefixCaching))

@@ -147,8 +147,8 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
   addKVAllocationOption(app, flags.kvAllocation, group);
   addChunkedPrefillOption(app, flags.chunkedPrefill, group);
   addWindowCacheOption(app, flags.wholeWindowCaches, group);
-  addRouterOptions(app, flags.router, flags.kvOverlapWeight, flags.cacheAware,
-                   group);
+  addRouterOptions(app, flags.router, false, flags.kvOverlapWeight,
+                   flags.cacheAware, group);
   addPrefixCachingOptions(app, flags.prefixCaching, group);
   addSpeculationOptions(app, flags.speculation, group);
   app.add_option("--instances", flags.instances,
@@ -265,7 +265,8 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
   if (std::optional<std::string> error =
           checkPrefixCachingOptions(app, flags.prefixCaching))
     return error;
-  if (std::optional<std::string> error = checkRouterOptions(app, flags.router))
+  if (std::optional<std::string> error =
+          checkRouterOptions(app, parseRouters(flags.router)))
     return error;
   if (flags.speculation.draftTokens && !options.outputDir.empty())
     return std::string("-o: the serving window's traces run plain decode "
@@ -466,7 +467,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   settings.speculation = flags.speculation;
   settings.kvAllocation = *parseKVAllocation(flags.kvAllocation);
   settings.chunkedPrefill = flags.chunkedPrefill;
-  settings.router = flags.router;
+  settings.router = parseRouters(flags.router).front();
   settings.kvOverlapWeight = flags.kvOverlapWeight;
   settings.cacheAware = flags.cacheAware;
   applyPrefixCachingOptions(flags.prefixCaching, workload.sharedPrefix,

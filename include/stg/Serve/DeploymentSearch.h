@@ -91,6 +91,7 @@ enum class RunStatus : uint8_t {
 struct DeploymentRun {
   Deployment deployment;
   uint64_t maxBatch = 0;
+  Router router = Router::Load;
   /// False when no attention replica ever ran `maxBatch` sequences: every
   /// larger cap gives the same run, which is not repeated in the table.
   bool maxBatchBinding = true;
@@ -151,10 +152,14 @@ struct DeploymentSearchOptions {
   unsigned turns = 1;
   double thinkMicros = 0;
 
-  /// The engine's settings but the batch cap (and the longest context,
-  /// which the lengths give). ServingEngineSettings' own defaults: no
-  /// engine time an iteration, where stage-search sets stagec's 1.5 ms.
+  /// The engine's settings but the batch cap, the router (and the longest
+  /// context, which the lengths give). ServingEngineSettings' own
+  /// defaults: no engine time an iteration, where stage-search sets
+  /// stagec's 1.5 ms.
   ServingEngineSettings engine;
+  /// The routers to try, each a run of every deployment that has more
+  /// than one attention replica to route to (else the first alone).
+  std::vector<Router> routers = {Router::Load};
 
   std::optional<double> maxTTFTMillis, maxTPOTMillis;
   SLOStatistic sloStatistic = SLOStatistic::P50;
@@ -192,8 +197,9 @@ struct DeploymentTable {
   /// Every instance plan built, in the order tried.
   std::vector<InstancePlanResult> plans;
   uint64_t aggregatedDeployments = 0, disaggregatedDeployments = 0;
-  /// Runs the space has (deployments x caps x points), those left out
-  /// because a smaller cap never bound (they would repeat its run), and
+  /// Runs the space has (deployments x caps x routers x points), those
+  /// left out because they would repeat another (a smaller cap that never
+  /// bound, a router of a deployment with one replica to route to), and
   /// those a sweep over splits stopped before (splitPatience).
   uint64_t candidateRuns = 0, repeatedRuns = 0, skippedRuns = 0;
   std::vector<DeploymentRun> runs;

@@ -11,8 +11,10 @@
 # instance takes; no larger cap after a cap of 64 or more that never bound;
 # the counts.
 # Then runs STAGEC MODEL with the `stagec` flags of the best run and of the
-# best disaggregated run (and the extra flags, such as -I or --set given to
-# the search) and checks `stagec --mode serve` reports the same figures.
+# best disaggregated run, of the best two-batch-overlapped one and of each
+# router's best after the first (and the extra flags, such as -I or --set
+# given to the search) and checks `stagec --mode serve` reports the same
+# figures.
 # Prints the counts, the best run and what stagec agreed on for FileCheck.
 #
 #===------------------------------------------------------------------------===#
@@ -57,8 +59,13 @@ def main():
     slo = table["slo"]
     for run, row in zip(runs, rows):
         where = run["deployment"]
-        for key in ("status", "deployment", "kind", "precision", "plan"):
+        for key in ("status", "deployment", "kind", "precision", "plan",
+                    "router"):
             assert row[key] == str(run[key]), (key, row[key], run[key])
+        # The run's router is one searched, and its command says it.
+        assert run["router"] in table["engine"]["routers"], where
+        assert (("--router " + run["router"]) in run["stagec"]) == (
+            run["router"] != "load"), (where, run["stagec"])
         assert row["two_batch_overlap"] == (
             "true" if run["two_batch_overlap"] else "false")
         assert run["two_batch_overlap"] == ("tbo" in where.split()), where
@@ -124,7 +131,7 @@ def main():
     # model: from 64 up (below, the cap also sets the decode batch that
     # IterationCostModel samples).
     def point(run):
-        return (run["deployment"], run.get("concurrency"),
+        return (run["deployment"], run["router"], run.get("concurrency"),
                 run.get("request_rate"))
     for run in runs:
         if (run["status"] != "failed" and not run["max_batch_binding"]
@@ -150,8 +157,14 @@ def main():
                      and r["status"] != "failed"]
     overlapped = [r for r in runs if r["two_batch_overlap"]
                   and r["status"] != "failed"]
+    # And the best run of each router after the first searched.
+    routed = [next(r for r in runs if r["router"] == router
+                   and r["status"] != "failed")
+              for router in table["engine"]["routers"][1:]
+              if any(r["router"] == router and r["status"] != "failed"
+                     for r in runs)]
     for run in ([runs[0]] if runs[0]["status"] != "failed" else []) \
-            + disaggregated[:1] + overlapped[:1]:
+            + disaggregated[:1] + overlapped[:1] + routed:
         with tempfile.TemporaryDirectory() as scratch:
             report = os.path.join(scratch, "report.json")
             subprocess.run([stagec, model] + shlex.split(run["stagec"])
@@ -172,7 +185,8 @@ def main():
         assert (serving["requests"] + serving.get("warmup_requests", 0)
                 == run["requests"]), run["deployment"]
         checked.append(run["kind"] + (" tbo" if run["two_batch_overlap"]
-                                      else ""))
+                                      else "")
+                       + (" " + run["router"] if run in routed else ""))
     print("stagec agrees:", " ".join(checked))
 
 
