@@ -217,20 +217,21 @@ DeviceSpec::KernelWork DeviceSpec::getNodeWork(const ProgramNode &node,
                          KernelKind::Other);
 }
 
-uint64_t DeviceSpec::getNodeMicros(const ProgramNode &node,
-                                   unsigned attentionPasses) const {
-  uint64_t micros = toKernelMicros(getNodeWork(node, attentionPasses).micros);
-  if (!node.kernel.isShared() || getNodeKernel(node) != NodeKernel::Gemm)
-    return micros;
-  // Its share of the kernel it runs in, launch gap included.
-  double share = double(node.numOps) / double(node.kernel.flops);
-  return std::max<int64_t>(1, scaleCount(int64_t(micros), share));
+std::pair<uint64_t, UnitUse>
+DeviceSpec::getNodeTime(const ProgramNode &node,
+                        unsigned attentionPasses) const {
+  KernelWork work = getNodeWork(node, attentionPasses);
+  uint64_t micros = toKernelMicros(work.micros);
+  if (node.kernel.isShared() && getNodeKernel(node) == NodeKernel::Gemm) {
+    // Its share of the kernel it runs in, launch gap included.
+    double share = double(node.numOps) / double(node.kernel.flops);
+    micros = std::max<int64_t>(1, scaleCount(int64_t(micros), share));
+  }
+  return {micros, getUnitUse(work)};
 }
 
-UnitUse DeviceSpec::getUnitUse(const ProgramNode &node,
-                               unsigned attentionPasses) const {
+UnitUse DeviceSpec::getUnitUse(const KernelWork &work) const {
   UnitUse use;
-  KernelWork work = getNodeWork(node, attentionPasses);
   if (!computeUnits || !(work.micros > 0))
     return use;
   use.busy = uint32_t(std::clamp(std::ceil(work.unitShare * computeUnits), 1.0,
@@ -260,11 +261,12 @@ getComputeTime(const ProgramNode &node, const Mesh &mesh,
                const DeviceSpec &device, const MeasuredKernels *measured) {
   unsigned passes =
       node.attentionRing ? mesh.getGroupSize(node.attentionRing) : 1;
-  UnitUse use = device.getUnitUse(node, passes);
-  uint64_t micros =
-      measured ? measured->lookup(node.opType, node.numOps, node.tensorBytes)
-               : 0;
-  return {micros ? micros : device.getNodeMicros(node, passes), use};
+  std::pair<uint64_t, UnitUse> time = device.getNodeTime(node, passes);
+  if (uint64_t micros = measured ? measured->lookup(node.opType, node.numOps,
+                                                    node.tensorBytes)
+                                 : 0)
+    time.first = micros;
+  return time;
 }
 
 /// The device as `programs` use it. A served FP8 checkpoint carries its

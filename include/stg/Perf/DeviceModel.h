@@ -38,6 +38,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace stg {
 
@@ -147,7 +148,9 @@ struct DeviceSpec {
   /// fused attention runs `attentionPasses` kernels over its queries (a
   /// context-parallel ring's steps).
   uint64_t getNodeMicros(const ProgramNode &node,
-                         unsigned attentionPasses = 1) const;
+                         unsigned attentionPasses = 1) const {
+    return getNodeTime(node, attentionPasses).first;
+  }
   /// How a compute node's kernel uses the device's compute units (zero
   /// without them): all of them over all of its time when its FLOPs bound
   /// it; a GEMM too small to fill the machine keeps its share busy; a
@@ -157,7 +160,12 @@ struct DeviceSpec {
   /// casts and unfused attention's memory-bound kernels add time no unit
   /// bounds.
   UnitUse getUnitUse(const ProgramNode &node,
-                     unsigned attentionPasses = 1) const;
+                     unsigned attentionPasses = 1) const {
+    return getNodeTime(node, attentionPasses).second;
+  }
+  /// getNodeMicros and getUnitUse together.
+  std::pair<uint64_t, UnitUse> getNodeTime(const ProgramNode &node,
+                                           unsigned attentionPasses = 1) const;
 
   /// A kernel's work before its launch gap: its time, the share of that
   /// time its compute units bound, and the share of them it keeps busy
@@ -185,6 +193,7 @@ private:
   /// The work of the kernel `node` runs in (a shared kernel's whole).
   KernelWork getNodeWork(const ProgramNode &node,
                          unsigned attentionPasses) const;
+  UnitUse getUnitUse(const KernelWork &work) const;
 };
 
 /// How DeviceSpec::getNodeMicros prices a compute node: unfused attention
