@@ -501,8 +501,7 @@ void stg::printDeploymentSummary(llvm::raw_ostream &os,
     os << "; left out: " << table.repeatedRuns
        << (options.routers.size() > 1
                ? " that another run repeats (a smaller cap's that never "
-                 "bound, the first router's where one replica takes every "
-                 "request), "
+                 "bound, an earlier router's that routes alike), "
                : " that a smaller cap's run repeats (it never bound), ")
        << table.skippedRuns << " past a split sweep's end";
   os << "\n";

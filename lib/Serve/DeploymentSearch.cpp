@@ -16,6 +16,7 @@
 #include "stg/Serve/RequestLengths.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -134,10 +135,13 @@ private:
                        const ServingWorkload &workload,
                        const IterationCostModel *&serveCost,
                        const IterationCostModel *&prefillCost) const;
-  /// Whether the deployment's requests have more than one attention
-  /// replica to go to in a pool at cap `slot`: only then can routers
-  /// differ.
-  bool hasRoutingChoice(const Deployment &deployment, size_t slot) const;
+  /// The router that routes the deployment's requests as `router` does at
+  /// cap `slot`. Routers choose among the engines that prefill (an
+  /// aggregated pool's, or the prefill pool's; decode engines go by load):
+  /// with one such engine only the KV router still chooses, among its
+  /// attention replicas, and the others route as by load.
+  Router getEffectiveRouter(const Deployment &deployment, size_t slot,
+                            Router router) const;
   /// A group of deployments (Search::groups) at one workload point.
   void runUnit(size_t unit, std::vector<DeploymentRun> &runs,
                size_t &repeated, size_t &skipped) const;
@@ -260,13 +264,16 @@ const IterationCostModel *Search::getModel(unsigned plan, uint64_t cap) {
   return built[slot] = built.front();
 }
 
-bool Search::hasRoutingChoice(const Deployment &deployment, size_t slot) const {
-  auto hasChoice = [&](const PoolChoice &pool) {
-    const IterationCostModel *model = models[pool.plan][slot];
-    return pool.instances > 1 || (model && model->replicas > 1);
-  };
-  return hasChoice(deployment.serve) ||
-         (deployment.prefill && hasChoice(*deployment.prefill));
+Router Search::getEffectiveRouter(const Deployment &deployment, size_t slot,
+                                  Router router) const {
+  const PoolChoice &pool =
+      deployment.prefill ? *deployment.prefill : deployment.serve;
+  if (pool.instances > 1)
+    return router;
+  const IterationCostModel *model = models[pool.plan][slot];
+  if (router == Router::KVAware && model && model->replicas > 1)
+    return router;
+  return Router::Load;
 }
 
 DeploymentRun Search::runOne(const Deployment &deployment, size_t slot,
@@ -421,8 +428,13 @@ void Search::runUnit(size_t unit, std::vector<DeploymentRun> &runs,
           last = nullptr;
           continue;
         }
-        // One replica to route to: the first router's run says it all.
-        if (choice && !hasRoutingChoice(deployment, slot)) {
+        // A router that routes as an earlier one: that run says it all.
+        Router effective =
+            getEffectiveRouter(deployment, slot, options.routers[choice]);
+        if (llvm::any_of(llvm::seq<size_t>(0, choice), [&](size_t earlier) {
+              return getEffectiveRouter(deployment, slot,
+                                        options.routers[earlier]) == effective;
+            })) {
           ++repeated;
           continue;
         }

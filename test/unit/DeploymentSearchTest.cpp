@@ -274,8 +274,7 @@ TEST(DeploymentSearchTest, CapsThatNeverBindAreNotRunAgain) {
 }
 
 TEST(DeploymentSearchTest, RoutersRunWhereThereIsAChoice) {
-  // Four tp1 instances, two tp2 ones, and the disaggregated pairs (1 -> 1
-  // of tp2 has one engine a pool, one replica each).
+  // Four tp1 instances, two tp2 ones, and the disaggregated pairs.
   DeploymentSearchOptions options = smallSearch();
   options.maxBatches = {64};
   options.concurrencies = {16};
@@ -285,10 +284,14 @@ TEST(DeploymentSearchTest, RoutersRunWhereThereIsAChoice) {
   std::map<std::string, std::map<Router, const DeploymentRun *>> byLabel;
   for (const DeploymentRun &run : table.runs)
     byLabel[getDeploymentLabel(table, run.deployment)][run.router] = &run;
-  // The 1 -> 1 pair ran by load alone: the KV router's run would repeat it.
-  ASSERT_TRUE(byLabel.count("1xtp2 -> 1xtp2"));
-  EXPECT_EQ(byLabel["1xtp2 -> 1xtp2"].size(), 1u);
-  EXPECT_TRUE(byLabel["1xtp2 -> 1xtp2"].count(Router::Load));
+  // Pairs with one prefill instance of one replica ran by load alone (the
+  // decode instances are chosen by load whatever the router): the KV
+  // router's runs would repeat them.
+  for (const char *pair : {"1xtp2 -> 1xtp2", "1xtp1 -> 3xtp1"}) {
+    ASSERT_TRUE(byLabel.count(pair)) << pair;
+    EXPECT_EQ(byLabel[pair].size(), 1u) << pair;
+    EXPECT_TRUE(byLabel[pair].count(Router::Load)) << pair;
+  }
   EXPECT_EQ(table.repeatedRuns, 16u - table.runs.size() - table.skippedRuns);
   EXPECT_GE(table.repeatedRuns, 1u);
   // Four aggregated instances: both routers ran (that they route apart,

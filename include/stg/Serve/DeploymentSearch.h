@@ -157,8 +157,10 @@ struct DeploymentSearchOptions {
   /// defaults: no engine time an iteration, where stage-search sets
   /// stagec's 1.5 ms.
   ServingEngineSettings engine;
-  /// The routers to try, each a run of every deployment that has more
-  /// than one attention replica to route to (else the first alone).
+  /// The routers to try, each a run of every deployment where it routes
+  /// otherwise than the routers before it (routers choose among the
+  /// engines that prefill; with one, only the KV router, among its
+  /// attention replicas).
   std::vector<Router> routers = {Router::Load};
 
   std::optional<double> maxTTFTMillis, maxTPOTMillis;
@@ -199,7 +201,7 @@ struct DeploymentTable {
   uint64_t aggregatedDeployments = 0, disaggregatedDeployments = 0;
   /// Runs the space has (deployments x caps x routers x points), those
   /// left out because they would repeat another (a smaller cap that never
-  /// bound, a router of a deployment with one replica to route to), and
+  /// bound, a router that routes the deployment as an earlier one), and
   /// those a sweep over splits stopped before (splitPatience).
   uint64_t candidateRuns = 0, repeatedRuns = 0, skippedRuns = 0;
   std::vector<DeploymentRun> runs;
