@@ -136,10 +136,7 @@ private:
                        const IterationCostModel *&serveCost,
                        const IterationCostModel *&prefillCost) const;
   /// The router that routes the deployment's requests as `router` does at
-  /// cap `slot`. Routers choose among the engines that prefill (an
-  /// aggregated pool's, or the prefill pool's; decode engines go by load):
-  /// with one such engine only the KV router still chooses, among its
-  /// attention replicas, and the others route as by load.
+  /// cap `slot` (stg::getEffectiveRouter, on the pool that prefills).
   Router getEffectiveRouter(const Deployment &deployment, size_t slot,
                             Router router) const;
   /// A group of deployments (Search::groups) at one workload point.
@@ -268,12 +265,9 @@ Router Search::getEffectiveRouter(const Deployment &deployment, size_t slot,
                                   Router router) const {
   const PoolChoice &pool =
       deployment.prefill ? *deployment.prefill : deployment.serve;
-  if (pool.instances > 1)
-    return router;
   const IterationCostModel *model = models[pool.plan][slot];
-  if (router == Router::KVAware && model && model->replicas > 1)
-    return router;
-  return Router::Load;
+  return stg::getEffectiveRouter(router, pool.instances,
+                                 model ? model->replicas : 1);
 }
 
 DeploymentRun Search::runOne(const Deployment &deployment, size_t slot,

@@ -1,5 +1,4 @@
-//===- Routing.cpp - Which engine a request goes to
-//------------------------===//
+//===- Routing.cpp - Which engine a request goes to ----------------------===//
 //
 // A request is routed when it arrives (to a prefill engine, or an
 // aggregated one) and again when its prefill ends on a disaggregated
@@ -118,6 +117,13 @@ void Simulation::route(uint32_t request, bool toPrefill) {
     engines[best].routedTokens += result.requests[request].input;
   engines[best].waiting.push_back(request);
   touch(best);
+}
+
+Router stg::getEffectiveRouter(Router router, unsigned engines,
+                               unsigned replicas) {
+  if (engines > 1 || (router == Router::KVAware && replicas > 1))
+    return router;
+  return Router::Load;
 }
 
 llvm::StringRef stg::getRouterName(Router router) {

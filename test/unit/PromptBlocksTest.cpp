@@ -317,6 +317,30 @@ TEST(PromptBlocksTest, TheKVRouterSendsAPromptWhereItsBlocksAre) {
   EXPECT_EQ(getPrefilledTokens(*result), (std::vector<double>{31, 31, 1, 1}));
 }
 
+TEST(PromptBlocksTest, OneEngineLeavesOnlyTheKVRouterAChoice) {
+  // The KV router's test's prompts on one engine of two replicas: SGLang's
+  // router picks engines alone, so it routes as by load there, as
+  // getEffectiveRouter says (the search leaves such runs out).
+  ServingRun run = makeTwoEngineRun(
+      std::vector<RequestLengths>(4, {31, 1}), {0, 0, 10000, 20000},
+      {{1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2, 3, 9}, {5, 6, 7, 10}});
+  run.deployment.decode.instances = 1;
+  run.clock.replicas = 2;
+  std::vector<std::vector<double>> prefilled;
+  for (Router router : {Router::Load, Router::CacheAware, Router::KVAware}) {
+    run.settings.router = router;
+    std::optional<ServingResult> result = run.simulate();
+    ASSERT_TRUE(result) << run.errors;
+    prefilled.push_back(getPrefilledTokens(*result));
+  }
+  EXPECT_EQ(prefilled[0], prefilled[1]);
+  EXPECT_NE(prefilled[0], prefilled[2]);
+  EXPECT_EQ(getEffectiveRouter(Router::CacheAware, 1, 2), Router::Load);
+  EXPECT_EQ(getEffectiveRouter(Router::KVAware, 1, 2), Router::KVAware);
+  EXPECT_EQ(getEffectiveRouter(Router::KVAware, 1, 1), Router::Load);
+  EXPECT_EQ(getEffectiveRouter(Router::CacheAware, 2, 1), Router::CacheAware);
+}
+
 TEST(PromptBlocksTest, TheCacheAwareRouterFollowsThePromptsBlocks) {
   // Documents A, B, A, A as above. SGLang's router sends the first to
   // engine 0 and the second, which finds no prefix anywhere, to the engine

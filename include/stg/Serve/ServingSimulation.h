@@ -188,6 +188,13 @@ enum class Router {
 llvm::StringRef getRouterName(Router router);
 std::optional<Router> parseRouter(llvm::StringRef name);
 
+/// The router that routes requests as `router` does where `engines`
+/// engines prefill (an aggregated pool's, or the prefill pool's; decode
+/// engines go by load whatever the router), each of `replicas` attention
+/// replicas: with one engine only the KV router still chooses, among its
+/// replicas, and the others route as by load.
+Router getEffectiveRouter(Router router, unsigned engines, unsigned replicas);
+
 /// The thresholds of SGLang's cache-aware router, with sgl-router's
 /// defaults (`--cache-threshold`, `--balance-abs-threshold`,
 /// `--balance-rel-threshold`). Loads are requests waiting or running.
