@@ -20,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 using namespace stg;
@@ -31,16 +32,28 @@ uint64_t IterationWork::getTokens() const {
   return tokens;
 }
 
+SampledCurve::SampledCurve(std::vector<double> atPoints,
+                           std::vector<double> values) {
+  assert(atPoints.size() == values.size() && "a value for each point");
+  for (size_t index = 0; index < atPoints.size(); ++index)
+    add(atPoints[index], values[index]);
+}
+
+void SampledCurve::add(double at, double value) {
+  if (!x.empty())
+    slopes.push_back((value - y.back()) / (at - x.back()));
+  x.push_back(at);
+  y.push_back(value);
+}
+
 double SampledCurve::operator()(double at) const {
   if (x.empty())
     return 0;
   if (x.size() == 1)
     return y.front();
   size_t high = std::upper_bound(x.begin(), x.end(), at) - x.begin();
-  high = std::clamp<size_t>(high, 1, x.size() - 1);
-  size_t low = high - 1;
-  double slope = (y[high] - y[low]) / (x[high] - x[low]);
-  return y[low] + slope * (at - x[low]);
+  size_t low = std::clamp<size_t>(high, 1, x.size() - 1) - 1;
+  return y[low] + slopes[low] * (at - x[low]);
 }
 
 namespace {

@@ -37,7 +37,8 @@ double Simulation::getRoutingCost(const Replica &replica, uint32_t request,
   for (uint32_t running : replica.running) {
     const SequenceState &sequence = sequences[running];
     prefill += double(sequence.target - sequence.prefilled);
-    held += double(result.requests[running].input + sequence.generated);
+    held += double(result.requests[running].input +
+                   getGenerated(replica, sequence));
   }
   return settings.kvOverlapWeight * prefill + held;
 }

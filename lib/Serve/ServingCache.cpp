@@ -21,6 +21,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cassert>
 
 using namespace stg;
 using namespace stg::serve;
@@ -49,7 +50,10 @@ void Simulation::release(Replica &replica, const SequenceState &sequence,
 void Simulation::preempt(Engine &engine, Replica &replica) {
   uint32_t request = replica.running.back();
   replica.running.pop_back();
+  if (!replica.prefilling.empty() && replica.prefilling.back() == request)
+    replica.prefilling.pop_back();
   SequenceState &sequence = sequences[request];
+  assert(!sequence.counted && "only on-demand caches preempt: no counting");
   release(replica, sequence, request);
   sequence.kvReserved = 0;
   sequence.cached = sequence.prefilled = sequence.shared = 0;

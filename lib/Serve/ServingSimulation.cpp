@@ -19,6 +19,15 @@
 // the experts' all-to-all) plus the engine's overhead. What the replicas'
 // caches hold, and when a sequence fits, is ServingCache.cpp's.
 //
+// Most iterations of a loaded engine only decode, and most of its
+// sequences only yield a token. Where each decoding sequence yields
+// exactly one a step and keeps its reservation (no speculation, no
+// on-demand blocks), a replica counts them instead of stepping each: its
+// steps give every sequence's tokens, sums give the step's decode context,
+// and a queue ordered by the step each finishes at says who is done, so an
+// iteration costs what changes in it, not a pass over the batch. The runs
+// are the same, number for number, as stepping one by one.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Simulation.h"
@@ -211,6 +220,11 @@ void Simulation::startIteration(unsigned index, double now) {
     }
     replica.running.push_back(request);
     replica.kvUsed += chosenNeed;
+    sequence.admission = admissions++;
+    if (sequence.prefilled < sequence.target)
+      replica.prefilling.push_back(request);
+    else if (engine.decode) // Its cache came from a prefill engine.
+      startDecoding(replica, request);
     // A preempted sequence readmitted, or one at its decode pool, keeps
     // its first admission.
     if (!sequence.started && !sequence.admitted) {
@@ -232,16 +246,23 @@ void Simulation::startIteration(unsigned index, double now) {
     uint64_t tokens = 0;
     running += replica.running.size();
     kvUsed += replica.kvUsed;
-    for (uint32_t request : replica.running) {
-      const SequenceState &sequence = sequences[request];
-      const RequestRecord &record = result.requests[request];
-      if (sequence.prefilled < sequence.target || !engine.decode)
-        continue;
-      engine.planned.push_back({request, 0});
-      ++work.decodeSequences;
-      work.decodeContext += record.input + sequence.generated;
-      // Its token and the drafts it verifies take the budget.
-      tokens += 1 + settings.speculation.draftTokens;
+    if (countDecodes) {
+      work.decodeSequences = tokens = replica.decoding;
+      work.decodeContext = replica.countedTokens +
+                           replica.decoding * replica.steps -
+                           replica.countedFrom;
+    } else {
+      for (uint32_t request : replica.running) {
+        const SequenceState &sequence = sequences[request];
+        if (sequence.prefilled < sequence.target || !engine.decode)
+          continue;
+        engine.planned.push_back({request, 0});
+        ++work.decodeSequences;
+        work.decodeContext +=
+            result.requests[request].input + sequence.generated;
+        // Its token and the drafts it verifies take the budget.
+        tokens += 1 + settings.speculation.draftTokens;
+      }
     }
     work.sampled = work.decodeSequences;
     if (work.decodeSequences && settings.speculation.draftTokens) {
@@ -249,9 +270,9 @@ void Simulation::startIteration(unsigned index, double now) {
       work.draftShare = double(settings.speculation.draftLayers) /
                         double(engine.cost->layers);
     }
-    for (uint32_t request : replica.running) {
+    for (uint32_t request : replica.prefilling) {
       const SequenceState &sequence = sequences[request];
-      if (sequence.prefilled >= sequence.target || sequence.readyAt > now)
+      if (sequence.readyAt > now)
         continue;
       uint64_t rest = sequence.target - sequence.prefilled;
       uint64_t room =
@@ -271,7 +292,7 @@ void Simulation::startIteration(unsigned index, double now) {
     prefillChunks += work.prefill.size();
     slowest = std::max(slowest, engine.cost->getMicros(work));
   }
-  if (engine.planned.empty())
+  if (engine.planned.empty() && !decodes)
     return;
   IterationRecord record;
   record.engine = index;
@@ -329,46 +350,101 @@ void Simulation::finish(uint32_t request, double now) {
   }
 }
 
-void Simulation::endIteration(unsigned index, double now) {
+void Simulation::startDecoding(Replica &replica, uint32_t request) {
+  if (!countDecodes)
+    return;
+  SequenceState &sequence = sequences[request];
+  const RequestRecord &record = result.requests[request];
+  sequence.counted = true;
+  sequence.countedFrom = replica.steps;
+  ++replica.decoding;
+  replica.countedTokens += record.input + sequence.generated;
+  replica.countedFrom += replica.steps;
+  replica.finishing.push({replica.steps + record.output - sequence.generated,
+                          sequence.admission, request});
+}
+
+void Simulation::retire(unsigned index, uint32_t request, double now) {
   Engine &engine = engines[index];
-  engine.busy = false;
-  for (const PlannedWork &work : engine.planned) {
-    SequenceState &sequence = sequences[work.request];
-    RequestRecord &record = result.requests[work.request];
-    bool done = false;
-    if (work.prefillTokens) {
-      sequence.prefilled += work.prefillTokens;
-      sequence.cached += work.prefillTokens;
-      keepPrefix(engine, work.request);
-      if (sequence.prefilled == sequence.target && !sequence.started) {
-        record.firstToken = now;
-        record.prefillEngine = index;
-        sequence.started = true;
-        sequence.generated = 1;
-        done = record.output == 1 || !engine.decode;
-      } else if (sequence.prefilled == sequence.target) {
-        // A recomputed sequence samples its next token.
-        sequence.generated = std::min(record.output, sequence.generated + 1);
-        done = sequence.generated == record.output;
-      }
+  SequenceState &sequence = sequences[request];
+  Replica &replica = engine.replicas[sequence.replica];
+  replica.running.erase(llvm::find(replica.running, request));
+  if (!keepContext(index, request))
+    release(replica, sequence, request);
+  RequestRecord &record = result.requests[request];
+  if (!engine.decode && record.output > 1) {
+    record.transfer = getTransferMicros(request);
+    push(now + record.transfer, EventKind::TransferEnd, request);
+  } else {
+    finish(request, now);
+  }
+}
+
+void Simulation::endCountedStep(unsigned index, Replica &replica, double now) {
+  ++replica.steps;
+  while (!replica.finishing.empty() &&
+         replica.finishing.top().step == replica.steps) {
+    uint32_t request = replica.finishing.top().request;
+    replica.finishing.pop();
+    SequenceState &sequence = sequences[request];
+    const RequestRecord &record = result.requests[request];
+    --replica.decoding;
+    replica.countedTokens -= record.input + sequence.generated;
+    replica.countedFrom -= sequence.countedFrom;
+    sequence.cached += record.output - sequence.generated;
+    sequence.generated = record.output;
+    sequence.counted = false;
+    retire(index, request, now);
+  }
+}
+
+void Simulation::endWork(unsigned index, const PlannedWork &work, double now) {
+  Engine &engine = engines[index];
+  SequenceState &sequence = sequences[work.request];
+  RequestRecord &record = result.requests[work.request];
+  Replica &replica = engine.replicas[sequence.replica];
+  bool done = false;
+  if (work.prefillTokens) {
+    sequence.prefilled += work.prefillTokens;
+    sequence.cached += work.prefillTokens;
+    keepPrefix(engine, work.request);
+    if (sequence.prefilled < sequence.target)
+      return;
+    replica.prefilling.erase(llvm::find(replica.prefilling, work.request));
+    if (!sequence.started) {
+      record.firstToken = now;
+      record.prefillEngine = index;
+      sequence.started = true;
+      sequence.generated = 1;
+      done = record.output == 1 || !engine.decode;
     } else {
-      uint64_t tokens = drawStepTokens();
-      sequence.generated = std::min(record.output, sequence.generated + tokens);
-      sequence.cached += tokens;
+      // A recomputed sequence samples its next token.
+      sequence.generated = std::min(record.output, sequence.generated + 1);
       done = sequence.generated == record.output;
     }
     if (!done)
-      continue;
-    Replica &replica = engine.replicas[sequence.replica];
-    replica.running.erase(llvm::find(replica.running, work.request));
-    if (!keepContext(index, work.request))
-      release(replica, sequence, work.request);
-    if (!engine.decode && record.output > 1) {
-      record.transfer = getTransferMicros(work.request);
-      push(now + record.transfer, EventKind::TransferEnd, work.request);
-    } else {
-      finish(work.request, now);
-    }
+      startDecoding(replica, work.request);
+  } else {
+    uint64_t tokens = drawStepTokens();
+    sequence.generated = std::min(record.output, sequence.generated + tokens);
+    sequence.cached += tokens;
+    done = sequence.generated == record.output;
+  }
+  if (done)
+    retire(index, work.request, now);
+}
+
+void Simulation::endIteration(unsigned index, double now) {
+  Engine &engine = engines[index];
+  engine.busy = false;
+  // Each replica's decodes, then its prefill chunks, as they were planned.
+  size_t next = 0;
+  for (unsigned slot = 0; slot < engine.replicas.size(); ++slot) {
+    endCountedStep(index, engine.replicas[slot], now);
+    for (; next < engine.planned.size() &&
+           sequences[engine.planned[next].request].replica == slot;
+         ++next)
+      endWork(index, engine.planned[next], now);
   }
   touch(index);
 }

@@ -67,6 +67,25 @@ struct SequenceState {
   /// When its context, read back from host memory, is in the device's
   /// cache: no prefill before.
   double readyAt = 0;
+  /// Its place in its replica's running sequences: they run in admission
+  /// order.
+  uint64_t admission = 0;
+  /// Decoding and counted by its replica's steps (Simulation::countDecodes):
+  /// `generated` is as of the replica's step `countedFrom`, one token more
+  /// a step since.
+  bool counted = false;
+  uint64_t countedFrom = 0;
+};
+
+/// When a counted sequence yields its last token: at its replica's step
+/// `step`; sequences finishing at one step go in admission order.
+struct CountedFinish {
+  uint64_t step, admission;
+  uint32_t request;
+
+  bool operator>(const CountedFinish &other) const {
+    return step != other.step ? step > other.step : admission > other.admission;
+  }
 };
 
 /// A group's shared prefix in a replica's cache.
@@ -79,6 +98,16 @@ struct CachedPrefix {
 
 struct Replica {
   std::vector<uint32_t> running; ///< Requests, in admission order.
+  /// Those with prompt tokens left to prefill, in admission order.
+  std::vector<uint32_t> prefilling;
+  /// Decode steps the replica has run, and the sequences they count
+  /// (Simulation::countDecodes): how many, their input and generated
+  /// tokens and their steps when counting began, summed, and when each
+  /// finishes. A step's decode context is then a sum, not a loop.
+  uint64_t steps = 0, decoding = 0, countedTokens = 0, countedFrom = 0;
+  std::priority_queue<CountedFinish, std::vector<CountedFinish>,
+                      std::greater<CountedFinish>>
+      finishing;
   /// Its sequences' reservations, cached prefixes and cached contexts.
   double kvUsed = 0;
   std::vector<CachedPrefix> prefixes; ///< By prefix group.
@@ -131,7 +160,9 @@ public:
              const ServingEngineSettings &settings,
              const ServingWorkload &workload, DiagnosticEngine &diags)
       : deployment(deployment), settings(settings), workload(workload),
-        diags(diags), acceptances(workload.seed ^ 0x5eed'acce'97ed'0001ull) {}
+        diags(diags), acceptances(workload.seed ^ 0x5eed'acce'97ed'0001ull),
+        countDecodes(!settings.speculation.draftTokens &&
+                     settings.kvAllocation == KVAllocation::Reserve) {}
 
   std::optional<ServingResult> run();
 
@@ -176,6 +207,23 @@ private:
   }
   void startIteration(unsigned engine, double now);
   void endIteration(unsigned engine, double now);
+  /// A sequence of `replica` begins decoding: counted from now on where
+  /// decodes are counted (countDecodes).
+  void startDecoding(Replica &replica, uint32_t request);
+  /// Its tokens generated so far.
+  uint64_t getGenerated(const Replica &replica,
+                        const SequenceState &sequence) const {
+    return sequence.generated +
+           (sequence.counted ? replica.steps - sequence.countedFrom : 0);
+  }
+  /// A step of `replica` of engine `index` ends: the counted sequences it
+  /// gave their last token are done, in admission order.
+  void endCountedStep(unsigned index, Replica &replica, double now);
+  /// A planned decode token or prefill chunk of engine `index` is done.
+  void endWork(unsigned index, const PlannedWork &work, double now);
+  /// A sequence of engine `index` is done there: it leaves its replica,
+  /// and its KV cache goes to a decode engine or the request finishes.
+  void retire(unsigned index, uint32_t request, double now);
   void finish(uint32_t request, double now);
   double getKVNeed(const Engine &engine, const RequestLengths &lengths) const;
   /// The KV of `tokens`, in whole blocks.
@@ -262,8 +310,14 @@ private:
   std::vector<Conversation> conversations;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   uint64_t nextOrder = 0, issued = 0, finished = 0, prefixReads = 0;
+  uint64_t admissions = 0;
   /// Draws the accepted drafts of each speculative step, from the seed.
   std::mt19937_64 acceptances;
+  /// Every decoding sequence yields one token a step and keeps its
+  /// reservation (no speculation, no on-demand blocks): its replica's
+  /// steps count its tokens, and an iteration costs what changes in it,
+  /// not a pass over every running sequence.
+  const bool countDecodes;
   /// The tokens a speculative decode step yields: its own and the accepted
   /// prefix of its drafts.
   uint64_t drawStepTokens();

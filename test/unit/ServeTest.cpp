@@ -523,6 +523,49 @@ TEST(ServeTest, AConversationLongerThanASequenceMayHoldIsAnError) {
       << run.errors;
 }
 
+TEST(ServeTest, DecodesCountedOrSteppedOneByOneAgree) {
+  // Reserved caches let a replica count its decoding sequences' tokens by
+  // its steps; on-demand blocks step each sequence. With room for all,
+  // the two schedule alike: the same times, request by request, over
+  // replicas, disaggregated pools, outputs of several lengths (some
+  // finishing at one step) and turns that arrive as others finish.
+  for (bool disaggregated : {false, true}) {
+    ServingRun counted;
+    counted.clock.replicas = 3;
+    counted.workload.lengths = {{40, 7}, {25, 1}, {60, 12}, {10, 7}};
+    counted.workload.concurrency = 9;
+    counted.workload.turns = 2;
+    counted.workload.requests = 60;
+    counted.settings.limits.maxBatchedTokens = 96;
+    if (disaggregated)
+      counted.disaggregate();
+    ServingRun stepped = counted;
+    stepped.settings.kvAllocation = KVAllocation::OnDemand;
+    std::optional<ServingResult> byCount = counted.simulate();
+    std::optional<ServingResult> bySteps = stepped.simulate();
+    ASSERT_TRUE(byCount && bySteps) << counted.errors << stepped.errors;
+    EXPECT_EQ(bySteps->preemptions, 0u);
+    ASSERT_EQ(byCount->requests.size(), bySteps->requests.size());
+    for (size_t index = 0; index < byCount->requests.size(); ++index) {
+      const RequestRecord &one = byCount->requests[index];
+      const RequestRecord &other = bySteps->requests[index];
+      EXPECT_EQ(one.conversation, other.conversation) << index;
+      EXPECT_DOUBLE_EQ(one.arrival, other.arrival) << index;
+      EXPECT_DOUBLE_EQ(one.firstToken, other.firstToken) << index;
+      EXPECT_DOUBLE_EQ(one.finish, other.finish) << index;
+    }
+    ASSERT_EQ(byCount->iterations.size(), bySteps->iterations.size());
+    for (size_t index = 0; index < byCount->iterations.size(); ++index) {
+      EXPECT_EQ(byCount->iterations[index].decodeContext,
+                bySteps->iterations[index].decodeContext)
+          << index;
+      EXPECT_EQ(byCount->iterations[index].decodeSequences,
+                bySteps->iterations[index].decodeSequences)
+          << index;
+    }
+  }
+}
+
 TEST(ServeTest, AttentionReplicasRunTheirSequencesSideBySide) {
   ServingRun run;
   run.clock.replicas = 2;

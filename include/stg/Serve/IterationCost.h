@@ -71,13 +71,18 @@ struct IterationWork {
 
 /// A piecewise-linear function sampled at ascending points; linear beyond
 /// the last two.
-struct SampledCurve {
-  std::vector<double> x, y;
+class SampledCurve {
+public:
+  SampledCurve() = default;
+  SampledCurve(std::vector<double> x, std::vector<double> y);
+  void add(double at, double value);
   double operator()(double at) const;
-  void add(double at, double value) {
-    x.push_back(at);
-    y.push_back(value);
-  }
+
+private:
+  std::vector<double> x, y;
+  /// Each segment's slope, kept: a serving run evaluates the curves at
+  /// every iteration.
+  std::vector<double> slopes;
 };
 
 /// The parts of an iteration's time, sampled, and the instance's memory.
