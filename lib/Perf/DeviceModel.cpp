@@ -56,7 +56,12 @@ static DeviceSpec withPeaks(DeviceSpec device, const PeakTFlops &tflops,
 
 llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
   // name, bf16 FLOP/s, HBM B/s, link B/s, efficiencies, SMs/CUs, launch gap
-  // (us; a typical figure between dependent kernels), HBM bytes, host link
+  // (us; a typical figure between dependent kernels), HBM bytes (what the
+  // GPU reports, nvidia-smi's total and rocm-smi's, which frameworks size
+  // their caches from: the "80 GB" of an H100 is 81,559 MiB, 85.5e9 bytes,
+  // the A100's 81,920 MiB, the H200's 143,771, the B200's 183,359, the
+  // GB200's 189,471, the MI300X's 205,822,885,888 bytes; the B300's and
+  // GB300's 288 GB and the MI355X's as their datasheets give them), host link
   // B/s a direction (the datasheets' PCIe generation x16, half their
   // bidirectional figure; a Grace superchip's NVLink-C2C, 900 GB/s both
   // ways, shared by its two GPUs); then the dense peaks. Hopper's and MI300X's
@@ -70,19 +75,19 @@ llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
   static const DeviceSpec devices[] = {
       // Peaks, TFLOP/s: tf32, bf16, fp16, fp8, mxfp8, mxfp6, mxfp4, nvfp4.
       withPeaks({"A100", 312e12, 2.039e12, 300e9, 0.7, 0.8, 108, 2,
-                 80'000'000'000, 32e9},
+                 85'899'345'920, 32e9},
                 {156, 312, 312, 0, 0, 0, 0, 0}, 2.437),
       withPeaks({"H100", 989e12, 3.35e12, 450e9, 0.7, 0.8, 132, 2,
-                 80'000'000'000, 64e9},
+                 85'520'809'984, 64e9},
                 {494.5, 989, 989, 1978, 0, 0, 0, 0}, 3.865),
       withPeaks({"H200", 989e12, 4.8e12, 450e9, 0.7, 0.8, 132, 2,
-                 141'000'000'000, 64e9},
+                 150'754'820'096, 64e9},
                 {494.5, 989, 989, 1978, 0, 0, 0, 0}, 3.865),
       withPeaks({"B200", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2,
-                 180'000'000'000, 64e9},
+                 192'265'846'784, 64e9},
                 {1125, 2250, 2250, 4500, 4500, 4500, 9000, 9000}, 4.395),
       withPeaks({"GB200", 2500e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2,
-                 186'000'000'000, 225e9},
+                 198'674'743'296, 225e9},
                 {1250, 2500, 2500, 5000, 5000, 5000, 10000, 10000}, 4.883),
       // Blackwell Ultra: fp4 1.5x Blackwell's, the rest as Blackwell.
       withPeaks({"B300", 2250e12, 8.0e12, 900e9, 0.7, 0.8, 148, 2,
@@ -92,7 +97,7 @@ llvm::ArrayRef<DeviceSpec> stg::getBuiltinDevices() {
                  288'000'000'000, 225e9},
                 {1250, 2500, 2500, 5000, 5000, 5000, 15000, 15000}, 9.766),
       withPeaks({"MI300X", 1307e12, 5.3e12, 448e9, 0.6, 0.8, 304, 2,
-                 192'000'000'000, 64e9},
+                 205'822'885'888, 64e9},
                 {653.5, 1307, 1307, 2614, 0, 0, 0, 0}),
       // 256 CUs at 2.4 GHz: 4096 bf16, 8192 fp8 and 16384 fp6/fp4 FLOPs a
       // CU and clock (AMD's 2.5, 5 and 10.1 PFLOP/s); no TF32 unit.

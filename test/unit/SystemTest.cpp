@@ -40,7 +40,7 @@ TEST(SystemTest, EveryBuiltinSystemHasAComputingDevice) {
 TEST(SystemTest, DgxH200IsTheDgxH100NetworkAroundH200s) {
   SystemSpec h200 = loadBuiltin("dgx-h200"), h100 = loadBuiltin("dgx-h100");
   EXPECT_EQ(h200.device.name, "H200");
-  EXPECT_EQ(h200.device.memoryBytes, 141'000'000'000u);
+  EXPECT_EQ(h200.device.memoryBytes, 143'771ull << 20); // nvidia-smi's MiB
   EXPECT_DOUBLE_EQ(h200.device.memoryBandwidth, 4.8e12);
   EXPECT_EQ(h200.gpusPerNode, h100.gpusPerNode);
   EXPECT_DOUBLE_EQ(h200.scaleUp.bandwidth, h100.scaleUp.bandwidth);

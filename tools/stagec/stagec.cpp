@@ -103,7 +103,7 @@ static void warnIfOverMemory(const ProgramSet &programs,
     return;
   diags.warning(loc,
                 llvm::formatv("stage {0} needs {1:f1} GB a rank, more "
-                              "than the {2}'s {3:f0} GB: the plan would "
+                              "than the {2}'s {3:f1} GB: the plan would "
                               "not run as given (more stages, "
                               "recomputation, weight sharding or smaller "
                               "micro-batches would fit it)",
