@@ -98,10 +98,15 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
   os << " --max-batch " << run.maxBatch;
   // The engine's settings always: stagec's defaults may change.
   const ServingEngineSettings &engine = options.engine;
-  os << " --max-batched-tokens " << engine.limits.maxBatchedTokens
-     << " --kv-memory-fraction "
-     << formatShortest(engine.limits.memoryFraction) << " --kv-block-tokens "
-     << engine.blockTokens << " --iteration-overhead-us "
+  os << " --max-batched-tokens " << engine.limits.maxBatchedTokens;
+  if (engine.limits.freeMemoryFraction)
+    os << " --kv-free-memory-fraction "
+       << formatShortest(*engine.limits.freeMemoryFraction);
+  else
+    os << " --kv-memory-fraction "
+       << formatShortest(engine.limits.memoryFraction);
+  os << " --kv-block-tokens " << engine.blockTokens
+     << " --iteration-overhead-us "
      << formatShortest(engine.iterationOverheadMicros);
   if (engine.kvAllocation != KVAllocation::Reserve)
     os << " --kv-allocation " << getKVAllocationName(engine.kvAllocation);

@@ -264,8 +264,16 @@ IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
     model.kvBytes.add(c, double(reserved->state));
   }
 
-  double usable = limits.memoryFraction * double(system.device.memoryBytes);
-  model.kvBudget = usable - double(model.weightBytes) - double(activations);
+  double memory = double(system.device.memoryBytes);
+  if (limits.freeMemoryFraction) {
+    // TensorRT-LLM measures what is free once the weights are loaded and a
+    // forward pass has run, and gives the cache its share of that.
+    double free = memory - double(model.weightBytes) - double(activations);
+    model.kvBudget = *limits.freeMemoryFraction * std::max(0.0, free);
+  } else {
+    double usable = limits.memoryFraction * memory;
+    model.kvBudget = usable - double(model.weightBytes) - double(activations);
+  }
   return model;
 }
 

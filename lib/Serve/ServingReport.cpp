@@ -209,6 +209,10 @@ stg::getEngineSettingsJSON(const ServingEngineSettings &settings) {
   llvm::json::Object engine{
       {"max_batched_tokens", int64_t(settings.limits.maxBatchedTokens)},
       {"kv_memory_fraction", settings.limits.memoryFraction},
+      {"kv_free_memory_fraction",
+       settings.limits.freeMemoryFraction
+           ? llvm::json::Value(*settings.limits.freeMemoryFraction)
+           : llvm::json::Value(nullptr)},
       {"kv_block_tokens", int64_t(settings.blockTokens)},
       {"iteration_overhead_us", settings.iterationOverheadMicros},
       {"kv_allocation", getKVAllocationName(settings.kvAllocation)},

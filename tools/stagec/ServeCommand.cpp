@@ -129,11 +129,19 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
                  "the chunked-prefill budget (default 8192)")
       ->check(wholeNumber(1, MaxRequestTokens))
       ->group(group);
-  app.add_option("--kv-memory-fraction", flags.kvMemoryFraction,
-                 "fraction of device memory the engine uses: weights, "
-                 "activations, then the KV cache (gpu_memory_utilization; "
-                 "default 0.9)")
+  CLI::Option *fraction =
+      app.add_option("--kv-memory-fraction", flags.kvMemoryFraction,
+                     "fraction of device memory the engine uses: weights, "
+                     "activations, then the KV cache (gpu_memory_utilization; "
+                     "default 0.9)")
+          ->check(finiteNumber(0.01, 1))
+          ->group(group);
+  app.add_option("--kv-free-memory-fraction", flags.kvFreeMemoryFraction,
+                 "instead: the KV cache's fraction of the memory the weights "
+                 "and activations leave (TensorRT-LLM's "
+                 "free_gpu_memory_fraction)")
       ->check(finiteNumber(0.01, 1))
+      ->excludes(fraction)
       ->group(group);
   app.add_option("--kv-block-tokens", flags.kvBlockTokens,
                  "tokens of a KV cache page (default 16)")
@@ -198,6 +206,7 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--max-batch",
                                           "--max-batched-tokens",
                                           "--kv-memory-fraction",
+                                          "--kv-free-memory-fraction",
                                           "--kv-block-tokens",
                                           "--kv-allocation",
                                           "--chunked-prefill",
@@ -461,6 +470,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   limits.maxBatch = flags.maxBatch;
   limits.maxBatchedTokens = flags.maxBatchedTokens;
   limits.memoryFraction = flags.kvMemoryFraction;
+  limits.freeMemoryFraction = flags.kvFreeMemoryFraction;
   limits.wholeWindowCaches = flags.wholeWindowCaches;
   settings.blockTokens = flags.kvBlockTokens;
   settings.iterationOverheadMicros = flags.iterationOverheadMicros;

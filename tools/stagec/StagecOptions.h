@@ -37,6 +37,8 @@ struct ServeFlags {
   uint64_t warmupRequests = 0;
   uint64_t maxBatch = 256, maxBatchedTokens = 8192;
   double kvMemoryFraction = 0.9;
+  /// `--kv-free-memory-fraction`: the cache's share of what is left.
+  std::optional<double> kvFreeMemoryFraction;
   bool wholeWindowCaches = false; ///< `--kv-window-cache whole`.
   unsigned kvBlockTokens = 16;
   double iterationOverheadMicros = DefaultIterationOverheadMicros;

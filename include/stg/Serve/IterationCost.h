@@ -40,6 +40,9 @@ struct ServingLimits {
   uint64_t maxContext = 4096;
   /// Fraction of device memory the engine may use (gpu_memory_utilization).
   double memoryFraction = 0.9;
+  /// Instead: the KV cache's fraction of what the weights and the
+  /// activations leave (TensorRT-LLM's free_gpu_memory_fraction).
+  std::optional<double> freeMemoryFraction;
   /// The engine reserves a sliding-window (or chunked) layer's cache for
   /// the whole sequence, as TensorRT-LLM sizes such a layer's blocks as
   /// full attention's; its attention still reads the window.
