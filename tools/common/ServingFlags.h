@@ -41,6 +41,28 @@ inline void addKVAllocationOption(CLI::App &app, std::string &name,
       ->group(group);
 }
 
+/// `--kv-memory-fraction` (vLLM's gpu_memory_utilization) or
+/// `--kv-free-memory-fraction` (TensorRT-LLM's free_gpu_memory_fraction):
+/// the memory an engine gives its KV cache.
+inline void addKVMemoryOptions(CLI::App &app, double &fraction,
+                               std::optional<double> &freeFraction,
+                               const std::string &group) {
+  CLI::Option *whole =
+      app.add_option("--kv-memory-fraction", fraction,
+                     "fraction of device memory the engine uses: weights, "
+                     "activations, then the KV cache (gpu_memory_utilization; "
+                     "default 0.9)")
+          ->check(finiteNumber(0.01, 1))
+          ->group(group);
+  app.add_option("--kv-free-memory-fraction", freeFraction,
+                 "instead: the KV cache's fraction of the memory the weights "
+                 "and activations leave (TensorRT-LLM's "
+                 "free_gpu_memory_fraction)")
+      ->check(finiteNumber(0.01, 1))
+      ->excludes(whole)
+      ->group(group);
+}
+
 /// `--router`, `--kv-overlap-weight` and the cache-aware router's
 /// thresholds: how requests find their engines. The routers' names go to
 /// `routers` (parseRouters reads them): one, or with `several` a

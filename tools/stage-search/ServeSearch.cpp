@@ -205,19 +205,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
                  "(default 8192)")
       ->check(wholeNumber(1, MaxRequestTokens))
       ->group(engine);
-  CLI::Option *fraction =
-      app.add_option("--kv-memory-fraction", settings.limits.memoryFraction,
-                     "fraction of device memory the engine uses (default 0.9)")
-          ->check(finiteNumber(0.01, 1))
-          ->group(engine);
-  app.add_option("--kv-free-memory-fraction",
-                 settings.limits.freeMemoryFraction,
-                 "instead: the KV cache's fraction of the memory the weights "
-                 "and activations leave (TensorRT-LLM's "
-                 "free_gpu_memory_fraction)")
-      ->check(finiteNumber(0.01, 1))
-      ->excludes(fraction)
-      ->group(engine);
+  addKVMemoryOptions(app, settings.limits.memoryFraction,
+                     settings.limits.freeMemoryFraction, engine);
   app.add_option("--kv-block-tokens", settings.blockTokens,
                  "tokens of a KV cache page (default 16)")
       ->check(wholeNumber(1, 65536))

@@ -129,20 +129,8 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
                  "the chunked-prefill budget (default 8192)")
       ->check(wholeNumber(1, MaxRequestTokens))
       ->group(group);
-  CLI::Option *fraction =
-      app.add_option("--kv-memory-fraction", flags.kvMemoryFraction,
-                     "fraction of device memory the engine uses: weights, "
-                     "activations, then the KV cache (gpu_memory_utilization; "
-                     "default 0.9)")
-          ->check(finiteNumber(0.01, 1))
-          ->group(group);
-  app.add_option("--kv-free-memory-fraction", flags.kvFreeMemoryFraction,
-                 "instead: the KV cache's fraction of the memory the weights "
-                 "and activations leave (TensorRT-LLM's "
-                 "free_gpu_memory_fraction)")
-      ->check(finiteNumber(0.01, 1))
-      ->excludes(fraction)
-      ->group(group);
+  addKVMemoryOptions(app, flags.kvMemoryFraction, flags.kvFreeMemoryFraction,
+                     group);
   app.add_option("--kv-block-tokens", flags.kvBlockTokens,
                  "tokens of a KV cache page (default 16)")
       ->check(wholeNumber(1, 65536))
