@@ -158,6 +158,9 @@ llvm::Error stg::writeAstraSetup(llvm::StringRef directory,
   if (std::error_code ec = llvm::sys::fs::create_directory(astra))
     return llvm::createStringError(ec, "cannot create %s", astra.c_str());
   if (llvm::Error err = writeAstraConfigs(astra, system, numRanks)) {
+    // Nothing half-written beside the traces.
+    if (std::error_code ec = llvm::sys::fs::remove_directories(astra))
+      return llvm::createStringError(ec, "cannot remove %s", astra.c_str());
     manifest["astra_sim"] = llvm::json::Object{
         {"note", "no configs: " + llvm::toString(std::move(err))}};
     return llvm::Error::success();

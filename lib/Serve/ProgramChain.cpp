@@ -2,6 +2,8 @@
 
 #include "stg/Serve/ProgramChain.h"
 
+#include "stg/Serve/PairMesh.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
@@ -100,6 +102,10 @@ void stg::appendChainLink(StageProgram &chain, const ChainLink &link) {
     if (isMessage(node)) {
       node.tag += link.tagOffset;
       node.peerStage += link.peerOffset;
+    }
+    if (!link.axisMap.empty()) {
+      node.group = mapAxisMask(node.group, link.axisMap);
+      node.attentionRing = mapAxisMask(node.attentionRing, link.axisMap);
     }
     if (!entry)
       continue;

@@ -4,9 +4,9 @@
 // step and prefill compiled unfolded at its sizes (a size once, whichever
 // iterations share it), appended to the stage programs of its instance
 // (ProgramChain.h). Disaggregated, the two instances become one mesh whose
-// pipeline axis has twice their stages: a prefill stage s and the decode
-// stage pp + s are pipeline peers, so the KV caches are ordinary sends and
-// receives between them.
+// pipeline axis holds the prefill stages, then the decode stages
+// (PairMesh.h), so the KV caches are ordinary sends and receives between
+// stages that hold the same layers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,11 +14,13 @@
 
 #include "stg/Instantiate/Limits.h"
 #include "stg/Perf/DeviceModel.h"
+#include "stg/Serve/PairMesh.h"
 #include "stg/Serve/ProgramChain.h"
 
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -150,12 +152,37 @@ bool isSameMesh(const Mesh &a, const Mesh &b) {
   return true;
 }
 
+/// Of what a decode rank of each decode stage holds of a sequence's cache,
+/// the share each prefill stage sends it: its layers among the decode
+/// stage's, over the decode instance's replicas in the pair's stage (one
+/// where both instances have one plan).
+std::vector<std::vector<double>> getCacheShares(const ProgramSet &prefill,
+                                                const ProgramSet &decode,
+                                                const PairMesh &pair) {
+  double replicas =
+      double(pair.ranksPerStage) / double(pair.instanceRanksPerStage[1]);
+  std::vector<std::vector<double>> shares(
+      prefill.stages.size(), std::vector<double>(decode.stages.size()));
+  for (size_t to = 0; to < decode.stages.size(); ++to) {
+    const std::vector<unsigned> &held = decode.stages[to].layers;
+    for (size_t from = 0; from < prefill.stages.size(); ++from) {
+      size_t common = llvm::count_if(held, [&](unsigned layer) {
+        return llvm::is_contained(prefill.stages[from].layers, layer);
+      });
+      if (common)
+        shares[from][to] = double(common) / double(held.size()) / replicas;
+    }
+  }
+  return shares;
+}
+
 /// Appends one side's links to `stages` (its pp stages); `addMessages`
 /// gives each link its sends and receives (by link index, and one past the
 /// last for a link of messages alone).
 void chainSide(
     std::vector<StageProgram> &stages, const SidePieces &pieces,
-    unsigned peerOffset, int32_t tagStride, int32_t &nextLink,
+    unsigned peerOffset, llvm::ArrayRef<AxisMask> axisMap, int32_t tagStride,
+    int32_t &nextLink,
     llvm::function_ref<void(size_t link, unsigned stage, ChainLink &chainLink)>
         addMessages) {
   for (size_t index = 0; index <= pieces.links.size(); ++index)
@@ -166,6 +193,7 @@ void chainSide(
         link.program = &pieces.links[index].second->stages[stage];
         link.tagOffset = nextLink * tagStride;
         link.peerOffset = peerOffset;
+        link.axisMap = axisMap;
       } else {
         link.name = "kv";
       }
@@ -202,26 +230,41 @@ stg::buildServingWindow(const ServingWindowPlan &plan,
       return std::nullopt;
   }
 
+  // Each side's sizes compile to one plan; a pair shares one mesh.
   const ProgramSet &model = *first->links.front().second;
+  const ProgramSet *decodeModel =
+      second ? second->links.front().second : nullptr;
   for (const SidePieces *side : {&*first, second ? &*second : nullptr}) {
     if (!side)
       continue;
+    const ProgramSet &sideModel = *side->links.front().second;
     for (const auto &[name, programs] : side->links)
-      if (!isSameMesh(programs->mesh, model.mesh) ||
-          programs->pipelineAxis != model.pipelineAxis) {
-        diags.error({}, "the window's instances must have the same plan to "
-                        "share one mesh: " +
-                            model.mesh.describe() + " and " +
+      if (!isSameMesh(programs->mesh, sideModel.mesh) ||
+          programs->pipelineAxis != sideModel.pipelineAxis) {
+        diags.error({}, "the window's iterations compiled to different "
+                        "meshes: " +
+                            sideModel.mesh.describe() + " and " +
                             programs->mesh.describe());
         return std::nullopt;
       }
   }
-  unsigned stages = unsigned(model.stages.size());
-  if (decodeInstance && model.pipelineAxis < 0) {
-    diags.error({}, "a disaggregated window puts its instances on the "
-                    "pipeline axis: keep pp in --rank-order");
-    return std::nullopt;
+  std::optional<PairMesh> pair;
+  if (decodeModel) {
+    if (model.pipelineAxis < 0 || decodeModel->pipelineAxis < 0) {
+      diags.error({}, "a disaggregated window puts its instances on the "
+                      "pipeline axis: keep pp in --rank-order");
+      return std::nullopt;
+    }
+    llvm::Expected<PairMesh> built = buildPairMesh(
+        {&model.mesh, unsigned(model.pipelineAxis)},
+        {&decodeModel->mesh, unsigned(decodeModel->pipelineAxis)});
+    if (!built) {
+      diags.error({}, llvm::toString(built.takeError()));
+      return std::nullopt;
+    }
+    pair = std::move(*built);
   }
+  unsigned prefillStages = unsigned(model.stages.size());
 
   // Tags: each link's own range, then one per KV cache.
   size_t numLinks = first->links.size() + (second ? second->links.size() : 0);
@@ -238,68 +281,76 @@ stg::buildServingWindow(const ServingWindowPlan &plan,
   ServingWindow window;
   window.plan = plan;
   ProgramSet &programs = window.programs;
-  programs.mesh = model.mesh;
-  programs.pipelineAxis = model.pipelineAxis;
+  programs.mesh = pair ? pair->mesh : model.mesh;
+  programs.pipelineAxis = pair ? int(pair->pipelineAxis) : model.pipelineAxis;
   programs.numLayers = model.numLayers;
   programs.pipelineSplit = model.pipelineSplit;
   programs.chunkLayers = model.chunkLayers;
   programs.schedule = model.schedule;
-  std::vector<StageProgram> firstStages(stages), secondStages;
+  std::vector<StageProgram> firstStages(prefillStages), secondStages;
 
-  auto makeMessage = [&](ProgramNodeKind kind, size_t transfer, unsigned peer) {
+  std::vector<std::vector<double>> shares;
+  if (pair)
+    shares = getCacheShares(model, *decodeModel, *pair);
+  auto makeMessage = [&](ProgramNodeKind kind, size_t transfer, unsigned from,
+                         unsigned to) {
     const WindowTransfer &moved = plan.transfers[transfer];
     ProgramNode node;
     node.kind = kind;
     node.name = "kv.request" + std::to_string(moved.request) +
                 (kind == ProgramNodeKind::Send ? ".send" : ".recv");
-    node.commBytes = int64_t(moved.bytesPerRank);
-    node.peerStage = peer;
+    node.commBytes = int64_t(std::max(
+        1.0, std::round(double(moved.bytesPerRank) * shares[from][to])));
+    node.peerStage = kind == ProgramNodeKind::Send ? prefillStages + to : from;
+    // The rank pair tells a cache's messages apart.
     node.tag = kvTagBase + int32_t(transfer);
     return node;
   };
   // A cache is sent beside the prefill iteration after the one it finished
   // in (or after the last), and received in the decode iteration that
-  // waits for it (or after the last).
-  chainSide(firstStages, *first, 0, tagStride, nextLink,
+  // waits for it (or after the last), by each pair of stages that share
+  // layers.
+  chainSide(firstStages, *first, 0,
+            pair ? llvm::ArrayRef<AxisMask>(pair->axisMaps[0])
+                 : llvm::ArrayRef<AxisMask>(),
+            tagStride, nextLink,
             [&](size_t link, unsigned stage, ChainLink &chainLink) {
               for (size_t index = 0; index < plan.transfers.size(); ++index) {
                 unsigned after = plan.transfers[index].afterPrefill + 1;
                 size_t sendLink = after < first->firstLink.size()
                                       ? first->firstLink[after]
                                       : first->links.size();
-                if (sendLink == link)
-                  chainLink.messages.push_back(makeMessage(
-                      ProgramNodeKind::Send, index, stages + stage));
+                if (sendLink != link)
+                  continue;
+                for (unsigned to = 0; to < shares[stage].size(); ++to)
+                  if (shares[stage][to] > 0)
+                    chainLink.messages.push_back(
+                        makeMessage(ProgramNodeKind::Send, index, stage, to));
               }
             });
   if (second) {
-    secondStages.resize(stages);
-    chainSide(secondStages, *second, stages, tagStride, nextLink,
+    secondStages.resize(decodeModel->stages.size());
+    chainSide(secondStages, *second, prefillStages, pair->axisMaps[1],
+              tagStride, nextLink,
               [&](size_t link, unsigned stage, ChainLink &chainLink) {
                 for (size_t index = 0; index < plan.transfers.size(); ++index) {
                   std::optional<unsigned> before =
                       plan.transfers[index].beforeDecode;
                   size_t recvLink = before ? second->firstLink[*before]
                                            : second->links.size();
-                  if (recvLink == link)
-                    chainLink.messages.push_back(
-                        makeMessage(ProgramNodeKind::Recv, index, stage));
+                  if (recvLink != link)
+                    continue;
+                  for (unsigned from = 0; from < prefillStages; ++from)
+                    if (shares[from][stage] > 0)
+                      chainLink.messages.push_back(makeMessage(
+                          ProgramNodeKind::Recv, index, from, stage));
                 }
                 chainLink.waitForReceives = true;
               });
-    if (2 * uint64_t(model.mesh.getNumRanks()) > MaxRanks) {
-      diags.error({}, "the window's two instances have more than " +
-                          llvm::Twine(MaxRanks) + " ranks");
-      return std::nullopt;
-    }
-    std::vector<Mesh::AxisInfo> axes(model.mesh.getAxes().begin(),
-                                     model.mesh.getAxes().end());
-    axes[model.pipelineAxis].degree *= 2;
-    programs.mesh = Mesh(std::move(axes));
     programs.chunkLayers.insert(programs.chunkLayers.end(),
-                                model.chunkLayers.begin(),
-                                model.chunkLayers.end());
-    AxisMask pipelineMask = AxisMask(1) << model.pipelineAxis;
+                                decodeModel->chunkLayers.begin(),
+                                decodeModel->chunkLayers.end());
+    AxisMask pipelineMask = AxisMask(1) << pair->pipelineAxis;
     for (std::vector<StageProgram> *side : {&firstStages, &secondStages})
       for (const StageProgram &stage : *side)
         for (const ProgramNode &node : stage.nodes)
@@ -322,6 +373,7 @@ stg::buildServingWindow(const ServingWindowPlan &plan,
       programs.stages.push_back(std::move(stage));
     }
   applyDeviceModel(programs, system.device, nullptr);
+  window.pair = std::move(pair);
   window.module = std::move(compiler.firstModule);
   return window;
 }

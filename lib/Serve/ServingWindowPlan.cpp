@@ -133,7 +133,7 @@ ServingWindowPlan stg::chooseServingWindow(const ServingDeployment &deployment,
         result.iterations[plan.iterations[index].record];
     windowEnds[{record.engine, record.start + record.micros}] = index;
   }
-  const IterationCostModel &cost = *first.cost;
+  const IterationCostModel &cost = *decode.cost;
   for (uint32_t request = 0; request < result.requests.size(); ++request) {
     const RequestRecord &record = result.requests[request];
     auto found = windowEnds.find({record.prefillEngine, record.firstToken});

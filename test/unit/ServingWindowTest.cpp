@@ -5,7 +5,8 @@
 // step does, so the step clock prices the chain as the sum of its links.
 // The window's iterations and KV transfers come from the run's records by
 // fixed rules (chooseServingWindow), and the built set puts a disaggregated
-// pair on one mesh with a send and a receive per cache.
+// pair on one mesh with a send and a receive per cache and pair of stages
+// that share layers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -186,6 +187,8 @@ TEST(ServingWindowTest, ChoosesIterationsFromTheMiddleOfTheRun) {
 
 TEST(ServingWindowTest, SendsEachFinishedPrefillToTheDecodeIterationAfter) {
   IterationCostModel prefillCost = makeCost(1), decodeCost = makeCost(1);
+  // The decode plan holds half a byte a token on a rank: what it receives.
+  decodeCost.kvBytes = {{0, 1000}, {0, 500}};
   ServingDeployment deployment;
   deployment.prefill = EnginePool{&prefillCost, 2, "tp1"};
   deployment.decode = {&decodeCost, 1, "tp1"};
@@ -230,7 +233,7 @@ TEST(ServingWindowTest, SendsEachFinishedPrefillToTheDecodeIterationAfter) {
   EXPECT_EQ(plan.transfers[0].afterPrefill, 0u);
   ASSERT_TRUE(plan.transfers[0].beforeDecode.has_value());
   EXPECT_EQ(*plan.transfers[0].beforeDecode, 4u);
-  EXPECT_EQ(plan.transfers[0].bytesPerRank, 200u);
+  EXPECT_EQ(plan.transfers[0].bytesPerRank, 100u);
   EXPECT_EQ(plan.transfers[1].request, 3u);
   EXPECT_EQ(plan.transfers[1].afterPrefill, 1u);
   EXPECT_FALSE(plan.transfers[1].beforeDecode.has_value());
@@ -293,6 +296,63 @@ TEST(ServingWindowTest, BuildsAPairOnOneMeshWithTheCachesAsMessages) {
   for (const ProgramNode &node : prefill.nodes)
     if (node.kind == ProgramNodeKind::Send)
       EXPECT_EQ(node.peerStage, 1u);
+
+  llvm::Expected<StepEstimate> estimate = estimateStep(programs, *system);
+  ASSERT_TRUE(bool(estimate)) << llvm::toString(estimate.takeError());
+  EXPECT_GT(estimate->stepMicros, 0);
+}
+
+TEST(ServingWindowTest, PairsTwoPlansWithEachStageSendingItsLayers) {
+  // A tp 2 prefill instance beside tp 1 decode instances of two stages: the
+  // decode instance runs as two replicas in a stage of two ranks, and the
+  // prefill stage sends each decode stage its layer, half of it to each
+  // replica.
+  ServingWindowPlan plan;
+  plan.iterations = {{0, 0, 0, 2, 64}};
+  plan.decodeIterations = {{1, 4, 100, 0, 0}, {2, 4, 101, 0, 0}};
+  plan.transfers = {{7, 0, 1, 1 << 20}};
+  CompileOptions prefillInstance = getSmallInstance();
+  CompileOptions decodeInstance = getSmallInstance();
+  decodeInstance.degrees = {{"pp", 2}};
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diags(os);
+  llvm::Expected<SystemSpec> system = loadSystem("dgx-h100");
+  ASSERT_TRUE(bool(system));
+  std::optional<ServingWindow> window = buildServingWindow(
+      plan, prefillInstance, &decodeInstance, *system, diags);
+  ASSERT_TRUE(window) << os.str();
+
+  const ProgramSet &programs = window->programs;
+  EXPECT_EQ(programs.mesh.describe(), "tp=2, pp=3");
+  ASSERT_TRUE(window->pair);
+  EXPECT_EQ(window->pair->instanceRanksPerStage[1], 1u);
+  ASSERT_EQ(programs.stages.size(), 3u);
+  std::vector<unsigned> peers;
+  for (const ProgramNode &node : programs.stages[0].nodes)
+    if (node.kind == ProgramNodeKind::Send) {
+      EXPECT_EQ(node.commBytes, 1 << 19);
+      peers.push_back(node.peerStage);
+    }
+  EXPECT_EQ(peers, (std::vector<unsigned>{1, 2}));
+  for (unsigned stage : {1u, 2u}) {
+    EXPECT_EQ(programs.stages[stage].layers,
+              (std::vector<unsigned>{stage - 1}));
+    auto received = llvm::find_if(
+        programs.stages[stage].nodes, [](const ProgramNode &node) {
+          return node.kind == ProgramNodeKind::Recv && node.peerStage == 0;
+        });
+    ASSERT_NE(received, programs.stages[stage].nodes.end());
+    EXPECT_EQ(received->commBytes, 1 << 19);
+  }
+  // The prefill instance's all-reduces stay on its tp axis; the decode
+  // instance's have none.
+  for (const ProgramNode &node : programs.stages[0].nodes)
+    if (node.kind == ProgramNodeKind::Collective)
+      EXPECT_EQ(node.group, AxisMask(1));
+  for (unsigned stage : {1u, 2u})
+    EXPECT_EQ(countKind(programs.stages[stage], ProgramNodeKind::Collective),
+              0u);
 
   llvm::Expected<StepEstimate> estimate = estimateStep(programs, *system);
   ASSERT_TRUE(bool(estimate)) << llvm::toString(estimate.takeError());

@@ -280,14 +280,9 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                          "--ep or --dp");
     for (const std::string *pool : {&flags.prefillPool, &flags.decodePool})
       if (!parsePoolSpec(*pool))
-        return (pool == &flags.prefillPool ? "--prefill-pool " : "--decode-pool ") +
+        return (pool == &flags.prefillPool ? "--prefill-pool "
+                                           : "--decode-pool ") +
                *pool + ": expected " + PoolFormat;
-    if (!options.outputDir.empty() &&
-        parsePoolSpec(flags.prefillPool)->degrees !=
-            parsePoolSpec(flags.decodePool)->degrees)
-      return std::string("-o: the traces hold a prefill and a decode "
-                         "instance as one mesh, which needs the same plan in "
-                         "both pools");
   }
   for (const auto &[axis, degree] : options.compile.degrees)
     if (axis == "cp")

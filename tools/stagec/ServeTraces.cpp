@@ -85,7 +85,10 @@ int stg::writeServeTraces(const StagecOptions &options,
       buildManifest(module, programs, summarize(programs), inputs, &*estimate);
   llvm::json::Object &fields = *manifest.getAsObject();
   fields["system"] = describeSystem(system);
-  fields["serving_window"] = describeServingWindow(plan, result);
+  llvm::json::Object servingWindow = describeServingWindow(plan, result);
+  if (window->pair)
+    servingWindow["instances"] = describePairMesh(*window->pair);
+  fields["serving_window"] = std::move(servingWindow);
 
   CommGroups groups(mesh, programs.getUsedMasks());
   EmitOptions emitOptions = getEmitOptions(options, inputs.prefix);

@@ -17,6 +17,8 @@
 
 #include "stg/Instantiate/Program.h"
 
+#include "llvm/ADT/ArrayRef.h"
+
 #include <string>
 #include <vector>
 
@@ -35,6 +37,9 @@ struct ChainLink {
   /// The program's first nodes also wait for the receives among
   /// `messages`: a decode step reads the caches they bring.
   bool waitForReceives = false;
+  /// Each axis of the program's mesh as axes of the chain's, for its
+  /// collectives' groups (PairMesh.h); empty: the same mesh.
+  llvm::ArrayRef<AxisMask> axisMap;
 };
 
 /// Appends `link` to `chain`: nodes, steps, schedule, layers, and the

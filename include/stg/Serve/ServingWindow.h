@@ -5,10 +5,10 @@
 // batch, then its prefill chunks, each compiled as the decode step or the
 // prefill of that size and chained in time order), or, disaggregated, N
 // iterations of the first prefill instance and the first decode instance's
-// over the same time as one mesh, with each sequence's KV cache sent from
-// the prefill ranks to the decode ranks. The choice of iterations is
-// deterministic (chooseServingWindow); docs/serving.md, "Traces of a
-// serving window".
+// over the same time as one mesh (PairMesh.h), with each sequence's KV
+// cache sent from the prefill ranks to the decode ranks. The choice of
+// iterations is deterministic (chooseServingWindow); docs/serving.md, "Traces
+// of a serving window".
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 
 #include "stg/Driver/Compile.h"
 #include "stg/Perf/System.h"
+#include "stg/Serve/PairMesh.h"
 #include "stg/Serve/ServingSimulation.h"
 
 #include "llvm/Support/JSON.h"
@@ -51,6 +52,8 @@ struct WindowTransfer {
   /// the serving run, which waits for it; none: it arrives after the
   /// window's last, and the decode ranks receive it at their end.
   std::optional<unsigned> beforeDecode;
+  /// Of the cache, what one rank of the decode instance holds (the decode
+  /// instance's IterationCostModel::kvBytes over its replicas).
   uint64_t bytesPerRank = 0;
 };
 
@@ -84,14 +87,17 @@ struct ServingWindow {
   /// The first program's module: the manifest's model and dims.
   std::unique_ptr<Module> module;
   /// One stage program per stage: the instance's, or disaggregated the
-  /// prefill instance's stages, then the decode instance's (on a pipeline
-  /// axis of twice the degree); durations from the system's device.
+  /// prefill instance's stages, then the decode instance's (on the pipeline
+  /// axis of a PairMesh); durations from the system's device.
   ProgramSet programs;
+  /// Disaggregated: how the two instances share `programs.mesh`.
+  std::optional<PairMesh> pair;
 };
 
 /// Compiles the window's programs and chains them. `instance` is the plan
 /// of the aggregated or the prefill instance, `decodeInstance` that of the
-/// decode instance when disaggregated, which must have the same mesh.
+/// decode instance when disaggregated, whose mesh must pair with the
+/// prefill instance's (buildPairMesh).
 std::optional<ServingWindow>
 buildServingWindow(const ServingWindowPlan &plan,
                    const CompileOptions &instance,
