@@ -32,7 +32,7 @@ LAYERS = {
     "Trace": ["Chakra"],
     "Driver": ["Import", "Parse", "Passes", "Instantiate"],
     "Search": ["Driver", "Perf"],
-    "Serve": ["Driver", "Perf"],
+    "Serve": ["Driver", "Emit", "Perf"],
 }
 
 # CMake targets that belong to a library without being named STG<Lib>.

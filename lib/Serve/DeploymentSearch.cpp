@@ -98,32 +98,20 @@ public:
     caps = options.maxBatches;
     llvm::sort(caps);
     caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
-    maxContext = getLongestContext(options.lengths, options.turns);
+    limits = getSearchLimits(options);
+    maxContext = limits.maxContext;
   }
 
   std::optional<DeploymentTable> run(const DeploymentProgress &progress);
 
 private:
   ServingLimits getLimits(uint64_t cap) const {
-    ServingLimits limits = options.engine.limits;
-    limits.maxBatch = cap;
-    limits.maxContext = maxContext;
-    return limits;
+    ServingLimits capped = limits;
+    capped.maxBatch = cap;
+    return capped;
   }
   uint64_t getRequests(size_t point) const {
     return getRunRequests(options, point);
-  }
-  /// What compiles an instance of `plan`.
-  CompileOptions getPlanOptions(const InstancePlan &plan) const {
-    CompileOptions base = options.base;
-    base.degrees = plan.getDegrees();
-    if (plan.precision != Precision::BF16)
-      base.precision = plan.precision;
-    base.twoBatchOverlap = plan.twoBatchOverlap;
-    // As --precision fp16 does: tensors in fp16 unless --dtype says.
-    if (plan.precision == Precision::FP16 && !options.base.elementType)
-      base.elementType = ElementType::FP16;
-    return base;
   }
   /// Builds `plan` at the smallest cap and records whether it fits.
   InstancePlanResult tryPlan(const InstancePlan &plan);
@@ -147,6 +135,7 @@ private:
   const SystemSpec &system;
   DiagnosticEngine &diags;
   std::vector<uint64_t> caps;
+  ServingLimits limits;
   uint64_t maxContext = 0;
 
   DeploymentTable table;
@@ -169,7 +158,7 @@ private:
 InstancePlanResult Search::tryPlan(const InstancePlan &plan) {
   InstancePlanResult result;
   result.plan = plan;
-  CompileOptions base = getPlanOptions(plan);
+  CompileOptions base = getInstanceOptions(options, plan);
   std::string errors;
   llvm::raw_string_ostream os(errors);
   DiagnosticEngine planDiags(os);
@@ -387,21 +376,7 @@ void Search::runUnit(size_t unit, std::vector<DeploymentRun> &runs,
   const std::vector<unsigned> &group = groups[unit / points];
   size_t point = unit % points;
 
-  ServingWorkload workload;
-  workload.lengths = options.lengths;
-  workload.promptBlocks = options.promptBlocks;
-  workload.requests = getRequests(point);
-  workload.seed = options.seed;
-  workload.burstiness = options.burstiness;
-  workload.sharedPrefix = options.sharedPrefix;
-  workload.prefixGroups = options.prefixGroups;
-  workload.turns = options.turns;
-  workload.thinkMicros = options.thinkMicros;
-  if (point < options.concurrencies.size())
-    workload.concurrency = options.concurrencies[point];
-  else
-    workload.requestRate =
-        options.requestRates[point - options.concurrencies.size()];
+  ServingWorkload workload = getPointWorkload(options, point);
 
   // The sweeps point into the runs: room for the most this unit makes.
   size_t routers = options.routers.size();
@@ -571,6 +546,45 @@ Search::run(const DeploymentProgress &progress) {
   }
   rankDeployments(table);
   return std::move(table);
+}
+
+CompileOptions stg::getInstanceOptions(const DeploymentSearchOptions &options,
+                                       const InstancePlan &plan) {
+  CompileOptions base = options.base;
+  base.degrees = plan.getDegrees();
+  if (plan.precision != Precision::BF16)
+    base.precision = plan.precision;
+  base.twoBatchOverlap = plan.twoBatchOverlap;
+  // As --precision fp16 does: tensors in fp16 unless --dtype says.
+  if (plan.precision == Precision::FP16 && !options.base.elementType)
+    base.elementType = ElementType::FP16;
+  return base;
+}
+
+ServingLimits stg::getSearchLimits(const DeploymentSearchOptions &options) {
+  ServingLimits limits = options.engine.limits;
+  limits.maxContext = getLongestContext(options.lengths, options.turns);
+  return limits;
+}
+
+ServingWorkload stg::getPointWorkload(const DeploymentSearchOptions &options,
+                                      size_t point) {
+  ServingWorkload workload;
+  workload.lengths = options.lengths;
+  workload.promptBlocks = options.promptBlocks;
+  workload.requests = getRunRequests(options, point);
+  workload.seed = options.seed;
+  workload.burstiness = options.burstiness;
+  workload.sharedPrefix = options.sharedPrefix;
+  workload.prefixGroups = options.prefixGroups;
+  workload.turns = options.turns;
+  workload.thinkMicros = options.thinkMicros;
+  if (point < options.concurrencies.size())
+    workload.concurrency = options.concurrencies[point];
+  else
+    workload.requestRate =
+        options.requestRates[point - options.concurrencies.size()];
+  return workload;
 }
 
 uint64_t stg::getRunRequests(const DeploymentSearchOptions &options,

@@ -201,3 +201,20 @@ llvm::json::Object stg::describeServingWindow(const ServingWindowPlan &plan,
   }
   return object;
 }
+
+llvm::json::Value stg::buildWindowManifest(const ServingWindow &window,
+                                           const ServingResult &result,
+                                           const SystemSpec &system,
+                                           const ManifestInputs &inputs,
+                                           const StepEstimate &estimate) {
+  const ProgramSet &programs = window.programs;
+  llvm::json::Value manifest = buildManifest(
+      *window.module, programs, summarize(programs), inputs, &estimate);
+  llvm::json::Object &fields = *manifest.getAsObject();
+  fields["system"] = describeSystem(system);
+  llvm::json::Object described = describeServingWindow(window.plan, result);
+  if (window.pair)
+    described["instances"] = describePairMesh(*window.pair);
+  fields["serving_window"] = std::move(described);
+  return manifest;
+}

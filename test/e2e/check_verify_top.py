@@ -8,7 +8,11 @@
 # must be simulated to its last rank, ASTRA-sim's step must be within 15 %
 # of stagec's (the tolerance docs/validation.md gives plans in one node,
 # with room for the data-parallel case it explains), and verify.json must
-# carry the search's own estimates. Exits 77 (skipped) when ASTRA_DIR has no
+# carry the search's own estimates. Then the serving search's best three
+# runs of Llama-3-8B (4 layers) on 8 GPUs of the node, aggregated or
+# disaggregated (--serve --verify-top 3): each window simulated to its last
+# rank and within 5 % of stagec's estimate, as the serving windows in one
+# node of docs/serving.md. Exits 77 (skipped) when ASTRA_DIR has no
 # ASTRA-sim binary.
 #
 #===----------------------------------------------------------------------===#
@@ -62,9 +66,47 @@ def main():
                 abs(own["step_micros"] - row["stagec_step_micros"]) > 1:
             failures.append("rank %d: not the search's plan or estimate" %
                             row["rank"])
+    failures += check_serving(search, templates, astra, workdir)
     for failure in failures:
         print("FAIL: " + failure)
     return 1 if failures else 0
+
+
+def check_serving(search, templates, astra, workdir):
+    """The serving search's best windows on ASTRA-sim: what failed."""
+    out = os.path.join(workdir, "serve")
+    command = [search, os.path.join(templates, "llama3-8b.stg"), "--serve",
+               "--set", "L=4", "--gpus", "8", "--system", "dgx-h100",
+               "--isl", "512", "--osl", "64", "--concurrency", "16,64",
+               "--top", "3", "-q", "--verify-top", "3", "--astra-sim", astra,
+               "-o", out]
+    result = subprocess.run(command, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    print(result.stdout)
+    if result.returncode != 0:
+        return ["stage-search --serve exited %d" % result.returncode]
+    verify = json.load(open(os.path.join(out, "verify.json")))
+    deployments = json.load(open(os.path.join(out, "deployments.json")))
+    ranked = {d["rank"]: d for d in deployments["deployments"]
+              if d.get("rank")}
+    failures = []
+    rows = verify["windows"]
+    if [row["rank"] for row in rows] != [1, 2, 3]:
+        failures.append("serving verify.json has ranks %s" %
+                        [r["rank"] for r in rows])
+    for row in rows:
+        ratio = row["stagec_over_astra_sim"]
+        print("serving rank %d: stagec %.1f us, ASTRA-sim %.1f us, %.3f" % (
+            row["rank"], row["stagec_window_micros"],
+            row["astra_sim_window_micros"], ratio))
+        if not 0.95 <= ratio <= 1.05:
+            failures.append("serving rank %d: stagec / ASTRA-sim = %.3f" %
+                            (row["rank"], ratio))
+        if not row["run"].startswith(ranked[row["rank"]]["deployment"] +
+                                     " at "):
+            failures.append("serving rank %d: not the search's run" %
+                            row["rank"])
+    return failures
 
 
 if __name__ == "__main__":

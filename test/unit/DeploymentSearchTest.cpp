@@ -1,6 +1,7 @@
 //===- DeploymentSearchTest.cpp - Searching serving deployments -----------===//
 
 #include "stg/Serve/DeploymentSearch.h"
+#include "stg/Serve/DeploymentReplay.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -242,6 +243,46 @@ TEST(DeploymentSearchTest, ARunIsWhatSimulateServingGivesAndThreadsChangeNothing
   EXPECT_EQ(run->summary.tpot.mean, expected.tpot.mean);
   // 10 a client, at least 100, as stagec --mode serve.
   EXPECT_EQ(run->requests, std::max<uint64_t>(100, 10 * *run->concurrency));
+}
+
+TEST(DeploymentSearchTest, AReplayRunsTheRunAgain) {
+  // Every run that ran, aggregated and disaggregated, at a concurrency and
+  // a request rate, by both routers and under a cap that binds: the
+  // replay's summary is the search's, to the bit.
+  DeploymentSearchOptions options = smallSearch();
+  options.maxBatches = {4};
+  options.concurrencies = {16};
+  options.requestRates = {40};
+  options.routers = {Router::Load, Router::KVAware};
+  options.warmupRequests = 4;
+  DeploymentTable table = search(options);
+  SystemSpec system = *loadSystem("dgx-h100");
+  unsigned replayed = 0, pairs = 0;
+  for (const DeploymentRun &run : table.runs) {
+    if (run.status == RunStatus::Failed)
+      continue;
+    std::string errors;
+    llvm::raw_string_ostream os(errors);
+    DiagnosticEngine diags(os);
+    std::optional<ReplayedRun> replay =
+        replayDeploymentRun(table, run, options, system, diags);
+    ASSERT_TRUE(replay) << os.str();
+    std::string label = getStagecFlags(table, run, options);
+    EXPECT_EQ(replay->summary.outputTokensPerSecondPerGPU,
+              run.summary.outputTokensPerSecondPerGPU)
+        << label;
+    EXPECT_EQ(replay->summary.ttft.p99, run.summary.ttft.p99) << label;
+    EXPECT_EQ(replay->summary.tpot.mean, run.summary.tpot.mean) << label;
+    EXPECT_EQ(replay->summary.iterations, run.summary.iterations) << label;
+    EXPECT_EQ(replay->prefillInstance.has_value(),
+              run.deployment.prefill.has_value());
+    EXPECT_EQ(replay->instance.degrees,
+              table.plans[run.deployment.serve.plan].plan.getDegrees());
+    ++replayed;
+    pairs += run.deployment.prefill.has_value();
+  }
+  EXPECT_GE(replayed, 10u);
+  EXPECT_GE(pairs, 4u);
 }
 
 TEST(DeploymentSearchTest, CapsThatNeverBindAreNotRunAgain) {

@@ -2,11 +2,14 @@
 //
 // Reads the flags of a serving search, checks them before any work, runs
 // searchDeployments (lib/Serve), prints the best runs and the Pareto front
-// and writes deployments.json and deployments.csv into -o, atomically.
+// and writes deployments.json and deployments.csv into -o, atomically, with
+// the best runs' windows as traces (ServeEmit.h) where asked.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ServeSearch.h"
+
+#include "ServeEmit.h"
 
 #include "CommandLine.h"
 #include "PrecisionFlags.h"
@@ -16,12 +19,15 @@
 #include "stg/Emit/OutputDirectory.h"
 #include "stg/Serve/DeploymentSearch.h"
 #include "stg/Serve/RequestLengths.h"
+#include "stg/Serve/ServingWindow.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
 #include <cmath>
 #include <optional>
 #if defined(__GLIBC__)
@@ -58,10 +64,16 @@ struct ServeSearchFlags {
   std::string sloStatistic = "p50";
   unsigned top = 10, jobs = 0;
   bool quiet = false;
+  /// --emit-top, --window, --verify-top, --astra-sim, --astra-sim-timeout.
+  unsigned emitTop = 0, window = 8, verifyTop = 0, astraSimTimeout = 1800;
+  std::string astraSim;
   PrefixCachingFlags prefixCaching;
   /// `--trace-block-tokens`: what a trace's hash id stands for.
   std::optional<uint64_t> traceBlockTokens;
 };
+
+/// Set by an interrupt while -o is written: what was written is removed.
+std::atomic<bool> interrupted{false};
 
 int fail(const llvm::Twine &message) {
   llvm::errs() << "stage-search: error: " << message << "\n";
@@ -69,14 +81,53 @@ int fail(const llvm::Twine &message) {
 }
 
 /// The flags of a training search, which a serving search does not take.
-const char *const TrainingFlags[] = {
-    "--global-batch",    "--max-memory",     "--memory-margin",
-    "--tp-comm-overlap", "--cp-comm-type",   "--grad-reduce",
-    "--memory-accounting", "--dp",           "--cp",
-    "--micro-batch",     "--virtual-stages", "--pipeline-split",
-    "--recompute",       "--weight-sharding", "--no-fsdp",
-    "--sequence-parallel", "--tp-placement", "--emit-top",
-    "--shard",           "--overlap-param-gather"};
+const char *const TrainingFlags[] = {"--global-batch",
+                                     "--max-memory",
+                                     "--memory-margin",
+                                     "--tp-comm-overlap",
+                                     "--cp-comm-type",
+                                     "--grad-reduce",
+                                     "--memory-accounting",
+                                     "--dp",
+                                     "--cp",
+                                     "--micro-batch",
+                                     "--virtual-stages",
+                                     "--pipeline-split",
+                                     "--recompute",
+                                     "--weight-sharding",
+                                     "--no-fsdp",
+                                     "--sequence-parallel",
+                                     "--tp-placement",
+                                     "--shard",
+                                     "--overlap-param-gather"};
+
+/// What --emit-top and --verify-top need.
+std::optional<std::string> checkTraceFlags(const CLI::App &app,
+                                           ServeSearchFlags &flags) {
+  if (flags.verifyTop) {
+    if (flags.astraSim.empty())
+      return std::string("--verify-top needs --astra-sim PATH (the ASTRA-sim "
+                         "binary, or a directory with its bin/)");
+    llvm::Expected<std::string> binary = findAstraSim(flags.astraSim);
+    if (!binary)
+      return llvm::toString(binary.takeError());
+    flags.astraSim = *binary;
+    flags.emitTop = std::max(flags.emitTop, flags.verifyTop);
+  } else if (!flags.astraSim.empty()) {
+    return std::string("--astra-sim is for --verify-top K");
+  }
+  if (flags.emitTop && flags.outputDir.empty())
+    return std::string(flags.verifyTop ? "--verify-top" : "--emit-top") +
+           " needs -o DIR (the windows' traces go there)";
+  if (app.count("--window") && !flags.emitTop)
+    return std::string("--window needs --emit-top K: it sizes the windows "
+                       "written");
+  if (flags.emitTop && flags.search.engine.speculation.draftTokens)
+    return std::string("--emit-top: the serving window's traces run plain "
+                       "decode steps; speculative decoding is estimated "
+                       "only");
+  return std::nullopt;
+}
 
 /// The flags; an exit status when the program should stop.
 std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
@@ -274,8 +325,33 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
       ->check(wholeNumber(0, 1024))
       ->group(output);
   app.add_flag("-q,--quiet", flags.quiet, "no progress bar")->group(output);
+  app.add_option("--emit-top", flags.emitTop,
+                 "write a window of each of the best K runs as traces, with "
+                 "ASTRA-sim's configs, into -o/rank-K/, as stagec -o writes "
+                 "the run")
+      ->check(wholeNumber(0, 100))
+      ->group(output);
+  app.add_option("--window", flags.window,
+                 "iterations of each window --emit-top writes (default 8)")
+      ->check(wholeNumber(1, MaxWindowIterations))
+      ->group(output);
+  app.add_option("--verify-top", flags.verifyTop,
+                 "also run the best K runs' windows through ASTRA-sim "
+                 "(--astra-sim) and print its time beside stagec's; "
+                 "-o/verify.json")
+      ->check(wholeNumber(0, 100))
+      ->group(output);
+  app.add_option("--astra-sim", flags.astraSim,
+                 "the ASTRA-sim analytical binary, or a directory with "
+                 "bin/AstraSim_Analytical_Congestion_Unaware")
+      ->group(output);
+  app.add_option("--astra-sim-timeout", flags.astraSimTimeout,
+                 "seconds ASTRA-sim may take on one window (default 1800)")
+      ->check(wholeNumber(1, 86400))
+      ->group(output);
   addVersionFlag(app, "stage-search");
-  if (std::optional<int> status = parseCommandLine(app, "stage-search", argc, argv))
+  if (std::optional<int> status =
+          parseCommandLine(app, "stage-search", argc, argv))
     return *status;
 
   search.splitPatience = allSplits ? 0 : search.splitPatience;
@@ -343,11 +419,11 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   for (const auto &[axis, degree] : search.base.overrides)
     if (axis == "tp" || axis == "pp" || axis == "ep" || axis == "dp" ||
         axis == "cp")
-      return fail("--set " + axis + "=...: the search sets the degrees; "
+      return fail("--set " + axis +
+                  "=...: the search sets the degrees; "
                   "narrow them with --tp, --pp, --ep");
   search.aggregated = llvm::is_contained(flags.deployments, "aggregated");
-  search.disaggregated =
-      llvm::is_contained(flags.deployments, "disaggregated");
+  search.disaggregated = llvm::is_contained(flags.deployments, "disaggregated");
   if (fixed)
     search.lengths = {{flags.inputTokens, flags.outputTokens}};
   if (app.count("--seed") && search.requestRates.empty())
@@ -356,6 +432,8 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   if (app.count("--burstiness") && search.requestRates.empty())
     return fail("--burstiness shapes the gaps of --request-rate; with "
                 "--concurrency there are none");
+  if (std::optional<std::string> error = checkTraceFlags(app, flags))
+    return fail(*error);
   uint64_t fewest = getFewestRequests(search);
   if (search.warmupRequests >= fewest)
     return fail("--warmup-requests must leave some of each run's requests "
@@ -421,8 +499,9 @@ int stg::runServeSearch(int argc, char **argv) {
   for (bool overlap : {false, true})
     if (llvm::is_contained(flags.twoBatchOverlap, overlap ? "on" : "off"))
       search.twoBatchOverlap.push_back(overlap);
-  search.jobs = flags.jobs ? flags.jobs
-                           : llvm::hardware_concurrency().compute_thread_count();
+  search.jobs = flags.jobs
+                    ? flags.jobs
+                    : llvm::hardware_concurrency().compute_thread_count();
 
 #if defined(__GLIBC__)
   // A run's records (an iteration each: 10 to 40 MB for a thousand
@@ -445,6 +524,7 @@ int stg::runServeSearch(int argc, char **argv) {
   if (flags.outputDir.empty())
     return 0;
 
+  llvm::sys::SetInterruptFunction([] { interrupted = true; });
   auto output = OutputDirectory::create(flags.outputDir);
   if (!output)
     return fail(llvm::toString(output.takeError()));
@@ -459,6 +539,28 @@ int stg::runServeSearch(int argc, char **argv) {
       (*output)->discard();
       return fail(llvm::toString(std::move(err)));
     }
+  std::vector<EmittedPlan> emitted;
+  if (flags.emitTop)
+    if (llvm::Error err =
+            emitTopWindows(*table, search, *system, flags.emitTop, flags.window,
+                           (*output)->getPath(), (*output)->getTarget(),
+                           &interrupted, emitted)) {
+      (*output)->discard();
+      return fail(llvm::toString(std::move(err)));
+    }
+  if (flags.verifyTop && !interrupted)
+    if (llvm::Error err = verifyTopWindows(
+            llvm::ArrayRef<EmittedPlan>(emitted).take_front(flags.verifyTop),
+            flags.astraSim, (*output)->getPath(), flags.astraSimTimeout,
+            llvm::outs())) {
+      (*output)->discard();
+      return fail(llvm::toString(std::move(err)));
+    }
+  if (interrupted) {
+    (*output)->discard();
+    fail("interrupted");
+    return 130;
+  }
   if (llvm::Error err = (*output)->commit()) {
     (*output)->discard();
     return fail(llvm::toString(std::move(err)));

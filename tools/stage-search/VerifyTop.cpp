@@ -97,6 +97,7 @@ static Simulated readLog(llvm::StringRef log) {
   return result;
 }
 
+/// ASTRA-sim on one trace set: every rank must finish.
 static llvm::Expected<Simulated> simulate(const EmittedPlan &plan,
                                           llvm::StringRef simulator,
                                           unsigned timeoutSeconds) {
@@ -139,6 +140,15 @@ static llvm::Expected<Simulated> simulate(const EmittedPlan &plan,
   return result;
 }
 
+llvm::Expected<uint64_t> stg::simulateTraceSet(const EmittedPlan &plan,
+                                               llvm::StringRef simulator,
+                                               unsigned timeoutSeconds) {
+  llvm::Expected<Simulated> result = simulate(plan, simulator, timeoutSeconds);
+  if (!result)
+    return result.takeError();
+  return result->stepNanos;
+}
+
 llvm::Error stg::verifyTopPlans(llvm::ArrayRef<EmittedPlan> plans,
                                 llvm::StringRef simulator,
                                 llvm::StringRef directory,
@@ -146,11 +156,11 @@ llvm::Error stg::verifyTopPlans(llvm::ArrayRef<EmittedPlan> plans,
                                 llvm::raw_ostream &os) {
   std::vector<uint64_t> simulated;
   for (const EmittedPlan &plan : plans) {
-    llvm::Expected<Simulated> result =
-        simulate(plan, simulator, timeoutSeconds);
-    if (!result)
-      return result.takeError();
-    simulated.push_back(result->stepNanos);
+    llvm::Expected<uint64_t> nanos =
+        simulateTraceSet(plan, simulator, timeoutSeconds);
+    if (!nanos)
+      return nanos.takeError();
+    simulated.push_back(*nanos);
   }
   // ASTRA-sim's order: by its step, ties by the search's rank.
   std::vector<size_t> order(plans.size());

@@ -37,6 +37,13 @@ struct EmittedPlan {
 /// ../shared/astra-sim does). An error says what was looked for.
 llvm::Expected<std::string> findAstraSim(llvm::StringRef path);
 
+/// ASTRA-sim's time of `plan`'s trace set, in nanoseconds (the last rank's
+/// finish), its log in the set's astra-sim.log; fails unless every rank
+/// finishes within `timeoutSeconds`.
+llvm::Expected<uint64_t> simulateTraceSet(const EmittedPlan &plan,
+                                          llvm::StringRef simulator,
+                                          unsigned timeoutSeconds);
+
 /// Runs `simulator` on each plan's trace set (its log in DIR/rank-K/
 /// astra-sim.log, at most `timeoutSeconds` each), prints the comparison to
 /// `os` and writes `verify.json` into `directory`. Fails if ASTRA-sim does

@@ -79,16 +79,10 @@ int stg::writeServeTraces(const StagecOptions &options,
     printWindow(llvm::outs(), plan, result, estimate->stepMicros,
                 options.serve.iterationOverheadMicros);
 
-  const Module &module = *window->module;
-  ManifestInputs inputs = getManifestInputs(options, module);
+  ManifestInputs inputs = getManifestInputs(options, *window->module);
   llvm::json::Value manifest =
-      buildManifest(module, programs, summarize(programs), inputs, &*estimate);
+      buildWindowManifest(*window, result, system, inputs, *estimate);
   llvm::json::Object &fields = *manifest.getAsObject();
-  fields["system"] = describeSystem(system);
-  llvm::json::Object servingWindow = describeServingWindow(plan, result);
-  if (window->pair)
-    servingWindow["instances"] = describePairMesh(*window->pair);
-  fields["serving_window"] = std::move(servingWindow);
 
   CommGroups groups(mesh, programs.getUsedMasks());
   EmitOptions emitOptions = getEmitOptions(options, inputs.prefix);

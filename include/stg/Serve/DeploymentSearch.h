@@ -222,6 +222,16 @@ enumerateDeployments(llvm::ArrayRef<InstancePlanResult> plans, unsigned gpus,
 uint64_t getRunRequests(const DeploymentSearchOptions &options, size_t point);
 uint64_t getFewestRequests(const DeploymentSearchOptions &options);
 
+/// What compiles an instance of `plan` in the search.
+CompileOptions getInstanceOptions(const DeploymentSearchOptions &options,
+                                  const InstancePlan &plan);
+/// The engine's limits in every run but the batch cap: the longest context
+/// is the lengths'.
+ServingLimits getSearchLimits(const DeploymentSearchOptions &options);
+/// The workload of the runs at point `point`.
+ServingWorkload getPointWorkload(const DeploymentSearchOptions &options,
+                                 size_t point);
+
 /// Builds the plans, runs every deployment at every point and ranks the
 /// runs. Errors (a model without MB, a system without memory, a space past
 /// maxRuns) go to `diags`; a plan or run that fails is a row of the table.

@@ -16,6 +16,7 @@
 #define STG_SERVE_SERVINGWINDOW_H
 
 #include "stg/Driver/Compile.h"
+#include "stg/Emit/Manifest.h"
 #include "stg/Perf/System.h"
 #include "stg/Serve/PairMesh.h"
 #include "stg/Serve/ServingSimulation.h"
@@ -108,6 +109,14 @@ buildServingWindow(const ServingWindowPlan &plan,
 /// their times in the run, and the KV transfers.
 llvm::json::Object describeServingWindow(const ServingWindowPlan &plan,
                                          const ServingResult &result);
+
+/// The window's manifest: the trace set's (buildManifest) with the system,
+/// `serving_window` and, for a pair, its `instances`.
+llvm::json::Value buildWindowManifest(const ServingWindow &window,
+                                      const ServingResult &result,
+                                      const SystemSpec &system,
+                                      const ManifestInputs &inputs,
+                                      const StepEstimate &estimate);
 
 } // namespace stg
 
