@@ -38,7 +38,7 @@ bool haveSameStageAxes(InstanceMesh a, InstanceMesh b) {
 }
 
 llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(std::errc::invalid_argument,
+  return llvm::createStringError(std::errc::invalid_argument, "%s",
                                  message.str().c_str());
 }
 
