@@ -24,6 +24,19 @@ import subprocess
 import sys
 
 
+def run_search(search, templates, astra, out, flags):
+    """Llama-3-8B (4 layers) on 8 H100s, the best three through ASTRA-sim
+    into `out`: stage-search's exit status, its output printed."""
+    command = ([search, os.path.join(templates, "llama3-8b.stg"), "--set",
+                "L=4", "--gpus", "8", "--system", "dgx-h100"] + flags +
+               ["--top", "3", "-q", "--verify-top", "3", "--astra-sim", astra,
+                "-o", out])
+    result = subprocess.run(command, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    print(result.stdout)
+    return result.returncode
+
+
 def main():
     search, templates, astra, workdir = sys.argv[1:5]
     binary = os.path.join(astra, "bin", "AstraSim_Analytical_Congestion_Unaware")
@@ -33,16 +46,11 @@ def main():
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     out = os.path.join(workdir, "out")
-    command = [search, os.path.join(templates, "llama3-8b.stg"),
-               "--set", "L=4", "--set", "S=2048", "--gpus", "8",
-               "--system", "dgx-h100", "--global-batch", "16", "--pp", "1,2",
-               "--top", "3", "-q", "--verify-top", "3", "--astra-sim", astra,
-               "-o", out]
-    result = subprocess.run(command, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    print(result.stdout)
-    if result.returncode != 0:
-        print("FAIL: stage-search exited %d" % result.returncode)
+    status = run_search(search, templates, astra, out,
+                        ["--set", "S=2048", "--global-batch", "16", "--pp",
+                         "1,2"])
+    if status != 0:
+        print("FAIL: stage-search exited %d" % status)
         return 1
     verify = json.load(open(os.path.join(out, "verify.json")))
     plans = json.load(open(os.path.join(out, "plans.json")))
@@ -75,16 +83,11 @@ def main():
 def check_serving(search, templates, astra, workdir):
     """The serving search's best windows on ASTRA-sim: what failed."""
     out = os.path.join(workdir, "serve")
-    command = [search, os.path.join(templates, "llama3-8b.stg"), "--serve",
-               "--set", "L=4", "--gpus", "8", "--system", "dgx-h100",
-               "--isl", "512", "--osl", "64", "--concurrency", "16,64",
-               "--top", "3", "-q", "--verify-top", "3", "--astra-sim", astra,
-               "-o", out]
-    result = subprocess.run(command, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    print(result.stdout)
-    if result.returncode != 0:
-        return ["stage-search --serve exited %d" % result.returncode]
+    status = run_search(search, templates, astra, out,
+                        ["--serve", "--isl", "512", "--osl", "64",
+                         "--concurrency", "16,64"])
+    if status != 0:
+        return ["stage-search --serve exited %d" % status]
     verify = json.load(open(os.path.join(out, "verify.json")))
     deployments = json.load(open(os.path.join(out, "deployments.json")))
     ranked = {d["rank"]: d for d in deployments["deployments"]

@@ -17,10 +17,7 @@
 #include "stg/Serve/ServingWindow.h"
 #include "stg/Support/Version.h"
 
-#include "llvm/ADT/SmallString.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Path.h"
 
 using namespace stg;
 
@@ -73,14 +70,10 @@ llvm::Error stg::emitTopWindows(const DeploymentTable &table,
     if (!estimate)
       return estimate.takeError();
 
-    std::string name = "rank-" + std::to_string(run.rank);
-    llvm::SmallString<256> path(directory), shown(target);
-    llvm::sys::path::append(path, name);
-    llvm::sys::path::append(shown, name);
-    if (std::error_code ec = llvm::sys::fs::make_absolute(path))
-      return llvm::createStringError(ec, "cannot resolve %s", path.c_str());
-    if (std::error_code ec = llvm::sys::fs::create_directory(path))
-      return llvm::createStringError(ec, "cannot create %s", path.c_str());
+    std::string path, shown;
+    if (llvm::Error err =
+            createRankDirectory(directory, target, run.rank, path, shown))
+      return err;
     EmitOptions emitOptions;
     emitOptions.prefix = window->module->getModel()->getName().str();
     emitOptions.cancel = cancel;
@@ -107,7 +100,7 @@ llvm::Error stg::emitTopWindows(const DeploymentTable &table,
     if (llvm::Error err = writeTraceSet(path, programs, groups, emitOptions,
                                         std::move(manifest)))
       return err;
-    emitted.push_back({run.rank, describeRun(table, run), std::string(path),
+    emitted.push_back({run.rank, describeRun(table, run), path,
                        emitOptions.prefix, programs.mesh.getNumRanks(),
                        estimate->stepMicros});
   }

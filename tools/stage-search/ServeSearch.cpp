@@ -64,9 +64,8 @@ struct ServeSearchFlags {
   std::string sloStatistic = "p50";
   unsigned top = 10, jobs = 0;
   bool quiet = false;
-  /// --emit-top, --window, --verify-top, --astra-sim, --astra-sim-timeout.
-  unsigned emitTop = 0, window = 8, verifyTop = 0, astraSimTimeout = 1800;
-  std::string astraSim;
+  TopFlags best;
+  unsigned window = 8; ///< Iterations of each window --emit-top writes.
   PrefixCachingFlags prefixCaching;
   /// `--trace-block-tokens`: what a trace's hash id stands for.
   std::optional<uint64_t> traceBlockTokens;
@@ -104,25 +103,13 @@ const char *const TrainingFlags[] = {"--global-batch",
 /// What --emit-top and --verify-top need.
 std::optional<std::string> checkTraceFlags(const CLI::App &app,
                                            ServeSearchFlags &flags) {
-  if (flags.verifyTop) {
-    if (flags.astraSim.empty())
-      return std::string("--verify-top needs --astra-sim PATH (the ASTRA-sim "
-                         "binary, or a directory with its bin/)");
-    llvm::Expected<std::string> binary = findAstraSim(flags.astraSim);
-    if (!binary)
-      return llvm::toString(binary.takeError());
-    flags.astraSim = *binary;
-    flags.emitTop = std::max(flags.emitTop, flags.verifyTop);
-  } else if (!flags.astraSim.empty()) {
-    return std::string("--astra-sim is for --verify-top K");
-  }
-  if (flags.emitTop && flags.outputDir.empty())
-    return std::string(flags.verifyTop ? "--verify-top" : "--emit-top") +
-           " needs -o DIR (the windows' traces go there)";
-  if (app.count("--window") && !flags.emitTop)
+  if (std::optional<std::string> error =
+          checkTopFlags(flags.best, !flags.outputDir.empty()))
+    return error;
+  if (app.count("--window") && !flags.best.emitTop)
     return std::string("--window needs --emit-top K: it sizes the windows "
                        "written");
-  if (flags.emitTop && flags.search.engine.speculation.draftTokens)
+  if (flags.best.emitTop && flags.search.engine.speculation.draftTokens)
     return std::string("--emit-top: the serving window's traces run plain "
                        "decode steps; speculative decoding is estimated "
                        "only");
@@ -325,29 +312,10 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
       ->check(wholeNumber(0, 1024))
       ->group(output);
   app.add_flag("-q,--quiet", flags.quiet, "no progress bar")->group(output);
-  app.add_option("--emit-top", flags.emitTop,
-                 "write a window of each of the best K runs as traces, with "
-                 "ASTRA-sim's configs, into -o/rank-K/, as stagec -o writes "
-                 "the run")
-      ->check(wholeNumber(0, 100))
-      ->group(output);
+  addTopFlags(app, flags.best, "window", output);
   app.add_option("--window", flags.window,
                  "iterations of each window --emit-top writes (default 8)")
       ->check(wholeNumber(1, MaxWindowIterations))
-      ->group(output);
-  app.add_option("--verify-top", flags.verifyTop,
-                 "also run the best K runs' windows through ASTRA-sim "
-                 "(--astra-sim) and print its time beside stagec's; "
-                 "-o/verify.json")
-      ->check(wholeNumber(0, 100))
-      ->group(output);
-  app.add_option("--astra-sim", flags.astraSim,
-                 "the ASTRA-sim analytical binary, or a directory with "
-                 "bin/AstraSim_Analytical_Congestion_Unaware")
-      ->group(output);
-  app.add_option("--astra-sim-timeout", flags.astraSimTimeout,
-                 "seconds ASTRA-sim may take on one window (default 1800)")
-      ->check(wholeNumber(1, 86400))
       ->group(output);
   addVersionFlag(app, "stage-search");
   if (std::optional<int> status =
@@ -540,19 +508,20 @@ int stg::runServeSearch(int argc, char **argv) {
       return fail(llvm::toString(std::move(err)));
     }
   std::vector<EmittedPlan> emitted;
-  if (flags.emitTop)
+  if (flags.best.emitTop)
     if (llvm::Error err =
-            emitTopWindows(*table, search, *system, flags.emitTop, flags.window,
-                           (*output)->getPath(), (*output)->getTarget(),
-                           &interrupted, emitted)) {
+            emitTopWindows(*table, search, *system, flags.best.emitTop,
+                           flags.window, (*output)->getPath(),
+                           (*output)->getTarget(), &interrupted, emitted)) {
       (*output)->discard();
       return fail(llvm::toString(std::move(err)));
     }
-  if (flags.verifyTop && !interrupted)
-    if (llvm::Error err = verifyTopWindows(
-            llvm::ArrayRef<EmittedPlan>(emitted).take_front(flags.verifyTop),
-            flags.astraSim, (*output)->getPath(), flags.astraSimTimeout,
-            llvm::outs())) {
+  if (flags.best.verifyTop && !interrupted)
+    if (llvm::Error err =
+            verifyTopWindows(llvm::ArrayRef<EmittedPlan>(emitted).take_front(
+                                 flags.best.verifyTop),
+                             flags.best.astraSim, (*output)->getPath(),
+                             flags.best.astraSimTimeout, llvm::outs())) {
       (*output)->discard();
       return fail(llvm::toString(std::move(err)));
     }

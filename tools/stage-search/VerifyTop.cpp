@@ -10,6 +10,8 @@
 
 #include "VerifyTop.h"
 
+#include "CommandLine.h"
+
 #include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/OutputDirectory.h"
 
@@ -28,6 +30,69 @@
 #include <set>
 
 using namespace stg;
+
+void stg::addTopFlags(CLI::App &app, TopFlags &flags, llvm::StringRef what,
+                      const char *group) {
+  std::string which = what == "window" ? "runs' windows" : "plans' traces";
+  app.add_option("--emit-top", flags.emitTop,
+                 "write the " + what.str() +
+                     " and ASTRA-sim configs of each "
+                     "of the best K into -o/rank-K/, as stagec -o writes it")
+      ->check(wholeNumber(0, 100))
+      ->group(group);
+  app.add_option("--verify-top", flags.verifyTop,
+                 "also run the best K " + which +
+                     " through ASTRA-sim "
+                     "(--astra-sim) and print its time beside stagec's; "
+                     "-o/verify.json")
+      ->check(wholeNumber(0, 100))
+      ->group(group);
+  app.add_option("--astra-sim", flags.astraSim,
+                 "the ASTRA-sim analytical binary, or a directory with "
+                 "bin/AstraSim_Analytical_Congestion_Unaware")
+      ->group(group);
+  app.add_option("--astra-sim-timeout", flags.astraSimTimeout,
+                 "seconds ASTRA-sim may take on one of them (default 1800)")
+      ->check(wholeNumber(1, 86400))
+      ->group(group);
+}
+
+std::optional<std::string> stg::checkTopFlags(TopFlags &flags, bool hasOutput) {
+  if (flags.verifyTop) {
+    if (flags.astraSim.empty())
+      return std::string("--verify-top needs --astra-sim PATH (the ASTRA-sim "
+                         "binary, or a directory with its bin/)");
+    llvm::Expected<std::string> binary = findAstraSim(flags.astraSim);
+    if (!binary)
+      return llvm::toString(binary.takeError());
+    flags.astraSim = *binary;
+    if (!hasOutput)
+      return std::string("--verify-top needs -o DIR (the traces it simulates "
+                         "go there)");
+    flags.emitTop = std::max(flags.emitTop, flags.verifyTop);
+  } else if (!flags.astraSim.empty()) {
+    return std::string("--astra-sim is for --verify-top K");
+  }
+  if (flags.emitTop && !hasOutput)
+    return std::string("--emit-top needs -o DIR (the traces go there)");
+  return std::nullopt;
+}
+
+llvm::Error stg::createRankDirectory(llvm::StringRef directory,
+                                     llvm::StringRef target, unsigned rank,
+                                     std::string &path, std::string &shown) {
+  std::string name = "rank-" + std::to_string(rank);
+  llvm::SmallString<256> written(directory), named(target);
+  llvm::sys::path::append(written, name);
+  llvm::sys::path::append(named, name);
+  if (std::error_code ec = llvm::sys::fs::make_absolute(written))
+    return llvm::createStringError(ec, "cannot resolve %s", written.c_str());
+  if (std::error_code ec = llvm::sys::fs::create_directory(written))
+    return llvm::createStringError(ec, "cannot create %s", written.c_str());
+  path = std::string(written);
+  shown = std::string(named);
+  return llvm::Error::success();
+}
 
 llvm::Expected<std::string> stg::findAstraSim(llvm::StringRef path) {
   llvm::SmallString<256> binary(path);

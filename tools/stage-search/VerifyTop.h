@@ -16,11 +16,38 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace stg {
+
+/// `--emit-top K`, `--verify-top K`, `--astra-sim PATH`,
+/// `--astra-sim-timeout S`: the best of a search written into -o, and run
+/// through ASTRA-sim.
+struct TopFlags {
+  unsigned emitTop = 0;
+  unsigned verifyTop = 0, astraSimTimeout = 1800;
+  std::string astraSim;
+};
+
+/// Declares the flags in `group`; `what` names what is written of each of
+/// the best K: "traces" or "window".
+void addTopFlags(CLI::App &app, TopFlags &flags, llvm::StringRef what,
+                 const char *group);
+
+/// The first problem of the flags, with -o given or not; resolves
+/// --astra-sim to the binary, and --verify-top K implies --emit-top K.
+std::optional<std::string> checkTopFlags(TopFlags &flags, bool hasOutput);
+
+/// Creates DIR/rank-K for the K-th best: where to write it (absolute) and
+/// where to say it is (under the output directory's target).
+llvm::Error createRankDirectory(llvm::StringRef directory,
+                                llvm::StringRef target, unsigned rank,
+                                std::string &path, std::string &shown);
 
 /// One plan's trace set, as --emit-top wrote it.
 struct EmittedPlan {

@@ -26,8 +26,6 @@
 #include "stg/Support/Version.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/Threading.h"
@@ -75,10 +73,8 @@ struct SearchOptions {
   std::vector<std::string> tpPlacement{"node", "outer"};
   std::string pipelineSplit = "auto";
   bool noFSDP = false;
-  unsigned top = 10, jobs = 0, emitTop = 0;
-  /// --verify-top: the best plans to run through ASTRA-sim (--astra-sim).
-  unsigned verifyTop = 0, astraSimTimeout = 1800;
-  std::string astraSim;
+  unsigned top = 10, jobs = 0;
+  TopFlags best;
   std::string shard, outputDir;
   bool quiet = false;
   /// --prune-bounds: skip the plans whose bounds rule them out.
@@ -260,25 +256,7 @@ static std::optional<int> parseOptions(int argc, char **argv,
   app.add_option("-o", options.outputDir,
                  "write plans.json, plans.csv (and --emit-top traces) here")
       ->group(output);
-  app.add_option("--emit-top", options.emitTop,
-                 "write the traces and ASTRA-sim configs of the best K plans "
-                 "into -o/rank-K/")
-      ->check(wholeNumber(0, 100))
-      ->group(output);
-  app.add_option("--verify-top", options.verifyTop,
-                 "also run the best K plans' traces through ASTRA-sim "
-                 "(--astra-sim) and print its step beside stagec's; "
-                 "-o/verify.json")
-      ->check(wholeNumber(0, 100))
-      ->group(output);
-  app.add_option("--astra-sim", options.astraSim,
-                 "the ASTRA-sim analytical binary, or a directory with "
-                 "bin/AstraSim_Analytical_Congestion_Unaware")
-      ->group(output);
-  app.add_option("--astra-sim-timeout", options.astraSimTimeout,
-                 "seconds ASTRA-sim may take on one plan (default 1800)")
-      ->check(wholeNumber(1, 86400))
-      ->group(output);
+  addTopFlags(app, options.best, "traces", output);
   app.add_option("--shard", options.shard,
                  "evaluate slice I of N (0-based), for a batch job array")
       ->group(output);
@@ -333,27 +311,13 @@ static std::optional<int> parseOptions(int argc, char **argv,
       return fail("--shard expects I/N with 0 <= I < N <= 1000000, found '" +
                   options.shard + "'");
   }
-  if (options.verifyTop) {
-    if (options.astraSim.empty())
-      return fail("--verify-top needs --astra-sim PATH (the ASTRA-sim "
-                  "binary, or a directory with its bin/)");
-    llvm::Expected<std::string> binary = findAstraSim(options.astraSim);
-    if (!binary)
-      return fail(llvm::toString(binary.takeError()));
-    options.astraSim = *binary;
-    if (options.outputDir.empty())
-      return fail("--verify-top needs -o DIR (the traces it simulates go "
-                  "there)");
-    if (options.shardCount > 1)
-      return fail("--verify-top ranks the whole search: run it on the "
-                  "merge's best plans, not on a shard");
-    options.emitTop = std::max(options.emitTop, options.verifyTop);
-  } else if (!options.astraSim.empty()) {
-    return fail("--astra-sim is for --verify-top K");
-  }
-  if (options.emitTop && options.outputDir.empty())
-    return fail("--emit-top needs -o DIR");
-  if (options.emitTop && options.shardCount > 1)
+  if (std::optional<std::string> error =
+          checkTopFlags(options.best, !options.outputDir.empty()))
+    return fail(*error);
+  if (options.best.verifyTop && options.shardCount > 1)
+    return fail("--verify-top ranks the whole search: run it on the "
+                "merge's best plans, not on a shard");
+  if (options.best.emitTop && options.shardCount > 1)
     return fail("--emit-top ranks the whole search: run it on the merge's "
                 "best plans, not on a shard");
   return std::nullopt;
@@ -396,14 +360,10 @@ static llvm::Error emitTopPlans(const SearchTable &table,
       return llvm::createStringError(std::errc::invalid_argument, "%s",
                                      os.str().c_str());
     applyDeviceModel(compiled->programs, system.device, nullptr);
-    std::string name = "rank-" + std::to_string(result.rank);
-    llvm::SmallString<256> path(directory), shown(target);
-    llvm::sys::path::append(path, name);
-    llvm::sys::path::append(shown, name);
-    if (std::error_code ec = llvm::sys::fs::make_absolute(path))
-      return llvm::createStringError(ec, "cannot resolve %s", path.c_str());
-    if (std::error_code ec = llvm::sys::fs::create_directory(path))
-      return llvm::createStringError(ec, "cannot create %s", path.c_str());
+    std::string path, shown;
+    if (llvm::Error err =
+            createRankDirectory(directory, target, result.rank, path, shown))
+      return err;
     const ProgramSet &programs = compiled->programs;
     EmitOptions emitOptions;
     emitOptions.prefix = compiled->module->getModel()->getName().str();
@@ -435,7 +395,7 @@ static llvm::Error emitTopPlans(const SearchTable &table,
     if (llvm::Error err = writeTraceSet(path, programs, groups, emitOptions,
                                         std::move(manifest)))
       return err;
-    emitted.push_back({result.rank, result.plan.getLabel(), std::string(path),
+    emitted.push_back({result.rank, result.plan.getLabel(), path,
                        emitOptions.prefix, programs.mesh.getNumRanks(),
                        estimate->stepMicros});
   }
@@ -474,16 +434,16 @@ static int writeOutputs(const SearchTable &table, const SearchOptions &options,
     return discard(llvm::createStringError(std::errc::io_error, "%s",
                                            csvFailure->c_str()));
   std::vector<EmittedPlan> emitted;
-  if (options.emitTop && evaluator)
+  if (options.best.emitTop && evaluator)
     if (llvm::Error err =
             emitTopPlans(table, *evaluator, *system, (*output)->getPath(),
-                         (*output)->getTarget(), options.emitTop, emitted))
+                         (*output)->getTarget(), options.best.emitTop, emitted))
       return discard(std::move(err));
-  if (options.verifyTop && !interrupted) {
+  if (options.best.verifyTop && !interrupted) {
     llvm::ArrayRef<EmittedPlan> best(emitted);
     if (llvm::Error err = verifyTopPlans(
-            best.take_front(options.verifyTop), options.astraSim,
-            (*output)->getPath(), options.astraSimTimeout, llvm::outs()))
+            best.take_front(options.best.verifyTop), options.best.astraSim,
+            (*output)->getPath(), options.best.astraSimTimeout, llvm::outs()))
       return discard(std::move(err));
   }
   if (interrupted)
@@ -667,7 +627,7 @@ int main(int argc, char **argv) {
     pruning.accounting = options.compile.memoryAccounting;
     pruning.system = *system;
     pruning.batchSize = options.pruneBatch;
-    pruning.keep = std::max({1u, options.top, options.emitTop});
+    pruning.keep = std::max({1u, options.top, options.best.emitTop});
     pruning.boundTimer = timer(&PhaseTimers::bounding);
     pruning.evaluationTimer = timer(&PhaseTimers::evaluate);
     llvm::Expected<BoundedResults> bounded = evaluatePlansWithinBounds(
