@@ -91,6 +91,10 @@ public:
   std::optional<Sample> prefill(uint64_t tokens, bool overlapped = false);
   std::optional<Sample> decode(uint64_t sequences, uint64_t context);
 
+  /// The mesh the samples compiled to, and its pipeline axis.
+  Mesh mesh;
+  int pipelineAxis = -1;
+
 private:
   std::optional<Sample> run(CompileOptions options, const llvm::Twine &what);
 
@@ -129,6 +133,8 @@ std::optional<Sample> Sampler::run(CompileOptions options,
     diags.note({}, "while pricing the serving engine's " + what);
     return std::nullopt;
   }
+  mesh = compiled->programs.mesh;
+  pipelineAxis = compiled->programs.pipelineAxis;
   applyDeviceModel(compiled->programs, system.device, nullptr);
   llvm::Expected<StepEstimate> estimate =
       estimateStep(compiled->programs, system);
@@ -274,6 +280,8 @@ IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
     double usable = limits.memoryFraction * memory;
     model.kvBudget = usable - double(model.weightBytes) - double(activations);
   }
+  model.mesh = sampler.mesh;
+  model.pipelineAxis = sampler.pipelineAxis;
   return model;
 }
 

@@ -46,7 +46,8 @@ llvm::Error makeError(const llvm::Twine &message) {
 /// would interleave the instances' stages.
 llvm::Error checkPipelineOutermost(InstanceMesh instance, unsigned side) {
   llvm::ArrayRef<Mesh::AxisInfo> axes = instance.mesh->getAxes();
-  for (unsigned axis = instance.pipelineAxis + 1; axis < axes.size(); ++axis)
+  for (unsigned axis = unsigned(instance.pipelineAxis) + 1; axis < axes.size();
+       ++axis)
     if (axes[axis].degree > 1)
       return makeError(llvm::Twine("the ") + InstanceNames[side] +
                        " instance's " + axes[axis].name +
@@ -60,6 +61,9 @@ llvm::Error checkPipelineOutermost(InstanceMesh instance, unsigned side) {
 llvm::Expected<PairMesh> stg::buildPairMesh(InstanceMesh prefill,
                                             InstanceMesh decode) {
   std::array<InstanceMesh, 2> instances = {prefill, decode};
+  if (prefill.pipelineAxis < 0 || decode.pipelineAxis < 0)
+    return makeError("a disaggregated window puts its instances on the "
+                     "pipeline axis: keep pp in --rank-order");
   PairMesh pair;
   uint64_t stages = 0;
   for (unsigned side = 0; side < 2; ++side) {
@@ -81,7 +85,7 @@ llvm::Expected<PairMesh> stg::buildPairMesh(InstanceMesh prefill,
                                      prefill.mesh->getAxes().end());
     axes[prefill.pipelineAxis].degree = unsigned(stages);
     pair.mesh = Mesh(std::move(axes));
-    pair.pipelineAxis = prefill.pipelineAxis;
+    pair.pipelineAxis = unsigned(prefill.pipelineAxis);
     for (std::vector<AxisMask> &axisMap : pair.axisMaps)
       for (unsigned axis = 0; axis < axisMap.size(); ++axis)
         axisMap[axis] = AxisMask(1) << axis;
@@ -96,7 +100,7 @@ llvm::Expected<PairMesh> stg::buildPairMesh(InstanceMesh prefill,
       return err;
     const Mesh &mesh = *instances[side].mesh;
     uint64_t product = 1;
-    for (unsigned axis = 0; axis < instances[side].pipelineAxis; ++axis) {
+    for (int axis = 0; axis < instances[side].pipelineAxis; ++axis) {
       uint64_t next = product * mesh.getDegree(axis);
       spans[side].push_back({product, next});
       bounds.push_back(next);

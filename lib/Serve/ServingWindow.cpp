@@ -250,14 +250,9 @@ stg::buildServingWindow(const ServingWindowPlan &plan,
   }
   std::optional<PairMesh> pair;
   if (decodeModel) {
-    if (model.pipelineAxis < 0 || decodeModel->pipelineAxis < 0) {
-      diags.error({}, "a disaggregated window puts its instances on the "
-                      "pipeline axis: keep pp in --rank-order");
-      return std::nullopt;
-    }
-    llvm::Expected<PairMesh> built = buildPairMesh(
-        {&model.mesh, unsigned(model.pipelineAxis)},
-        {&decodeModel->mesh, unsigned(decodeModel->pipelineAxis)});
+    llvm::Expected<PairMesh> built =
+        buildPairMesh({&model.mesh, model.pipelineAxis},
+                      {&decodeModel->mesh, decodeModel->pipelineAxis});
     if (!built) {
       diags.error({}, llvm::toString(built.takeError()));
       return std::nullopt;

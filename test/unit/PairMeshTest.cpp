@@ -78,4 +78,10 @@ TEST(PairMeshTest, RefusesAPipelineAxisInsideTheOthers) {
   ASSERT_FALSE(bool(pair));
   EXPECT_NE(llvm::toString(pair.takeError()).find("pp last in --rank-order"),
             std::string::npos);
+  // A mesh without a pipeline axis has no stages to add.
+  Mesh flat({{"tp", 4}});
+  pair = buildPairMesh({&flat, -1}, {&decode, 4});
+  ASSERT_FALSE(bool(pair));
+  EXPECT_NE(llvm::toString(pair.takeError()).find("keep pp in --rank-order"),
+            std::string::npos);
 }

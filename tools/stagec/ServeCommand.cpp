@@ -501,6 +501,19 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
       return 1;
   }
   setDeploymentLinks(deployment, *system);
+  // A window's two instances share one mesh: whether they can, before the
+  // run.
+  if (!options.outputDir.empty() && deployment.prefill) {
+    const IterationCostModel &prefill = *deployment.prefill->cost;
+    const IterationCostModel &decode = *deployment.decode.cost;
+    llvm::Expected<PairMesh> pair =
+        buildPairMesh({&prefill.mesh, prefill.pipelineAxis},
+                      {&decode.mesh, decode.pipelineAxis});
+    if (!pair) {
+      diags.error({}, "-o: " + llvm::toString(pair.takeError()));
+      return 1;
+    }
+  }
 
   std::optional<ServingResult> result =
       simulateServing(deployment, settings, workload, diags);

@@ -121,6 +121,10 @@ struct IterationCostModel {
   unsigned replicas = 1, stages = 1, gpus = 1;
   /// The model's layers (a draft's share of them prices it).
   unsigned layers = 1;
+  /// The instance's mesh as its programs have it, and its pipeline axis
+  /// (-1: none): what a window's pair of instances shares (PairMesh.h).
+  Mesh mesh;
+  int pipelineAxis = -1;
 };
 
 } // namespace stg

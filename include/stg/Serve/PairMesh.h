@@ -29,10 +29,11 @@
 
 namespace stg {
 
-/// One instance's mesh and the axis whose coordinate is its stage.
+/// One instance's mesh and the axis whose coordinate is its stage (-1:
+/// none, which a pair refuses).
 struct InstanceMesh {
   const Mesh *mesh = nullptr;
-  unsigned pipelineAxis = 0;
+  int pipelineAxis = -1;
 };
 
 struct PairMesh {
