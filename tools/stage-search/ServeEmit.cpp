@@ -30,10 +30,13 @@ static std::string describeRun(const DeploymentTable &table,
   return label + " at " + formatShortest(*run.requestRate) + " requests/s";
 }
 
-static llvm::Error fail(const DeploymentRun &run, llvm::StringRef message) {
+/// What the diagnostics said, without their first prefix.
+static llvm::Error fail(const DeploymentRun &run, llvm::StringRef printed) {
+  printed = printed.trim();
+  printed.consume_front("stage-search: error: ");
   return llvm::createStringError(std::errc::invalid_argument,
                                  "--emit-top: rank %u's window: %s", run.rank,
-                                 message.str().c_str());
+                                 printed.str().c_str());
 }
 
 llvm::Error stg::emitTopWindows(const DeploymentTable &table,
