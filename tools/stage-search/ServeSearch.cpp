@@ -47,6 +47,11 @@ static const char *const Examples = R"(Examples:
   stage-search templates/mixtral-8x7b.stg --serve --gpus 16 \
       --system dgx-h100 --isl 2048 --osl 256 --request-rate 5,10,20 \
       --precision bf16,fp8 --deployments aggregated
+  stage-search templates/llama3-8b.stg --serve --gpus 8 --system dgx-h100 \
+      --isl 512 --osl 64 --concurrency 16,64 --verify-top 3 \
+      --astra-sim ../shared/astra-sim -o best/
+      the best three runs' windows as traces in best/rank-1 .. rank-3, each
+      run through ASTRA-sim beside stagec's estimate
 
 Then draw the front: stage-plot serving serving/deployments.json)";
 
