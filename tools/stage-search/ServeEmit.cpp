@@ -115,10 +115,16 @@ llvm::Error stg::verifyTopWindows(llvm::ArrayRef<EmittedPlan> windows,
                                   llvm::StringRef directory,
                                   unsigned timeoutSeconds,
                                   llvm::raw_ostream &os) {
-  os << "\nthe best " << windows.size() << " runs' windows on ASTRA-sim ("
-     << simulator
-     << "):\n rank  stagec window  ASTRA-sim window  stagec/ASTRA-sim  "
-        "ranks  run\n";
+  if (windows.empty())
+    os << "\nno run meets the SLOs: no window to run through ASTRA-sim\n";
+  else
+    os << "\nthe best "
+       << (windows.size() == 1
+               ? std::string("run's window")
+               : std::to_string(windows.size()) + " runs' windows")
+       << " on ASTRA-sim (" << simulator
+       << "):\n rank  stagec window  ASTRA-sim window  stagec/ASTRA-sim  "
+          "ranks  run\n";
   llvm::json::Array rows;
   for (const EmittedPlan &window : windows) {
     llvm::Expected<uint64_t> nanos =
