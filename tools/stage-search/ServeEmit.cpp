@@ -8,14 +8,12 @@
 
 #include "ServeEmit.h"
 
-#include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/Manifest.h"
 #include "stg/Emit/OutputDirectory.h"
 #include "stg/Emit/TraceEmitter.h"
 #include "stg/Perf/StepEstimate.h"
 #include "stg/Serve/DeploymentReplay.h"
 #include "stg/Serve/ServingWindow.h"
-#include "stg/Support/Version.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -73,39 +71,25 @@ llvm::Error stg::emitTopWindows(const DeploymentTable &table,
     if (!estimate)
       return estimate.takeError();
 
-    std::string path, shown;
-    if (llvm::Error err =
-            createRankDirectory(directory, target, run.rank, path, shown))
-      return err;
     EmitOptions emitOptions;
     emitOptions.prefix = window->module->getModel()->getName().str();
     emitOptions.cancel = cancel;
-    if (llvm::Error err = checkDiskSpace(
-            directory, estimateTraceBytes(programs, emitOptions),
-            "emit fewer windows (--emit-top), use a smaller --window or "
-            "choose another -o"))
-      return err;
-    ManifestInputs inputs;
-    inputs.input = options.base.input;
-    inputs.prefix = emitOptions.prefix;
-    inputs.toolVersion = getToolVersion().str();
-    inputs.commGroupsFile = emitOptions.prefix + ".json";
-    inputs.options = {{"deployment", describeRun(table, run)},
-                      {"stagec", getStagecFlags(table, run, options)},
-                      {"window", std::to_string(iterations)}};
+    ManifestInputs inputs =
+        getEmittedInputs(options.base.input, emitOptions.prefix,
+                         {{"deployment", describeRun(table, run)},
+                          {"stagec", getStagecFlags(table, run, options)},
+                          {"window", std::to_string(iterations)}});
     llvm::json::Value manifest =
         buildWindowManifest(*window, replay->result, system, inputs, *estimate);
-    if (llvm::Error err =
-            writeAstraSetup(path, shown, system, programs.mesh.getNumRanks(),
-                            emitOptions.prefix, *manifest.getAsObject()))
+    if (llvm::Error err = writeEmittedSet(
+            directory, target,
+            {run.rank, describeRun(table, run), "", "", 0,
+             estimate->stepMicros},
+            programs, system, emitOptions, std::move(manifest),
+            "emit fewer windows (--emit-top), use a smaller --window or "
+            "choose another -o",
+            emitted))
       return err;
-    CommGroups groups(programs.mesh, programs.getUsedMasks());
-    if (llvm::Error err = writeTraceSet(path, programs, groups, emitOptions,
-                                        std::move(manifest)))
-      return err;
-    emitted.push_back({run.rank, describeRun(table, run), path,
-                       emitOptions.prefix, programs.mesh.getNumRanks(),
-                       estimate->stepMicros});
   }
   return llvm::Error::success();
 }

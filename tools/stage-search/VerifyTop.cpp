@@ -14,6 +14,7 @@
 
 #include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/OutputDirectory.h"
+#include "stg/Support/Version.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
@@ -78,9 +79,11 @@ std::optional<std::string> stg::checkTopFlags(TopFlags &flags, bool hasOutput) {
   return std::nullopt;
 }
 
-llvm::Error stg::createRankDirectory(llvm::StringRef directory,
-                                     llvm::StringRef target, unsigned rank,
-                                     std::string &path, std::string &shown) {
+/// Creates DIR/rank-K for the K-th best: where to write it (absolute) and
+/// where to say it is (under the output directory's target).
+static llvm::Error createRankDirectory(llvm::StringRef directory,
+                                       llvm::StringRef target, unsigned rank,
+                                       std::string &path, std::string &shown) {
   std::string name = "rank-" + std::to_string(rank);
   llvm::SmallString<256> written(directory), named(target);
   llvm::sys::path::append(written, name);
@@ -91,6 +94,46 @@ llvm::Error stg::createRankDirectory(llvm::StringRef directory,
     return llvm::createStringError(ec, "cannot create %s", written.c_str());
   path = std::string(written);
   shown = std::string(named);
+  return llvm::Error::success();
+}
+
+ManifestInputs stg::getEmittedInputs(
+    llvm::StringRef input, llvm::StringRef prefix,
+    std::vector<std::pair<std::string, std::string>> options) {
+  ManifestInputs inputs;
+  inputs.input = input.str();
+  inputs.prefix = prefix.str();
+  inputs.toolVersion = getToolVersion().str();
+  inputs.commGroupsFile = prefix.str() + ".json";
+  inputs.options = std::move(options);
+  return inputs;
+}
+
+llvm::Error
+stg::writeEmittedSet(llvm::StringRef directory, llvm::StringRef target,
+                     EmittedPlan plan, const ProgramSet &programs,
+                     const SystemSpec &system, const EmitOptions &emitOptions,
+                     llvm::json::Value manifest, llvm::StringRef diskHint,
+                     std::vector<EmittedPlan> &emitted) {
+  std::string path, shown;
+  if (llvm::Error err =
+          createRankDirectory(directory, target, plan.rank, path, shown))
+    return err;
+  if (llvm::Error err = checkDiskSpace(
+          directory, estimateTraceBytes(programs, emitOptions), diskHint))
+    return err;
+  if (llvm::Error err =
+          writeAstraSetup(path, shown, system, programs.mesh.getNumRanks(),
+                          emitOptions.prefix, *manifest.getAsObject()))
+    return err;
+  CommGroups groups(programs.mesh, programs.getUsedMasks());
+  if (llvm::Error err = writeTraceSet(path, programs, groups, emitOptions,
+                                      std::move(manifest)))
+    return err;
+  plan.directory = path;
+  plan.prefix = emitOptions.prefix;
+  plan.ranks = programs.mesh.getNumRanks();
+  emitted.push_back(std::move(plan));
   return llvm::Error::success();
 }
 

@@ -1,5 +1,8 @@
-//===- VerifyTop.h - The best plans, simulated by ASTRA-sim -------*- C++ -*-===//
+//===- VerifyTop.h - The best plans, written and simulated -------*- C++
+//-*-===//
 //
+// `stage-search --emit-top K`: the best K plans' (or serving runs'
+// windows') trace sets, each written as stagec -o writes one.
 // `stage-search --verify-top K --astra-sim PATH`: the best K plans' trace
 // sets (as --emit-top writes them, with the ASTRA-sim configs stagec
 // writes) run through ASTRA-sim's analytical backend, one after another;
@@ -12,8 +15,13 @@
 #ifndef STG_TOOLS_STAGE_SEARCH_VERIFYTOP_H
 #define STG_TOOLS_STAGE_SEARCH_VERIFYTOP_H
 
+#include "stg/Emit/Manifest.h"
+#include "stg/Emit/TraceEmitter.h"
+#include "stg/Perf/System.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <CLI/CLI.hpp>
@@ -43,13 +51,7 @@ void addTopFlags(CLI::App &app, TopFlags &flags, llvm::StringRef what,
 /// --astra-sim to the binary, and --verify-top K implies --emit-top K.
 std::optional<std::string> checkTopFlags(TopFlags &flags, bool hasOutput);
 
-/// Creates DIR/rank-K for the K-th best: where to write it (absolute) and
-/// where to say it is (under the output directory's target).
-llvm::Error createRankDirectory(llvm::StringRef directory,
-                                llvm::StringRef target, unsigned rank,
-                                std::string &path, std::string &shown);
-
-/// One plan's trace set, as --emit-top wrote it.
+/// One plan's (or run's window's) trace set, as --emit-top wrote it.
 struct EmittedPlan {
   unsigned rank = 0;      ///< Its rank in the search.
   std::string label;      ///< The plan, as plans.csv names it.
@@ -58,6 +60,25 @@ struct EmittedPlan {
   unsigned ranks = 0;     ///< The trace set's ranks.
   double stepMicros = 0;  ///< stagec's estimate.
 };
+
+/// The manifest's inputs of a trace set --emit-top writes: the model
+/// `input`, files named `prefix`, and `options` saying what the set is.
+ManifestInputs
+getEmittedInputs(llvm::StringRef input, llvm::StringRef prefix,
+                 std::vector<std::pair<std::string, std::string>> options);
+
+/// Writes `programs` into DIR/rank-K (`plan.rank`; `directory` shown as
+/// `target`), as stagec -o writes a trace set: ASTRA-sim's configs (said in
+/// `manifest`), the comm groups, the traces and `manifest`; refuses first
+/// if the disk has no room (`diskHint` says what to do). Appends `plan`,
+/// its directory, prefix and ranks filled in, to `emitted`.
+llvm::Error writeEmittedSet(llvm::StringRef directory, llvm::StringRef target,
+                            EmittedPlan plan, const ProgramSet &programs,
+                            const SystemSpec &system,
+                            const EmitOptions &emitOptions,
+                            llvm::json::Value manifest,
+                            llvm::StringRef diskHint,
+                            std::vector<EmittedPlan> &emitted);
 
 /// The ASTRA-sim binary `path` names: the binary itself, or a directory
 /// that holds `bin/AstraSim_Analytical_Congestion_Unaware` (as

@@ -14,7 +14,6 @@
 #include "ServeSearch.h"
 #include "VerifyTop.h"
 
-#include "stg/Emit/AstraConfig.h"
 #include "stg/Emit/Manifest.h"
 #include "stg/Emit/OutputDirectory.h"
 #include "stg/Emit/TraceEmitter.h"
@@ -360,44 +359,27 @@ static llvm::Error emitTopPlans(const SearchTable &table,
       return llvm::createStringError(std::errc::invalid_argument, "%s",
                                      os.str().c_str());
     applyDeviceModel(compiled->programs, system.device, nullptr);
-    std::string path, shown;
-    if (llvm::Error err =
-            createRankDirectory(directory, target, result.rank, path, shown))
-      return err;
     const ProgramSet &programs = compiled->programs;
     EmitOptions emitOptions;
     emitOptions.prefix = compiled->module->getModel()->getName().str();
     emitOptions.cancel = &interrupted;
-    if (llvm::Error err = checkDiskSpace(
-            directory, estimateTraceBytes(programs, emitOptions),
-            "emit fewer plans (--emit-top) or choose another -o"))
-      return err;
-    ManifestInputs inputs;
-    inputs.input = options.input;
-    inputs.prefix = emitOptions.prefix;
-    inputs.toolVersion = getToolVersion().str();
-    inputs.commGroupsFile = emitOptions.prefix + ".json";
-    inputs.options = {{"plan", result.plan.getLabel()},
-                      {"rank_order", options.rankOrder},
-                      {"system", table.header.system}};
+    ManifestInputs inputs = getEmittedInputs(options.input, emitOptions.prefix,
+                                             {{"plan", result.plan.getLabel()},
+                                              {"rank_order", options.rankOrder},
+                                              {"system", table.header.system}});
     llvm::Expected<StepEstimate> estimate = estimateStep(programs, system);
     if (!estimate)
       return estimate.takeError();
     llvm::json::Value manifest = buildManifest(
         *compiled->module, programs, summarize(programs), inputs, &*estimate);
-    llvm::json::Object &fields = *manifest.getAsObject();
-    fields["system"] = describeSystem(system);
-    if (llvm::Error err =
-            writeAstraSetup(path, shown, system, programs.mesh.getNumRanks(),
-                            emitOptions.prefix, fields))
+    (*manifest.getAsObject())["system"] = describeSystem(system);
+    if (llvm::Error err = writeEmittedSet(
+            directory, target,
+            {result.rank, result.plan.getLabel(), "", "", 0,
+             estimate->stepMicros},
+            programs, system, emitOptions, std::move(manifest),
+            "emit fewer plans (--emit-top) or choose another -o", emitted))
       return err;
-    CommGroups groups(programs.mesh, programs.getUsedMasks());
-    if (llvm::Error err = writeTraceSet(path, programs, groups, emitOptions,
-                                        std::move(manifest)))
-      return err;
-    emitted.push_back({result.rank, result.plan.getLabel(), path,
-                       emitOptions.prefix, programs.mesh.getNumRanks(),
-                       estimate->stepMicros});
   }
   return llvm::Error::success();
 }
