@@ -67,6 +67,18 @@ std::optional<CollectiveKind> getCommType(OpKind kind) {
 
 } // namespace
 
+bool StageBuilder::isExpertExchange(const Op &op) const {
+  return op.getInfo().has(Collective) &&
+         getCommType(op.getKind()) == CollectiveKind::AllToAll &&
+         isOverExpertAxis(op) && getGroupMask(op);
+}
+
+bool StageBuilder::stagesByExpertExchanges() const {
+  int axis = shared.mesh.findAxis(shared.options.expertAxis);
+  return !shared.training && axis >= 0 && shared.mesh.getDegree(axis) > 1 &&
+         shared.options.expertExchange != ExpertExchange::LowLatency;
+}
+
 std::string StageBuilder::getInstanceName(const Op &op,
                                           llvm::StringRef valueName, int layer,
                                           int microbatch) const {

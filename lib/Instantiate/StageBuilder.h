@@ -131,8 +131,26 @@ private:
   /// beside the other's compute (the compute stream takes the lowest ready
   /// id). DualPipe arranges its chunks so, the backward leading: the
   /// backward's combine beside the forward's attention, the forward's
-  /// dispatch beside the backward's experts, and so on.
+  /// dispatch beside the backward's experts, and so on. Two forwards whose
+  /// expert exchanges run on a communication stream are cut as SGLang's
+  /// prefill strategy cuts them (stagesByExpertExchanges), and each of
+  /// their streams runs in the order the turns issue it (orderStreams).
   void buildOverlappedSteps(ScheduleStep leading, ScheduleStep trailing);
+  /// Whether two overlapped forwards take turns at their expert exchanges
+  /// alone, as SGLang's two-batch overlap runs a prefill with DeepEP's
+  /// normal kernels (`_compute_moe_deepseek_blog_prefill`): a turn ends
+  /// before a layer's dispatch and after its combine, so that one half's
+  /// dispatch, experts and combine run beside the other's attention, and
+  /// other collectives stay in their turn. Low-latency exchanges keep the
+  /// cut after every collective.
+  bool stagesByExpertExchanges() const;
+  /// Whether `op` is an all-to-all over the expert axis that makes a node.
+  bool isExpertExchange(const Op &op) const;
+  /// Makes each compute and each collective node from `begin` on wait for
+  /// the one before it of its kind: one host thread issues an engine's
+  /// overlapped halves into one compute stream and one communication
+  /// stream (DeepEP's buffer has one), each of which runs in that order.
+  void orderStreams(size_t begin);
   /// The repetitions of a repeat with a layer in `chunk` of this stage, in
   /// the order they run (a backward repeat's last first).
   llvm::SmallVector<unsigned, 16>

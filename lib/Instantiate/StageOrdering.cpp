@@ -4,7 +4,8 @@
 // replays a layer after the backward of the layer above, weight gathers
 // run at most a layer ahead, and a schedule step waits for the step before
 // it (through one barrier node, so that the boundary costs one edge per
-// node rather than exits x entries).
+// node rather than exits x entries), and an engine's overlapped halves run
+// each stream's kernels in the order its host thread issued them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,5 +88,27 @@ void StageBuilder::chainEntries(size_t begin, llvm::ArrayRef<uint32_t> exits) {
       if (!llvm::is_contained(node.dataDeps, exit) &&
           !llvm::is_contained(node.ctrlDeps, exit))
         node.ctrlDeps.push_back(exit);
+  }
+}
+
+void StageBuilder::orderStreams(size_t begin) {
+  // A CUDA stream runs its kernels in the order they were issued: a kernel
+  // that waits holds back those behind it. The replay's streams run their
+  // ready node with the lowest id, which is that order only where each
+  // node waits for the one before it on its stream.
+  std::optional<uint32_t> lastCompute, lastCollective;
+  for (size_t id = begin; id < nodes->size(); ++id) {
+    ProgramNode &node = (*nodes)[id];
+    std::optional<uint32_t> *last = nullptr;
+    if (node.kind == ProgramNodeKind::Compute)
+      last = &lastCompute;
+    else if (node.kind == ProgramNodeKind::Collective)
+      last = &lastCollective;
+    else
+      continue;
+    if (*last && !llvm::is_contained(node.dataDeps, **last) &&
+        !llvm::is_contained(node.ctrlDeps, **last))
+      node.ctrlDeps.push_back(**last);
+    *last = uint32_t(id);
   }
 }

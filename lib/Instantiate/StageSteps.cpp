@@ -56,15 +56,16 @@ void StageBuilder::buildStep(ScheduleStep step) {
 void StageBuilder::buildOverlappedSteps(ScheduleStep leading,
                                         ScheduleStep trailing) {
   // Each step's instances in the order buildStep builds them (no layer
-  // folds: instantiation unfolds such schedules), and where its turn
-  // stopped. A turn ends after a collective node.
+  // folds: instantiation unfolds such schedules), where its turn stopped
+  // and how many of its expert exchanges it built.
   struct Part {
     ScheduleStep step;
     std::vector<std::pair<const Op *, int>> instances;
     size_t next = 0;
+    unsigned exchanges = 0;
     LayerStarts starts;
   };
-  Part parts[2] = {{leading, {}, 0, {}}, {trailing, {}, 0, {}}};
+  Part parts[2] = {{leading, {}, 0, 0, {}}, {trailing, {}, 0, 0, {}}};
   for (Part &part : parts) {
     bool lastBackward = isLastBackward(part.step);
     for (const std::unique_ptr<Op> &op : shared.module.getModel()->getOps()) {
@@ -85,6 +86,7 @@ void StageBuilder::buildOverlappedSteps(ScheduleStep leading,
       }
     }
   }
+  bool stagedByExchanges = stagesByExpertExchanges();
   auto done = [](const Part &part) {
     return part.next == part.instances.size();
   };
@@ -93,12 +95,29 @@ void StageBuilder::buildOverlappedSteps(ScheduleStep leading,
     Part &part = parts[turn];
     // The bounds on prefetches and replays follow each step's own layers.
     std::swap(layerStarts, part.starts);
+    bool built = false;
     while (!done(part) && !failed) {
-      auto [op, layer] = part.instances[part.next++];
+      auto [op, layer] = part.instances[part.next];
       size_t before = nodes->size();
+      if (stagedByExchanges && isExpertExchange(*op)) {
+        // A forward's exchanges alternate: a layer's dispatch, its combine.
+        bool dispatch = part.exchanges % 2 == 0;
+        if (dispatch && built)
+          break;
+        ++part.next;
+        ++part.exchanges;
+        buildOp(*op, layer, int(part.step.microbatch));
+        if (!dispatch)
+          break;
+        built = true;
+        continue;
+      }
+      ++part.next;
       buildOp(*op, layer, int(part.step.microbatch));
+      built |= nodes->size() > before;
       // A collective over one rank makes no node and ends no turn.
-      if (llvm::any_of(llvm::drop_begin(*nodes, before),
+      if (!stagedByExchanges &&
+          llvm::any_of(llvm::drop_begin(*nodes, before),
                        [](const ProgramNode &node) {
                          return node.kind == ProgramNodeKind::Collective;
                        }))
@@ -106,6 +125,8 @@ void StageBuilder::buildOverlappedSteps(ScheduleStep leading,
     }
     std::swap(layerStarts, part.starts);
   }
+  if (!shared.training && !failed)
+    orderStreams(stepBegin);
 }
 
 void StageBuilder::findDeferredSync() {
