@@ -39,7 +39,10 @@ CASES = [
     # A lone prefill of this MoE differs as much (stagec 115.3 ms, ASTRA-sim
     # 125.9 ms): the window adds no gap of its own.
     ("ep4-tp2-moe", "mixtral-8x7b.stg", ["--tp", "2", "--ep", "4"], 0.10),
-    # Two-batch overlap: each iteration's two halves in turns.
+    # Two-batch overlap: each iteration's two halves in turns, the
+    # exchanges in the order SGLang issues them; one half's combine and the
+    # other's dispatch lie on the path, small all-to-alls that ASTRA-sim's
+    # ring takes longer over (0.925; docs/serving.md).
     ("ep8-tbo-moe", "mixtral-8x7b.stg", ["--ep", "8", "--two-batch-overlap"],
      0.10),
     # The pair fills one node: the caches cross NVLink.

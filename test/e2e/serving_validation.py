@@ -196,6 +196,32 @@ def system_flags(gpu):
     return ["--system", systems[gpu]] if gpu in systems else None
 
 
+def pool_case_of(row):
+    """A pool of SGLang's large expert-parallel deployment measured alone at
+    a fixed batch (its blog's profile), as stagec's flags for one step, the
+    report key of the step's time and the tokens a node that step moves; or
+    None. Its simulated rows (perfect EPLB, MTP) were not run."""
+    notes = row["notes"]
+    if row["source_id"] != "sglang-large-ep-2025-05" or "SIMULATED" in notes:
+        return None
+    flags = ["deepseek-v3.stg", "--system", "dgx-h100", "--precision", "fp8",
+             "--two-batch-overlap"]
+    if notes.startswith("Prefill pool only"):
+        # 16,384 tokens a GPU in prompts of 1K, 2K or 4K, two halves.
+        prompt = {"": 1024, "2000": 2048, "4096": 4096}[row["isl"]]
+        flags += ["--ep", "32", "--mode", "prefill", "--deepep-mode",
+                  "normal", "--set", f"MB={16384 // prompt // 2}",
+                  "--set", f"S={prompt}"]
+        return flags, 8 * 16384
+    if notes.startswith("Decode pool only"):
+        # 256 sequences a GPU at 2000 tokens of context; the experts over 64
+        # GPUs, as 256 experts do not split over 72.
+        flags += ["--ep", "64", "--mode", "decode", "--deepep-mode",
+                  "low-latency", "--set", "MB=128", "--context", row["isl"]]
+        return flags, 8 * 256
+    return None
+
+
 def case_of(row):
     """The stagec flags and the report key of a row, or None to skip it."""
     model = model_of(row["model"])
@@ -314,6 +340,9 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         for index, row in enumerate(rows):
             case = case_of(row)
+            pool = None if case else pool_case_of(row)
+            if pool:
+                case = (pool[0], ("metrics", "avg_step_time"), "throughput")
             if not case:
                 continue
             flags, key, kind = case
@@ -325,17 +354,20 @@ def main():
             if done.returncode != 0:
                 print(f"FAIL: {' '.join(command)}\n{done.stderr}")
                 return 1
-            value = json.load(open(report))["serving"]
-            for part in key:
+            value = json.load(open(report))
+            for part in key if pool else ("serving",) + key:
                 value = value[part]
+            if pool:
+                value = pool[1] / value  # tokens a node a second
             measured = float(row["value"])
             error = value / measured - 1
             reason = unbounded_reason(row, model_of(row["model"]))
             if not reason:
                 worst[kind] = max(worst[kind], abs(error))
             load = (f"{row['concurrency']} clients" if row["concurrency"]
-                    else "all at once")
-            print(f"| {row['source_id']} | {model_of(row['model'])} | "
+                    else "one step" if pool else "all at once")
+            print(f"| {row['source_id']} | "
+                  f"{model_of(row['model']) or row['hf_config']} | "
                   f"{row['num_gpus']} {gpu_of(row)}, {plan_of(row)} | "
                   f"{row['precision'].split()[0]} | "
                   f"{row['isl']}/{row['osl']} | {load} | {row['metric']} | "
