@@ -1,4 +1,4 @@
-//===- TwoBatchOverlapTest.cpp - Two forwards overlapped as engines run them -===//
+//===- TwoBatchOverlapTest.cpp - Two forwards overlapped as engines run ---===//
 //
 // Two-batch overlap builds an inference step's two micro-batches as one
 // step of turns. With exchanges on a communication stream the turns are
@@ -108,9 +108,8 @@ TEST(TwoBatchOverlapTest, EachStreamRunsInTheOrderItWasIssued) {
       const ProgramNode &node = stage.nodes[id];
       ASSERT_TRUE(node.kind == ProgramNodeKind::Compute ||
                   node.kind == ProgramNodeKind::Collective);
-      std::optional<uint32_t> &last = node.kind == ProgramNodeKind::Compute
-                                          ? lastCompute
-                                          : lastCollective;
+      std::optional<uint32_t> &last =
+          node.kind == ProgramNodeKind::Compute ? lastCompute : lastCollective;
       if (last) {
         EXPECT_TRUE(dependsOn(node, *last))
             << node.name << " does not wait for " << stage.nodes[*last].name;
@@ -121,8 +120,7 @@ TEST(TwoBatchOverlapTest, EachStreamRunsInTheOrderItWasIssued) {
 }
 
 TEST(TwoBatchOverlapTest, LowLatencyExchangesEndATurnEach) {
-  std::optional<CompiledModel> compiled =
-      compileHalves(DeepEpMode::LowLatency);
+  std::optional<CompiledModel> compiled = compileHalves(DeepEpMode::LowLatency);
   ASSERT_TRUE(compiled);
   EXPECT_EQ(getExchangeOrder(compiled->programs.stages.at(0)),
             (std::vector<std::string>{"0.d.0", "0.d.1", "0.o.0", "0.o.1",
