@@ -5,7 +5,9 @@
 // sequence of n tokens (n on a grid of 2^k and 3 x 2^k, up to the largest
 // iteration and the longest context) and decode steps of one and of 64
 // sequences at contexts 2^k; with two-batch overlap, the prefills also as
-// two overlapped halves, whose step gives the body. Per replica: the
+// two overlapped halves, whose step gives the body; under --deepep-mode
+// auto, the prefills again with a decode step's exchanges, whose steps give
+// the body of iterations that only decode. Per replica: the
 // template splits the batch over dp and ep (attention data parallelism), so
 // a sample of MB sequences is MB on each replica.
 //
@@ -87,8 +89,10 @@ public:
   /// Checks what the model declares, once.
   bool inspect();
   /// A prefill of one sequence of `tokens`; `overlapped`: as two halves
-  /// of two-batch overlap.
-  std::optional<Sample> prefill(uint64_t tokens, bool overlapped = false);
+  /// of two-batch overlap; `decodeExchanges`: its expert exchanges as a
+  /// decode step runs them (IterationCostModel::decodeBody).
+  std::optional<Sample> prefill(uint64_t tokens, bool overlapped = false,
+                                bool decodeExchanges = false);
   std::optional<Sample> decode(uint64_t sequences, uint64_t context);
 
   /// The mesh the samples compiled to, and its pipeline axis.
@@ -162,9 +166,12 @@ std::optional<Sample> Sampler::run(CompileOptions options,
   return sample;
 }
 
-std::optional<Sample> Sampler::prefill(uint64_t tokens, bool overlapped) {
+std::optional<Sample> Sampler::prefill(uint64_t tokens, bool overlapped,
+                                       bool decodeExchanges) {
   CompileOptions options = base;
   options.mode = "prefill";
+  if (decodeExchanges)
+    options.deepEpMode = CompileOptions::DeepEpMode::LowLatency;
   options.overrides.push_back({"MB", "1"});
   // Two-batch overlap: the tokens in two halves, run overlapped.
   options.twoBatchOverlap = overlapped;
@@ -235,6 +242,25 @@ IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
     if (tokens <= limits.maxBatchedTokens)
       activations = std::max(activations, sample->activations);
   }
+  // Under --deepep-mode auto an engine moves a decode batch's tokens with
+  // DeepEP's low-latency kernels and a batch with a prompt in it with the
+  // normal ones (SGLang by the batch's forward mode): iterations that only
+  // decode get a body of their own, on the same grid.
+  bool expertsOverRanks = llvm::any_of(base.degrees, [](const auto &degree) {
+    return degree.first == "ep" && degree.second > 1;
+  });
+  if (base.deepEpMode == CompileOptions::DeepEpMode::Auto && expertsOverRanks)
+    for (uint64_t tokens : getTokenGrid(largestPrefill)) {
+      std::optional<Sample> sample =
+          sampler.prefill(tokens, base.twoBatchOverlap && tokens > 1,
+                          /*decodeExchanges=*/true);
+      if (!sample)
+        return std::nullopt;
+      model.decodeBody.add(double(tokens),
+                           std::max(0.0, sample->stepMicros -
+                                             sample->attentionMicros -
+                                             sample->topMicros));
+    }
 
   // A fixed batch, whatever the cap: the model of an instance is the same
   // for every cap (larger batches extend the line through it).
@@ -292,7 +318,10 @@ double IterationCostModel::getMicros(const IterationWork &work) const {
   // A speculative step verifies each decode sequence's drafts with its
   // own token: their logits too.
   uint64_t drafts = work.decodeSequences * uint64_t(work.draftTokens);
-  double micros = body(double(tokens)) + top(double(work.sampled + drafts));
+  const SampledCurve &tokenWork =
+      work.prefill.empty() && !decodeBody.empty() ? decodeBody : body;
+  double micros =
+      tokenWork(double(tokens)) + top(double(work.sampled + drafts));
   for (const PrefillChunk &chunk : work.prefill) {
     double before = double(chunk.context);
     double after = before + double(chunk.tokens);
@@ -311,7 +340,7 @@ double IterationCostModel::getMicros(const IterationWork &work) const {
     // Each draft token: the draft's layers over the batch, then its LM
     // head, before the next one.
     double draft =
-        work.draftShare * (body(double(b)) + attention) + top(double(b));
+        work.draftShare * (tokenWork(double(b)) + attention) + top(double(b));
     micros += double(work.draftTokens) * draft;
   }
   return micros;

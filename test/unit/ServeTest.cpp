@@ -666,6 +666,25 @@ TEST(ServeTest, AnIterationAddsItsPartsAtItsOwnSizes) {
   EXPECT_DOUBLE_EQ(model.getMicros(IterationWork()), 0);
 }
 
+TEST(ServeTest, AnIterationThatOnlyDecodesTakesTheDecodeBody) {
+  IterationCostModel model;
+  model.body = SampledCurve{{1, 1001}, {100, 1100}};       // 99 + 1 us a token
+  model.decodeBody = SampledCurve{{1, 1001}, {200, 1200}}; // 199 + 1 us
+  model.decodeOne = SampledCurve{{16, 32}, {10, 10}};
+  model.decodeMany = SampledCurve{{16, 32}, {10, 10}};
+  IterationWork decodes;
+  decodes.decodeSequences = 4;
+  decodes.decodeContext = 4 * 20;
+  EXPECT_DOUBLE_EQ(model.getMicros(decodes), (199 + 4) + 10);
+  // A prompt's chunk beside them: the body of a prefill.
+  IterationWork mixed = decodes;
+  mixed.prefill = {{6, 0}};
+  EXPECT_DOUBLE_EQ(model.getMicros(mixed), (99 + 10) + 10);
+  // No decode body of its own: the one body.
+  model.decodeBody = SampledCurve();
+  EXPECT_DOUBLE_EQ(model.getMicros(decodes), (99 + 4) + 10);
+}
+
 TEST(ServeTest, ASpeculativeStepYieldsItsTokenAndTheAcceptedDrafts) {
   ServingRun run;
   run.clock.layers = 10;

@@ -80,6 +80,7 @@ public:
   SampledCurve(std::vector<double> x, std::vector<double> y);
   void add(double at, double value);
   double operator()(double at) const;
+  bool empty() const { return x.empty(); }
 
 private:
   std::vector<double> x, y;
@@ -106,6 +107,11 @@ struct IterationCostModel {
   /// their collectives, pipeline sends), prefill attention of one sequence
   /// of that many tokens, and the top-level work (embedding, LM head).
   SampledCurve body, prefillAttention, top;
+  /// The body of an iteration that only decodes, where its exchanges run
+  /// otherwise than a prompt's: under `--deepep-mode auto` DeepEP's
+  /// low-latency kernels (and two-batch overlap's turns for them), as
+  /// SGLang runs a decode batch. Empty where the two are alike: `body`.
+  SampledCurve decodeBody;
   /// Microseconds of decode attention by context: of one sequence, and of
   /// `manyBatch` sequences (a batch in between is interpolated).
   SampledCurve decodeOne, decodeMany;
