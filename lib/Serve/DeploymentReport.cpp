@@ -112,6 +112,8 @@ std::string stg::getStagecFlags(const DeploymentTable &table,
     os << " --kv-allocation " << getKVAllocationName(engine.kvAllocation);
   if (!engine.chunkedPrefill)
     os << " --chunked-prefill off";
+  if (!engine.mixedBatches)
+    os << " --mixed-batches off";
   if (engine.limits.wholeWindowCaches)
     os << " --kv-window-cache whole";
   if (run.router != Router::Load)

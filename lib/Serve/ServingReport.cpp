@@ -217,6 +217,7 @@ stg::getEngineSettingsJSON(const ServingEngineSettings &settings) {
       {"iteration_overhead_us", settings.iterationOverheadMicros},
       {"kv_allocation", getKVAllocationName(settings.kvAllocation)},
       {"chunked_prefill", settings.chunkedPrefill},
+      {"mixed_batches", settings.mixedBatches},
       {"kv_window_cache",
        settings.limits.wholeWindowCaches ? "whole" : "window"},
       {"router", getRouterName(settings.router)},

@@ -14,7 +14,9 @@
 // attention replicas its decode tokens first and prefill chunks after, up
 // to the token budget, as vLLM's scheduler does (without chunked prefill,
 // whole prompts while the next fits, as TensorRT-LLM's
-// MicroBatchScheduler stops at the first that does not). The iteration
+// MicroBatchScheduler stops at the first that does not; without mixed
+// batches, a replica with a prompt ready runs only prompts, as SGLang's
+// scheduler runs a prefill batch before its decode batch). The iteration
 // takes its slowest replica's time (the replicas of a MoE instance meet in
 // the experts' all-to-all) plus the engine's overhead. What the replicas'
 // caches hold, and when a sequence fits, is ServingCache.cpp's.
@@ -246,12 +248,16 @@ void Simulation::startIteration(unsigned index, double now) {
     uint64_t tokens = 0;
     running += replica.running.size();
     kvUsed += replica.kvUsed;
-    if (countDecodes) {
+    replica.decodes = settings.mixedBatches ||
+                      llvm::none_of(replica.prefilling, [&](uint32_t request) {
+                        return sequences[request].readyAt <= now;
+                      });
+    if (replica.decodes && countDecodes) {
       work.decodeSequences = tokens = replica.decoding;
       work.decodeContext = replica.countedTokens +
                            replica.decoding * replica.steps -
                            replica.countedFrom;
-    } else {
+    } else if (replica.decodes) {
       for (uint32_t request : replica.running) {
         const SequenceState &sequence = sequences[request];
         if (sequence.prefilled < sequence.target || !engine.decode)
@@ -440,7 +446,8 @@ void Simulation::endIteration(unsigned index, double now) {
   // Each replica's decodes, then its prefill chunks, as they were planned.
   size_t next = 0;
   for (unsigned slot = 0; slot < engine.replicas.size(); ++slot) {
-    endCountedStep(index, engine.replicas[slot], now);
+    if (engine.replicas[slot].decodes)
+      endCountedStep(index, engine.replicas[slot], now);
     for (; next < engine.planned.size() &&
            sequences[engine.planned[next].request].replica == slot;
          ++next)

@@ -105,6 +105,9 @@ struct Replica {
   /// tokens and their steps when counting began, summed, and when each
   /// finishes. A step's decode context is then a sum, not a loop.
   uint64_t steps = 0, decoding = 0, countedTokens = 0, countedFrom = 0;
+  /// Whether the iteration under way runs its decodes: not where it runs
+  /// only prompts (ServingEngineSettings::mixedBatches).
+  bool decodes = true;
   std::priority_queue<CountedFinish, std::vector<CountedFinish>,
                       std::greater<CountedFinish>>
       finishing;

@@ -105,6 +105,32 @@ TEST(ServeTest, DecodesRideAlongAPrefillInOneIteration) {
   EXPECT_EQ(result->iterations[2].prefillTokens, 63u);
 }
 
+TEST(ServeTest, WithoutMixedBatchesAReadyPromptRunsAlone) {
+  ServingRun run;
+  run.workload.concurrency = 2;
+  run.workload.requests = 2;
+  run.workload.lengths = {{100, 3}};
+  run.settings.limits.maxBatchedTokens = 64;
+  run.settings.mixedBatches = false;
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  ASSERT_EQ(result->iterations.size(), 6u);
+  // As above until the first decodes: 64 of the first, its last 36 and 28
+  // of the other; then the other's 72 left in chunks of 64 and 8, the
+  // first's decode waiting; then both decode, twice.
+  const std::vector<std::pair<uint64_t, uint64_t>> expected = {
+      {64, 0}, {64, 0}, {64, 0}, {8, 0}, {0, 2}, {0, 2}};
+  for (size_t index = 0; index < expected.size(); ++index) {
+    EXPECT_EQ(result->iterations[index].prefillTokens, expected[index].first)
+        << index;
+    EXPECT_EQ(result->iterations[index].decodeSequences, expected[index].second)
+        << index;
+  }
+  // The first request's second token waits for the other's prompt.
+  EXPECT_DOUBLE_EQ(result->requests[0].finish,
+                   result->iterations[5].start + result->iterations[5].micros);
+}
+
 TEST(ServeTest, WithoutChunkedPrefillAPromptWaitsForRoomForAllOfIt) {
   ServingRun run;
   run.workload.concurrency = 3;
@@ -528,9 +554,13 @@ TEST(ServeTest, DecodesCountedOrSteppedOneByOneAgree) {
   // its steps; on-demand blocks step each sequence. With room for all,
   // the two schedule alike: the same times, request by request, over
   // replicas, disaggregated pools, outputs of several lengths (some
-  // finishing at one step) and turns that arrive as others finish.
-  for (bool disaggregated : {false, true}) {
+  // finishing at one step), turns that arrive as others finish, and
+  // batches mixed or not.
+  for (auto [disaggregated, mixed] :
+       {std::pair(false, true), std::pair(true, true),
+        std::pair(false, false)}) {
     ServingRun counted;
+    counted.settings.mixedBatches = mixed;
     counted.clock.replicas = 3;
     counted.workload.lengths = {{40, 7}, {25, 1}, {60, 12}, {10, 7}};
     counted.workload.concurrency = 9;

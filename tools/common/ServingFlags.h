@@ -1,7 +1,7 @@
 //===- ServingFlags.h - The serving engine's shared flags -------*- C++ -*-===//
 //
 // The engine's flags that `stagec --mode serve` and `stage-search --serve`
-// read the same way: `--kv-allocation`, `--chunked-prefill`,
+// read the same way: `--kv-allocation`, `--chunked-prefill`, `--mixed-batches`,
 // `--linear-kernels` (stagec's prefill and decode too), `--shared-prefix`,
 // `--turns`, `--think-time-ms`, `--kv-offload-gb` and `--prefix-caching`,
 // and speculative decoding's `--speculative-tokens`, `--acceptance-rate`
@@ -156,19 +156,41 @@ inline void addWindowCacheOption(CLI::App &app, bool &whole,
       ->group(group);
 }
 
+/// A flag `name on|off` into `setting`.
+inline void addSwitchOption(CLI::App &app, const std::string &name,
+                            bool &setting, const std::string &help,
+                            const std::string &group) {
+  app.add_option_function<std::string>(
+         name,
+         [&setting](const std::string &value) { setting = value == "on"; },
+         help)
+      ->check(CLI::IsMember({"on", "off"}))
+      ->group(group);
+}
+
 /// `--chunked-prefill on|off` into `setting` (ServingEngineSettings::
 /// chunkedPrefill).
 inline void addChunkedPrefillOption(CLI::App &app, bool &setting,
                                     const std::string &group) {
-  app.add_option_function<std::string>(
-         "--chunked-prefill",
-         [&setting](const std::string &value) { setting = value == "on"; },
-         "on (default: a prompt runs in chunks that fill each iteration's "
-         "--max-batched-tokens, as vLLM and SGLang) or off (a prompt runs "
-         "whole in one iteration, as TensorRT-LLM's default; the budget must "
-         "hold the longest)")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->group(group);
+  addSwitchOption(app, "--chunked-prefill", setting,
+                  "on (default: a prompt runs in chunks that fill each "
+                  "iteration's --max-batched-tokens, as vLLM and SGLang) or "
+                  "off (a prompt runs whole in one iteration, as "
+                  "TensorRT-LLM's default; the budget must hold the longest)",
+                  group);
+}
+
+/// `--mixed-batches on|off` into `setting` (ServingEngineSettings::
+/// mixedBatches).
+inline void addMixedBatchesOption(CLI::App &app, bool &setting,
+                                  const std::string &group) {
+  addSwitchOption(app, "--mixed-batches", setting,
+                  "on (default: an iteration runs the decodes and the "
+                  "prefill chunks together, as vLLM and TensorRT-LLM) or off "
+                  "(a replica with a prompt ready runs only prompts, its "
+                  "decodes waiting for an iteration with none, as SGLang's "
+                  "scheduler without --enable-mixed-chunk)",
+                  group);
 }
 
 /// `--linear-kernels separate|fused` into `name` ("fused" sets

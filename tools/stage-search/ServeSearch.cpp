@@ -276,6 +276,7 @@ std::optional<int> parseFlags(int argc, char **argv, ServeSearchFlags &flags) {
   std::string kvAllocation = "reserve";
   addKVAllocationOption(app, kvAllocation, engine);
   addChunkedPrefillOption(app, settings.chunkedPrefill, engine);
+  addMixedBatchesOption(app, settings.mixedBatches, engine);
   addWindowCacheOption(app, settings.limits.wholeWindowCaches, engine);
   addRouterOptions(app, flags.routers, true, settings.kvOverlapWeight,
                    settings.cacheAware, engine);

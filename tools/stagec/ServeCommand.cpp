@@ -142,6 +142,7 @@ void stg::addServeFlags(CLI::App &app, ServeFlags &flags) {
       ->group(group);
   addKVAllocationOption(app, flags.kvAllocation, group);
   addChunkedPrefillOption(app, flags.chunkedPrefill, group);
+  addMixedBatchesOption(app, flags.mixedBatches, group);
   addWindowCacheOption(app, flags.wholeWindowCaches, group);
   addRouterOptions(app, flags.router, false, flags.kvOverlapWeight,
                    flags.cacheAware, group);
@@ -198,6 +199,7 @@ std::optional<std::string> stg::checkServeFlags(const CLI::App &app,
                                           "--kv-block-tokens",
                                           "--kv-allocation",
                                           "--chunked-prefill",
+                                          "--mixed-batches",
                                           "--kv-window-cache",
                                           "--router",
                                           "--kv-overlap-weight",
@@ -460,6 +462,7 @@ int stg::runServe(const StagecOptions &options, DiagnosticEngine &diags) {
   settings.speculation = flags.speculation;
   settings.kvAllocation = *parseKVAllocation(flags.kvAllocation);
   settings.chunkedPrefill = flags.chunkedPrefill;
+  settings.mixedBatches = flags.mixedBatches;
   settings.router = parseRouters(flags.router).front();
   settings.kvOverlapWeight = flags.kvOverlapWeight;
   settings.cacheAware = flags.cacheAware;

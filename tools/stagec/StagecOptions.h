@@ -49,6 +49,7 @@ struct ServeFlags {
   SpeculativeDecoding speculation;
   std::string kvAllocation = "reserve"; ///< `--kv-allocation`.
   bool chunkedPrefill = true;           ///< `--chunked-prefill`.
+  bool mixedBatches = true;             ///< `--mixed-batches`.
   std::vector<std::string> router{"load"}; ///< `--router`: one name.
   double kvOverlapWeight = 1;           ///< `--kv-overlap-weight`.
   /// `--cache-threshold`, `--balance-abs-threshold`, `--balance-rel-threshold`.

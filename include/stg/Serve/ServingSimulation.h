@@ -230,6 +230,12 @@ struct ServingEngineSettings {
   /// (TensorRT-LLM's default) a prompt runs whole in one iteration, and the
   /// prompts after the first that does not fit wait for the next.
   bool chunkedPrefill = true;
+  /// Mixed batches (vLLM's and TensorRT-LLM's): an iteration runs the
+  /// decodes and the prefill chunks together. Without them (SGLang's
+  /// scheduler unless --enable-mixed-chunk) a replica with a prompt ready
+  /// runs only prompts in an iteration, and its decodes wait for one with
+  /// none.
+  bool mixedBatches = true;
   /// KV offload (TensorRT-LLM's host cache, vLLM's and LMCache's CPU
   /// offloading): host memory per GPU that keeps the conversations'
   /// contexts evicted from the device's cache, least recently cached
