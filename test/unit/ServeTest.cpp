@@ -89,12 +89,18 @@ TEST(ServeTest, ALongPromptIsPrefilledInChunksOfTheTokenBudget) {
   EXPECT_DOUBLE_EQ(result->requests[0].firstToken, (1000 + 640) + (1000 + 360));
 }
 
-TEST(ServeTest, DecodesRideAlongAPrefillInOneIteration) {
+/// Two requests of 100 + 3 tokens at once, 64 tokens an iteration.
+ServingRun makeTwoPromptsInChunks() {
   ServingRun run;
   run.workload.concurrency = 2;
   run.workload.requests = 2;
   run.workload.lengths = {{100, 3}};
   run.settings.limits.maxBatchedTokens = 64;
+  return run;
+}
+
+TEST(ServeTest, DecodesRideAlongAPrefillInOneIteration) {
+  ServingRun run = makeTwoPromptsInChunks();
   std::optional<ServingResult> result = run.simulate();
   ASSERT_TRUE(result) << run.errors;
   // Both arrive at 0: the first iteration prefills 64 of the first, the
@@ -106,11 +112,7 @@ TEST(ServeTest, DecodesRideAlongAPrefillInOneIteration) {
 }
 
 TEST(ServeTest, WithoutMixedBatchesAReadyPromptRunsAlone) {
-  ServingRun run;
-  run.workload.concurrency = 2;
-  run.workload.requests = 2;
-  run.workload.lengths = {{100, 3}};
-  run.settings.limits.maxBatchedTokens = 64;
+  ServingRun run = makeTwoPromptsInChunks();
   run.settings.mixedBatches = false;
   std::optional<ServingResult> result = run.simulate();
   ASSERT_TRUE(result) << run.errors;
