@@ -318,8 +318,9 @@ double IterationCostModel::getMicros(const IterationWork &work) const {
   // A speculative step verifies each decode sequence's drafts with its
   // own token: their logits too.
   uint64_t drafts = work.decodeSequences * uint64_t(work.draftTokens);
+  bool decodesOnly = work.prefill.empty() && !work.enginePrefills;
   const SampledCurve &tokenWork =
-      work.prefill.empty() && !decodeBody.empty() ? decodeBody : body;
+      decodesOnly && !decodeBody.empty() ? decodeBody : body;
   double micros =
       tokenWork(double(tokens)) + top(double(work.sampled + drafts));
   for (const PrefillChunk &chunk : work.prefill) {

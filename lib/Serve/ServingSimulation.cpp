@@ -239,7 +239,8 @@ void Simulation::startIteration(unsigned index, double now) {
       growCaches(engine, replica, budget);
 
   engine.planned.clear();
-  double slowest = 0;
+  std::vector<IterationWork> &works = engine.works;
+  works.clear();
   uint64_t decodes = 0, prefillTokens = 0, running = 0;
   double kvUsed = 0;
   uint64_t decodeContext = 0, prefillChunks = 0;
@@ -296,6 +297,13 @@ void Simulation::startIteration(unsigned index, double now) {
     decodes += work.decodeSequences;
     decodeContext += work.decodeContext;
     prefillChunks += work.prefill.size();
+    works.push_back(std::move(work));
+  }
+  bool enginePrefills = llvm::any_of(
+      works, [](const IterationWork &work) { return !work.prefill.empty(); });
+  double slowest = 0;
+  for (IterationWork &work : works) {
+    work.enginePrefills = enginePrefills;
     slowest = std::max(slowest, engine.cost->getMicros(work));
   }
   if (engine.planned.empty() && !decodes)

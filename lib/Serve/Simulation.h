@@ -148,6 +148,9 @@ struct Engine {
   uint64_t routedTokens = 0;
   bool busy = false, touched = false;
   std::vector<PlannedWork> planned;
+  /// Each replica's work in the iteration being planned (kept for its
+  /// room).
+  std::vector<IterationWork> works;
 
   uint64_t getLoad() const {
     uint64_t load = waiting.size();

@@ -717,6 +717,33 @@ TEST(ServeTest, AnIterationThatOnlyDecodesTakesTheDecodeBody) {
   EXPECT_DOUBLE_EQ(model.getMicros(decodes), (99 + 4) + 10);
 }
 
+TEST(ServeTest, ADecodeBesideAnotherReplicasPromptTakesThePromptsBody) {
+  // Two replicas: the first request decodes on one while the second,
+  // arriving later, prefills on the other. The replicas meet in the
+  // experts' exchanges, which run as a prompt's for both: the decoding
+  // replica takes the prompts' body then, and its own only once no
+  // replica prefills.
+  ServingRun run;
+  run.clock.replicas = 2;
+  run.clock.decodeBody = makeLine(5000, 10);
+  run.workload.concurrency.reset();
+  run.workload.requests = 2;
+  run.workload.arrivals = {0, 2500};
+  std::optional<ServingResult> result = run.simulate();
+  ASSERT_TRUE(result) << run.errors;
+  ASSERT_GE(result->iterations.size(), 3u);
+  // The first prefill alone (1000 + 10 x 100), then the first decode,
+  // alone too: 5000 + 10.
+  EXPECT_DOUBLE_EQ(result->iterations[0].micros, 2000);
+  EXPECT_DOUBLE_EQ(result->iterations[1].micros, 5010);
+  // The second's prompt came during it: its prefill, the slowest, beside
+  // a decode priced as a prompt's (1010, not 5010).
+  const IterationRecord &mixed = result->iterations[2];
+  EXPECT_EQ(mixed.decodeSequences, 1u);
+  EXPECT_EQ(mixed.prefillTokens, 100u);
+  EXPECT_DOUBLE_EQ(mixed.micros, 2000);
+}
+
 TEST(ServeTest, ASpeculativeStepYieldsItsTokenAndTheAcceptedDrafts) {
   ServingRun run;
   run.clock.layers = 10;

@@ -68,6 +68,11 @@ struct IterationWork {
   /// the model's layers and its LM head, one after another.
   unsigned draftTokens = 0;
   double draftShare = 0;
+  /// Some replica of the engine prefills in this iteration: the replicas
+  /// meet in the experts' exchanges, which then run as a prompt's for all
+  /// (SGLang picks DeepEP's mode for the whole batch), so even a replica
+  /// that only decodes takes the prompts' body.
+  bool enginePrefills = false;
 
   uint64_t getTokens() const;
 };
@@ -110,7 +115,8 @@ struct IterationCostModel {
   /// The body of an iteration that only decodes, where its exchanges run
   /// otherwise than a prompt's: under `--deepep-mode auto` DeepEP's
   /// low-latency kernels (and two-batch overlap's turns for them), as
-  /// SGLang runs a decode batch. Empty where the two are alike: `body`.
+  /// SGLang runs a decode batch (an engine's iteration without a prompt on
+  /// any replica). Empty where the two are alike: `body`.
   SampledCurve decodeBody;
   /// Microseconds of decode attention by context: of one sequence, and of
   /// `manyBatch` sequences (a batch in between is interpolated).
