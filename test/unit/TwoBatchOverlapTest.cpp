@@ -55,7 +55,8 @@ bool dependsOn(const ProgramNode &node, uint32_t id) {
          llvm::is_contained(node.ctrlDeps, id);
 }
 
-/// Each exchange's name without its layer's prefix: `0.d.mb1`, `1.o.mb0`.
+/// Each exchange as layer, kind and half: `0.d.1` is layer 0's dispatch
+/// of the second half, `1.o.0` layer 1's combine of the first.
 std::vector<std::string> getExchangeOrder(const StageProgram &stage) {
   std::vector<std::string> order;
   for (const ProgramNode &node : stage.nodes) {
