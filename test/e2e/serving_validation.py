@@ -196,6 +196,12 @@ def system_flags(gpu):
     return ["--system", systems[gpu]] if gpu in systems else None
 
 
+# The engine's own time an iteration, as `stagec --mode serve` adds it to
+# each iteration (DefaultIterationOverheadMicros, the serving model's one
+# fitted constant): a pool's step priced alone pays it too.
+ITERATION_OVERHEAD_S = 1.5e-3
+
+
 def pool_case_of(row):
     """A pool of SGLang's large expert-parallel deployment measured alone at
     a fixed batch (its blog's profile), as stagec's flags for one step, the
@@ -357,8 +363,8 @@ def main():
             value = json.load(open(report))
             for part in key if pool else ("serving",) + key:
                 value = value[part]
-            if pool:
-                value = pool[1] / value  # tokens a node a second
+            if pool:  # tokens a node a second, an iteration a step
+                value = pool[1] / (value + ITERATION_OVERHEAD_S)
             measured = float(row["value"])
             error = value / measured - 1
             reason = unbounded_reason(row, model_of(row["model"]))
