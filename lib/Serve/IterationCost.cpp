@@ -210,12 +210,14 @@ IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
   if (!sampler.inspect())
     return std::nullopt;
   IterationCostModel model;
+  bool expertsOverRanks = false;
   for (const auto &[axis, degree] : base.degrees) {
     model.gpus *= degree;
     if (axis == "dp" || axis == "ep")
       model.replicas *= degree;
     if (axis == "pp")
       model.stages = degree;
+    expertsOverRanks |= axis == "ep" && degree > 1;
   }
 
   uint64_t largestPrefill = std::max(limits.maxBatchedTokens, limits.maxContext);
@@ -246,9 +248,6 @@ IterationCostModel::build(const CompileOptions &base, const SystemSpec &system,
   // DeepEP's low-latency kernels and a batch with a prompt in it with the
   // normal ones (SGLang by the batch's forward mode): iterations that only
   // decode get a body of their own, on the same grid.
-  bool expertsOverRanks = llvm::any_of(base.degrees, [](const auto &degree) {
-    return degree.first == "ep" && degree.second > 1;
-  });
   if (base.deepEpMode == CompileOptions::DeepEpMode::Auto && expertsOverRanks)
     for (uint64_t tokens : getTokenGrid(largestPrefill)) {
       std::optional<Sample> sample =

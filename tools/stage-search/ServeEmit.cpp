@@ -74,18 +74,18 @@ llvm::Error stg::emitTopWindows(const DeploymentTable &table,
     EmitOptions emitOptions;
     emitOptions.prefix = window->module->getModel()->getName().str();
     emitOptions.cancel = cancel;
+    std::string label = describeRun(table, run);
     ManifestInputs inputs =
         getEmittedInputs(options.base.input, emitOptions.prefix,
-                         {{"deployment", describeRun(table, run)},
+                         {{"deployment", label},
                           {"stagec", getStagecFlags(table, run, options)},
                           {"window", std::to_string(iterations)}});
     llvm::json::Value manifest =
         buildWindowManifest(*window, replay->result, system, inputs, *estimate);
     if (llvm::Error err = writeEmittedSet(
             directory, target,
-            {run.rank, describeRun(table, run), "", "", 0,
-             estimate->stepMicros},
-            programs, system, emitOptions, std::move(manifest),
+            {run.rank, label, "", "", 0, estimate->stepMicros}, programs,
+            system, emitOptions, std::move(manifest),
             "emit fewer windows (--emit-top), use a smaller --window or "
             "choose another -o",
             emitted))

@@ -1,5 +1,4 @@
-//===- VerifyTop.h - The best plans, written and simulated -------*- C++
-//-*-===//
+//===- VerifyTop.h - The best plans, written and simulated ----*- C++ -*-===//
 //
 // `stage-search --emit-top K`: the best K plans' (or serving runs'
 // windows') trace sets, each written as stagec -o writes one.
